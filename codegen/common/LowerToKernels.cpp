@@ -1,0 +1,833 @@
+//===- LowerToKernels.cpp - kiln ops -> kernels over flat buffers ----------===//
+//
+// Each kiln op becomes one kernel: a func.func taking flat f32 memrefs and a
+// workgroup index, whose body is an scf loop nest over the workgroup's share
+// of the output. Shapes are static, so every bound, stride and padding range
+// is a compile-time constant. Reshapes alias their input's buffer.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/common/Program.h"
+#include "dialects/kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+using namespace mlir;
+namespace kiln::codegen {
+namespace {
+
+std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Elements a workgroup of an elementwise-like kernel handles (at least).
+constexpr int64_t kWorkgroupElems = 16384;
+
+/// Builds the body of one kernel.
+class KernelEmitter {
+public:
+  KernelEmitter(ImplicitLocOpBuilder &b, ArrayRef<Value> bufs, Value wg)
+      : b(b), bufs(bufs), wg(wg) {}
+
+  ImplicitLocOpBuilder &b;
+  ArrayRef<Value> bufs;
+  Value wg;
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32(float v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value mul(Value x, int64_t c) { return c == 1 ? x : mul(x, idx(c)); }
+  Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, x, idx(c)); }
+  Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, x, idx(c)); }
+  Value minI(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
+  Value load(int buf, Value i) { return memref::LoadOp::create(b, bufs[buf], i); }
+  void store(Value v, int buf, Value i) { memref::StoreOp::create(b, v, bufs[buf], i); }
+
+  Value fadd(Value x, Value y, bool reassoc = false) {
+    auto op = arith::AddFOp::create(b, x, y);
+    if (reassoc)
+      op.setFastmath(arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+    return op;
+  }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+
+  /// for (iv = lo; iv < hi; iv += step) body(iv)
+  void loop(Value lo, Value hi, const std::function<void(Value)> &body,
+            int64_t step = 1) {
+    auto f = scf::ForOp::create(b, lo, hi, idx(step));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(f.getBody()->getTerminator());
+    body(f.getInductionVar());
+  }
+  void loop(int64_t lo, int64_t hi, const std::function<void(Value)> &body) {
+    if (hi > lo)
+      loop(idx(lo), idx(hi), body);
+  }
+  /// acc = init; for iv in [lo, hi): acc = body(iv, acc); return acc
+  Value reduce(Value lo, Value hi, Value init,
+               const std::function<Value(Value, Value)> &body) {
+    auto f = scf::ForOp::create(b, lo, hi, idx(1), ValueRange{init});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(f.getBody());
+    Value r = body(f.getInductionVar(), f.getRegionIterArgs()[0]);
+    scf::YieldOp::create(b, r);
+    return f.getResult(0);
+  }
+  /// The [begin, end) slice of `total` items that this workgroup owns.
+  std::pair<Value, Value> share(int64_t total, int64_t perWg) {
+    Value lo = mul(wg, perWg);
+    Value hi = minI(add(lo, idx(perWg)), idx(total));
+    return {lo, hi};
+  }
+};
+
+/// How a kernel's workgroups split rows of an [outer x inner] iteration.
+int64_t rowsPerWorkgroup(int64_t inner) {
+  return std::max<int64_t>(1, kWorkgroupElems / std::max<int64_t>(inner, 1));
+}
+
+class Lowering {
+public:
+  Lowering(ModuleOp src, Program &p) : src(src), p(p), ctx(src.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  ModuleOp src;
+  Program &p;
+  MLIRContext *ctx;
+  llvm::DenseMap<Value, int> bufferOf;
+  int kernelCount = 0;
+
+  int newBuffer(Buffer::Kind kind, int64_t bytes) {
+    Buffer buf;
+    buf.kind = kind;
+    buf.bytes = bytes;
+    p.buffers.push_back(buf);
+    return static_cast<int>(p.buffers.size()) - 1;
+  }
+  static int64_t elems(Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
+  }
+  static ArrayRef<int64_t> shape(Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getShape();
+  }
+
+  LogicalResult addConstant(kiln::ConstantOp op);
+  /// Creates a kernel for `op` with `ins` -> a fresh arena buffer for the
+  /// result; `body` fills it. Returns failure on unsupported types.
+  LogicalResult launch(Operation *op, ArrayRef<Value> ins, int64_t workgroups,
+                       const std::function<void(KernelEmitter &)> &body,
+                       std::optional<int> outBuffer = std::nullopt);
+  LogicalResult lowerOp(Operation *op);
+
+  // Op families.
+  LogicalResult elementwise(Operation *op, ArrayRef<Value> ins,
+                            const std::function<Value(KernelEmitter &,
+                                                      ArrayRef<Value>)> &fn,
+                            std::optional<int> outBuffer = std::nullopt);
+  LogicalResult conv(kiln::ConvOp op);
+  LogicalResult gemm(kiln::GemmOp op);
+  LogicalResult matmul(kiln::MatMulOp op);
+  template <typename PoolOp> LogicalResult pool(PoolOp op, bool isMax);
+  LogicalResult globalAvgPool(kiln::GlobalAvgPoolOp op);
+  LogicalResult batchNorm(kiln::BatchNormOp op);
+  LogicalResult softmax(kiln::SoftmaxOp op);
+  LogicalResult transpose(kiln::TransposeOp op);
+  LogicalResult concat(kiln::ConcatOp op);
+};
+
+LogicalResult Lowering::addConstant(kiln::ConstantOp op) {
+  auto type = llvm::cast<RankedTensorType>(op.getType());
+  if (!type.getElementType().isF32())
+    return op.emitError("constant of element type ")
+           << type.getElementType()
+           << " is used by a kernel; the CPU backend supports f32 tensors";
+  int64_t n = type.getNumElements();
+  std::vector<char> data(n * 4);
+  Attribute value = op.getValue();
+  if (auto res = llvm::dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob)
+      return op.emitError("constant's resource blob is missing");
+    ArrayRef<char> raw = blob->getData();
+    if (static_cast<int64_t>(raw.size()) != n * 4)
+      return op.emitError("constant's resource blob has ")
+             << raw.size() << " bytes; expected " << n * 4;
+    std::memcpy(data.data(), raw.data(), raw.size());
+  } else if (auto dense = llvm::dyn_cast<DenseFPElementsAttr>(value)) {
+    int64_t i = 0;
+    for (APFloat f : dense.getValues<APFloat>()) {
+      float v = f.convertToFloat();
+      std::memcpy(&data[4 * i++], &v, 4);
+    }
+  } else {
+    return op.emitError("unsupported constant attribute");
+  }
+  int id = newBuffer(Buffer::Constant, n * 4);
+  size_t off = (p.weights.size() + 63) / 64 * 64;
+  p.weights.resize(off);
+  p.weights.insert(p.weights.end(), data.begin(), data.end());
+  p.buffers[id].offset = static_cast<int64_t>(off);
+  bufferOf[op.getResult()] = id;
+  return success();
+}
+
+LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
+                               int64_t workgroups,
+                               const std::function<void(KernelEmitter &)> &body,
+                               std::optional<int> outBuffer) {
+  for (Value v : llvm::concat<Value>(ins, op->getResults()))
+    if (!llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32())
+      return op->emitError("element type ")
+             << llvm::cast<RankedTensorType>(v.getType()).getElementType()
+             << " is not supported by the CPU backend yet (f32 only)";
+  Value result = op->getResult(0);
+  int out = outBuffer ? *outBuffer
+                      : newBuffer(Buffer::Arena, std::max<int64_t>(elems(result), 1) * 4);
+  Launch l;
+  l.kernel = "kiln_k" + std::to_string(kernelCount++) + "_" +
+             op->getName().stripDialect().str();
+  l.workgroups = std::max<int64_t>(workgroups, 1);
+  l.what = op->getName().getStringRef().str();
+  SmallVector<Type> argTypes;
+  for (Value v : ins) {
+    l.buffers.push_back(bufferOf.lookup(v));
+    argTypes.push_back(MemRefType::get({std::max<int64_t>(elems(v), 1)},
+                                       Float32Type::get(ctx)));
+  }
+  l.buffers.push_back(out);
+  argTypes.push_back(MemRefType::get({std::max<int64_t>(elems(result), 1)},
+                                     Float32Type::get(ctx)));
+  argTypes.push_back(IndexType::get(ctx));
+
+  ImplicitLocOpBuilder b(op->getLoc(), ctx);
+  b.setInsertionPointToEnd(p.kernels->getBody());
+  auto fn = func::FuncOp::create(b, l.kernel, b.getFunctionType(argTypes, {}));
+  fn->setAttr("kiln.workgroups", b.getI64IntegerAttr(l.workgroups));
+  for (unsigned i = 0; i + 1 < argTypes.size(); ++i)
+    fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> bufs(entry->getArguments().drop_back());
+  KernelEmitter e(b, bufs, entry->getArguments().back());
+  body(e);
+  func::ReturnOp::create(b);
+
+  bufferOf[result] = out;
+  p.launches.push_back(std::move(l));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise with broadcasting: rows of the output's last dimension.
+//===----------------------------------------------------------------------===//
+
+LogicalResult Lowering::elementwise(
+    Operation *op, ArrayRef<Value> ins,
+    const std::function<Value(KernelEmitter &, ArrayRef<Value>)> &fn,
+    std::optional<int> outBuffer) {
+  SmallVector<int64_t> outShape(shape(op->getResult(0)));
+  if (outShape.empty())
+    outShape.push_back(1);
+  int64_t rank = outShape.size();
+  int64_t inner = outShape.back();
+  int64_t outer = 1;
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    outer *= outShape[i];
+  // Per-input strides in output coordinates (0 where broadcast).
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<bool> dense;
+  for (Value v : ins) {
+    ArrayRef<int64_t> s = shape(v);
+    auto cs = stridesOf(s);
+    std::vector<int64_t> st(rank, 0);
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t j = i - (rank - static_cast<int64_t>(s.size()));
+      if (j >= 0 && s[j] != 1)
+        st[i] = cs[j];
+    }
+    strides.push_back(st);
+    dense.push_back(elems(v) == outer * inner);
+  }
+  int64_t rows = rowsPerWorkgroup(inner);
+  return launch(op, ins, ceilDiv(outer, rows), [&](KernelEmitter &e) {
+    auto [lo, hi] = e.share(outer, rows);
+    e.loop(lo, hi, [&](Value r) {
+      // Base offset of row r in every input.
+      SmallVector<Value> base;
+      for (size_t k = 0; k < ins.size(); ++k) {
+        if (dense[k]) {
+          base.push_back(e.mul(r, inner));
+          continue;
+        }
+        Value off = e.idx(0), rest = r;
+        for (int64_t d = rank - 2; d >= 0; --d) {
+          Value coord = d == 0 ? rest : e.rem(rest, outShape[d]);
+          if (d > 0)
+            rest = e.div(rest, outShape[d]);
+          if (strides[k][d])
+            off = e.add(off, e.mul(coord, strides[k][d]));
+        }
+        base.push_back(off);
+      }
+      Value outBase = e.mul(r, inner);
+      e.loop(0, inner, [&](Value j) {
+        SmallVector<Value> vals;
+        for (size_t k = 0; k < ins.size(); ++k)
+          vals.push_back(e.load(k, e.add(base[k], e.mul(j, strides[k][rank - 1]))));
+        e.store(fn(e, vals), ins.size(), e.add(outBase, j));
+      });
+    });
+  }, outBuffer);
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution: one workgroup per (image, output channel); the kernel window
+// is unrolled at compile time so each inner loop runs over a constant,
+// in-bounds range of output columns.
+//===----------------------------------------------------------------------===//
+
+LogicalResult Lowering::conv(kiln::ConvOp op) {
+  auto in = shape(op.getInput()), w = shape(op.getWeight()),
+       out = shape(op.getResult());
+  int64_t N = in[0], C = in[1], H = in[2], W = in[3];
+  int64_t O = out[1], OH = out[2], OW = out[3], KH = w[2], KW = w[3];
+  int64_t G = static_cast<int64_t>(op.getGroup()), Cg = C / G, Og = O / G;
+  auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
+  SmallVector<Value> ins{op.getInput(), op.getWeight()};
+  bool hasBias = static_cast<bool>(op.getBias());
+  if (hasBias)
+    ins.push_back(op.getBias());
+  int outBuf = ins.size();
+  return launch(op, ins, N * O, [&](KernelEmitter &e) {
+    Value n = e.div(e.wg, O), oc = e.rem(e.wg, O);
+    Value g = e.div(oc, Og);
+    Value outBase = e.mul(e.wg, OH * OW);
+    Value bias = hasBias ? e.load(2, oc) : e.f32(0.0f);
+    e.loop(0, OH * OW, [&](Value i) { e.store(bias, outBuf, e.add(outBase, i)); });
+    Value inImage = e.mul(n, C * H * W);
+    Value wBase = e.mul(oc, Cg * KH * KW);
+    e.loop(0, Cg, [&](Value c) {
+      Value inPlane = e.add(inImage, e.mul(e.add(e.mul(g, Cg), c), H * W));
+      Value wPlane = e.add(wBase, e.mul(c, KH * KW));
+      for (int64_t ky = 0; ky < KH; ++ky) {
+        // Output rows whose input row oh*s0 + ky*d0 - p0 lies inside [0, H).
+        int64_t off0 = ky * d[0] - pad[0];
+        int64_t ohLo = std::max<int64_t>(0, ceilDiv(std::max<int64_t>(-off0, 0), s[0]));
+        int64_t ohHi = std::min<int64_t>(OH, H - 1 - off0 < 0 ? 0 : (H - 1 - off0) / s[0] + 1);
+        for (int64_t kx = 0; kx < KW; ++kx) {
+          int64_t off1 = kx * d[1] - pad[1];
+          int64_t owLo = std::max<int64_t>(0, ceilDiv(std::max<int64_t>(-off1, 0), s[1]));
+          int64_t owHi = std::min<int64_t>(OW, W - 1 - off1 < 0 ? 0 : (W - 1 - off1) / s[1] + 1);
+          if (ohLo >= ohHi || owLo >= owHi)
+            continue;
+          Value wv = e.load(1, e.add(wPlane, e.idx(ky * KW + kx)));
+          e.loop(ohLo, ohHi, [&](Value oh) {
+            Value inRow = e.add(inPlane, e.mul(e.add(e.mul(oh, s[0]), e.idx(off0)), W));
+            Value outRow = e.add(outBase, e.mul(oh, OW));
+            e.loop(owLo, owHi, [&](Value ow) {
+              Value src = e.add(inRow, e.add(e.mul(ow, s[1]), e.idx(off1)));
+              Value dst = e.add(outRow, ow);
+              Value acc = e.load(outBuf, dst);
+              e.store(e.fadd(acc, e.fmul(wv, e.load(0, src))), outBuf, dst);
+            });
+          });
+        }
+      }
+    });
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Gemm and MatMul: rows of the output per workgroup, k outer, j inner.
+//===----------------------------------------------------------------------===//
+
+LogicalResult Lowering::gemm(kiln::GemmOp op) {
+  auto a = shape(op.getA()), bsh = shape(op.getB()), out = shape(op.getResult());
+  int64_t M = out[0], N = out[1];
+  bool tA = op.getTransA(), tB = op.getTransB();
+  int64_t K = tA ? a[0] : a[1];
+  float alpha = op.getAlpha().convertToFloat(), beta = op.getBeta().convertToFloat();
+  SmallVector<Value> ins{op.getA(), op.getB()};
+  int64_t cs0 = 0, cs1 = 0;
+  bool hasC = op.getC() && beta != 0.0f;
+  if (hasC) {
+    ins.push_back(op.getC());
+    auto c = shape(op.getC());
+    if (c.size() == 2) {
+      cs0 = c[0] == 1 ? 0 : c[1];
+      cs1 = c[1] == 1 ? 0 : 1;
+    } else if (c.size() == 1) {
+      cs1 = c[0] == 1 ? 0 : 1;
+    }
+  }
+  int outBuf = ins.size();
+  int64_t colBlock = std::min<int64_t>(N, 512);
+  int64_t colBlocks = ceilDiv(N, colBlock);
+  return launch(op, ins, M * colBlocks, [&](KernelEmitter &e) {
+    Value i = e.div(e.wg, colBlocks);
+    Value j0 = e.mul(e.rem(e.wg, colBlocks), colBlock);
+    Value j1 = e.minI(e.add(j0, e.idx(colBlock)), e.idx(N));
+    Value outRow = e.mul(i, N);
+    auto aAt = [&](Value k) {
+      return e.load(0, tA ? e.add(e.mul(k, M), i) : e.add(e.mul(i, K), k));
+    };
+    auto finish = [&](Value j, Value acc) {
+      Value v = e.fmul(acc, e.f32(alpha));
+      if (hasC)
+        v = e.fadd(v, e.fmul(e.f32(beta), e.load(2, e.add(e.mul(i, cs0), e.mul(j, cs1)))));
+      e.store(v, outBuf, e.add(outRow, j));
+    };
+    if (tB) {
+      // Dot products: B is [N, K], rows contiguous in k.
+      e.loop(j0, j1, [&](Value j) {
+        Value acc = e.reduce(e.idx(0), e.idx(K), e.f32(0.0f), [&](Value k, Value acc) {
+          return e.fadd(acc, e.fmul(aAt(k), e.load(1, e.add(e.mul(j, K), k))), true);
+        });
+        finish(j, acc);
+      });
+      return;
+    }
+    e.loop(j0, j1, [&](Value j) { e.store(e.f32(0.0f), outBuf, e.add(outRow, j)); });
+    e.loop(0, K, [&](Value k) {
+      Value av = aAt(k);
+      Value bRow = e.mul(k, N);
+      e.loop(j0, j1, [&](Value j) {
+        Value dst = e.add(outRow, j);
+        e.store(e.fadd(e.load(outBuf, dst), e.fmul(av, e.load(1, e.add(bRow, j)))),
+                outBuf, dst);
+      });
+    });
+    e.loop(j0, j1, [&](Value j) { finish(j, e.load(outBuf, e.add(outRow, j))); });
+  });
+}
+
+LogicalResult Lowering::matmul(kiln::MatMulOp op) {
+  SmallVector<int64_t> a(shape(op.getLhs())), bs(shape(op.getRhs()));
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  int64_t M = a[a.size() - 2], K = a.back(), N = bs.back();
+  // Broadcast batch dimensions.
+  size_t br = std::max(a.size(), bs.size()) - 2;
+  SmallVector<int64_t> batch(br, 1), aStr(br, 0), bStr(br, 0);
+  int64_t aAcc = M * K, bAcc = K * N;
+  for (int64_t i = br - 1; i >= 0; --i) {
+    int64_t ia = i - (br - (a.size() - 2)), ib = i - (br - (bs.size() - 2));
+    int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? bs[ib] : 1;
+    batch[i] = std::max(da, db);
+    aStr[i] = da == 1 ? 0 : aAcc;
+    bStr[i] = db == 1 ? 0 : bAcc;
+    aAcc *= da;
+    bAcc *= db;
+  }
+  int64_t B = 1;
+  for (int64_t d : batch) B *= d;
+  return launch(op, {op.getLhs(), op.getRhs()}, B * M, [&](KernelEmitter &e) {
+    Value bi = e.div(e.wg, M), i = e.rem(e.wg, M);
+    Value aOff = e.idx(0), bOff = e.idx(0), rest = bi;
+    for (int64_t d = br - 1; d >= 0; --d) {
+      Value coord = d == 0 ? rest : e.rem(rest, batch[d]);
+      if (d > 0) rest = e.div(rest, batch[d]);
+      if (aStr[d]) aOff = e.add(aOff, e.mul(coord, aStr[d]));
+      if (bStr[d]) bOff = e.add(bOff, e.mul(coord, bStr[d]));
+    }
+    Value aRow = e.add(aOff, e.mul(i, K));
+    Value outRow = e.mul(e.wg, N);
+    e.loop(0, N, [&](Value j) { e.store(e.f32(0.0f), 2, e.add(outRow, j)); });
+    e.loop(0, K, [&](Value k) {
+      Value av = e.load(0, e.add(aRow, k));
+      Value bRow = e.add(bOff, e.mul(k, N));
+      e.loop(0, N, [&](Value j) {
+        Value dst = e.add(outRow, j);
+        e.store(e.fadd(e.load(2, dst), e.fmul(av, e.load(1, e.add(bRow, j)))), 2, dst);
+      });
+    });
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling, normalization, softmax
+//===----------------------------------------------------------------------===//
+
+template <typename PoolOp> LogicalResult Lowering::pool(PoolOp op, bool isMax) {
+  auto in = shape(op.getInput()), out = shape(op.getResult());
+  int64_t H = in[2], W = in[3], OH = out[2], OW = out[3];
+  auto k = op.getKernelShape(), s = op.getStrides(), d = op.getDilations(),
+       pad = op.getPads();
+  bool includePad = op.getCountIncludePad();
+  return launch(op, {op.getInput()}, in[0] * in[1], [&](KernelEmitter &e) {
+    Value inPlane = e.mul(e.wg, H * W), outPlane = e.mul(e.wg, OH * OW);
+    e.loop(0, OH, [&](Value oh) {
+      e.loop(0, OW, [&](Value ow) {
+        Value init = e.f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+        Value acc = init, count = e.f32(0.0f);
+        for (int64_t ky = 0; ky < k[0]; ++ky)
+          for (int64_t kx = 0; kx < k[1]; ++kx) {
+            // ih = oh*s0 + ky*d0 - p0, iw likewise; signed index arithmetic.
+            Value ih = arith::SubIOp::create(e.b, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), e.idx(pad[0]));
+            Value iw = arith::SubIOp::create(e.b, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), e.idx(pad[1]));
+            auto inRange = [&](Value v, int64_t lo, int64_t hi) {
+              Value a = arith::CmpIOp::create(e.b, arith::CmpIPredicate::sge, v, e.idx(lo));
+              Value c = arith::CmpIOp::create(e.b, arith::CmpIPredicate::slt, v, e.idx(hi));
+              return arith::AndIOp::create(e.b, a, c).getResult();
+            };
+            Value valid = arith::AndIOp::create(e.b, inRange(ih, 0, H), inRange(iw, 0, W));
+            // Clamp the address so the load is always in bounds, then select.
+            Value ihc = arith::MaxSIOp::create(e.b, arith::MinSIOp::create(e.b, ih, e.idx(H - 1)), e.idx(0));
+            Value iwc = arith::MaxSIOp::create(e.b, arith::MinSIOp::create(e.b, iw, e.idx(W - 1)), e.idx(0));
+            Value x = e.load(0, e.add(inPlane, e.add(e.mul(ihc, W), iwc)));
+            if (isMax) {
+              Value m = arith::MaximumFOp::create(e.b, acc, x);
+              acc = arith::SelectOp::create(e.b, valid, m, acc);
+            } else {
+              acc = arith::SelectOp::create(e.b, valid, e.fadd(acc, x), acc);
+              Value counted = includePad
+                  ? arith::AndIOp::create(e.b, inRange(ih, -pad[0], H + pad[2]),
+                                          inRange(iw, -pad[1], W + pad[3])).getResult()
+                  : valid;
+              count = arith::SelectOp::create(e.b, counted, e.fadd(count, e.f32(1.0f)), count);
+            }
+          }
+        if (!isMax)
+          acc = arith::DivFOp::create(e.b, acc, count);
+        e.store(acc, 1, e.add(outPlane, e.add(e.mul(oh, OW), ow)));
+      });
+    });
+  });
+}
+
+LogicalResult Lowering::globalAvgPool(kiln::GlobalAvgPoolOp op) {
+  auto in = shape(op.getInput());
+  int64_t planes = in[0] * in[1], inner = elems(op.getInput()) / std::max<int64_t>(planes, 1);
+  return launch(op, {op.getInput()}, planes, [&](KernelEmitter &e) {
+    Value base = e.mul(e.wg, inner);
+    Value sum = e.reduce(e.idx(0), e.idx(inner), e.f32(0.0f), [&](Value i, Value acc) {
+      return e.fadd(acc, e.load(0, e.add(base, i)), true);
+    });
+    e.store(arith::DivFOp::create(e.b, sum, e.f32(static_cast<float>(inner))), 1, e.wg);
+  });
+}
+
+LogicalResult Lowering::batchNorm(kiln::BatchNormOp op) {
+  auto in = shape(op.getInput());
+  int64_t C = in[1], rows = in[0] * C, inner = elems(op.getInput()) / std::max<int64_t>(rows, 1);
+  float eps = op.getEpsilon().convertToFloat();
+  int64_t perWg = rowsPerWorkgroup(inner);
+  return launch(op, {op.getInput(), op.getScale(), op.getBias(), op.getMean(), op.getVariance()},
+                ceilDiv(rows, perWg), [&](KernelEmitter &e) {
+    auto [lo, hi] = e.share(rows, perWg);
+    e.loop(lo, hi, [&](Value r) {
+      Value c = e.rem(r, C);
+      Value inv = math::RsqrtOp::create(e.b, e.fadd(e.load(4, c), e.f32(eps)));
+      Value scale = e.fmul(e.load(1, c), inv);
+      Value shift = arith::SubFOp::create(e.b, e.load(2, c), e.fmul(e.load(3, c), scale));
+      Value base = e.mul(r, inner);
+      e.loop(0, inner, [&](Value i) {
+        Value at = e.add(base, i);
+        e.store(e.fadd(e.fmul(e.load(0, at), scale), shift), 5, at);
+      });
+    });
+  });
+}
+
+LogicalResult Lowering::softmax(kiln::SoftmaxOp op) {
+  auto sh = shape(op.getInput());
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t D = sh[axis], outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= sh[i];
+  for (int64_t i = axis + 1; i < static_cast<int64_t>(sh.size()); ++i) inner *= sh[i];
+  int64_t lines = outer * inner;
+  int64_t perWg = rowsPerWorkgroup(D);
+  return launch(op, {op.getInput()}, ceilDiv(lines, perWg), [&](KernelEmitter &e) {
+    auto [lo, hi] = e.share(lines, perWg);
+    e.loop(lo, hi, [&](Value line) {
+      Value base = e.add(e.mul(e.div(line, inner), D * inner), e.rem(line, inner));
+      auto at = [&](Value dd) { return e.add(base, e.mul(dd, inner)); };
+      Value mx = e.reduce(e.idx(0), e.idx(D),
+                          e.f32(-std::numeric_limits<float>::infinity()),
+                          [&](Value dd, Value acc) {
+                            return arith::MaximumFOp::create(e.b, acc, e.load(0, at(dd))).getResult();
+                          });
+      Value sum = e.reduce(e.idx(0), e.idx(D), e.f32(0.0f), [&](Value dd, Value acc) {
+        Value ex = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, e.load(0, at(dd)), mx));
+        e.store(ex, 1, at(dd));
+        return e.fadd(acc, ex, true);
+      });
+      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), sum);
+      e.loop(0, D, [&](Value dd) { e.store(e.fmul(e.load(1, at(dd)), inv), 1, at(dd)); });
+    });
+  });
+}
+
+LogicalResult Lowering::transpose(kiln::TransposeOp op) {
+  auto in = shape(op.getInput()), out = shape(op.getResult());
+  auto perm = op.getPerm();
+  int64_t rank = out.size();
+  if (rank == 0)
+    return elementwise(op, {op.getInput()}, [](KernelEmitter &, ArrayRef<Value> v) { return v[0]; });
+  auto inStr = stridesOf(in);
+  int64_t inner = out.back(), outer = elems(op.getResult()) / std::max<int64_t>(inner, 1);
+  int64_t perWg = rowsPerWorkgroup(inner);
+  return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
+    auto [lo, hi] = e.share(outer, perWg);
+    e.loop(lo, hi, [&](Value r) {
+      Value off = e.idx(0), rest = r;
+      for (int64_t d = rank - 2; d >= 0; --d) {
+        Value coord = d == 0 ? rest : e.rem(rest, out[d]);
+        if (d > 0) rest = e.div(rest, out[d]);
+        off = e.add(off, e.mul(coord, inStr[perm[d]]));
+      }
+      Value outBase = e.mul(r, inner);
+      e.loop(0, inner, [&](Value j) {
+        e.store(e.load(0, e.add(off, e.mul(j, inStr[perm[rank - 1]]))), 1, e.add(outBase, j));
+      });
+    });
+  });
+}
+
+LogicalResult Lowering::concat(kiln::ConcatOp op) {
+  auto out = shape(op.getResult());
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= out[i];
+  for (int64_t i = axis + 1; i < static_cast<int64_t>(out.size()); ++i) inner *= out[i];
+  int64_t outRow = out[axis] * inner;
+  int64_t perWg = rowsPerWorkgroup(outRow);
+  SmallVector<Value> ins(op.getInputs());
+  return launch(op, ins, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
+    auto [lo, hi] = e.share(outer, perWg);
+    e.loop(lo, hi, [&](Value o) {
+      int64_t at = 0;
+      for (size_t k = 0; k < ins.size(); ++k) {
+        int64_t len = shape(ins[k])[axis] * inner;
+        Value src = e.mul(o, len), dst = e.add(e.mul(o, outRow), e.idx(at));
+        e.loop(0, len, [&](Value j) {
+          e.store(e.load(k, e.add(src, j)), ins.size(), e.add(dst, j));
+        });
+        at += len;
+      }
+    });
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Dispatch
+//===----------------------------------------------------------------------===//
+
+LogicalResult Lowering::lowerOp(Operation *op) {
+  using VR = ArrayRef<Value>;
+  using E = KernelEmitter;
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<kiln::ConstantOp>([&](auto c) { return addConstant(c); })
+      .Case<kiln::ReshapeOp>([&](auto r) {
+        bufferOf[r.getResult()] = bufferOf.lookup(r.getInput());
+        return success();
+      })
+      .Case<kiln::AddOp>([&](auto o) {
+        return elementwise(o, {o.getLhs(), o.getRhs()}, [](E &e, VR v) { return e.fadd(v[0], v[1]); });
+      })
+      .Case<kiln::SubOp>([&](auto o) {
+        return elementwise(o, {o.getLhs(), o.getRhs()}, [](E &e, VR v) {
+          return arith::SubFOp::create(e.b, v[0], v[1]).getResult(); });
+      })
+      .Case<kiln::MulOp>([&](auto o) {
+        return elementwise(o, {o.getLhs(), o.getRhs()}, [](E &e, VR v) { return e.fmul(v[0], v[1]); });
+      })
+      .Case<kiln::DivOp>([&](auto o) {
+        return elementwise(o, {o.getLhs(), o.getRhs()}, [](E &e, VR v) {
+          return arith::DivFOp::create(e.b, v[0], v[1]).getResult(); });
+      })
+      .Case<kiln::ReluOp>([&](auto o) {
+        return elementwise(o, {o.getInput()}, [](E &e, VR v) {
+          return arith::MaximumFOp::create(e.b, v[0], e.f32(0.0f)).getResult(); });
+      })
+      .Case<kiln::SigmoidOp>([&](auto o) {
+        return elementwise(o, {o.getInput()}, [](E &e, VR v) {
+          Value ex = math::ExpOp::create(e.b, arith::NegFOp::create(e.b, v[0]));
+          return arith::DivFOp::create(e.b, e.f32(1.0f), e.fadd(e.f32(1.0f), ex)).getResult();
+        });
+      })
+      .Case<kiln::TanhOp>([&](auto o) {
+        return elementwise(o, {o.getInput()}, [](E &e, VR v) {
+          return math::TanhOp::create(e.b, v[0]).getResult(); });
+      })
+      .Case<kiln::ClipOp>([&](auto o) {
+        float lo = o.getMin().convertToFloat(), hi = o.getMax().convertToFloat();
+        return elementwise(o, {o.getInput()}, [lo, hi](E &e, VR v) {
+          Value x = arith::MaximumFOp::create(e.b, v[0], e.f32(lo));
+          return arith::MinimumFOp::create(e.b, x, e.f32(hi)).getResult();
+        });
+      })
+      .Case<kiln::ConvOp>([&](auto o) { return conv(o); })
+      .Case<kiln::GemmOp>([&](auto o) { return gemm(o); })
+      .Case<kiln::MatMulOp>([&](auto o) { return matmul(o); })
+      .Case<kiln::MaxPoolOp>([&](auto o) { return pool(o, true); })
+      .Case<kiln::AvgPoolOp>([&](auto o) { return pool(o, false); })
+      .Case<kiln::GlobalAvgPoolOp>([&](auto o) { return globalAvgPool(o); })
+      .Case<kiln::BatchNormOp>([&](auto o) { return batchNorm(o); })
+      .Case<kiln::SoftmaxOp>([&](auto o) { return softmax(o); })
+      .Case<kiln::TransposeOp>([&](auto o) { return transpose(o); })
+      .Case<kiln::ConcatOp>([&](auto o) { return concat(o); })
+      .Default([&](Operation *o) {
+        return o->emitError("op '") << o->getName()
+                                    << "' has no CPU lowering";
+      });
+}
+
+int32_t dtypeCode(Type t) {
+  if (t.isF32()) return kF32;
+  if (t.isF64()) return kF64;
+  if (t.isInteger(64)) return kI64;
+  if (t.isInteger(32)) return kI32;
+  if (t.isUnsignedInteger(8)) return kU8;
+  if (t.isInteger(8)) return kI8;
+  return 0;
+}
+
+LogicalResult Lowering::run() {
+  auto mains = src.getOps<func::FuncOp>();
+  if (mains.empty())
+    return src.emitError("the module has no function to compile");
+  func::FuncOp fn = *mains.begin();
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError("expects a single-block function");
+  p.kernels = ModuleOp::create(fn.getLoc());
+  ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect,
+                   scf::SCFDialect, func::FuncDialect>();
+
+  auto nameOf = [](DictionaryAttr attrs, std::string dflt) {
+    if (attrs)
+      if (auto s = attrs.getAs<StringAttr>("kiln.name"))
+        return s.str();
+    return dflt;
+  };
+  for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
+    auto t = llvm::dyn_cast<RankedTensorType>(arg.getType());
+    if (!t || !t.hasStaticShape())
+      return fn.emitError("input ") << i << " must be a statically shaped tensor";
+    TensorInfo info{nameOf(fn.getArgAttrDict(i), "input" + std::to_string(i)),
+                    dtypeCode(t.getElementType()),
+                    std::vector<int64_t>(t.getShape().begin(), t.getShape().end())};
+    if (!info.dtype)
+      return fn.emitError("input '") << info.name << "' has unsupported element type "
+                                     << t.getElementType();
+    p.inputs.push_back(info);
+    int id = newBuffer(Buffer::Input, std::max<int64_t>(t.getNumElements(), 1) *
+                                          ((t.getElementTypeBitWidth() + 7) / 8));
+    p.buffers[id].index = i;
+    bufferOf[arg] = id;
+  }
+
+  Operation *ret = fn.getBody().front().getTerminator();
+  for (Operation &op : fn.getBody().front().without_terminator())
+    if (failed(lowerOp(&op)))
+      return failure();
+
+  // Outputs: the producing kernel writes straight into the caller's output
+  // buffer when it can; otherwise a copy kernel does.
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto t = llvm::cast<RankedTensorType>(v.getType());
+    TensorInfo info{nameOf(fn.getResultAttrDict(i), "output" + std::to_string(i)),
+                    dtypeCode(t.getElementType()),
+                    std::vector<int64_t>(t.getShape().begin(), t.getShape().end())};
+    p.outputs.push_back(info);
+    int id = bufferOf.lookup(v);
+    Buffer &buf = p.buffers[id];
+    bool claimed = buf.kind == Buffer::Arena;
+    if (claimed) {
+      buf.kind = Buffer::Output;
+      buf.index = i;
+      continue;
+    }
+    // Copy (input, constant or an output already claimed).
+    auto *op = v.getDefiningOp() ? v.getDefiningOp() : ret;
+    int out = newBuffer(Buffer::Output, buf.bytes);
+    p.buffers[out].index = i;
+    OpBuilder b(ret);
+    auto copy = kiln::ReshapeOp::create(b, op->getLoc(), t, v); // a view to copy from
+    LogicalResult r = elementwise(copy, {v}, [](KernelEmitter &, ArrayRef<Value> x) { return x[0]; }, out);
+    copy->erase();
+    if (failed(r))
+      return failure();
+  }
+
+  // Lifetimes for the arena planner.
+  for (auto &b : p.buffers) {
+    b.firstUse = std::numeric_limits<int>::max();
+    b.lastUse = -1;
+  }
+  for (auto [li, l] : llvm::enumerate(p.launches))
+    for (int id : l.buffers) {
+      p.buffers[id].firstUse = std::min<int>(p.buffers[id].firstUse, li);
+      p.buffers[id].lastUse = std::max<int>(p.buffers[id].lastUse, li);
+    }
+  planArena(p);
+  return success();
+}
+
+} // namespace
+
+void planArena(Program &p) {
+  std::vector<int> ids;
+  for (auto [i, b] : llvm::enumerate(p.buffers))
+    if (b.kind == Buffer::Arena && b.lastUse >= 0)
+      ids.push_back(i);
+  std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) {
+    return p.buffers[a].bytes > p.buffers[b].bytes;
+  });
+  std::vector<int> placed;
+  int64_t total = 0;
+  for (int id : ids) {
+    Buffer &b = p.buffers[id];
+    int64_t size = (b.bytes + 63) / 64 * 64;
+    // Intervals already placed that are alive at the same time.
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (int o : placed) {
+      const Buffer &ob = p.buffers[o];
+      if (ob.firstUse <= b.lastUse && b.firstUse <= ob.lastUse)
+        busy.push_back({ob.offset, ob.offset + (ob.bytes + 63) / 64 * 64});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t best = -1, bestGap = std::numeric_limits<int64_t>::max(), cursor = 0;
+    for (auto [lo, hi] : busy) {
+      if (lo - cursor >= size && lo - cursor < bestGap) {
+        best = cursor;
+        bestGap = lo - cursor;
+      }
+      cursor = std::max(cursor, hi);
+    }
+    b.offset = best >= 0 ? best : cursor;
+    total = std::max(total, b.offset + size);
+    placed.push_back(id);
+  }
+  p.arenaBytes = total;
+}
+
+LogicalResult lowerToKernels(ModuleOp module, Program &program) {
+  return Lowering(module, program).run();
+}
+
+} // namespace kiln::codegen

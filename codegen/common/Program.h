@@ -1,0 +1,64 @@
+//===- Program.h - a compiled model before object emission -----*- C++ -*-===//
+//
+// The output of kernel lowering: a module of kernels over flat buffers (each
+// kernel is a grid of workgroups: `kernel(buffers..., wg)`), the buffers
+// (inputs, outputs, constants, arena slices) and the launch schedule. The
+// CPU backend turns it into an object file.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_COMMON_PROGRAM_H
+#define KILN_CODEGEN_COMMON_PROGRAM_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+/// Element type codes shared with runtime/include/kiln/runtime.h.
+enum DType : int32_t { kF32 = 1, kF64 = 2, kI64 = 3, kI32 = 4, kI8 = 5, kU8 = 6 };
+
+struct Buffer {
+  enum Kind { Input, Output, Constant, Arena };
+  Kind kind = Arena;
+  int64_t bytes = 0;
+  int64_t index = 0;   // Input/Output: position in the signature
+  int64_t offset = 0;  // Constant: offset in the weights blob; Arena: in arena
+  int firstUse = 0, lastUse = 0; // launch indices (for the memory planner)
+};
+
+struct TensorInfo {
+  std::string name;
+  int32_t dtype = kF32;
+  std::vector<int64_t> shape;
+};
+
+struct Launch {
+  std::string kernel;             // function name in `kernels`
+  std::vector<int> buffers;       // buffer ids, in kernel argument order
+  int64_t workgroups = 1;
+  std::string what;               // the op(s) it computes, for reports
+};
+
+struct Program {
+  std::string name;               // C identifier prefix of the model
+  mlir::OwningOpRef<mlir::ModuleOp> kernels;
+  std::vector<Buffer> buffers;
+  std::vector<Launch> launches;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<char> weights;      // all constants, 64-byte aligned offsets
+  int64_t arenaBytes = 0;
+};
+
+/// Lowers `module` (func.func @main of kiln ops, static shapes) into kernels
+/// and a schedule. Emits diagnostics at the op's location on failure.
+mlir::LogicalResult lowerToKernels(mlir::ModuleOp module, Program &program);
+
+/// Assigns arena offsets from buffer lifetimes (greedy best fit by size).
+void planArena(Program &program);
+
+} // namespace kiln::codegen
+
+#endif // KILN_CODEGEN_COMMON_PROGRAM_H

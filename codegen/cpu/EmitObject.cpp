@@ -1,0 +1,253 @@
+//===- EmitObject.cpp - kernels -> LLVM, host schedule, object code --------===//
+//
+// The kernel module is lowered with upstream MLIR conversions (scf -> cf,
+// memref/arith/math/func -> llvm, bare-pointer calling convention), then
+// translated to LLVM IR. The host side (weights, per-kernel entry thunks,
+// the run function and the model descriptor) is written directly with
+// IRBuilder. LLVM's O3 pipeline and the x86 backend produce the object.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cpu/EmitObject.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace mlir;
+namespace kiln::codegen {
+namespace {
+
+std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const CpuOptions &o,
+                                                       std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  std::string cpu = o.mcpu, features;
+  if (cpu.empty() || cpu == "native") {
+    // The host's feature list, not its name: the name can lag the features.
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures f;
+    for (auto &[name, on] : llvm::sys::getHostCPUFeatures())
+      f.AddFeature(name, on);
+    features = f.getString();
+  }
+  llvm::TargetOptions opts;
+  auto level = o.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+               : o.optLevel == 2 ? llvm::CodeGenOptLevel::Default
+               : o.optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                                 : llvm::CodeGenOptLevel::None;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu, features, opts, llvm::Reloc::PIC_, std::nullopt, level));
+  if (!tm)
+    error = "cannot create a target machine for CPU '" + cpu + "'";
+  else if (!tm->getMCSubtargetInfo()->isCPUStringValid(cpu))
+    error = "unknown CPU '" + cpu + "' (--mcpu)", tm.reset();
+  return tm;
+}
+
+} // namespace
+
+std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
+                                              const CpuOptions &options,
+                                              std::string &error) {
+  ModuleOp kernels = *p.kernels;
+  MLIRContext *ctx = kernels.getContext();
+  ctx->loadDialect<LLVM::LLVMDialect>();
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  ctx->appendDialectRegistry(registry);
+
+  PassManager pm(ctx);
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  ConvertFuncToLLVMPassOptions funcOpts;
+  funcOpts.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcOpts));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  if (failed(pm.run(kernels))) {
+    error = "lowering the kernels to the LLVM dialect failed";
+    return nullptr;
+  }
+  auto mod = translateModuleToLLVMIR(kernels, lc, p.name);
+  if (!mod) {
+    error = "translating the kernels to LLVM IR failed";
+    return nullptr;
+  }
+  for (llvm::Function &f : *mod)
+    if (!f.isDeclaration())
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+
+  llvm::IRBuilder<> b(lc);
+  llvm::Type *ptrTy = b.getPtrTy(), *i64 = b.getInt64Ty(), *i32 = b.getInt32Ty();
+  auto internal = llvm::GlobalValue::InternalLinkage;
+
+  // Weights: one 64-byte aligned constant blob.
+  llvm::GlobalVariable *weights = nullptr;
+  if (!p.weights.empty()) {
+    auto *data = llvm::ConstantDataArray::getRaw(
+        llvm::StringRef(p.weights.data(), p.weights.size()), p.weights.size(),
+        b.getInt8Ty());
+    weights = new llvm::GlobalVariable(*mod, data->getType(), true, internal,
+                                       data, p.name + "_weights");
+    weights->setAlignment(llvm::Align(64));
+  }
+
+  // Entry thunks: void entry(void *const *args, int64_t wg).
+  auto *entryTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, i64}, false);
+  auto *pforTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, ptrTy, ptrTy, i64}, false);
+  llvm::FunctionCallee pfor = mod->getOrInsertFunction("kiln_rt_parallel_for", pforTy);
+  std::vector<llvm::Function *> entries;
+  size_t maxArgs = 1;
+  for (const Launch &l : p.launches) {
+    llvm::Function *k = mod->getFunction(l.kernel);
+    if (!k) {
+      error = "kernel " + l.kernel + " vanished during lowering";
+      return nullptr;
+    }
+    auto *e = llvm::Function::Create(entryTy, internal, l.kernel + "_entry", *mod);
+    b.SetInsertPoint(llvm::BasicBlock::Create(lc, "entry", e));
+    std::vector<llvm::Value *> args;
+    for (size_t i = 0; i < l.buffers.size(); ++i)
+      args.push_back(b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, e->getArg(0), i)));
+    args.push_back(e->getArg(1));
+    b.CreateCall(k, args);
+    b.CreateRetVoid();
+    entries.push_back(e);
+    maxArgs = std::max(maxArgs, l.buffers.size());
+  }
+
+  // run(arena, inputs, outputs, pool): the launch schedule.
+  auto *runTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, ptrTy, ptrTy, ptrTy}, false);
+  auto *run = llvm::Function::Create(runTy, internal, p.name + "_run_impl", *mod);
+  b.SetInsertPoint(llvm::BasicBlock::Create(lc, "entry", run));
+  llvm::Value *argv = b.CreateAlloca(llvm::ArrayType::get(ptrTy, maxArgs));
+  for (auto [li, l] : llvm::enumerate(p.launches)) {
+    for (auto [ai, id] : llvm::enumerate(l.buffers)) {
+      const Buffer &buf = p.buffers[id];
+      llvm::Value *ptr = nullptr;
+      switch (buf.kind) {
+      case Buffer::Input:
+        ptr = b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, run->getArg(1), buf.index));
+        break;
+      case Buffer::Output:
+        ptr = b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, run->getArg(2), buf.index));
+        break;
+      case Buffer::Constant:
+        ptr = b.CreateConstGEP1_64(b.getInt8Ty(), weights, buf.offset);
+        break;
+      case Buffer::Arena:
+        ptr = b.CreateConstGEP1_64(b.getInt8Ty(), run->getArg(0), buf.offset);
+        break;
+      }
+      b.CreateStore(ptr, b.CreateConstGEP1_64(ptrTy, argv, ai));
+    }
+    b.CreateCall(pfor, {run->getArg(3), entries[li], argv,
+                        b.getInt64(l.workgroups)});
+  }
+  b.CreateRetVoid();
+
+  // The model descriptor (layout of kiln_model_desc in kiln/runtime.h).
+  auto *tensorTy = llvm::StructType::get(lc, {ptrTy, i32, i32, ptrTy});
+  auto tensorTable = [&](const std::vector<TensorInfo> &ts, const char *what) {
+    std::vector<llvm::Constant *> rows;
+    for (auto [i, t] : llvm::enumerate(ts)) {
+      std::string base = p.name + "_" + what + std::to_string(i);
+      auto *nameC = b.CreateGlobalString(t.name, base + "_name", 0, mod.get());
+      std::vector<uint64_t> dims(t.shape.begin(), t.shape.end());
+      auto *shapeInit = llvm::ConstantDataArray::get(lc, dims);
+      auto *shapeG = new llvm::GlobalVariable(*mod, shapeInit->getType(), true,
+                                              internal, shapeInit, base + "_shape");
+      rows.push_back(llvm::ConstantStruct::get(
+          tensorTy, {nameC, b.getInt32(t.dtype),
+                     b.getInt32(static_cast<int32_t>(t.shape.size())), shapeG}));
+    }
+    auto *arrTy = llvm::ArrayType::get(tensorTy, rows.size());
+    return new llvm::GlobalVariable(*mod, arrTy, true, internal,
+                                    llvm::ConstantArray::get(arrTy, rows),
+                                    p.name + "_" + what + "s");
+  };
+  auto *inputs = tensorTable(p.inputs, "input");
+  auto *outputs = tensorTable(p.outputs, "output");
+  auto *descTy = llvm::StructType::get(
+      lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy});
+  auto *desc = llvm::ConstantStruct::get(
+      descTy, {b.getInt32(1), b.getInt32(p.inputs.size()),
+               b.getInt32(p.outputs.size()), b.getInt32(p.launches.size()),
+               b.CreateGlobalString(p.name, p.name + "_name", 0, mod.get()),
+               inputs, outputs, b.getInt64(p.arenaBytes),
+               b.getInt64(p.weights.size()), run});
+  auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
+                                         llvm::GlobalValue::ExternalLinkage,
+                                         desc, p.name + "_desc");
+  if (options.exportGenericEntry)
+    new llvm::GlobalVariable(*mod, ptrTy, true, llvm::GlobalValue::ExternalLinkage,
+                             descG, "kiln_model");
+  return mod;
+}
+
+bool emitObject(llvm::Module &mod, const CpuOptions &options,
+                llvm::SmallVectorImpl<char> &out, std::string &error) {
+  auto tm = makeTargetMachine(options, error);
+  if (!tm)
+    return false;
+  mod.setDataLayout(tm->createDataLayout());
+  mod.setTargetTriple(tm->getTargetTriple());
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = options.optLevel >= 2;
+  pto.SLPVectorization = options.optLevel >= 2;
+  llvm::PassBuilder pb(tm.get(), pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = options.optLevel >= 3   ? llvm::OptimizationLevel::O3
+                                  : options.optLevel == 2 ? llvm::OptimizationLevel::O2
+                                  : options.optLevel == 1 ? llvm::OptimizationLevel::O1
+                                                          : llvm::OptimizationLevel::O0;
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(mod, mam);
+
+  llvm::raw_svector_ostream os(out);
+  llvm::legacy::PassManager cg;
+  if (tm->addPassesToEmitFile(cg, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit object files";
+    return false;
+  }
+  cg.run(mod);
+  return true;
+}
+
+} // namespace kiln::codegen

@@ -1,0 +1,38 @@
+//===- EmitObject.h - Program -> LLVM IR -> x86-64 object code --*- C++ -*-===//
+#ifndef KILN_CODEGEN_CPU_EMITOBJECT_H
+#define KILN_CODEGEN_CPU_EMITOBJECT_H
+
+#include "codegen/common/Program.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+
+#include <memory>
+#include <string>
+
+namespace kiln::codegen {
+
+struct CpuOptions {
+  std::string mcpu = "native"; // "native": the host's CPU and feature list
+  int optLevel = 3;
+  /// Also export `kiln_model`, a pointer to the descriptor under a fixed
+  /// name, so a loader can dlopen a .so without knowing the model name.
+  bool exportGenericEntry = false;
+};
+
+/// Lowers the program's kernels to LLVM IR and adds the host schedule, the
+/// weights and the `<name>_desc` model descriptor. Returns null after
+/// emitting diagnostics.
+std::unique_ptr<llvm::Module> buildLLVMModule(Program &program,
+                                              llvm::LLVMContext &llvmCtx,
+                                              const CpuOptions &options,
+                                              std::string &error);
+
+/// Optimizes `module` and writes x86-64 object code into `out`.
+bool emitObject(llvm::Module &module, const CpuOptions &options,
+                llvm::SmallVectorImpl<char> &out, std::string &error);
+
+} // namespace kiln::codegen
+
+#endif // KILN_CODEGEN_CPU_EMITOBJECT_H

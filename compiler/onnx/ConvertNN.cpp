@@ -1,0 +1,144 @@
+//===- ConvertNN.cpp - Conv Gemm MatMul pooling BatchNorm Softmax ----------===//
+#include "compiler/onnx/NodeContext.h"
+
+using namespace mlir;
+namespace kiln::onnx_import {
+namespace {
+
+LogicalResult set(NodeContext &ctx, FailureOr<Value> v) {
+  if (failed(v))
+    return failure();
+  ctx.setOutput(0, *v);
+  return success();
+}
+
+/// Strides and dilations default to 1 per spatial dimension.
+FailureOr<std::vector<int64_t>> spatialInts(NodeContext &ctx, StringRef name,
+                                            size_t n) {
+  auto v = ctx.attrInts(name).value_or(std::vector<int64_t>(n, 1));
+  if (v.size() != n)
+    return ctx.error("expects " + Twine(n) + " values in '" + name + "', got " +
+                     Twine(v.size()));
+  return v;
+}
+
+LogicalResult convertConv(NodeContext &ctx) {
+  auto in = ctx.inputType(0), w = ctx.inputType(1);
+  if (in.getRank() != 4 || w.getRank() != 4)
+    return ctx.error("only 2-D convolution (rank-4 input and weight) is "
+                     "supported; the input has rank " + Twine(in.getRank()));
+  std::vector<int64_t> kernel(w.getShape().begin() + 2, w.getShape().end());
+  if (auto k = ctx.attrInts("kernel_shape"); k && *k != kernel)
+    return ctx.error("kernel_shape does not match the weight's shape");
+  auto strides = spatialInts(ctx, "strides", 2);
+  auto dil = spatialInts(ctx, "dilations", 2);
+  if (failed(strides) || failed(dil))
+    return failure();
+  auto pads = windowPads(ctx, in.getShape().drop_front(2), kernel, *strides, *dil);
+  if (failed(pads))
+    return failure();
+  OpBuilder &b = ctx.builder;
+  return set(ctx, ctx.create<kiln::ConvOp>(
+                      ctx.input(0), ctx.input(1), ctx.input(2),
+                      b.getDenseI64ArrayAttr(*strides),
+                      b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(*dil),
+                      b.getI64IntegerAttr(ctx.attrInt("group", 1))));
+}
+
+LogicalResult convertGemm(NodeContext &ctx) {
+  if (ctx.opset < 7 && ctx.attrInt("broadcast", 0) == 0 && ctx.hasInput(2))
+    return ctx.error("legacy non-broadcast Gemm is not supported");
+  OpBuilder &b = ctx.builder;
+  return set(ctx, ctx.create<kiln::GemmOp>(
+                      ctx.input(0), ctx.input(1), ctx.input(2),
+                      b.getF32FloatAttr(ctx.attrFloat("alpha", 1.0f)),
+                      b.getF32FloatAttr(ctx.attrFloat("beta", 1.0f)),
+                      b.getBoolAttr(ctx.attrInt("transA", 0) != 0),
+                      b.getBoolAttr(ctx.attrInt("transB", 0) != 0)));
+}
+
+LogicalResult convertMatMul(NodeContext &ctx) {
+  return set(ctx, ctx.create<kiln::MatMulOp>(ctx.input(0), ctx.input(1)));
+}
+
+template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  if (in.getRank() != 4)
+    return ctx.error("only 2-D pooling (a rank-4 NCHW input) is supported; the "
+                     "input has rank " + Twine(in.getRank()));
+  auto kernel = ctx.attrInts("kernel_shape");
+  if (!kernel || kernel->size() != 2)
+    return ctx.error("expects a kernel_shape of 2 values");
+  auto strides = spatialInts(ctx, "strides", 2);
+  auto dil = spatialInts(ctx, "dilations", 2);
+  if (failed(strides) || failed(dil))
+    return failure();
+  auto pads = windowPads(ctx, in.getShape().drop_front(2), *kernel, *strides, *dil);
+  if (failed(pads))
+    return failure();
+  if (ctx.attrInt("storage_order", 0) != 0 && ctx.node.output_size() > 1)
+    return ctx.error("column-major Indices output is not supported");
+  OpBuilder &b = ctx.builder;
+  return set(ctx, ctx.create<OpTy>(
+                      ctx.input(0), b.getDenseI64ArrayAttr(*kernel),
+                      b.getDenseI64ArrayAttr(*strides),
+                      b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(*dil),
+                      b.getBoolAttr(ctx.attrInt("ceil_mode", 0) != 0),
+                      b.getBoolAttr(ctx.attrInt("count_include_pad", 0) != 0)));
+}
+
+LogicalResult convertGlobalAvgPool(NodeContext &ctx) {
+  return set(ctx, ctx.create<kiln::GlobalAvgPoolOp>(ctx.input(0)));
+}
+
+LogicalResult convertBatchNorm(NodeContext &ctx) {
+  if (ctx.attrInt("training_mode", 0) != 0)
+    return ctx.error("training_mode=1 is not supported (inference only)");
+  if (ctx.opset < 9 && ctx.attrInt("spatial", 1) == 0)
+    return ctx.error("spatial=0 is not supported");
+  return set(ctx, ctx.create<kiln::BatchNormOp>(
+                      ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3),
+                      ctx.input(4),
+                      ctx.builder.getF32FloatAttr(ctx.attrFloat("epsilon", 1e-5f))));
+}
+
+LogicalResult convertSoftmax(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", ctx.opset < 13 ? 1 : -1),
+                            rank);
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = ctx.builder;
+  Value x = ctx.input(0);
+  if (ctx.opset >= 13 || *axis == rank - 1)
+    return set(ctx, ctx.createTyped<kiln::SoftmaxOp>(
+                        in, x, b.getI64IntegerAttr(*axis)));
+  // Before opset 13: softmax of the input coerced to 2-D at `axis`.
+  int64_t rows = 1, cols = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < *axis ? rows : cols) *= in.getDimSize(i);
+  auto flat = RankedTensorType::get({rows, cols}, in.getElementType());
+  auto r = ctx.createTyped<kiln::ReshapeOp>(flat, x);
+  if (failed(r))
+    return failure();
+  auto s = ctx.createTyped<kiln::SoftmaxOp>(flat, *r, b.getI64IntegerAttr(1));
+  if (failed(s))
+    return failure();
+  return set(ctx, ctx.createTyped<kiln::ReshapeOp>(in, *s));
+}
+
+} // namespace
+
+void registerNNConverters(llvm::StringMap<Converter> &t) {
+  t["Conv"] = convertConv;
+  t["Gemm"] = convertGemm;
+  t["MatMul"] = convertMatMul;
+  t["MaxPool"] = convertPool<kiln::MaxPoolOp>;
+  t["AveragePool"] = convertPool<kiln::AvgPoolOp>;
+  t["GlobalAveragePool"] = convertGlobalAvgPool;
+  t["BatchNormalization"] = convertBatchNorm;
+  t["Softmax"] = convertSoftmax;
+}
+
+} // namespace kiln::onnx_import

@@ -1,0 +1,449 @@
+//===- ConvertShape.cpp - Reshape Flatten Transpose Concat and shape math --===//
+//
+// Data-movement ops, plus the shape arithmetic torch's exporter emits (Shape,
+// Gather, Unsqueeze, Squeeze, Slice, Cast, Constant), which is evaluated at
+// import time whenever its inputs are known.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/HostEval.h"
+#include "compiler/onnx/ImporterImpl.h"
+#include "compiler/onnx/NodeContext.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+namespace kiln::onnx_import {
+namespace {
+
+LogicalResult set(NodeContext &ctx, FailureOr<Value> v) {
+  if (failed(v))
+    return failure();
+  ctx.setOutput(0, *v);
+  return success();
+}
+
+/// Sets output 0 to `input(0)` viewed with `shape` (host or IR).
+LogicalResult reshapeTo(NodeContext &ctx, ArrayRef<int64_t> shape) {
+  if (const HostTensor *h = ctx.hostInput(0)) {
+    HostTensor r = *h;
+    r.shape.assign(shape.begin(), shape.end());
+    if (r.numElements() != h->numElements())
+      return ctx.error("cannot reshape " + Twine(h->numElements()) +
+                       " elements to " + Twine(r.numElements()));
+    ctx.setHostOutput(0, std::move(r));
+    return success();
+  }
+  auto in = ctx.inputType(0);
+  auto type = RankedTensorType::get(shape, in.getElementType());
+  if (type.getNumElements() != in.getNumElements())
+    return ctx.error("cannot reshape " + Twine(in.getNumElements()) +
+                     " elements to " + Twine(type.getNumElements()));
+  return set(ctx, ctx.createTyped<kiln::ReshapeOp>(type, ctx.input(0)));
+}
+
+/// The compile-time integer vector of input `i`, or an error.
+FailureOr<std::vector<int64_t>> hostInts(NodeContext &ctx, size_t i,
+                                         StringRef what) {
+  const HostTensor *h = ctx.hostInput(i);
+  if (!h)
+    return ctx.error(what + " must be known at compile time (a constant or "
+                            "shape arithmetic on static shapes)");
+  std::vector<int64_t> v;
+  for (double d : h->values)
+    v.push_back(static_cast<int64_t>(d));
+  return v;
+}
+
+LogicalResult convertReshape(NodeContext &ctx) {
+  std::vector<int64_t> target;
+  if (ctx.opset < 5) {
+    target = ctx.attrInts("shape").value_or(std::vector<int64_t>{});
+  } else {
+    auto t = hostInts(ctx, 1, "the target shape");
+    if (failed(t))
+      return failure();
+    target = *t;
+  }
+  auto in = ctx.inputType(0);
+  bool allowZero = ctx.attrInt("allowzero", 0) != 0;
+  int64_t known = 1, inferAt = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0 && !allowZero) {
+      if (static_cast<int64_t>(i) >= in.getRank())
+        return ctx.error("shape entry 0 at " + Twine(i) + " has no input dimension to copy");
+      target[i] = in.getDimSize(i);
+    }
+    if (target[i] == -1) {
+      if (inferAt >= 0)
+        return ctx.error("the target shape has more than one -1");
+      inferAt = i;
+    } else if (target[i] < 0) {
+      return ctx.error("invalid target dimension " + Twine(target[i]));
+    } else {
+      known *= target[i];
+    }
+  }
+  if (inferAt >= 0) {
+    if (known == 0 || in.getNumElements() % known)
+      return ctx.error("cannot infer the -1 dimension");
+    target[inferAt] = in.getNumElements() / known;
+  }
+  return reshapeTo(ctx, target);
+}
+
+LogicalResult convertFlatten(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  int64_t axis = ctx.attrInt("axis", 1);
+  if (axis < -rank || axis > rank)
+    return ctx.error("axis " + Twine(axis) + " is out of range");
+  if (axis < 0)
+    axis += rank;
+  int64_t rows = 1, cols = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < axis ? rows : cols) *= in.getDimSize(i);
+  return reshapeTo(ctx, {rows, cols});
+}
+
+LogicalResult convertUnsqueeze(NodeContext &ctx) {
+  std::vector<int64_t> axes;
+  if (ctx.opset < 13) {
+    axes = ctx.attrInts("axes").value_or(std::vector<int64_t>{});
+  } else {
+    auto a = hostInts(ctx, 1, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  }
+  auto in = ctx.inputType(0);
+  int64_t outRank = in.getRank() + axes.size();
+  std::vector<bool> isNew(outRank, false);
+  for (int64_t a : axes) {
+    auto n = normalizeAxis(ctx, a, outRank);
+    if (failed(n))
+      return failure();
+    if (isNew[*n])
+      return ctx.error("axis " + Twine(a) + " is repeated");
+    isNew[*n] = true;
+  }
+  std::vector<int64_t> shape;
+  int64_t src = 0;
+  for (int64_t i = 0; i < outRank; ++i)
+    shape.push_back(isNew[i] ? 1 : in.getDimSize(src++));
+  return reshapeTo(ctx, shape);
+}
+
+LogicalResult convertSqueeze(NodeContext &ctx) {
+  std::optional<std::vector<int64_t>> axes;
+  if (ctx.opset < 13) {
+    axes = ctx.attrInts("axes");
+  } else if (ctx.hasInput(1)) {
+    auto a = hostInts(ctx, 1, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  }
+  auto in = ctx.inputType(0);
+  std::vector<bool> drop(in.getRank(), false);
+  if (axes) {
+    for (int64_t a : *axes) {
+      auto n = normalizeAxis(ctx, a, in.getRank());
+      if (failed(n))
+        return failure();
+      if (in.getDimSize(*n) != 1)
+        return ctx.error("cannot squeeze dimension " + Twine(a) + " of size " +
+                         Twine(in.getDimSize(*n)));
+      drop[*n] = true;
+    }
+  } else {
+    for (int64_t i = 0; i < in.getRank(); ++i)
+      drop[i] = in.getDimSize(i) == 1;
+  }
+  std::vector<int64_t> shape;
+  for (int64_t i = 0; i < in.getRank(); ++i)
+    if (!drop[i])
+      shape.push_back(in.getDimSize(i));
+  return reshapeTo(ctx, shape);
+}
+
+LogicalResult convertTranspose(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  std::vector<int64_t> perm;
+  for (int64_t i = rank - 1; i >= 0; --i)
+    perm.push_back(i);
+  perm = ctx.attrInts("perm").value_or(perm);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return ctx.error("perm has " + Twine(perm.size()) + " entries for rank " +
+                     Twine(rank));
+  if (const HostTensor *h = ctx.hostInput(0)) {
+    HostTensor r = *h;
+    r.rawF32.clear();
+    for (int64_t i = 0; i < rank; ++i) {
+      if (perm[i] < 0 || perm[i] >= rank)
+        return ctx.error("invalid perm");
+      r.shape[i] = h->shape[perm[i]];
+    }
+    auto inStrides = stridesOf(h->shape);
+    std::vector<int64_t> idx(rank, 0);
+    for (int64_t e = 0; e < r.numElements(); ++e) {
+      int64_t off = 0;
+      for (int64_t i = 0; i < rank; ++i)
+        off += idx[i] * inStrides[perm[i]];
+      r.values[e] = h->values[off];
+      for (int64_t i = rank - 1; i >= 0; --i) {
+        if (++idx[i] < r.shape[i])
+          break;
+        idx[i] = 0;
+      }
+    }
+    ctx.setHostOutput(0, std::move(r));
+    return success();
+  }
+  return set(ctx, ctx.create<kiln::TransposeOp>(
+                      ctx.input(0), ctx.builder.getDenseI64ArrayAttr(perm)));
+}
+
+LogicalResult convertConcat(NodeContext &ctx) {
+  auto first = ctx.inputType(0);
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), first.getRank());
+  if (failed(axis))
+    return failure();
+  bool allHost = true;
+  for (size_t i = 0; i < ctx.numInputs(); ++i)
+    allHost &= ctx.hostInput(i) != nullptr;
+  if (allHost) {
+    // Concatenate on the host: outer x (axis block) layout.
+    HostTensor r = *ctx.hostInput(0);
+    r.rawF32.clear();
+    r.shape[*axis] = 0;
+    int64_t outer = 1;
+    for (int64_t i = 0; i < *axis; ++i)
+      outer *= r.shape[i];
+    std::vector<double> vals;
+    for (size_t i = 0; i < ctx.numInputs(); ++i) {
+      const HostTensor *h = ctx.hostInput(i);
+      if (h->shape.size() != r.shape.size())
+        return ctx.error("inputs differ in rank");
+      r.shape[*axis] += h->shape[*axis];
+    }
+    for (int64_t o = 0; o < outer; ++o)
+      for (size_t i = 0; i < ctx.numInputs(); ++i) {
+        const HostTensor *h = ctx.hostInput(i);
+        int64_t block = outer ? h->numElements() / outer : 0;
+        vals.insert(vals.end(), h->values.begin() + o * block,
+                    h->values.begin() + (o + 1) * block);
+      }
+    r.values = std::move(vals);
+    if (static_cast<int64_t>(r.values.size()) != r.numElements())
+      return ctx.error("inputs differ in shape");
+    ctx.setHostOutput(0, std::move(r));
+    return success();
+  }
+  SmallVector<Value> ins;
+  for (size_t i = 0; i < ctx.numInputs(); ++i)
+    ins.push_back(ctx.input(i));
+  return set(ctx, ctx.create<kiln::ConcatOp>(ValueRange(ins),
+                                             ctx.builder.getI64IntegerAttr(*axis)));
+}
+
+LogicalResult convertConstant(NodeContext &ctx) {
+  auto *imp = &ctx.imp;
+  HostTensor h;
+  Builder b(ctx.builder.getContext());
+  if (const auto *a = ctx.attr("value")) {
+    auto t = imp->hostTensorFromProto(a->t(), "Constant '" + ctx.node.name() + "'");
+    if (failed(t))
+      return failure();
+    h = std::move(*t);
+  } else if (const auto *a = ctx.attr("value_float")) {
+    h.elementType = b.getF32Type();
+    h.values = {a->f()};
+  } else if (const auto *a = ctx.attr("value_floats")) {
+    h.elementType = b.getF32Type();
+    h.shape = {a->floats_size()};
+    h.values.assign(a->floats().begin(), a->floats().end());
+  } else if (const auto *a = ctx.attr("value_int")) {
+    h.elementType = b.getIntegerType(64);
+    h.values = {static_cast<double>(a->i())};
+  } else if (const auto *a = ctx.attr("value_ints")) {
+    h.elementType = b.getIntegerType(64);
+    h.shape = {a->ints_size()};
+    for (int64_t v : a->ints())
+      h.values.push_back(static_cast<double>(v));
+  } else {
+    return ctx.error("only dense value/value_float(s)/value_int(s) constants "
+                     "are supported");
+  }
+  ctx.setHostOutput(0, std::move(h));
+  return success();
+}
+
+LogicalResult convertShape(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  int64_t start = ctx.attrInt("start", 0), end = ctx.attrInt("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  HostTensor h;
+  h.elementType = ctx.builder.getIntegerType(64);
+  h.shape = {end - start};
+  for (int64_t i = start; i < end; ++i)
+    h.values.push_back(static_cast<double>(in.getDimSize(i)));
+  ctx.setHostOutput(0, std::move(h));
+  return success();
+}
+
+LogicalResult convertGather(NodeContext &ctx) {
+  const HostTensor *data = ctx.hostInput(0), *idx = ctx.hostInput(1);
+  if (!data || !idx)
+    return ctx.error("Gather is supported on compile-time values only (shape "
+                     "arithmetic); its data or indices are known only at run time");
+  int64_t rank = data->shape.size();
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  int64_t outer = 1, inner = 1, n = data->shape[*axis];
+  for (int64_t i = 0; i < *axis; ++i) outer *= data->shape[i];
+  for (int64_t i = *axis + 1; i < rank; ++i) inner *= data->shape[i];
+  HostTensor r;
+  r.elementType = data->elementType;
+  r.shape.assign(data->shape.begin(), data->shape.begin() + *axis);
+  r.shape.insert(r.shape.end(), idx->shape.begin(), idx->shape.end());
+  r.shape.insert(r.shape.end(), data->shape.begin() + *axis + 1, data->shape.end());
+  for (int64_t o = 0; o < outer; ++o)
+    for (double dv : idx->values) {
+      int64_t k = static_cast<int64_t>(dv);
+      if (k < 0) k += n;
+      if (k < 0 || k >= n)
+        return ctx.error("index " + Twine(static_cast<int64_t>(dv)) +
+                         " is out of range for a dimension of " + Twine(n));
+      for (int64_t i = 0; i < inner; ++i)
+        r.values.push_back(data->values[(o * n + k) * inner + i]);
+    }
+  ctx.setHostOutput(0, std::move(r));
+  return success();
+}
+
+LogicalResult convertSlice(NodeContext &ctx) {
+  const HostTensor *data = ctx.hostInput(0);
+  if (!data)
+    return ctx.error("Slice is supported on compile-time values only (shape "
+                     "arithmetic); its data is known only at run time");
+  int64_t rank = data->shape.size();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.opset < 10) {
+    starts = ctx.attrInts("starts").value_or(starts);
+    ends = ctx.attrInts("ends").value_or(ends);
+    axes = ctx.attrInts("axes").value_or(axes);
+  } else {
+    auto s = hostInts(ctx, 1, "starts"), e = hostInts(ctx, 2, "ends");
+    if (failed(s) || failed(e))
+      return failure();
+    starts = *s;
+    ends = *e;
+    if (ctx.hasInput(3)) {
+      auto a = hostInts(ctx, 3, "axes");
+      if (failed(a)) return failure();
+      axes = *a;
+    }
+    if (ctx.hasInput(4)) {
+      auto st = hostInts(ctx, 4, "steps");
+      if (failed(st)) return failure();
+      steps = *st;
+    }
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return ctx.error("starts, ends, axes and steps differ in length");
+  std::vector<int64_t> lo(rank, 0), step(rank, 1), count(data->shape);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    auto ax = normalizeAxis(ctx, axes[i], rank);
+    if (failed(ax))
+      return failure();
+    int64_t d = data->shape[*ax], st = steps[i];
+    if (st == 0)
+      return ctx.error("step 0");
+    int64_t s = starts[i] < 0 ? starts[i] + d : starts[i];
+    int64_t e = ends[i] < 0 ? ends[i] + d : ends[i];
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, d);
+      e = std::clamp<int64_t>(e, 0, d);
+      count[*ax] = e > s ? (e - s + st - 1) / st : 0;
+    } else {
+      s = std::clamp<int64_t>(s, -1, d - 1);
+      e = std::clamp<int64_t>(e, -1, d - 1);
+      count[*ax] = s > e ? (s - e - st - 1) / -st : 0;
+    }
+    lo[*ax] = s;
+    step[*ax] = st;
+  }
+  HostTensor r;
+  r.elementType = data->elementType;
+  r.shape = count;
+  auto strides = stridesOf(data->shape);
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t e = 0; e < r.numElements(); ++e) {
+    int64_t off = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      off += (lo[i] + idx[i] * step[i]) * strides[i];
+    r.values.push_back(data->values[off]);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++idx[i] < count[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+  ctx.setHostOutput(0, std::move(r));
+  return success();
+}
+
+LogicalResult convertCast(NodeContext &ctx) {
+  Type to = elementTypeOf(ctx.builder.getContext(), ctx.attrInt("to", 0));
+  if (!to)
+    return ctx.error("unsupported target type " + Twine(ctx.attrInt("to", 0)));
+  if (const HostTensor *h = ctx.hostInput(0)) {
+    HostTensor r = *h;
+    r.rawF32.clear();
+    r.elementType = to;
+    for (double &v : r.values) {
+      if (to.isInteger(1)) v = v != 0;
+      else if (to.isInteger()) v = std::trunc(v);
+      else if (to.isF32()) v = static_cast<float>(v);
+    }
+    ctx.setHostOutput(0, std::move(r));
+    return success();
+  }
+  if (ctx.inputType(0).getElementType() == to) {
+    ctx.setOutput(0, ctx.input(0));
+    return success();
+  }
+  return ctx.error("Cast of run-time tensors between element types is not "
+                   "supported yet");
+}
+
+} // namespace
+
+void registerShapeConverters(llvm::StringMap<Converter> &t) {
+  t["Reshape"] = convertReshape;
+  t["Flatten"] = convertFlatten;
+  t["Unsqueeze"] = convertUnsqueeze;
+  t["Squeeze"] = convertSqueeze;
+  t["Transpose"] = convertTranspose;
+  t["Concat"] = convertConcat;
+  t["Constant"] = convertConstant;
+  t["Shape"] = convertShape;
+  t["Gather"] = convertGather;
+  t["Slice"] = convertSlice;
+  t["Cast"] = convertCast;
+}
+
+} // namespace kiln::onnx_import

@@ -1,0 +1,550 @@
+//===- Importer.cpp - ONNX graph walk, initializers, graph signature -------===//
+//
+// Parses the ModelProto, checks opsets, lists every unsupported op at once,
+// turns initializers into host tensors (materialized as resource-blob
+// constants only when a real op consumes them) and calls one converter per
+// node.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/Importer.h"
+#include "compiler/onnx/ImporterImpl.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <cctype>
+#include <cstring>
+
+using namespace mlir;
+namespace kiln::onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Tensor protos
+//===----------------------------------------------------------------------===//
+
+Type elementTypeOf(MLIRContext *ctx, int32_t t) {
+  Builder b(ctx);
+  switch (t) {
+  case onnx::TensorProto::FLOAT: return b.getF32Type();
+  case onnx::TensorProto::DOUBLE: return b.getF64Type();
+  case onnx::TensorProto::FLOAT16: return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
+  case onnx::TensorProto::INT64: return b.getIntegerType(64);
+  case onnx::TensorProto::INT32: return b.getIntegerType(32);
+  case onnx::TensorProto::INT16: return b.getIntegerType(16);
+  case onnx::TensorProto::INT8: return b.getIntegerType(8);
+  case onnx::TensorProto::UINT8: return b.getIntegerType(8, false);
+  case onnx::TensorProto::UINT16: return b.getIntegerType(16, false);
+  case onnx::TensorProto::UINT32: return b.getIntegerType(32, false);
+  case onnx::TensorProto::UINT64: return b.getIntegerType(64, false);
+  case onnx::TensorProto::BOOL: return b.getI1Type();
+  default: return {};
+  }
+}
+
+static size_t byteWidth(Type t) {
+  return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+/// Reads the raw bytes of a tensor (inline raw_data or external file).
+LogicalResult Importer::tensorBytes(const onnx::TensorProto &t,
+                                    std::string &bytes, const Twine &what) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto &kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::atoll(kv.value().c_str());
+      else if (kv.key() == "length") length = std::atoll(kv.value().c_str());
+    }
+    if (location.empty() || llvm::sys::path::is_absolute(location))
+      return fileError(what + ": external data location '" + location +
+                       "' must be a path relative to the model's folder");
+    SmallString<256> dir(llvm::sys::path::parent_path(path));
+    if (dir.empty()) dir = ".";
+    SmallString<256> full(dir);
+    llvm::sys::path::append(full, location);
+    SmallString<256> realDir, realFull;
+    if (llvm::sys::fs::real_path(dir, realDir) ||
+        llvm::sys::fs::real_path(full, realFull))
+      return fileError(what + ": cannot open external data file '" + full + "'");
+    if (!StringRef(realFull).starts_with(StringRef(realDir.str().str() + "/")))
+      return fileError(what + ": external data file '" + location +
+                       "' lies outside the model's folder");
+    auto buf = llvm::MemoryBuffer::getFile(realFull, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf)
+      return fileError(what + ": cannot read external data file '" + full + "'");
+    int64_t size = (*buf)->getBufferSize();
+    if (length < 0) length = size - offset;
+    if (offset < 0 || offset + length > size)
+      return fileError(what + ": external data range [" + Twine(offset) + ", " +
+                       Twine(offset + length) + ") exceeds file '" + location +
+                       "' of " + Twine(size) + " bytes");
+    bytes.assign((*buf)->getBufferStart() + offset, length);
+    return success();
+  }
+  if (t.has_raw_data()) {
+    bytes = t.raw_data();
+    return success();
+  }
+  // Typed fields.
+  auto put = [&](const auto &field, auto tag) {
+    using T = decltype(tag);
+    bytes.resize(field.size() * sizeof(T));
+    for (int i = 0; i < field.size(); ++i) {
+      T v = static_cast<T>(field.Get(i));
+      std::memcpy(&bytes[i * sizeof(T)], &v, sizeof(T));
+    }
+  };
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT: put(t.float_data(), float{}); break;
+  case onnx::TensorProto::DOUBLE: put(t.double_data(), double{}); break;
+  case onnx::TensorProto::INT64: put(t.int64_data(), int64_t{}); break;
+  case onnx::TensorProto::UINT64: put(t.uint64_data(), uint64_t{}); break;
+  case onnx::TensorProto::UINT32: put(t.uint64_data(), uint32_t{}); break;
+  case onnx::TensorProto::INT32: put(t.int32_data(), int32_t{}); break;
+  case onnx::TensorProto::INT16: put(t.int32_data(), int16_t{}); break;
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: put(t.int32_data(), uint16_t{}); break;
+  case onnx::TensorProto::INT8: put(t.int32_data(), int8_t{}); break;
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::BOOL: put(t.int32_data(), uint8_t{}); break;
+  default:
+    return fileError(what + ": unsupported tensor data type " +
+                     Twine(t.data_type()));
+  }
+  return success();
+}
+
+FailureOr<HostTensor> Importer::hostTensorFromProto(const onnx::TensorProto &t,
+                                                    const Twine &what) {
+  HostTensor h;
+  h.elementType = elementTypeOf(ctx, t.data_type());
+  if (!h.elementType || t.data_type() == onnx::TensorProto::FLOAT16 ||
+      t.data_type() == onnx::TensorProto::BFLOAT16)
+    return fileError(what + ": tensor data type " + Twine(t.data_type()) +
+                     " is not supported yet");
+  for (int64_t d : t.dims()) {
+    if (d < 0)
+      return fileError(what + ": negative dimension");
+    h.shape.push_back(d);
+  }
+  std::string bytes;
+  if (failed(tensorBytes(t, bytes, what)))
+    return failure();
+  size_t w = byteWidth(h.elementType);
+  int64_t n = h.numElements();
+  if (static_cast<int64_t>(bytes.size()) != n * static_cast<int64_t>(w))
+    return fileError(what + ": holds " + Twine(bytes.size()) +
+                     " bytes, its shape needs " + Twine(n * w));
+  h.values.resize(n);
+  const char *p = bytes.data();
+  for (int64_t i = 0; i < n; ++i, p += w) {
+    switch (t.data_type()) {
+#define KILN_CASE(E, T)                                                        \
+  case onnx::TensorProto::E: {                                                 \
+    T v;                                                                       \
+    std::memcpy(&v, p, sizeof(T));                                             \
+    h.values[i] = static_cast<double>(v);                                      \
+    break;                                                                     \
+  }
+      KILN_CASE(FLOAT, float)
+      KILN_CASE(DOUBLE, double)
+      KILN_CASE(INT64, int64_t)
+      KILN_CASE(UINT64, uint64_t)
+      KILN_CASE(INT32, int32_t)
+      KILN_CASE(UINT32, uint32_t)
+      KILN_CASE(INT16, int16_t)
+      KILN_CASE(UINT16, uint16_t)
+      KILN_CASE(INT8, int8_t)
+      KILN_CASE(UINT8, uint8_t)
+      KILN_CASE(BOOL, uint8_t)
+#undef KILN_CASE
+    default: break;
+    }
+  }
+  if (h.elementType.isF32())
+    h.rawF32 = std::move(bytes);
+  return h;
+}
+
+/// Builds a kiln.constant for a host tensor. f32 data goes into a resource
+/// blob (no attribute text); other types into a dense attribute.
+Value Importer::materialize(OpBuilder &b, const HostTensor &h, StringRef name) {
+  auto type = RankedTensorType::get(h.shape, h.elementType);
+  ElementsAttr attr;
+  if (h.elementType.isF32()) {
+    std::string raw = h.rawF32;
+    if (raw.empty()) {
+      raw.resize(h.values.size() * 4);
+      for (size_t i = 0; i < h.values.size(); ++i) {
+        float f = static_cast<float>(h.values[i]);
+        std::memcpy(&raw[i * 4], &f, 4);
+      }
+    }
+    auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(
+        ArrayRef<char>(raw.data(), raw.size()));
+    std::string key = name.empty() ? std::string("cst") : sanitize(name);
+    attr = DenseResourceElementsAttr::get(type, key, std::move(blob));
+  } else if (h.elementType.isInteger()) {
+    SmallVector<APInt> ints;
+    unsigned w = h.elementType.getIntOrFloatBitWidth();
+    for (double v : h.values)
+      ints.push_back(APInt(w, static_cast<uint64_t>(static_cast<int64_t>(v)),
+                           /*isSigned=*/true, /*implicitTrunc=*/true));
+    attr = DenseElementsAttr::get(type, ints);
+  } else {
+    SmallVector<APFloat> fs;
+    for (double v : h.values) {
+      APFloat f(v);
+      bool lost;
+      f.convert(llvm::cast<FloatType>(h.elementType).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      fs.push_back(f);
+    }
+    attr = DenseElementsAttr::get(type, fs);
+  }
+  return kiln::ConstantOp::create(b, b.getUnknownLoc(), attr);
+}
+
+std::string Importer::sanitize(StringRef name) {
+  std::string s;
+  for (char c : name)
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    s = "_" + s;
+  return s;
+}
+
+LogicalResult Importer::fileError(const Twine &msg) {
+  emitError(FileLineColLoc::get(ctx, path, 0, 0)) << msg;
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// The graph
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::parse() {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return fileError("cannot open the model file: " + buf.getError().message());
+  google::protobuf::io::ArrayInputStream raw((*buf)->getBufferStart(),
+                                             (*buf)->getBufferSize());
+  google::protobuf::io::CodedInputStream in(&raw);
+  in.SetTotalBytesLimit(INT32_MAX);
+  if (!model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+    return fileError("is not a valid ONNX model (the protobuf does not parse; "
+                     "is the file truncated?)");
+  if (!model.has_graph())
+    return fileError("the model has no graph");
+  opset = -1;
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = o.version();
+  if (opset < 0)
+    opset = 1;
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return fileError("uses default-domain opset " + Twine(opset) +
+                     "; Kiln supports opsets " + Twine(kMinOpset) + " to " +
+                     Twine(kMaxOpset) + " (convert the model with "
+                     "onnx.version_converter)");
+  return success();
+}
+
+Location Importer::nodeLoc(const onnx::NodeProto &node, int index) {
+  std::string name = node.name().empty()
+                         ? node.op_type() + "_" + std::to_string(index)
+                         : node.name();
+  return NameLoc::get(StringAttr::get(ctx, name),
+                      FileLineColLoc::get(ctx, path, 0, 0));
+}
+
+LogicalResult Importer::checkSupported(const llvm::StringMap<Converter> &table) {
+  std::map<std::string, std::vector<std::string>> missing;
+  const auto &g = model.graph();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto &n = g.node(i);
+    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (!defaultDomain || !table.count(n.op_type())) {
+      std::string op = defaultDomain ? n.op_type() : n.domain() + "." + n.op_type();
+      missing[op].push_back(n.name().empty() ? "#" + std::to_string(i) : n.name());
+    }
+  }
+  if (missing.empty())
+    return success();
+  std::string msg = "the model uses " + std::to_string(missing.size()) +
+                    " op(s) Kiln does not support:";
+  for (auto &[op, nodes] : missing) {
+    msg += "\n  " + op + " (" + std::to_string(nodes.size()) + " node(s): ";
+    for (size_t i = 0; i < nodes.size() && i < 5; ++i)
+      msg += (i ? ", '" : "'") + nodes[i] + "'";
+    if (nodes.size() > 5)
+      msg += ", ...";
+    msg += ")";
+  }
+  return fileError(msg);
+}
+
+LogicalResult Importer::run(const ImportOptions &options,
+                            OwningOpRef<ModuleOp> &out) {
+  if (failed(parse()))
+    return failure();
+  llvm::StringMap<Converter> table;
+  registerElementwiseConverters(table);
+  registerNNConverters(table);
+  registerShapeConverters(table);
+  if (failed(checkSupported(table)))
+    return failure();
+
+  const auto &g = model.graph();
+  // Initializers: host tensors; consumers materialize them on demand.
+  for (const auto &init : g.initializer()) {
+    auto h = hostTensorFromProto(init, "initializer '" + init.name() + "'");
+    if (failed(h))
+      return failure();
+    slots[init.name()].host = std::move(*h);
+  }
+
+  // Graph inputs (those that are not initializers).
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  for (const auto &vi : g.input()) {
+    if (slots.count(vi.name()))
+      continue;
+    if (!vi.type().has_tensor_type())
+      return fileError("input '" + vi.name() + "' is not a tensor");
+    const auto &tt = vi.type().tensor_type();
+    Type et = elementTypeOf(ctx, tt.elem_type());
+    if (!et)
+      return fileError("input '" + vi.name() + "' has unsupported element type " +
+                       Twine(tt.elem_type()));
+    SmallVector<int64_t> shape;
+    auto ov = options.inputShapes.find(vi.name());
+    if (ov != options.inputShapes.end()) {
+      if (tt.has_shape() && tt.shape().dim_size() != (int)ov->second.size())
+        return fileError("--shape " + vi.name() + " gives " +
+                         Twine(ov->second.size()) + " dimensions; the input has " +
+                         Twine(tt.shape().dim_size()));
+      shape.assign(ov->second.begin(), ov->second.end());
+    } else {
+      if (!tt.has_shape())
+        return fileError("input '" + vi.name() + "' has no shape; give one with "
+                         "--shape " + vi.name() + "=D0xD1x...");
+      for (int d = 0; d < tt.shape().dim_size(); ++d) {
+        const auto &dim = tt.shape().dim(d);
+        if (!dim.has_dim_value() || dim.dim_value() < 0) {
+          std::string sym = dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "?";
+          std::string example;
+          for (int e = 0; e < tt.shape().dim_size(); ++e) {
+            const auto &de = tt.shape().dim(e);
+            example += (e ? "x" : "") +
+                       (de.has_dim_value() && de.dim_value() >= 0
+                            ? std::to_string(de.dim_value())
+                            : std::string("N"));
+          }
+          return fileError("input '" + vi.name() + "' has a dynamic dimension " +
+                           sym + " (dimension " + Twine(d) +
+                           "); Kiln compiles static shapes: pass --shape " +
+                           vi.name() + "=" + example + " with N set");
+        }
+        shape.push_back(dim.dim_value());
+      }
+    }
+    argTypes.push_back(RankedTensorType::get(shape, et));
+    argNames.push_back(vi.name());
+  }
+  for (auto &[name, _] : options.inputShapes)
+    if (!llvm::is_contained(argNames, name))
+      return fileError("--shape names '" + name + "', which is not a graph input");
+
+  OpBuilder b(ctx);
+  out = ModuleOp::create(FileLineColLoc::get(ctx, path, 0, 0));
+  b.setInsertionPointToEnd(out->getBody());
+  auto funcType = b.getFunctionType(argTypes, {});
+  auto func = func::FuncOp::create(b, FileLineColLoc::get(ctx, path, 0, 0),
+                                   "main", funcType);
+  Block *entry = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
+    slots[name].value = entry->getArgument(i);
+  }
+  b.setInsertionPointToEnd(entry);
+
+  // Nodes, in order (ONNX graphs are topologically sorted).
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto &node = g.node(i);
+    for (const auto &in : node.input())
+      if (!in.empty() && !slots.count(in))
+        return emitError(nodeLoc(node, i))
+                   << "node '" << node.name() << "' (" << node.op_type()
+                   << "): input '" << in << "' is not produced by any earlier "
+                   << "node, initializer or graph input";
+    NodeContext nc(*this, node, opset, b, nodeLoc(node, i));
+    if (failed(table.lookup(node.op_type())(nc)))
+      return failure();
+    for (int o = 0; o < node.output_size(); ++o)
+      if (!node.output(o).empty() && !slots.count(node.output(o)))
+        return nc.error("output " + Twine(o) + " ('" + node.output(o) +
+                        "') is not supported by Kiln");
+  }
+
+  // Outputs.
+  SmallVector<Value> results;
+  for (const auto &vi : g.output()) {
+    auto it = slots.find(vi.name());
+    if (it == slots.end())
+      return fileError("graph output '" + vi.name() + "' is never produced");
+    Value v = valueOf(b, vi.name());
+    results.push_back(v);
+  }
+  func::ReturnOp::create(b, func.getLoc(), results);
+  SmallVector<Type> resultTypes;
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  func.setType(b.getFunctionType(argTypes, resultTypes));
+  for (auto [i, vi] : llvm::enumerate(g.output()))
+    func.setResultAttr(i, "kiln.name", b.getStringAttr(vi.name()));
+  if (failed(mlir::verify(*out)))
+    return failure();
+  return success();
+}
+
+Value Importer::valueOf(OpBuilder &b, const std::string &name) {
+  Slot &s = slots[name];
+  if (!s.value && s.host) {
+    OpBuilder::InsertionGuard guard(b);
+    s.value = materialize(b, *s.host, name);
+  }
+  return s.value;
+}
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
+                                     const ImportOptions &options) {
+  ctx.loadDialect<kiln::KilnDialect, func::FuncDialect>();
+  Importer imp(ctx, path);
+  OwningOpRef<ModuleOp> module;
+  if (failed(imp.run(options, module)))
+    return nullptr;
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+Value NodeContext::input(size_t i) {
+  return hasInput(i) ? imp.valueOf(builder, node.input(i)) : Value();
+}
+
+const HostTensor *NodeContext::hostInput(size_t i) {
+  if (!hasInput(i))
+    return nullptr;
+  auto &s = imp.slots[node.input(i)];
+  return s.host ? &*s.host : nullptr;
+}
+
+RankedTensorType NodeContext::inputType(size_t i) {
+  if (const HostTensor *h = hostInput(i))
+    return RankedTensorType::get(h->shape, h->elementType);
+  return llvm::cast<RankedTensorType>(input(i).getType());
+}
+
+const onnx::AttributeProto *NodeContext::attr(StringRef name) const {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+int64_t NodeContext::attrInt(StringRef name, int64_t dflt) const {
+  const auto *a = attr(name);
+  return a ? a->i() : dflt;
+}
+float NodeContext::attrFloat(StringRef name, float dflt) const {
+  const auto *a = attr(name);
+  return a ? a->f() : dflt;
+}
+std::string NodeContext::attrString(StringRef name, StringRef dflt) const {
+  const auto *a = attr(name);
+  return a ? a->s() : dflt.str();
+}
+std::optional<std::vector<int64_t>> NodeContext::attrInts(StringRef name) const {
+  const auto *a = attr(name);
+  if (!a)
+    return std::nullopt;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+void NodeContext::setOutput(size_t i, Value v) {
+  if (i < static_cast<size_t>(node.output_size()) && !node.output(i).empty()) {
+    Slot &s = imp.slots[node.output(i)];
+    s.value = v;
+    s.host.reset();
+  }
+}
+void NodeContext::setHostOutput(size_t i, HostTensor t) {
+  if (i < static_cast<size_t>(node.output_size()) && !node.output(i).empty()) {
+    Slot &s = imp.slots[node.output(i)];
+    s.value = {};
+    s.host = std::move(t);
+  }
+}
+
+LogicalResult NodeContext::error(const Twine &msg) {
+  std::string name = node.name().empty()
+                         ? llvm::cast<NameLoc>(loc).getName().str()
+                         : node.name();
+  emitError(loc) << "node '" << name << "' (" << node.op_type() << "): " << msg;
+  return failure();
+}
+
+FailureOr<int64_t> normalizeAxis(NodeContext &ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return ctx.error("axis " + Twine(axis) + " is out of range for rank " +
+                     Twine(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+FailureOr<std::vector<int64_t>> windowPads(NodeContext &ctx,
+                                           ArrayRef<int64_t> in,
+                                           ArrayRef<int64_t> k,
+                                           ArrayRef<int64_t> s,
+                                           ArrayRef<int64_t> d) {
+  size_t n = in.size();
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  std::vector<int64_t> pads(2 * n, 0);
+  if (autoPad == "NOTSET") {
+    if (auto p = ctx.attrInts("pads")) {
+      if (p->size() != 2 * n)
+        return ctx.error("expects " + Twine(2 * n) + " pads, got " +
+                         Twine(p->size()));
+      pads = *p;
+    }
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t out = (in[i] + s[i] - 1) / s[i];
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in[i]);
+      int64_t small = total / 2, big = total - small;
+      pads[i] = autoPad == "SAME_UPPER" ? small : big;
+      pads[i + n] = autoPad == "SAME_UPPER" ? big : small;
+    }
+  } else if (autoPad != "VALID") {
+    return ctx.error("unknown auto_pad '" + autoPad + "'");
+  }
+  return pads;
+}
+
+} // namespace kiln::onnx_import

@@ -1,0 +1,39 @@
+//===- Importer.h - ONNX model file -> kiln dialect -------------*- C++ -*-===//
+//
+// Reads an ONNX ModelProto and builds `func.func @main` of kiln ops. Shape
+// arithmetic (Shape/Gather/Unsqueeze/Concat/...) is evaluated at import time,
+// so only real tensor work reaches the IR. Errors are emitted as diagnostics
+// naming the file, the node and the op.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_ONNX_IMPORTER_H
+#define KILN_COMPILER_ONNX_IMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::onnx_import {
+
+/// The newest default-domain opset Kiln understands (that of the pinned onnx).
+constexpr int64_t kMaxOpset = 25;
+/// The oldest default-domain opset Kiln accepts.
+constexpr int64_t kMinOpset = 7;
+
+struct ImportOptions {
+  /// Overrides for graph input shapes, by input name (`--shape NAME=1x3x8x8`).
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+};
+
+/// Imports the model at `path`. Returns null after emitting diagnostics.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &ctx,
+                                                 llvm::StringRef path,
+                                                 const ImportOptions &options);
+
+} // namespace kiln::onnx_import
+
+#endif // KILN_COMPILER_ONNX_IMPORTER_H

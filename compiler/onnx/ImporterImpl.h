@@ -1,0 +1,45 @@
+//===- ImporterImpl.h - the importer's state (private) ----------*- C++ -*-===//
+#ifndef KILN_COMPILER_ONNX_IMPORTERIMPL_H
+#define KILN_COMPILER_ONNX_IMPORTERIMPL_H
+
+#include "compiler/onnx/Importer.h"
+#include "compiler/onnx/NodeContext.h"
+
+#include <map>
+#include <string>
+
+namespace kiln::onnx_import {
+
+class Importer {
+public:
+  Importer(mlir::MLIRContext &ctx, llvm::StringRef path)
+      : ctx(&ctx), path(path.str()) {}
+
+  mlir::LogicalResult run(const ImportOptions &options,
+                          mlir::OwningOpRef<mlir::ModuleOp> &out);
+  /// The kiln value of a graph value, materializing host tensors.
+  mlir::Value valueOf(mlir::OpBuilder &b, const std::string &name);
+  static mlir::Value materialize(mlir::OpBuilder &b, const HostTensor &h,
+                                 llvm::StringRef name);
+  mlir::FailureOr<HostTensor> hostTensorFromProto(const onnx::TensorProto &t,
+                                                  const llvm::Twine &what);
+  mlir::LogicalResult fileError(const llvm::Twine &msg);
+
+  mlir::MLIRContext *ctx;
+  std::string path;
+  onnx::ModelProto model;
+  int64_t opset = 0;
+  std::map<std::string, Slot> slots;
+
+private:
+  mlir::LogicalResult parse();
+  mlir::LogicalResult checkSupported(const llvm::StringMap<Converter> &table);
+  mlir::LogicalResult tensorBytes(const onnx::TensorProto &t, std::string &bytes,
+                                  const llvm::Twine &what);
+  mlir::Location nodeLoc(const onnx::NodeProto &node, int index);
+  static std::string sanitize(llvm::StringRef name);
+};
+
+} // namespace kiln::onnx_import
+
+#endif // KILN_COMPILER_ONNX_IMPORTERIMPL_H

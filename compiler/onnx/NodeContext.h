@@ -1,0 +1,141 @@
+//===- NodeContext.h - what an ONNX op converter sees -----------*- C++ -*-===//
+//
+// The converters (one file per op family) receive a NodeContext: the node, the
+// opset version in force, its inputs as kiln values or compile-time host
+// tensors, and helpers to read attributes, create ops and report errors.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_ONNX_NODECONTEXT_H
+#define KILN_COMPILER_ONNX_NODECONTEXT_H
+
+#include "dialects/kiln/KilnDialect.h"
+
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+#include <vector>
+
+namespace kiln::onnx_import {
+
+/// A tensor whose value is known while importing (initializers, Constant
+/// nodes, and everything computed from them by shape arithmetic).
+struct HostTensor {
+  mlir::Type elementType;              // f32, i64, ...
+  std::vector<int64_t> shape;
+  std::vector<double> values;          // any element type, widened
+  std::string rawF32;                  // f32 initializers: the raw bytes
+
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  bool isInteger() const { return elementType.isInteger(); }
+};
+
+/// One value of the graph: a kiln SSA value, a host tensor, or both.
+struct Slot {
+  mlir::Value value;
+  std::optional<HostTensor> host;
+};
+
+class Importer;
+
+class NodeContext {
+public:
+  NodeContext(Importer &imp, const onnx::NodeProto &node, int64_t opset,
+              mlir::OpBuilder &builder, mlir::Location loc)
+      : imp(imp), node(node), opset(opset), builder(builder), loc(loc) {}
+
+  Importer &imp;
+  const onnx::NodeProto &node;
+  int64_t opset;
+  mlir::OpBuilder &builder;
+  mlir::Location loc;
+
+  // Inputs --------------------------------------------------------------
+  size_t numInputs() const { return node.input_size(); }
+  bool hasInput(size_t i) const {
+    return i < static_cast<size_t>(node.input_size()) && !node.input(i).empty();
+  }
+  /// The input as a kiln value (materializing a constant if needed).
+  mlir::Value input(size_t i);
+  /// The input's compile-time value, or null if it is only known at run time.
+  const HostTensor *hostInput(size_t i);
+  mlir::RankedTensorType inputType(size_t i);
+
+  // Attributes ----------------------------------------------------------
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  int64_t attrInt(llvm::StringRef name, int64_t dflt) const;
+  float attrFloat(llvm::StringRef name, float dflt) const;
+  std::string attrString(llvm::StringRef name, llvm::StringRef dflt) const;
+  std::optional<std::vector<int64_t>> attrInts(llvm::StringRef name) const;
+
+  // Outputs -------------------------------------------------------------
+  void setOutput(size_t i, mlir::Value v);
+  void setHostOutput(size_t i, HostTensor t);
+
+  // Errors: "node 'n' (Op): message", at the node's location. Returns failure.
+  mlir::LogicalResult error(const llvm::Twine &msg);
+
+  /// Creates a kiln op whose result type is inferred; on inference or
+  /// verification failure the op's own diagnostic is reported and failure
+  /// returned (never an abort).
+  template <typename OpTy, typename... Args>
+  mlir::FailureOr<mlir::Value> create(Args &&...args) {
+    mlir::OperationState state(loc, OpTy::getOperationName());
+    OpTy::build(builder, state, mlir::Type(), std::forward<Args>(args)...);
+    state.types.clear();
+    llvm::SmallVector<mlir::Type, 1> types;
+    if (mlir::failed(OpTy::inferReturnTypes(
+            builder.getContext(), loc, state.operands,
+            state.attributes.getDictionary(builder.getContext()),
+            state.getRawProperties(), state.regions, types)))
+      return error("invalid operands for " + OpTy::getOperationName());
+    state.addTypes(types);
+    return finish(builder.create(state));
+  }
+  /// Creates a kiln op with an explicit result type.
+  template <typename OpTy, typename... Args>
+  mlir::FailureOr<mlir::Value> createTyped(mlir::Type type, Args &&...args) {
+    mlir::OperationState state(loc, OpTy::getOperationName());
+    OpTy::build(builder, state, type, std::forward<Args>(args)...);
+    return finish(builder.create(state));
+  }
+
+private:
+  mlir::FailureOr<mlir::Value> finish(mlir::Operation *op) {
+    if (mlir::failed(mlir::verify(op))) {
+      op->erase();
+      return error("could not build a valid " + op->getName().getStringRef());
+    }
+    return op->getResult(0);
+  }
+};
+
+/// A converter: reads ctx's inputs and attributes, creates ops, sets outputs.
+using Converter = mlir::LogicalResult (*)(NodeContext &ctx);
+
+/// Registers the converters of each op family into `table` (by op_type).
+void registerElementwiseConverters(llvm::StringMap<Converter> &table);
+void registerNNConverters(llvm::StringMap<Converter> &table);
+void registerShapeConverters(llvm::StringMap<Converter> &table);
+
+/// Helpers shared by converters.
+mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t onnxType);
+/// Normalizes a possibly negative axis for `rank`; fails with a diagnostic.
+mlir::FailureOr<int64_t> normalizeAxis(NodeContext &ctx, int64_t axis,
+                                       int64_t rank);
+/// Resolves pads for Conv/pooling from pads/auto_pad attributes.
+mlir::FailureOr<std::vector<int64_t>>
+windowPads(NodeContext &ctx, llvm::ArrayRef<int64_t> inSpatial,
+           llvm::ArrayRef<int64_t> kernel, llvm::ArrayRef<int64_t> strides,
+           llvm::ArrayRef<int64_t> dilations);
+
+} // namespace kiln::onnx_import
+
+#endif // KILN_COMPILER_ONNX_NODECONTEXT_H

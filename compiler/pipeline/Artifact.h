@@ -1,0 +1,26 @@
+//===- Artifact.h - writing model.o + model.h, or model.so ------*- C++ -*-===//
+#ifndef KILN_COMPILER_PIPELINE_ARTIFACT_H
+#define KILN_COMPILER_PIPELINE_ARTIFACT_H
+
+#include "codegen/common/Program.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace kiln::pipeline {
+
+/// The C header for a model linked as an object file.
+std::string generateHeader(const codegen::Program &program);
+
+/// Links `object` with the runtime archive into a shared library at `out`.
+bool linkSharedLibrary(llvm::StringRef objectPath, llvm::StringRef out,
+                       std::string &error);
+
+/// A C identifier from a file stem ("resnet-18.o" -> "resnet_18").
+std::string modelNameFromPath(llvm::StringRef path);
+
+} // namespace kiln::pipeline
+
+#endif // KILN_COMPILER_PIPELINE_ARTIFACT_H

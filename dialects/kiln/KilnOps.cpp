@@ -1,0 +1,381 @@
+//===- KilnOps.cpp - kiln op verifiers, type inference, folders ------------===//
+#include "dialects/kiln/KilnDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+RankedTensorType rankedOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+LogicalResult failWith(std::optional<Location> loc, const llvm::Twine &msg) {
+  return emitOptionalError(loc, msg);
+}
+
+/// Numpy broadcasting of two static shapes.
+LogicalResult broadcast(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
+                        SmallVectorImpl<int64_t> &out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return failure();
+    out[i] = da == 1 ? db : da;
+  }
+  return success();
+}
+
+/// Output size of one windowed spatial dimension (convolution or pooling).
+int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pBegin,
+                  int64_t pEnd, bool ceilMode) {
+  int64_t span = in + pBegin + pEnd - ((k - 1) * d + 1);
+  if (span < 0)
+    return 0;
+  int64_t out = (ceilMode ? (span + s - 1) / s : span / s) + 1;
+  // With ceil mode the last window must start inside the input or left pad.
+  if (ceilMode && (out - 1) * s >= in + pBegin)
+    --out;
+  return out;
+}
+
+LogicalResult checkWindowAttrs(std::optional<Location> loc, size_t spatial,
+                               ArrayRef<int64_t> kernel,
+                               ArrayRef<int64_t> strides,
+                               ArrayRef<int64_t> pads,
+                               ArrayRef<int64_t> dilations) {
+  if (kernel.size() != spatial || strides.size() != spatial ||
+      dilations.size() != spatial || pads.size() != 2 * spatial)
+    return failWith(loc, "expects " + llvm::Twine(spatial) +
+                             " kernel sizes, strides and dilations and " +
+                             llvm::Twine(2 * spatial) + " pads");
+  for (size_t i = 0; i < spatial; ++i)
+    if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 ||
+        pads[i + spatial] < 0)
+      return failWith(loc, "kernel sizes, strides and dilations must be "
+                           "positive and pads non-negative");
+  return success();
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange, DictionaryAttr attrs,
+    OpaqueProperties props, RegionRange, SmallVectorImpl<Type> &inferred) {
+  auto *p = props.as<Properties *>();
+  Attribute value = p ? p->value : attrs.get("value");
+  auto elements = llvm::dyn_cast_or_null<ElementsAttr>(value);
+  if (!elements)
+    return failWith(loc, "expects an elements attribute");
+  inferred.push_back(elements.getType());
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClipOp::verify() {
+  if (getMin().convertToFloat() > getMax().convertToFloat())
+    return emitOpError("min must not exceed max");
+  return success();
+}
+
+#define KILN_BINARY_INFER(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    auto l = rankedOf(adaptor.getLhs()), r = rankedOf(adaptor.getRhs());       \
+    SmallVector<int64_t> shape;                                                \
+    if (failed(broadcast(l.getShape(), r.getShape(), shape)))                  \
+      return failWith(loc, "operand shapes do not broadcast");                 \
+    inferred.push_back(RankedTensorType::get(shape, l.getElementType()));     \
+    return success();                                                          \
+  }
+KILN_BINARY_INFER(AddOp)
+KILN_BINARY_INFER(SubOp)
+KILN_BINARY_INFER(MulOp)
+KILN_BINARY_INFER(DivOp)
+#undef KILN_BINARY_INFER
+
+//===----------------------------------------------------------------------===//
+// ConvOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(adaptor.getInput()), w = rankedOf(adaptor.getWeight());
+  if (in.getRank() != 4 || w.getRank() != 4)
+    return failWith(loc, "expects a rank-4 input and weight");
+  ArrayRef<int64_t> k = w.getShape().drop_front(2);
+  if (failed(checkWindowAttrs(loc, 2, k, adaptor.getStrides(),
+                              adaptor.getPads(), adaptor.getDilations())))
+    return failure();
+  SmallVector<int64_t> shape{in.getDimSize(0), w.getDimSize(0)};
+  for (int i = 0; i < 2; ++i)
+    shape.push_back(windowOut(in.getDimSize(2 + i), k[i], adaptor.getStrides()[i],
+                              adaptor.getDilations()[i], adaptor.getPads()[i],
+                              adaptor.getPads()[2 + i], false));
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+LogicalResult ConvOp::verify() {
+  int64_t g = static_cast<int64_t>(getGroup());
+  auto in = rankedOf(getInput()), w = rankedOf(getWeight());
+  if (g < 1 || in.getDimSize(1) % g || w.getDimSize(0) % g)
+    return emitOpError("group ") << g << " must divide the input channels ("
+                                 << in.getDimSize(1) << ") and output channels ("
+                                 << w.getDimSize(0) << ")";
+  if (w.getDimSize(1) * g != in.getDimSize(1))
+    return emitOpError("weight has ")
+           << w.getDimSize(1) << " input channels per group; the input has "
+           << in.getDimSize(1) << " channels in " << g << " groups";
+  if (getBias() && (rankedOf(getBias()).getRank() != 1 ||
+                    rankedOf(getBias()).getDimSize(0) != w.getDimSize(0)))
+    return emitOpError("bias must be a vector of ") << w.getDimSize(0) << " values";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GemmOp, MatMulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto a = rankedOf(adaptor.getA()), b = rankedOf(adaptor.getB());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return failWith(loc, "expects matrices");
+  int64_t m = adaptor.getTransA() ? a.getDimSize(1) : a.getDimSize(0);
+  int64_t n = adaptor.getTransB() ? b.getDimSize(0) : b.getDimSize(1);
+  inferred.push_back(RankedTensorType::get({m, n}, a.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::verify() {
+  auto a = rankedOf(getA()), b = rankedOf(getB());
+  int64_t ka = getTransA() ? a.getDimSize(0) : a.getDimSize(1);
+  int64_t kb = getTransB() ? b.getDimSize(1) : b.getDimSize(0);
+  if (ka != kb)
+    return emitOpError("inner dimensions differ: ") << ka << " vs " << kb;
+  if (getC()) {
+    SmallVector<int64_t> shape;
+    auto out = rankedOf(getResult());
+    if (rankedOf(getC()).getRank() > 2 ||
+        failed(broadcast(rankedOf(getC()).getShape(), out.getShape(), shape)) ||
+        ArrayRef<int64_t>(shape) != out.getShape())
+      return emitOpError("C does not broadcast to the result shape");
+  }
+  return success();
+}
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  SmallVector<int64_t> a(rankedOf(adaptor.getLhs()).getShape());
+  SmallVector<int64_t> b(rankedOf(adaptor.getRhs()).getShape());
+  if (a.empty() || b.empty())
+    return failWith(loc, "expects operands of rank 1 or more");
+  bool vecA = a.size() == 1, vecB = b.size() == 1;
+  if (vecA)
+    a.insert(a.begin(), 1);
+  if (vecB)
+    b.push_back(1);
+  if (a.back() != b[b.size() - 2])
+    return failWith(loc, "inner dimensions differ: " + llvm::Twine(a.back()) +
+                             " vs " + llvm::Twine(b[b.size() - 2]));
+  SmallVector<int64_t> batch;
+  if (failed(broadcast(ArrayRef<int64_t>(a).drop_back(2),
+                       ArrayRef<int64_t>(b).drop_back(2), batch)))
+    return failWith(loc, "batch dimensions do not broadcast");
+  if (!vecA)
+    batch.push_back(a[a.size() - 2]);
+  if (!vecB)
+    batch.push_back(b.back());
+  inferred.push_back(RankedTensorType::get(
+      batch, rankedOf(adaptor.getLhs()).getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BatchNormOp, pooling, softmax
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  auto in = rankedOf(getInput());
+  if (in.getRank() < 2)
+    return emitOpError("expects an input of rank 2 or more");
+  for (Value v : {getScale(), getBias(), getMean(), getVariance()})
+    if (rankedOf(v).getRank() != 1 ||
+        rankedOf(v).getDimSize(0) != in.getDimSize(1))
+      return emitOpError("scale, bias, mean and variance must be vectors of ")
+             << in.getDimSize(1) << " values";
+  return success();
+}
+
+static LogicalResult inferPool(std::optional<Location> loc, Value input,
+                               ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                               ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                               bool ceilMode, SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(input);
+  if (in.getRank() != 4)
+    return failWith(loc, "expects a rank-4 NCHW input");
+  if (failed(checkWindowAttrs(loc, 2, kernel, strides, pads, dilations)))
+    return failure();
+  SmallVector<int64_t> shape{in.getDimSize(0), in.getDimSize(1)};
+  for (int i = 0; i < 2; ++i)
+    shape.push_back(windowOut(in.getDimSize(2 + i), kernel[i], strides[i],
+                              dilations[i], pads[i], pads[2 + i], ceilMode));
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+#define KILN_POOL(OP)                                                          \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor a, SmallVectorImpl<Type> &inf) {  \
+    return inferPool(loc, a.getInput(), a.getKernelShape(), a.getStrides(),    \
+                     a.getPads(), a.getDilations(), a.getCeilMode(), inf);     \
+  }                                                                            \
+  LogicalResult OP::verify() {                                                 \
+    auto out = rankedOf(getResult());                                          \
+    if (out.getNumElements() == 0)                                             \
+      return emitOpError("window is larger than the padded input");            \
+    return success();                                                          \
+  }
+KILN_POOL(MaxPoolOp)
+KILN_POOL(AvgPoolOp)
+#undef KILN_POOL
+
+LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(adaptor.getInput());
+  if (in.getRank() < 3)
+    return failWith(loc, "expects an input of rank 3 or more");
+  SmallVector<int64_t> shape(in.getShape());
+  for (size_t i = 2; i < shape.size(); ++i)
+    shape[i] = 1;
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+LogicalResult GlobalAvgPoolOp::verify() { return success(); }
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= rankedOf(getInput()).getRank())
+    return emitOpError("axis ") << axis << " is out of range";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  if (rankedOf(getInput()).getNumElements() !=
+      rankedOf(getResult()).getNumElements())
+    return emitOpError("changes the number of elements from ")
+           << rankedOf(getInput()).getNumElements() << " to "
+           << rankedOf(getResult()).getNumElements();
+  if (rankedOf(getInput()).getElementType() !=
+      rankedOf(getResult()).getElementType())
+    return emitOpError("changes the element type");
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // reshape(reshape(x)) -> reshape(x)
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  if (auto dense = llvm::dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(llvm::cast<ShapedType>(getType()));
+  return {};
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  if (static_cast<int64_t>(perm.size()) != in.getRank())
+    return failWith(loc, "perm must have one entry per dimension");
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank() || seen[p])
+      return failWith(loc, "perm must be a permutation of the dimensions");
+    seen[p] = true;
+    shape.push_back(in.getDimSize(p));
+  }
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::verify() { return success(); }
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [i, p] : llvm::enumerate(getPerm()))
+    if (static_cast<int64_t>(i) != p)
+      return {};
+  return getInput();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getInputs().empty())
+    return failWith(loc, "expects at least one input");
+  auto first = rankedOf(adaptor.getInputs().front());
+  int64_t axis = static_cast<int64_t>(adaptor.getAxis());
+  if (axis < 0 || axis >= first.getRank())
+    return failWith(loc, "axis " + llvm::Twine(axis) + " is out of range");
+  SmallVector<int64_t> shape(first.getShape());
+  shape[axis] = 0;
+  for (Value v : adaptor.getInputs()) {
+    auto t = rankedOf(v);
+    if (t.getRank() != first.getRank() ||
+        t.getElementType() != first.getElementType())
+      return failWith(loc, "inputs differ in rank or element type");
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (d != axis && t.getDimSize(d) != first.getDimSize(d))
+        return failWith(loc, "inputs differ in dimension " + llvm::Twine(d));
+    shape[axis] += t.getDimSize(axis);
+  }
+  inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::verify() { return success(); }
+
+#define GET_OP_CLASSES
+#include "dialects/kiln/KilnOps.cpp.inc"

@@ -1,0 +1,285 @@
+//===- KilnOps.td - kiln dialect operations ------------------*- tablegen -*-===//
+//
+// The operations of the kiln dialect. Shapes are static; result types are
+// inferred from operands and attributes wherever the op defines them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "dialects/kiln/KilnDialect.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Kiln_Tensor : StaticShapeTensorOf<[AnyType]>;
+def Kiln_FloatTensor : StaticShapeTensorOf<[F32]>;
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConstantOp : Kiln_Op<"constant",
+    [ConstantLike, Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "a constant tensor (weights, folded shapes)";
+  let description = [{
+    A constant tensor. Weights use a dense resource attribute, so large values
+    are stored as blobs beside the IR rather than as attribute text.
+
+    ```mlir
+    %w = kiln.constant dense_resource<conv1.weight> : tensor<8x3x3x3xf32>
+    %c = kiln.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Kiln_UnaryOp<string mnemonic, string what> : Kiln_Op<mnemonic,
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # what;
+  let description = [{
+    Applies }] # what # [{ to every element.
+
+    ```mlir
+    %y = kiln.}] # mnemonic # [{ %x : tensor<1x8x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_ReluOp : Kiln_UnaryOp<"relu", "max(x, 0)">;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "tanh(x)">;
+
+def Kiln_ClipOp : Kiln_Op<"clip", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise clamp to [min, max]";
+  let description = [{
+    Clamps every element to `[min, max]`; ReLU6 is `min = 0, max = 6`.
+
+    ```mlir
+    %y = kiln.clip %x {min = 0.0 : f32, max = 6.0 : f32} : tensor<1x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, F32Attr:$min, F32Attr:$max);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+class Kiln_BinaryOp<string mnemonic, string what> : Kiln_Op<mnemonic,
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise " # what # " with numpy broadcasting";
+  let description = [{
+    Elementwise }] # what # [{ of two tensors; shapes broadcast as in numpy
+    (trailing dimensions align; a dimension of 1 stretches).
+
+    ```mlir
+    %z = kiln.}] # mnemonic # [{ %x, %y : tensor<1x8x4x4xf32>, tensor<8x1x1xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Kiln_AddOp : Kiln_BinaryOp<"add", "addition">;
+def Kiln_SubOp : Kiln_BinaryOp<"sub", "subtraction">;
+def Kiln_MulOp : Kiln_BinaryOp<"mul", "multiplication">;
+def Kiln_DivOp : Kiln_BinaryOp<"div", "division">;
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D grouped convolution, NCHW input, OIHW weight";
+  let description = [{
+    `out[n, o, y, x] = bias[o] + sum(in[n, g*C/G + c, y*s0 + ky*d0 - p0,
+    x*s1 + kx*d1 - p1] * w[o, c, ky, kx])`, where `g = o / (O/G)` and
+    reads outside the input are zero. `pads` is `[top, left, bottom, right]`.
+
+    ```mlir
+    %y = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+           dilations = array<i64: 1, 1>, group = 1 : i64}
+         : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$weight,
+                       Optional<Kiln_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, I64Attr:$group);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_GemmOp : Kiln_Op<"gemm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "general matrix product alpha * op(A) * op(B) + beta * C";
+  let description = [{
+    `op(X)` transposes X when the matching `trans_*` flag is set; `C`, when
+    present, broadcasts to the `M x N` result.
+
+    ```mlir
+    %y = kiln.gemm %a, %b, %c {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true}
+         : (tensor<2x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$a, Kiln_FloatTensor:$b,
+                       Optional<Kiln_FloatTensor>:$c, F32Attr:$alpha,
+                       F32Attr:$beta, BoolAttr:$trans_a, BoolAttr:$trans_b);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_MatMulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "batched matrix product with numpy semantics";
+  let description = [{
+    As numpy.matmul: 1-D operands are promoted to matrices, batch dimensions
+    broadcast.
+
+    ```mlir
+    %y = kiln.matmul %a, %b : tensor<2x3x4xf32>, tensor<4x5xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, pooling, softmax
+//===----------------------------------------------------------------------===//
+
+def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "inference batch normalization over dimension 1";
+  let description = [{
+    `y = scale * (x - mean) / sqrt(var + epsilon) + bias`, per channel.
+
+    ```mlir
+    %y = kiln.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32}
+         : tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                       Kiln_FloatTensor:$bias, Kiln_FloatTensor:$mean,
+                       Kiln_FloatTensor:$variance, F32Attr:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:`
+    type($input) `,` type($scale) `,` type($bias) `,` type($mean) `,` type($variance)
+  }];
+  let hasVerifier = 1;
+}
+
+class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic,
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D " # what # " pooling over NCHW";
+  let description = [{
+    }] # what # [{ over `kernel_shape` windows; `pads` is
+    `[top, left, bottom, right]`; `ceil_mode` rounds the output size up.
+
+    ```mlir
+    %y = kiln.}] # mnemonic # [{ %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+           pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false,
+           count_include_pad = false} : tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
+                       BoolAttr:$count_include_pad);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool", "max">;
+def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool", "average">;
+
+def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure, InferTypeOpAdaptor]> {
+  let summary = "mean over every spatial dimension";
+  let description = [{
+    ```mlir
+    %y = kiln.global_avg_pool %x : tensor<1x4x8x8xf32>   // tensor<1x4x1x1xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Kiln_SoftmaxOp : Kiln_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax along one axis";
+  let description = [{
+    ```mlir
+    %y = kiln.softmax %x {axis = 1 : i64} : tensor<2x10xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
+  let summary = "reinterprets a tensor with a new static shape";
+  let description = [{
+    The element count stays the same; the row-major order of elements is kept.
+
+    ```mlir
+    %y = kiln.reshape %x : tensor<1x4x2x2xf32> -> tensor<1x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permutes dimensions";
+  let description = [{
+    `result.shape[i] = input.shape[perm[i]]`.
+
+    ```mlir
+    %y = kiln.transpose %x {perm = array<i64: 0, 2, 3, 1>} : tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "joins tensors along one axis";
+  let description = [{
+    ```mlir
+    %y = kiln.concat %a, %b {axis = 1 : i64} : tensor<1x2x4xf32>, tensor<1x3x4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
+#endif // KILN_OPS_TD

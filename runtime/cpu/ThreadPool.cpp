@@ -1,0 +1,72 @@
+//===- ThreadPool.cpp - the workgroup thread pool --------------------------===//
+#include "runtime/cpu/ThreadPool.h"
+
+namespace kiln::rt {
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i)
+    workers.emplace_back([this] { work(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stopping = true;
+  }
+  wake.notify_all();
+  for (auto &t : workers)
+    t.join();
+}
+
+void ThreadPool::drain() {
+  int64_t claimed = 0;
+  for (int64_t wg; (wg = next.fetch_add(1, std::memory_order_relaxed)) < total;) {
+    fn(args, wg);
+    ++claimed;
+  }
+  if (claimed)
+    done.fetch_add(claimed, std::memory_order_acq_rel);
+}
+
+void ThreadPool::work() {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mu);
+  for (;;) {
+    wake.wait(lock, [&] { return stopping || generation != seen; });
+    if (stopping)
+      return;
+    seen = generation;
+    ++active;
+    lock.unlock();
+    drain();
+    lock.lock();
+    if (--active == 0)
+      finished.notify_all();
+  }
+}
+
+void ThreadPool::parallelFor(kiln_kernel_fn f, void *const *a, int64_t n) {
+  if (n <= 0)
+    return;
+  if (workers.empty() || n == 1) {
+    for (int64_t wg = 0; wg < n; ++wg)
+      f(a, wg);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    fn = f;
+    args = a;
+    total = n;
+    next.store(0);
+    done.store(0);
+    ++generation;
+  }
+  wake.notify_all();
+  drain();
+  std::unique_lock<std::mutex> lock(mu);
+  // All workgroups done and no worker still reading this job's state.
+  finished.wait(lock, [&] { return done.load() == total && active == 0; });
+}
+
+} // namespace kiln::rt

@@ -1,0 +1,49 @@
+//===- ThreadPool.h - the workgroup thread pool of one instance -*- C++ -*-===//
+#ifndef KILN_RUNTIME_CPU_THREADPOOL_H
+#define KILN_RUNTIME_CPU_THREADPOOL_H
+
+#include "kiln/runtime.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kiln::rt {
+
+/// Runs the workgroups of one kernel at a time on `threads` threads (the
+/// calling thread is one of them). Workgroups are claimed from an atomic
+/// counter, so uneven workgroups balance themselves.
+class ThreadPool {
+public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  void parallelFor(kiln_kernel_fn fn, void *const *args, int64_t n);
+  int size() const { return static_cast<int>(workers.size()) + 1; }
+
+private:
+  void work();
+  void drain();
+
+  std::vector<std::thread> workers;
+  std::mutex mu;
+  std::condition_variable wake, finished;
+  uint64_t generation = 0;
+  bool stopping = false;
+  // The job in flight.
+  kiln_kernel_fn fn = nullptr;
+  void *const *args = nullptr;
+  int64_t total = 0;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+  int active = 0; // workers inside the current job
+};
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_CPU_THREADPOOL_H

@@ -1,0 +1,107 @@
+/*===- kiln/runtime.h - the C ABI of Kiln's runtime ------------------------===
+ *
+ * A compiled model is a `kiln_model_desc` (emitted by kiln-compile) plus
+ * this runtime. An application creates an instance (which owns one
+ * activation arena and a thread pool), runs it as often as it likes and
+ * destroys it. Several instances may run at once from different threads.
+ * Errors come back as status codes; the message is read with
+ * kiln_instance_error() or, for creation failures, kiln_last_error().
+ * Nothing here throws or aborts.
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_ABI_VERSION 1
+
+typedef enum kiln_status {
+  KILN_OK = 0,
+  KILN_ERROR_INVALID_ARGUMENT = 1, /* null pointer, wrong tensor count */
+  KILN_ERROR_DTYPE_MISMATCH = 2,   /* an input/output has the wrong dtype */
+  KILN_ERROR_SHAPE_MISMATCH = 3,   /* an input/output has the wrong shape */
+  KILN_ERROR_OUT_OF_MEMORY = 4,
+  KILN_ERROR_ABI_MISMATCH = 5,     /* model built for another runtime ABI */
+  KILN_ERROR_INTERNAL = 6
+} kiln_status;
+
+typedef enum kiln_dtype {
+  KILN_F32 = 1,
+  KILN_F64 = 2,
+  KILN_I64 = 3,
+  KILN_I32 = 4,
+  KILN_I8 = 5,
+  KILN_U8 = 6
+} kiln_dtype;
+
+/** Static description of one model input or output. */
+typedef struct kiln_tensor_desc {
+  const char *name;
+  int32_t dtype; /* kiln_dtype */
+  int32_t rank;
+  const int64_t *shape;
+} kiln_tensor_desc;
+
+/** A kernel entry: runs one workgroup of a kernel on its arguments. */
+typedef void (*kiln_kernel_fn)(void *const *args, int64_t workgroup);
+
+/** What kiln-compile emits for a model (`<name>_desc`). */
+typedef struct kiln_model_desc {
+  uint32_t abi_version;
+  uint32_t num_inputs;
+  uint32_t num_outputs;
+  uint32_t num_kernels;
+  const char *name;
+  const kiln_tensor_desc *inputs;
+  const kiln_tensor_desc *outputs;
+  uint64_t arena_bytes;
+  uint64_t weights_bytes;
+  void (*run)(void *arena, void *const *inputs, void *const *outputs,
+              void *pool);
+} kiln_model_desc;
+
+/** Options for kiln_instance_create; a null pointer means defaults. */
+typedef struct kiln_options {
+  int32_t num_threads; /* 0: one per available core */
+} kiln_options;
+
+/** A caller's tensor: data plus the dtype and shape it claims to have. */
+typedef struct kiln_tensor {
+  void *data;
+  int32_t dtype;
+  int32_t rank;
+  const int64_t *shape;
+} kiln_tensor;
+
+typedef struct kiln_instance kiln_instance;
+
+kiln_status kiln_instance_create(const kiln_model_desc *model,
+                                 const kiln_options *options,
+                                 kiln_instance **out);
+/** Checks every tensor's dtype and shape against the model, then runs it.
+ *  Output buffers are written in place. */
+kiln_status kiln_instance_run(kiln_instance *instance,
+                              const kiln_tensor *inputs, size_t num_inputs,
+                              const kiln_tensor *outputs, size_t num_outputs);
+void kiln_instance_destroy(kiln_instance *instance);
+/** The message of the instance's last failed call ("" if none). */
+const char *kiln_instance_error(const kiln_instance *instance);
+/** The message of this thread's last failed kiln_instance_create. */
+const char *kiln_last_error(void);
+const kiln_model_desc *kiln_instance_model(const kiln_instance *instance);
+
+/** Called by generated code: runs fn(args, wg) for wg in [0, n) on the
+ *  instance's thread pool and returns when all are done. */
+void kiln_rt_parallel_for(void *pool, kiln_kernel_fn fn, void *const *args,
+                          int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_H */

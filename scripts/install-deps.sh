@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what Kiln needs to build and test on a fresh Debian 12 machine.
+# Idempotent: when everything is already present it only checks and returns.
+set -euo pipefail
+
+APT_PKGS=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+          libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+          ninja-build ccache cmake g++ python3 python3-pip)
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PYTHON:-python3}
+if ! "$PY" - "$here/scripts/requirements.txt" <<'PYEOF' 2>/dev/null
+import sys, importlib.metadata as md
+for line in open(sys.argv[1]):
+    line = line.split('#')[0].strip()
+    if not line:
+        continue
+    name, _, ver = line.partition('==')
+    if md.version(name) != ver:
+        sys.exit(1)
+PYEOF
+then
+  echo "install-deps: installing Python packages from scripts/requirements.txt"
+  "$PY" -m pip install -q -r "$here/scripts/requirements.txt"
+fi
+echo "install-deps: ok"

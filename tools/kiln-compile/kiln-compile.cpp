@@ -1,0 +1,195 @@
+//===- kiln-compile.cpp - model file -> object file / shared library -------===//
+//
+//   kiln-compile MODEL.onnx -o OUT.so      shared library (dlopen, kiln-run)
+//   kiln-compile MODEL.onnx -o OUT.o       object file + OUT.h
+//   kiln-compile MODEL --emit=mlir|mlir-import|kernels|llvm [-o FILE]
+//
+// MODEL may also be a .mlir file of kiln ops (used by the lit tests).
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/common/Program.h"
+#include "codegen/cpu/EmitObject.h"
+#include "compiler/onnx/Importer.h"
+#include "compiler/pipeline/Artifact.h"
+#include "dialects/kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx|model.mlir>"),
+                                      cl::Required);
+static cl::opt<std::string> outputPath("o", cl::desc("output: OUT.so, OUT.o (+ OUT.h), or a text file with --emit"),
+                                       cl::value_desc("file"), cl::init("-"));
+static cl::opt<std::string> emit("emit",
+    cl::desc("print IR instead of writing an artifact: mlir-import (after "
+             "import), mlir (after the graph passes), kernels, llvm"),
+    cl::init(""));
+static cl::list<std::string> shapes("shape",
+    cl::desc("static shape for an input: NAME=1x3x224x224 (repeatable)"));
+static cl::opt<std::string> mcpu("mcpu", cl::desc("target CPU (native: this host's features)"),
+                                 cl::init("native"));
+static cl::opt<std::string> target("target", cl::desc("cpu (cuda and cuda-emu come later)"),
+                                   cl::init("cpu"));
+static cl::opt<std::string> modelName("name", cl::desc("C identifier prefix of the model (default: the output's stem)"),
+                                      cl::init(""));
+static cl::opt<unsigned> optLevel("O", cl::desc("optimization level 0-3"), cl::Prefix,
+                                  cl::init(3));
+
+static int fail(const llvm::Twine &msg) {
+  llvm::errs() << "kiln-compile: error: " << msg << "\n";
+  return 1;
+}
+
+static bool parseShapes(kiln::onnx_import::ImportOptions &opts) {
+  for (const std::string &s : shapes) {
+    auto [name, dims] = llvm::StringRef(s).rsplit('=');
+    if (name.empty() || dims.empty()) {
+      fail("--shape expects NAME=D0xD1x..., got '" + s + "'");
+      return false;
+    }
+    std::vector<int64_t> v;
+    llvm::SmallVector<llvm::StringRef> parts;
+    dims.split(parts, 'x');
+    for (llvm::StringRef p : parts) {
+      int64_t d;
+      if (p.getAsInteger(10, d) || d < 0) {
+        fail("--shape " + s + ": '" + p + "' is not a dimension");
+        return false;
+      }
+      v.push_back(d);
+    }
+    opts.inputShapes[name.str()] = v;
+  }
+  return true;
+}
+
+/// model.o -> model.h
+static std::string headerPath(llvm::StringRef obj) {
+  llvm::SmallString<256> h(obj);
+  llvm::sys::path::replace_extension(h, ".h");
+  return h.str().str();
+}
+
+static bool writeFile(llvm::StringRef path, llvm::StringRef data) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    fail("cannot write " + path + ": " + ec.message());
+    return false;
+  }
+  os << data;
+  return true;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "Kiln ahead-of-time model compiler\n");
+  if (target != "cpu")
+    return fail("--target=" + target + " is not available yet; use --target=cpu");
+  if (!emit.empty() && emit != "mlir" && emit != "mlir-import" && emit != "kernels" &&
+      emit != "llvm")
+    return fail("unknown --emit=" + emit + " (mlir-import, mlir, kernels, llvm)");
+  llvm::StringRef out = outputPath;
+  bool wantSo = out.ends_with(".so"), wantObj = out.ends_with(".o");
+  if (emit.empty() && !wantSo && !wantObj)
+    return fail("the output must end in .so or .o (or pass --emit=...)");
+
+  DialectRegistry registry;
+  registry.insert<kiln::KilnDialect, func::FuncDialect>();
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
+
+  OwningOpRef<ModuleOp> module;
+  if (llvm::StringRef(inputPath).ends_with(".mlir")) {
+    module = parseSourceFile<ModuleOp>(inputPath, sourceMgr, ParserConfig(&ctx));
+    if (!module)
+      return 1;
+  } else {
+    kiln::onnx_import::ImportOptions opts;
+    if (!parseShapes(opts))
+      return 1;
+    module = kiln::onnx_import::importOnnxFile(ctx, inputPath, opts);
+    if (!module)
+      return 1;
+  }
+  auto printTo = [&](auto &&print) {
+    std::string err;
+    auto file = openOutputFile(outputPath, &err);
+    if (!file)
+      return fail(err);
+    print(file->os());
+    file->keep();
+    return 0;
+  };
+  if (emit == "mlir-import")
+    return printTo([&](llvm::raw_ostream &os) { module->print(os); });
+
+  // Graph passes.
+  PassManager pm(&ctx);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (failed(pm.run(*module)))
+    return 1;
+  if (emit == "mlir")
+    return printTo([&](llvm::raw_ostream &os) { module->print(os); });
+
+  kiln::codegen::Program program;
+  program.name = modelName.empty()
+                     ? (emit.empty() ? kiln::pipeline::modelNameFromPath(out) : "model")
+                     : kiln::pipeline::modelNameFromPath(modelName + ".x");
+  if (failed(kiln::codegen::lowerToKernels(*module, program)))
+    return 1;
+  if (failed(verify(*program.kernels)))
+    return fail("internal error: the generated kernels do not verify");
+  if (emit == "kernels")
+    return printTo([&](llvm::raw_ostream &os) { program.kernels->print(os); });
+
+  kiln::codegen::CpuOptions cpu;
+  cpu.mcpu = mcpu;
+  cpu.optLevel = optLevel;
+  cpu.exportGenericEntry = wantSo;
+  llvm::LLVMContext llvmCtx;
+  std::string error;
+  auto llvmModule = kiln::codegen::buildLLVMModule(program, llvmCtx, cpu, error);
+  if (!llvmModule)
+    return fail(error);
+  llvm::SmallVector<char, 0> object;
+  if (!kiln::codegen::emitObject(*llvmModule, cpu, object, error))
+    return fail(error);
+  if (emit == "llvm")
+    return printTo([&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
+
+  llvm::StringRef bytes(object.data(), object.size());
+  if (wantObj) {
+    if (!writeFile(out, bytes) || !writeFile(headerPath(out), kiln::pipeline::generateHeader(program)))
+      return 1;
+    return 0;
+  }
+  // .so: write a temporary object beside the output, link, remove it.
+  std::string tmpObj = out.str() + ".tmp.o";
+  if (!writeFile(tmpObj, bytes))
+    return 1;
+  bool ok = kiln::pipeline::linkSharedLibrary(tmpObj, out, error);
+  llvm::sys::fs::remove(tmpObj);
+  if (!ok)
+    return fail(error);
+  return 0;
+}

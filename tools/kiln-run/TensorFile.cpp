@@ -1,0 +1,193 @@
+//===- TensorFile.cpp - .npy and TensorProto readers, .npy writer ----------===//
+#include "tools/kiln-run/TensorFile.h"
+#include "kiln/runtime.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace kiln::tools {
+
+size_t HostArray::elementSize() const {
+  switch (dtype) {
+  case KILN_F64: case KILN_I64: return 8;
+  case KILN_F32: case KILN_I32: return 4;
+  default: return 1;
+  }
+}
+int64_t HostArray::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+double HostArray::at(int64_t i) const {
+  const char *p = data.data() + i * elementSize();
+  switch (dtype) {
+  case KILN_F32: { float v; std::memcpy(&v, p, 4); return v; }
+  case KILN_F64: { double v; std::memcpy(&v, p, 8); return v; }
+  case KILN_I64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+  case KILN_I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+  case KILN_I8: return static_cast<int8_t>(*p);
+  default: return static_cast<uint8_t>(*p);
+  }
+}
+const char *dtypeName(int32_t d) {
+  switch (d) {
+  case KILN_F32: return "float32"; case KILN_F64: return "float64";
+  case KILN_I64: return "int64"; case KILN_I32: return "int32";
+  case KILN_I8: return "int8"; case KILN_U8: return "uint8";
+  default: return "unknown";
+  }
+}
+
+static bool readAll(const std::string &path, std::string &bytes, std::string &error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    error = "cannot open '" + path + "'";
+    return false;
+  }
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  bytes = ss.str();
+  return true;
+}
+
+static bool readNpy(const std::string &path, const std::string &b, HostArray &out,
+                    std::string &error) {
+  auto bad = [&](const std::string &why) {
+    error = "'" + path + "' is not a readable .npy file: " + why;
+    return false;
+  };
+  if (b.size() < 10 || b.compare(0, 6, "\x93NUMPY") != 0)
+    return bad("bad magic");
+  int major = static_cast<unsigned char>(b[6]);
+  size_t hlen, hstart;
+  if (major == 1) {
+    hlen = static_cast<unsigned char>(b[8]) | (static_cast<unsigned char>(b[9]) << 8);
+    hstart = 10;
+  } else {
+    if (b.size() < 12) return bad("truncated header");
+    hlen = 0;
+    for (int i = 0; i < 4; ++i)
+      hlen |= static_cast<size_t>(static_cast<unsigned char>(b[8 + i])) << (8 * i);
+    hstart = 12;
+  }
+  if (hstart + hlen > b.size()) return bad("truncated header");
+  std::string h = b.substr(hstart, hlen);
+  auto field = [&](const std::string &key) -> std::string {
+    size_t k = h.find("'" + key + "'");
+    if (k == std::string::npos) return "";
+    size_t c = h.find(':', k);
+    return c == std::string::npos ? "" : h.substr(c + 1);
+  };
+  std::string descr = field("descr");
+  size_t q1 = descr.find('\''), q2 = descr.find('\'', q1 + 1);
+  if (q1 == std::string::npos || q2 == std::string::npos) return bad("no descr");
+  std::string d = descr.substr(q1 + 1, q2 - q1 - 1);
+  if (d == "<f4") out.dtype = KILN_F32;
+  else if (d == "<f8") out.dtype = KILN_F64;
+  else if (d == "<i8") out.dtype = KILN_I64;
+  else if (d == "<i4") out.dtype = KILN_I32;
+  else if (d == "|i1") out.dtype = KILN_I8;
+  else if (d == "|u1" || d == "|b1") out.dtype = KILN_U8;
+  else return bad("unsupported dtype " + d);
+  if (field("fortran_order").find("True") < field("fortran_order").find(','))
+    return bad("Fortran order is not supported");
+  std::string sh = field("shape");
+  size_t lp = sh.find('('), rp = sh.find(')');
+  if (lp == std::string::npos || rp == std::string::npos) return bad("no shape");
+  std::stringstream ss(sh.substr(lp + 1, rp - lp - 1));
+  std::string tok;
+  out.shape.clear();
+  while (std::getline(ss, tok, ',')) {
+    if (tok.find_first_not_of(" ") == std::string::npos) continue;
+    out.shape.push_back(std::stoll(tok));
+  }
+  size_t bytes = out.numElements() * out.elementSize();
+  if (hstart + hlen + bytes != b.size())
+    return bad("holds " + std::to_string(b.size() - hstart - hlen) +
+               " data bytes, its shape needs " + std::to_string(bytes));
+  out.data.assign(b.begin() + hstart + hlen, b.end());
+  return true;
+}
+
+static bool readPb(const std::string &path, const std::string &b, HostArray &out,
+                   std::string &error) {
+  onnx::TensorProto t;
+  if (!t.ParseFromString(b)) {
+    error = "'" + path + "' is neither a .npy file nor an ONNX TensorProto";
+    return false;
+  }
+  out.shape.assign(t.dims().begin(), t.dims().end());
+  int64_t n = out.numElements();
+  auto fill = [&](auto field, auto tag) {
+    using T = decltype(tag);
+    out.data.resize(n * sizeof(T));
+    if (!t.raw_data().empty()) {
+      if (t.raw_data().size() != out.data.size()) return false;
+      std::memcpy(out.data.data(), t.raw_data().data(), out.data.size());
+      return true;
+    }
+    if (field.size() != n) return false;
+    for (int64_t i = 0; i < n; ++i) {
+      T v = static_cast<T>(field.Get(i));
+      std::memcpy(out.data.data() + i * sizeof(T), &v, sizeof(T));
+    }
+    return true;
+  };
+  bool ok;
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT: out.dtype = KILN_F32; ok = fill(t.float_data(), float{}); break;
+  case onnx::TensorProto::DOUBLE: out.dtype = KILN_F64; ok = fill(t.double_data(), double{}); break;
+  case onnx::TensorProto::INT64: out.dtype = KILN_I64; ok = fill(t.int64_data(), int64_t{}); break;
+  case onnx::TensorProto::INT32: out.dtype = KILN_I32; ok = fill(t.int32_data(), int32_t{}); break;
+  case onnx::TensorProto::INT8: out.dtype = KILN_I8; ok = fill(t.int32_data(), int8_t{}); break;
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::BOOL: out.dtype = KILN_U8; ok = fill(t.int32_data(), uint8_t{}); break;
+  default:
+    error = "'" + path + "': unsupported TensorProto data type " + std::to_string(t.data_type());
+    return false;
+  }
+  if (!ok)
+    error = "'" + path + "': the tensor's data does not match its shape";
+  return ok;
+}
+
+bool readTensorFile(const std::string &path, HostArray &out, std::string &error) {
+  std::string b;
+  if (!readAll(path, b, error))
+    return false;
+  if (b.compare(0, 6, "\x93NUMPY") == 0)
+    return readNpy(path, b, out, error);
+  return readPb(path, b, out, error);
+}
+
+bool writeNpy(const std::string &path, const HostArray &a, std::string &error) {
+  const char *descr = a.dtype == KILN_F32 ? "<f4" : a.dtype == KILN_F64 ? "<f8"
+                      : a.dtype == KILN_I64 ? "<i8" : a.dtype == KILN_I32 ? "<i4"
+                      : a.dtype == KILN_I8 ? "|i1" : "|u1";
+  std::string shape = "(";
+  for (size_t i = 0; i < a.shape.size(); ++i)
+    shape += std::to_string(a.shape[i]) + (a.shape.size() == 1 ? "," : (i + 1 < a.shape.size() ? ", " : ""));
+  shape += ")";
+  std::string h = std::string("{'descr': '") + descr +
+                  "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + h.size() + 1;
+  h.append((64 - total % 64) % 64, ' ');
+  h += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) {
+    error = "cannot write '" + path + "'";
+    return false;
+  }
+  f.write("\x93NUMPY\x01\x00", 8);
+  char len[2] = {static_cast<char>(h.size() & 0xff), static_cast<char>(h.size() >> 8)};
+  f.write(len, 2);
+  f << h;
+  f.write(a.data.data(), a.data.size());
+  return static_cast<bool>(f);
+}
+
+} // namespace kiln::tools

@@ -1,0 +1,248 @@
+//===- kiln-run.cpp - loads a compiled model (.so), runs, compares, times --===//
+//
+//   kiln-run model.so --input x=in.npy [--output-dir DIR]
+//            [--compare y=ref.npy --rtol R --atol A] [--bench N] [--threads T]
+//
+// The .so is self-contained (model + runtime); kiln-run finds the model's
+// descriptor and the runtime's entry points in it with dlsym.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/runtime.h"
+#include "tools/kiln-run/TensorFile.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+using kiln::tools::HostArray;
+
+namespace {
+struct Api {
+  const kiln_model_desc *model = nullptr;
+  decltype(&kiln_instance_create) create = nullptr;
+  decltype(&kiln_instance_run) run = nullptr;
+  decltype(&kiln_instance_destroy) destroy = nullptr;
+  decltype(&kiln_instance_error) error = nullptr;
+  decltype(&kiln_last_error) lastError = nullptr;
+};
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: kiln-run MODEL.so --input NAME=FILE(.npy|.pb) ... [--output-dir DIR]\n"
+               "       [--compare NAME=REF --rtol R --atol A] [--bench N] [--threads T]\n");
+  return 2;
+}
+
+int fail(const std::string &msg) {
+  std::fprintf(stderr, "kiln-run: error: %s\n", msg.c_str());
+  return 1;
+}
+
+bool splitPair(const std::string &s, std::string &k, std::string &v) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    return false;
+  k = s.substr(0, eq);
+  v = s.substr(eq + 1);
+  return true;
+}
+
+std::string shapeStr(const std::vector<int64_t> &s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? "x" : "") + std::to_string(s[i]);
+  return r.empty() ? "scalar" : r;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return usage();
+  std::string modelPath = argv[1];
+  std::vector<std::pair<std::string, std::string>> inputs, compares;
+  std::string outDir;
+  double rtol = 1e-4, atol = 1e-5;
+  int bench = 0, threads = 0;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&](std::string &dst) {
+      if (i + 1 >= argc) return false;
+      dst = argv[++i];
+      return true;
+    };
+    std::string v, k, f;
+    if (a == "--input" || a == "--compare") {
+      if (!next(v) || !splitPair(v, k, f))
+        return fail(a + " expects NAME=FILE");
+      (a == "--input" ? inputs : compares).push_back({k, f});
+    } else if (a == "--output-dir") {
+      if (!next(outDir)) return usage();
+    } else if (a == "--rtol" || a == "--atol") {
+      if (!next(v)) return usage();
+      char *end;
+      double d = std::strtod(v.c_str(), &end);
+      if (*end || d < 0) return fail(a + " expects a non-negative number");
+      (a == "--rtol" ? rtol : atol) = d;
+    } else if (a == "--bench" || a == "--threads") {
+      if (!next(v)) return usage();
+      char *end;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (*end || n < 0) return fail(a + " expects a non-negative integer");
+      (a == "--bench" ? bench : threads) = static_cast<int>(n);
+    } else {
+      return fail("unknown argument '" + a + "'");
+    }
+  }
+
+  std::string soPath = modelPath.find('/') == std::string::npos ? "./" + modelPath : modelPath;
+  void *lib = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    return fail("cannot load '" + modelPath + "': " + dlerror());
+  Api api;
+  const kiln_model_desc *const *modelPtr = reinterpret_cast<const kiln_model_desc *const *>(dlsym(lib, "kiln_model"));
+  api.create = reinterpret_cast<decltype(api.create)>(dlsym(lib, "kiln_instance_create"));
+  api.run = reinterpret_cast<decltype(api.run)>(dlsym(lib, "kiln_instance_run"));
+  api.destroy = reinterpret_cast<decltype(api.destroy)>(dlsym(lib, "kiln_instance_destroy"));
+  api.error = reinterpret_cast<decltype(api.error)>(dlsym(lib, "kiln_instance_error"));
+  api.lastError = reinterpret_cast<decltype(api.lastError)>(dlsym(lib, "kiln_last_error"));
+  if (!modelPtr || !api.create || !api.run || !api.destroy || !api.error || !api.lastError)
+    return fail("'" + modelPath + "' is not a model compiled by kiln-compile (missing symbols)");
+  api.model = *modelPtr;
+  const kiln_model_desc *m = api.model;
+
+  // Inputs, by name.
+  std::vector<HostArray> in(m->num_inputs);
+  std::vector<bool> given(m->num_inputs, false);
+  for (auto &[name, file] : inputs) {
+    uint32_t idx = m->num_inputs;
+    for (uint32_t j = 0; j < m->num_inputs; ++j)
+      if (name == m->inputs[j].name) idx = j;
+    if (idx == m->num_inputs) {
+      std::string names;
+      for (uint32_t j = 0; j < m->num_inputs; ++j)
+        names += std::string(j ? ", " : "") + m->inputs[j].name;
+      return fail("the model has no input '" + name + "' (inputs: " + names + ")");
+    }
+    std::string err;
+    if (!kiln::tools::readTensorFile(file, in[idx], err))
+      return fail(err);
+    given[idx] = true;
+  }
+  for (uint32_t j = 0; j < m->num_inputs; ++j)
+    if (!given[j])
+      return fail(std::string("missing --input for '") + m->inputs[j].name + "' (" +
+                  kiln::tools::dtypeName(m->inputs[j].dtype) + " " +
+                  shapeStr(std::vector<int64_t>(m->inputs[j].shape,
+                                                m->inputs[j].shape + m->inputs[j].rank)) + ")");
+
+  std::vector<HostArray> out(m->num_outputs);
+  std::vector<kiln_tensor> inT(m->num_inputs), outT(m->num_outputs);
+  for (uint32_t j = 0; j < m->num_inputs; ++j)
+    inT[j] = {in[j].data.data(), in[j].dtype, static_cast<int32_t>(in[j].shape.size()),
+              in[j].shape.data()};
+  for (uint32_t j = 0; j < m->num_outputs; ++j) {
+    const kiln_tensor_desc &d = m->outputs[j];
+    out[j].dtype = d.dtype;
+    out[j].shape.assign(d.shape, d.shape + d.rank);
+    out[j].data.assign(out[j].numElements() * out[j].elementSize(), 0);
+    outT[j] = {out[j].data.data(), d.dtype, d.rank, out[j].shape.data()};
+  }
+
+  kiln_options opts{threads};
+  kiln_instance *inst = nullptr;
+  if (api.create(m, &opts, &inst) != KILN_OK)
+    return fail(std::string("cannot create the model instance: ") + api.lastError());
+  auto runOnce = [&]() -> bool {
+    if (api.run(inst, inT.data(), inT.size(), outT.data(), outT.size()) != KILN_OK) {
+      fail(std::string("run failed: ") + api.error(inst));
+      return false;
+    }
+    return true;
+  };
+  if (!runOnce()) {
+    api.destroy(inst);
+    return 1;
+  }
+
+  int status = 0;
+  if (!outDir.empty()) {
+    mkdir(outDir.c_str(), 0755);
+    for (uint32_t j = 0; j < m->num_outputs; ++j) {
+      std::string err, name = m->outputs[j].name;
+      for (char &c : name)
+        if (c == '/' || c == '\\') c = '_';
+      if (!kiln::tools::writeNpy(outDir + "/" + name + ".npy", out[j], err))
+        status = fail(err);
+    }
+  }
+
+  for (auto &[name, file] : compares) {
+    uint32_t idx = m->num_outputs;
+    for (uint32_t j = 0; j < m->num_outputs; ++j)
+      if (name == m->outputs[j].name) idx = j;
+    if (idx == m->num_outputs) {
+      status = fail("the model has no output '" + name + "'");
+      continue;
+    }
+    HostArray ref;
+    std::string err;
+    if (!kiln::tools::readTensorFile(file, ref, err)) {
+      status = fail(err);
+      continue;
+    }
+    if (ref.numElements() != out[idx].numElements()) {
+      status = fail("output '" + name + "' has shape " + shapeStr(out[idx].shape) +
+                    "; the reference has " + shapeStr(ref.shape));
+      continue;
+    }
+    double maxAbs = 0, maxRel = 0;
+    int64_t bad = 0, firstBad = -1;
+    for (int64_t e = 0; e < ref.numElements(); ++e) {
+      double got = out[idx].at(e), want = ref.at(e);
+      double diff = std::fabs(got - want);
+      if (std::isnan(got) != std::isnan(want)) diff = INFINITY;
+      else if (std::isnan(got) || got == want) diff = 0;
+      maxAbs = std::max(maxAbs, diff);
+      if (want != 0) maxRel = std::max(maxRel, diff / std::fabs(want));
+      if (diff > atol + rtol * std::fabs(want)) {
+        if (firstBad < 0) firstBad = e;
+        ++bad;
+      }
+    }
+    std::printf("compare %s: %s  max_abs_err=%.3g max_rel_err=%.3g (rtol=%g atol=%g)",
+                name.c_str(), bad ? "MISMATCH" : "ok", maxAbs, maxRel, rtol, atol);
+    if (bad)
+      std::printf("  %lld of %lld elements differ; first at %lld: got %.8g, want %.8g",
+                  static_cast<long long>(bad), static_cast<long long>(ref.numElements()),
+                  static_cast<long long>(firstBad), out[idx].at(firstBad), ref.at(firstBad));
+    std::printf("\n");
+    if (bad) status = 1;
+  }
+
+  if (bench > 0) {
+    for (int w = 0; w < 3; ++w)
+      runOnce();
+    std::vector<double> ms;
+    for (int r = 0; r < bench; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      if (!runOnce()) { status = 1; break; }
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (!ms.empty()) {
+      std::sort(ms.begin(), ms.end());
+      std::printf("latency over %d runs: median %.3f ms, min %.3f ms\n", bench,
+                  ms[ms.size() / 2], ms.front());
+    }
+  }
+  api.destroy(inst);
+  return status;
+}
