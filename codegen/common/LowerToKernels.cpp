@@ -541,7 +541,8 @@ LogicalResult Lowering::batchNorm(kiln::BatchNormOp op) {
     auto [lo, hi] = e.share(rows, perWg);
     e.loop(lo, hi, [&](Value r) {
       Value c = e.rem(r, C);
-      Value inv = math::RsqrtOp::create(e.b, e.fadd(e.load(4, c), e.f32(eps)));
+      Value inv = arith::DivFOp::create(
+          e.b, e.f32(1.0f), math::SqrtOp::create(e.b, e.fadd(e.load(4, c), e.f32(eps))));
       Value scale = e.fmul(e.load(1, c), inv);
       Value shift = arith::SubFOp::create(e.b, e.load(2, c), e.fmul(e.load(3, c), scale));
       Value base = e.mul(r, inner);

@@ -79,11 +79,12 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
 
   PassManager pm(ctx);
   pm.addPass(createSCFToControlFlowPass());
+  // LLVM intrinsics where LLVM has them (exp, sqrt, ...), libm for the rest.
+  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   ConvertFuncToLLVMPassOptions funcOpts;
   funcOpts.useBarePtrCallConv = true;

@@ -1,0 +1,152 @@
+"""Builders for the ONNX models Kiln's tests, demo and benchmarks use.
+
+Every model is built here with random weights (nothing is downloaded):
+  small_cnn      - the demo model that ships in examples/ (well under 1 MB)
+  resnet18       - ResNet-18 topology (basic blocks, BatchNorm, residual adds)
+  mobilenetv2    - MobileNetV2 topology (inverted residuals, depthwise, ReLU6)
+The graphs are written the way torch.onnx.export writes them: unfused
+BatchNormalization, Flatten or a Shape/Gather/Unsqueeze/Concat/Reshape chain
+before the classifier, Gemm with transB=1.
+"""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 8  # readable by the pinned onnxruntime
+
+
+class GraphBuilder:
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits = [], []
+        self.count = 0
+
+    def name(self, base):
+        self.count += 1
+        return f"{base}_{self.count}"
+
+    def const(self, base, array):
+        n = self.name(base)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), n))
+        return n
+
+    def node(self, op, inputs, base=None, **attrs):
+        out = self.name(base or op.lower())
+        self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    def conv(self, x, cin, cout, k, stride=1, group=1, bias=False):
+        fan_in = cin // group * k * k
+        w = self.rng.normal(0, np.sqrt(2.0 / fan_in), (cout, cin // group, k, k))
+        ins = [x, self.const("w", w.astype(np.float32))]
+        if bias:
+            ins.append(self.const("b", self.rng.normal(0, 0.1, cout).astype(np.float32)))
+        return self.node("Conv", ins, "conv", kernel_shape=[k, k], strides=[stride, stride],
+                         pads=[k // 2] * 4, group=group)
+
+    def bn(self, x, c):
+        r = self.rng
+        params = [r.uniform(0.5, 1.5, c), r.normal(0, 0.1, c), r.normal(0, 0.1, c),
+                  r.uniform(0.5, 1.5, c)]
+        names = [self.const(p, v.astype(np.float32))
+                 for p, v in zip(["scale", "bias", "mean", "var"], params)]
+        return self.node("BatchNormalization", [x] + names, "bn", epsilon=1e-5)
+
+    def relu(self, x):
+        return self.node("Relu", [x])
+
+    def relu6(self, x):
+        lo = self.const("min", np.array(0.0, np.float32))
+        hi = self.const("max", np.array(6.0, np.float32))
+        return self.node("Clip", [x, lo, hi], "relu6")
+
+    def classifier(self, x, c, classes, torch_style_reshape):
+        x = self.node("GlobalAveragePool", [x], "gap")
+        if torch_style_reshape:
+            # x.view(x.size(0), -1) as torch.onnx.export writes it.
+            shape = self.node("Shape", [x])
+            batch = self.node("Gather", [shape, self.const("idx", np.array(0, np.int64))], axis=0)
+            batch = self.node("Unsqueeze", [batch, self.const("axes", np.array([0], np.int64))])
+            target = self.node("Concat", [batch, self.const("minus1", np.array([-1], np.int64))],
+                               axis=0)
+            x = self.node("Reshape", [x, target])
+        else:
+            x = self.node("Flatten", [x], axis=1)
+        w = self.const("fc_w", self.rng.normal(0, np.sqrt(1.0 / c), (classes, c)).astype(np.float32))
+        b = self.const("fc_b", self.rng.normal(0, 0.01, classes).astype(np.float32))
+        return self.node("Gemm", [x, w, b], "fc", transB=1)
+
+    def model(self, name, x_shape, out, out_shape):
+        # The graph's output is called "logits".
+        for n in self.nodes:
+            n.output[:] = ["logits" if o == out else o for o in n.output]
+        g = helper.make_graph(
+            self.nodes, name,
+            [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(x_shape))],
+            [helper.make_tensor_value_info("logits", TensorProto.FLOAT, out_shape)],
+            self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="kiln_models")
+        m.ir_version = IR_VERSION
+        onnx.checker.check_model(m, full_check=True)
+        return m
+
+
+def small_cnn(seed=0, size=32, classes=10):
+    """A small CNN: conv-bn-relu x3 with pooling, a residual add, softmax."""
+    b = GraphBuilder(seed)
+    x = b.relu(b.bn(b.conv("input", 3, 16, 3), 16))
+    x = b.node("MaxPool", [x], "pool", kernel_shape=[2, 2], strides=[2, 2])
+    y = b.relu(b.bn(b.conv(x, 16, 16, 3), 16))
+    y = b.bn(b.conv(y, 16, 16, 3), 16)
+    x = b.relu(b.node("Add", [x, y], "add"))
+    x = b.relu(b.bn(b.conv(x, 16, 32, 3, stride=2), 32))
+    x = b.node("AveragePool", [x], "avgpool", kernel_shape=[2, 2], strides=[2, 2])
+    x = b.relu(b.conv(x, 32, 64, 3, bias=True))
+    x = b.classifier(x, 64, classes, torch_style_reshape=True)
+    x = b.node("Softmax", [x], "softmax", axis=-1)
+    return b.model("small_cnn", [1, 3, size, size], x, [1, classes])
+
+
+def resnet18(seed=0, size=224, classes=1000, batch=1):
+    b = GraphBuilder(seed)
+    x = b.relu(b.bn(b.conv("input", 3, 64, 7, stride=2), 64))
+    x = b.node("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for stage, cout in enumerate([64, 128, 256, 512]):
+        for block in range(2):
+            stride = 2 if stage > 0 and block == 0 else 1
+            y = b.relu(b.bn(b.conv(x, cin, cout, 3, stride), cout))
+            y = b.bn(b.conv(y, cout, cout, 3), cout)
+            if stride != 1 or cin != cout:
+                x = b.bn(b.conv(x, cin, cout, 1, stride), cout)
+            x = b.relu(b.node("Add", [x, y], "add"))
+            cin = cout
+    x = b.classifier(x, 512, classes, torch_style_reshape=False)
+    return b.model("resnet18", [batch, 3, size, size], x, [batch, classes])
+
+
+def mobilenetv2(seed=0, size=224, classes=1000, batch=1):
+    b = GraphBuilder(seed)
+    x = b.relu6(b.bn(b.conv("input", 3, 32, 3, stride=2), 32))
+    cin = 32
+    settings = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
+    for t, c, n, s in settings:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            hidden = cin * t
+            y = x
+            if t != 1:
+                y = b.relu6(b.bn(b.conv(y, cin, hidden, 1), hidden))
+            y = b.relu6(b.bn(b.conv(y, hidden, hidden, 3, stride, group=hidden), hidden))
+            y = b.bn(b.conv(y, hidden, c, 1), c)
+            x = b.node("Add", [x, y], "add") if stride == 1 and cin == c else y
+            cin = c
+    x = b.relu6(b.bn(b.conv(x, cin, 1280, 1), 1280))
+    x = b.classifier(x, 1280, classes, torch_style_reshape=True)
+    return b.model("mobilenetv2", [batch, 3, size, size], x, [batch, classes])
+
+
+MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "mobilenetv2": mobilenetv2}

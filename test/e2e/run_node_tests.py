@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Runs the ONNX backend node tests (libonnx-testdata) for Kiln's ops.
+
+For every node test whose ops Kiln supports, compile model.onnx with
+kiln-compile, run it with kiln-run on each stored input set and compare each
+stored output (rtol/atol below). Tests listed in node_tests_unsupported.txt
+must instead be rejected with a diagnostic (never a crash); every other
+selected test must pass. Prints one line per failure and a closing
+'N passed, N failed' line.
+"""
+import argparse
+import concurrent.futures as cf
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUPPORTED_OPS = {
+    "Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
+    "Clip", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
+    "Reshape", "Flatten", "Transpose", "Concat", "Softmax", "Constant", "Identity",
+    "Shape", "Gather", "Unsqueeze", "Squeeze", "Slice", "Cast",
+}
+# The ops this slice is about: a test is selected if it exercises one of them.
+SLICE_OPS = SUPPORTED_OPS - {"Constant", "Identity", "Shape", "Gather", "Unsqueeze",
+                             "Squeeze", "Slice", "Cast"}
+RTOL, ATOL = 1e-4, 1e-6
+
+
+def data_root():
+    out = subprocess.run(["dpkg", "-L", "libonnx-testdata"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.endswith("/data/node"):
+            return line
+    sys.exit("run_node_tests.py: libonnx-testdata is not installed")
+
+
+def select(root):
+    tests = []
+    for d in sorted(glob.glob(os.path.join(root, "test_*"))):
+        model = os.path.join(d, "model.onnx")
+        if not os.path.exists(model):
+            continue
+        try:
+            m = onnx.load(model, load_external_data=False)
+        except Exception:
+            continue
+        ops = {n.op_type for n in m.graph.node}
+        domains = {n.domain for n in m.graph.node} - {"", "ai.onnx"}
+        if ops and ops <= SUPPORTED_OPS and ops & SLICE_OPS and not domains:
+            tests.append(d)
+    return tests
+
+
+def run_one(d, bindir, workdir):
+    name = os.path.basename(d)
+    m = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
+    inits = {i.name for i in m.graph.initializer}
+    ins = [i.name for i in m.graph.input if i.name not in inits]
+    outs = [o.name for o in m.graph.output]
+    so = os.path.join(workdir, name + ".so")
+    r = subprocess.run([os.path.join(bindir, "kiln-compile"), os.path.join(d, "model.onnx"),
+                        "-o", so], capture_output=True, text=True)
+    if r.returncode != 0:
+        crashed = r.returncode < 0 or "Stack dump" in r.stderr or "Assertion" in r.stderr
+        return name, ("crash" if crashed else "rejected"), r.stderr.strip()
+    for ds in sorted(glob.glob(os.path.join(d, "test_data_set_*"))):
+        cmd = [os.path.join(bindir, "kiln-run"), so, "--rtol", str(RTOL), "--atol", str(ATOL)]
+        for i, n in enumerate(ins):
+            cmd += ["--input", f"{n}={os.path.join(ds, f'input_{i}.pb')}"]
+        for i, n in enumerate(outs):
+            cmd += ["--compare", f"{n}={os.path.join(ds, f'output_{i}.pb')}"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            return name, "mismatch", (r.stdout + r.stderr).strip()
+    return name, "pass", ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--list", action="store_true", help="print the selected tests")
+    args = ap.parse_args()
+    tests = select(data_root())
+    if args.list:
+        print("\n".join(os.path.basename(t) for t in tests))
+        return 0
+    with open(os.path.join(HERE, "node_tests_unsupported.txt")) as f:
+        expected_rejects = {l.split("#")[0].strip() for l in f} - {""}
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as work, cf.ThreadPoolExecutor(args.jobs) as pool:
+        for name, status, detail in pool.map(lambda d: run_one(d, args.bindir, work), tests):
+            if name in expected_rejects:
+                ok = status == "rejected"
+                why = "expected a clean rejection, got " + status
+            else:
+                ok = status == "pass"
+                why = status
+            if ok:
+                passed += 1
+            else:
+                failed += 1
+                print(f"FAIL {name}: {why}\n    " + detail.replace("\n", "\n    "))
+    print(f"node tests: {len(tests)} selected")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
