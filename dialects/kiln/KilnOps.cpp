@@ -72,7 +72,7 @@ LogicalResult ConstantOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, ValueRange, DictionaryAttr attrs,
     OpaqueProperties props, RegionRange, SmallVectorImpl<Type> &inferred) {
   auto *p = props.as<Properties *>();
-  Attribute value = p ? p->value : attrs.get("value");
+  Attribute value = p && p->value ? Attribute(p->value) : attrs.get("value");
   auto elements = llvm::dyn_cast_or_null<ElementsAttr>(value);
   if (!elements)
     return failWith(loc, "expects an elements attribute");

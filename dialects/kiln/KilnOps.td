@@ -192,7 +192,7 @@ class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic,
     ```mlir
     %y = kiln.}] # mnemonic # [{ %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
            pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false,
-           count_include_pad = false} : tensor<1x4x8x8xf32>
+           count_include_pad = false} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
@@ -200,7 +200,7 @@ class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic,
                        DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
                        BoolAttr:$count_include_pad);
   let results = (outs Kiln_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -259,12 +259,12 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
     `result.shape[i] = input.shape[perm[i]]`.
 
     ```mlir
-    %y = kiln.transpose %x {perm = array<i64: 0, 2, 3, 1>} : tensor<1x4x8x8xf32>
+    %y = kiln.transpose %x {perm = array<i64: 0, 2, 3, 1>} : tensor<1x4x8x8xf32> -> tensor<1x8x8x4xf32>
     ```
   }];
   let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Kiln_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
 }
@@ -273,12 +273,12 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let summary = "joins tensors along one axis";
   let description = [{
     ```mlir
-    %y = kiln.concat %a, %b {axis = 1 : i64} : tensor<1x2x4xf32>, tensor<1x3x4xf32>
+    %y = kiln.concat %a, %b {axis = 1 : i64} : tensor<1x2x4xf32>, tensor<1x3x4xf32> -> tensor<1x5x4xf32>
     ```
   }];
   let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Kiln_Tensor:$result);
-  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,43 @@
+# Kiln's front door.
+#   make demo   install what is missing, build, compile the example CNN, run it
+#   make test   install what is missing, build, run every test
+#   make build  kiln-compile, kiln-opt, kiln-run into build/bin/
+#   make bench  Kiln vs onnxruntime, side by side (docs/performance.md)
+#   make docs   regenerate docs/dialect.md from the ODS definitions
+BUILD ?= build
+JOBS ?= $(shell nproc)
+PYTHON ?= python3
+LLVM_PREFIX ?= /usr/lib/llvm-22
+LIT ?= $(LLVM_PREFIX)/bin/lit
+
+.PHONY: all deps configure build demo test bench docs clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt
+	cmake -G Ninja -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
+	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir -DPython3_EXECUTABLE=$$(command -v $(PYTHON))
+
+configure: deps $(BUILD)/build.ninja
+
+build: configure
+	ninja -C $(BUILD) -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+test: build
+	@bash scripts/run-tests.sh $(BUILD)
+
+bench: build
+	$(PYTHON) bench/compare.py --bindir $(BUILD)/bin
+
+docs: build
+	ninja -C $(BUILD) mlir-doc
+	cp $(BUILD)/docs/Dialects/KilnDialect.md docs/dialect.md
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs every Kiln test (lit: dialect, importer, codegen, runtime, end to end)
+# and closes with one 'N passed, N failed' line.
+set -uo pipefail
+BUILD=${1:-build}
+LIT=${LIT:-/usr/lib/llvm-22/bin/lit}
+out=$(mktemp)
+"$LIT" -sv --time-tests "$BUILD/test" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+passed=$(grep -E '^ *Passed *:' "$out" | awk '{print $3}')
+failed=$(grep -E '^ *(Failed|Unresolved|Timed Out|Unexpectedly Passed) *:' "$out" | awk -F: '{s+=$2} END {print s+0}')
+rm -f "$out"
+echo "${passed:-0} passed, ${failed:-0} failed"
+exit $rc

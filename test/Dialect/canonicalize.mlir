@@ -1,0 +1,35 @@
+// RUN: kiln-opt --split-input-file --canonicalize %s | FileCheck %s
+// Folders of kiln ops.
+
+// A reshape to the same type folds away; reshape chains collapse.
+// CHECK-LABEL: func @reshape_chain
+func.func @reshape_chain(%x: tensor<2x3xf32>) -> tensor<6xf32> {
+  // CHECK-NEXT: %[[R:.*]] = kiln.reshape %arg0 : tensor<2x3xf32> -> tensor<6xf32>
+  // CHECK-NEXT: return %[[R]]
+  %a = kiln.reshape %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  %b = kiln.reshape %a : tensor<2x3xf32> -> tensor<3x2xf32>
+  %c = kiln.reshape %b : tensor<3x2xf32> -> tensor<6xf32>
+  return %c : tensor<6xf32>
+}
+
+// -----
+
+// An identity transpose folds away.
+// CHECK-LABEL: func @identity_transpose
+func.func @identity_transpose(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK-NEXT: return %arg0
+  %t = kiln.transpose %x {perm = array<i64: 0, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %t : tensor<2x3xf32>
+}
+
+// -----
+
+// A reshape of a dense constant becomes a constant.
+// CHECK-LABEL: func @reshape_constant
+func.func @reshape_constant() -> tensor<2x2xf32> {
+  // CHECK-NEXT: %[[C:.*]] = kiln.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+  // CHECK-NEXT: return %[[C]]
+  %c = kiln.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %r = kiln.reshape %c : tensor<4xf32> -> tensor<2x2xf32>
+  return %r : tensor<2x2xf32>
+}

@@ -1,0 +1,110 @@
+// RUN: kiln-opt --split-input-file --verify-diagnostics %s
+// Verifier and type-inference errors of kiln ops.
+
+// Conv whose groups do not divide the channels.
+func.func @conv_bad_group(%x: tensor<1x3x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error @+1 {{group 2 must divide the input channels (3)}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x3x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// Conv weight channels that do not match the input.
+func.func @conv_bad_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error @+1 {{weight has 2 input channels per group}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return %y : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// Shapes that do not broadcast.
+func.func @add_no_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{operand shapes do not broadcast}}
+  %y = kiln.add %a, %b : tensor<2x3xf32>, tensor<4xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// Gemm with mismatched inner dimensions.
+func.func @gemm_inner(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+1 {{inner dimensions differ: 3 vs 4}}
+  %y = kiln.gemm %a, %b {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = false} : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return %y : tensor<2x5xf32>
+}
+
+// -----
+
+// MatMul with mismatched inner dimensions.
+func.func @matmul_inner(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+1 {{inner dimensions differ}}
+  %y = kiln.matmul %a, %b : tensor<2x3xf32>, tensor<4x5xf32>
+  return %y : tensor<2x5xf32>
+}
+
+// -----
+
+// Reshape that changes the element count.
+func.func @reshape_count(%a: tensor<2x3xf32>) -> tensor<7xf32> {
+  // expected-error @+1 {{changes the number of elements from 6 to 7}}
+  %y = kiln.reshape %a : tensor<2x3xf32> -> tensor<7xf32>
+  return %y : tensor<7xf32>
+}
+
+// -----
+
+// Transpose with a non-permutation.
+func.func @transpose_perm(%a: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  // expected-error @+2 {{perm must be a permutation}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = kiln.transpose %a {perm = array<i64: 0, 0>} : tensor<2x3xf32> -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// Clip with min above max.
+func.func @clip_range(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{min must not exceed max}}
+  %y = kiln.clip %a {min = 6.0 : f32, max = 0.0 : f32} : tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+// Softmax axis out of range.
+func.func @softmax_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{axis 2 is out of range}}
+  %y = kiln.softmax %a {axis = 2 : i64} : tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// Batch norm parameters of the wrong length.
+func.func @bn_params(%x: tensor<1x4x2x2xf32>, %p: tensor<3xf32>) -> tensor<1x4x2x2xf32> {
+  // expected-error @+1 {{must be vectors of 4 values}}
+  %y = kiln.batch_norm %x, %p, %p, %p, %p {epsilon = 1.0e-05 : f32} : tensor<1x4x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+  return %y : tensor<1x4x2x2xf32>
+}
+
+// -----
+
+// Concat inputs that differ off the axis.
+func.func @concat_shapes(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+2 {{inputs differ in dimension 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = kiln.concat %a, %b {axis = 1 : i64} : tensor<2x3xf32>, tensor<3x3xf32> -> tensor<2x6xf32>
+  return %y : tensor<2x6xf32>
+}
+
+// -----
+
+// Pooling window larger than the padded input.
+func.func @pool_window(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x0x0xf32> {
+  // expected-error @+1 {{window is larger than the padded input}}
+  %y = kiln.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = false} : tensor<1x1x2x2xf32> -> tensor<1x1x0x0xf32>
+  return %y : tensor<1x1x0x0xf32>
+}

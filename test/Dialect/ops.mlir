@@ -1,0 +1,52 @@
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+// Every kiln op prints in a form that parses back to the same IR.
+
+// CHECK-LABEL: func @cnn
+func.func @cnn(%x: tensor<1x3x8x8xf32>) -> tensor<1x10xf32> {
+  // CHECK: kiln.constant dense<{{.*}}> : tensor<4xf32>
+  %b = kiln.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %w = kiln.constant dense<0.5> : tensor<4x3x3x3xf32>
+  // CHECK: kiln.conv %{{.*}}, %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  %c = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  // CHECK: kiln.batch_norm
+  %n = kiln.batch_norm %c, %b, %b, %b, %b {epsilon = 1.0e-05 : f32} : tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  // CHECK: kiln.relu %{{.*}} : tensor<1x4x8x8xf32>
+  %r = kiln.relu %n : tensor<1x4x8x8xf32>
+  // CHECK: kiln.clip %{{.*}} {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32}
+  %r6 = kiln.clip %r {min = 0.0 : f32, max = 6.0 : f32} : tensor<1x4x8x8xf32>
+  // CHECK: kiln.max_pool
+  %p = kiln.max_pool %r6 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = false} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  // CHECK: kiln.avg_pool
+  %a = kiln.avg_pool %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = true} : tensor<1x4x4x4xf32> -> tensor<1x4x5x5xf32>
+  // CHECK: kiln.sigmoid
+  %s = kiln.sigmoid %a : tensor<1x4x5x5xf32>
+  // CHECK: kiln.tanh
+  %t = kiln.tanh %s : tensor<1x4x5x5xf32>
+  // CHECK: kiln.add {{.*}} : tensor<1x4x5x5xf32>, tensor<4x1x1xf32>
+  %bias = kiln.constant dense<1.0> : tensor<4x1x1xf32>
+  %sum = kiln.add %t, %bias : tensor<1x4x5x5xf32>, tensor<4x1x1xf32>
+  %sub = kiln.sub %sum, %bias : tensor<1x4x5x5xf32>, tensor<4x1x1xf32>
+  %mul = kiln.mul %sub, %bias : tensor<1x4x5x5xf32>, tensor<4x1x1xf32>
+  %div = kiln.div %mul, %bias : tensor<1x4x5x5xf32>, tensor<4x1x1xf32>
+  // CHECK: kiln.global_avg_pool
+  %g = kiln.global_avg_pool %div : tensor<1x4x5x5xf32>
+  // CHECK: kiln.reshape %{{.*}} : tensor<1x4x1x1xf32> -> tensor<1x4xf32>
+  %f = kiln.reshape %g : tensor<1x4x1x1xf32> -> tensor<1x4xf32>
+  %cat = kiln.concat %f, %f {axis = 1 : i64} : tensor<1x4xf32>, tensor<1x4xf32> -> tensor<1x8xf32>
+  %fw = kiln.constant dense<0.1> : tensor<10x8xf32>
+  %fb = kiln.constant dense<0.0> : tensor<10xf32>
+  // CHECK: kiln.gemm {{.*}} : (tensor<1x8xf32>, tensor<10x8xf32>, tensor<10xf32>) -> tensor<1x10xf32>
+  %y = kiln.gemm %cat, %fw, %fb {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true} : (tensor<1x8xf32>, tensor<10x8xf32>, tensor<10xf32>) -> tensor<1x10xf32>
+  // CHECK: kiln.softmax %{{.*}} {axis = 1 : i64}
+  %sm = kiln.softmax %y {axis = 1 : i64} : tensor<1x10xf32>
+  return %sm : tensor<1x10xf32>
+}
+
+// CHECK-LABEL: func @matmul_transpose
+func.func @matmul_transpose(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x5x3xf32> {
+  // CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<2x3x4xf32>, tensor<4x5xf32>
+  %m = kiln.matmul %a, %b : tensor<2x3x4xf32>, tensor<4x5xf32>
+  // CHECK: kiln.transpose %{{.*}} {perm = array<i64: 0, 2, 1>} : tensor<2x3x5xf32> -> tensor<2x5x3xf32>
+  %t = kiln.transpose %m {perm = array<i64: 0, 2, 1>} : tensor<2x3x5xf32> -> tensor<2x5x3xf32>
+  return %t : tensor<2x5x3xf32>
+}

@@ -1,0 +1,25 @@
+# lit configuration for Kiln: test/ mirrors the source folders.
+import os
+import lit.formats
+
+config.name = "Kiln"
+config.test_format = lit.formats.ShTest(not lit_config.isWindows)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
+
+path = os.pathsep.join([config.kiln_tools_dir, config.llvm_tools_dir,
+                        config.environment.get("PATH", os.environ.get("PATH", ""))])
+config.environment["PATH"] = path
+for var in ["HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONPATH",
+            "KILN_CXX"]:
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%kiln_src", config.kiln_src_root))
+config.substitutions.append(("%kiln_bin", config.kiln_tools_dir))
+config.substitutions.append(("%kiln_lib", config.kiln_lib_dir))
+config.substitutions.append(("%make_onnx", config.python_executable + " " +
+                             os.path.join(config.kiln_src_root, "test", "Inputs", "make_onnx.py")))
