@@ -318,6 +318,12 @@ LogicalResult Importer::run(const ImportOptions &options,
     slots[init.name()].host = std::move(*h);
   }
 
+  for (auto &[name, _] : options.inputShapes)
+    if (slots.count(name) || llvm::none_of(g.input(), [&](const onnx::ValueInfoProto &vi) {
+          return vi.name() == name;
+        }))
+      return fileError("--shape names '" + name + "', which is not a graph input");
+
   // Graph inputs (those that are not initializers).
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
@@ -366,9 +372,6 @@ LogicalResult Importer::run(const ImportOptions &options,
     argTypes.push_back(RankedTensorType::get(shape, et));
     argNames.push_back(vi.name());
   }
-  for (auto &[name, _] : options.inputShapes)
-    if (!llvm::is_contained(argNames, name))
-      return fileError("--shape names '" + name + "', which is not a graph input");
 
   OpBuilder b(ctx);
   out = ModuleOp::create(FileLineColLoc::get(ctx, path, 0, 0));

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Writes small ONNX models for Kiln's lit tests: make_onnx.py CASE OUT.onnx
+
+Each case is a function below; the lit test that uses it says what it shows.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+RNG = np.random.default_rng(0)
+
+
+def f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def vi(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "test", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def init(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def conv_bn_relu():
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv1", pads=[1, 1, 1, 1],
+                              strides=[2, 2]),
+             helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n"], name="bn1",
+                              epsilon=1e-3),
+             helper.make_node("Relu", ["n"], ["y"], name="relu1")]
+    inits = [init("w", f32(8, 3, 3, 3)), init("b", f32(8)), init("s", f32(8)), init("bb", f32(8)),
+             init("m", f32(8)), init("v", np.abs(f32(8)) + 0.5)]
+    return model(nodes, [vi("x", [1, 3, 16, 16])], [vi("y", [1, 8, 8, 8])], inits)
+
+
+def shape_chain():
+    # x.view(x.size(0), -1) as torch.onnx.export writes it.
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"], name="unsqueeze"),
+             helper.make_node("Concat", ["n1", "minus1"], ["target"], name="concat", axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape")]
+    inits = [init("zero", np.array(0, np.int64)), init("axes", np.array([0], np.int64)),
+             init("minus1", np.array([-1], np.int64))]
+    return model(nodes, [vi("x", [2, 4, 3, 3])], [vi("y", [2, 36])], inits)
+
+
+def softmax_opset11():
+    nodes = [helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=1)]
+    return model(nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])], opset=11)
+
+
+def clip_relu6():
+    nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="relu6")]
+    inits = [init("lo", np.array(0.0, np.float32)), init("hi", np.array(6.0, np.float32))]
+    return model(nodes, [vi("x", [1, 4])], [vi("y", [1, 4])], inits)
+
+
+def clip_opset7():
+    nodes = [helper.make_node("Clip", ["x"], ["y"], name="clip", min=-1.0, max=1.0)]
+    return model(nodes, [vi("x", [3])], [vi("y", [3])], opset=7)
+
+
+def gemm_flatten():
+    nodes = [helper.make_node("Flatten", ["x"], ["f"], name="flat", axis=1),
+             helper.make_node("Gemm", ["f", "w", "b"], ["y"], name="fc", transB=1, alpha=0.5),
+             helper.make_node("Sigmoid", ["y"], ["z"], name="sig")]
+    inits = [init("w", f32(5, 12)), init("b", f32(5))]
+    return model(nodes, [vi("x", [2, 3, 2, 2])], [vi("z", [2, 5])], inits)
+
+
+def unsupported():
+    nodes = [helper.make_node("Erf", ["x"], ["a"], name="erf1"),
+             helper.make_node("Relu", ["a"], ["b"], name="relu1"),
+             helper.make_node("Erf", ["b"], ["c"], name="erf2"),
+             helper.make_node("LpNormalization", ["c"], ["d"], name="lpn"),
+             helper.make_node("Custom", ["d"], ["y"], name="mine", domain="com.example")]
+    m = model(nodes, [vi("x", [4])], [vi("y", [4])])
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    return m
+
+
+def dynamic_batch():
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(nodes, [vi("x", ["N", 3])], [vi("y", ["N", 3])])
+
+
+def bad_conv():
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_bad")]
+    return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
+
+
+def old_opset():
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(nodes, [vi("x", [2])], [vi("y", [2])], opset=6)
+
+
+def new_opset():
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(nodes, [vi("x", [2])], [vi("y", [2])], opset=99)
+
+
+def external_data(out, location):
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+    w = init("w", np.arange(16, dtype=np.float32))
+    m = model(nodes, [vi("x", [16])], [vi("y", [16])], [w])
+    t = m.graph.initializer[0]
+    data = t.raw_data
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in [("location", location), ("offset", "0"), ("length", str(len(data)))]:
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    path = os.path.join(os.path.dirname(os.path.abspath(out)), location)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return m
+
+
+def external_inside(out):
+    return external_data(out, "weights.bin")
+
+
+def external_outside(out):
+    return external_data(out, "../outside_weights.bin")
+
+
+CASES = {f.__name__: f for f in [conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
+                                 clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
+                                 old_opset, new_opset]}
+OUT_CASES = {"external_inside": external_inside, "external_outside": external_outside}
+
+if __name__ == "__main__":
+    case, out = sys.argv[1], sys.argv[2]
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    m = OUT_CASES[case](out) if case in OUT_CASES else CASES[case]()
+    with open(out, "wb") as f:
+        f.write(m.SerializeToString())
