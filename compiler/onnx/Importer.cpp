@@ -193,8 +193,8 @@ Value Importer::materialize(OpBuilder &b, const HostTensor &h, StringRef name) {
         std::memcpy(&raw[i * 4], &f, 4);
       }
     }
-    auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(
-        ArrayRef<char>(raw.data(), raw.size()));
+    auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+        ArrayRef<char>(raw.data(), raw.size()), alignof(float));
     std::string key = name.empty() ? std::string("cst") : sanitize(name);
     attr = DenseResourceElementsAttr::get(type, key, std::move(blob));
   } else if (h.elementType.isInteger()) {
