@@ -36,8 +36,9 @@ bench: build
 	$(PYTHON) bench/compare.py --bindir $(BUILD)/bin
 
 docs: build
-	ninja -C $(BUILD) mlir-doc
-	cp $(BUILD)/docs/Dialects/KilnDialect.md docs/dialect.md
+	ninja -C $(BUILD) KilnDialectDocGen
+	( echo '<!-- Generated from dialects/kiln/*.td by `make docs`. DO NOT EDIT. -->'; \
+	  cat $(BUILD)/dialects/kiln/KilnDialect.md ) > docs/dialect.md
 
 clean:
 	rm -rf $(BUILD)

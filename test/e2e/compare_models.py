@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Compiles Kiln's CNNs and compares them with onnxruntime, through both
+artifact paths: the .so run by kiln-run, and model.o + model.h linked into a
+C program (test/e2e/Inputs/run_object.c) that also runs several instances at
+once from several threads.
+
+Tolerance: |kiln - ort| <= rtol * |ort| + atol with rtol = 1e-4 and
+atol = 1e-5 * max|ort| (deep random-weight nets give large logits; near-zero
+logits would otherwise be held to an absolute error of a few ulps).
+Prints 'N passed, N failed'.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+from kiln_models import MODELS  # noqa: E402
+
+RTOL, ATOL_SCALE = 1e-4, 1e-5
+
+
+def check(name, got, ref):
+    atol = ATOL_SCALE * float(np.abs(ref).max())
+    err = np.abs(got.astype(np.float64) - ref)
+    ok = bool(np.all(err <= RTOL * np.abs(ref) + atol))
+    print(f"  {name}: {'ok' if ok else 'MISMATCH'} max_abs_err={err.max():.3g} "
+          f"(rtol={RTOL}, atol={atol:.3g})")
+    return ok
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("--libdir", required=True)
+    ap.add_argument("--include", required=True, help="runtime/include")
+    ap.add_argument("models", nargs="*", default=["small_cnn", "resnet18", "mobilenetv2"])
+    args = ap.parse_args()
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models:
+            print(name)
+            path = os.path.join(tmp, name + ".onnx")
+            onnx.save(MODELS[name](), path)
+            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            shape = sess.get_inputs()[0].shape
+            x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+            ref = sess.run(None, {"input": x})[0].astype(np.float64)
+            np.save(os.path.join(tmp, "x.npy"), x)
+            x.tofile(os.path.join(tmp, "x.f32"))
+            try:
+                # .so through kiln-run
+                so = os.path.join(tmp, name + ".so")
+                run([os.path.join(args.bindir, "kiln-compile"), path, "-o", so])
+                out_dir = os.path.join(tmp, "out_" + name)
+                run([os.path.join(args.bindir, "kiln-run"), so, "--input",
+                     "input=" + os.path.join(tmp, "x.npy"), "--output-dir", out_dir])
+                ok_so = check(".so via kiln-run", np.load(os.path.join(out_dir, "logits.npy")), ref)
+                # .o + .h linked into a C program
+                obj = os.path.join(tmp, name + ".o")
+                run([os.path.join(args.bindir, "kiln-compile"), path, "-o", obj])
+                exe = os.path.join(tmp, "run_" + name)
+                run(["cc", "-O2", f"-DKILN_MODEL={name}", "-I", args.include, "-include",
+                     os.path.join(tmp, name + ".h"), os.path.join(HERE, "Inputs", "run_object.c"),
+                     obj, os.path.join(args.libdir, "libkiln_runtime.a"), "-lstdc++", "-lm",
+                     "-lpthread", "-o", exe])
+                outf = os.path.join(tmp, name + ".out.f32")
+                print("  " + run([exe, os.path.join(tmp, "x.f32"), outf, "4"]).strip())
+                got = np.fromfile(outf, np.float32).reshape(ref.shape)
+                ok_o = check(".o + .h linked into C", got, ref)
+            except RuntimeError as e:
+                print("  FAILED: " + str(e))
+                ok_so = ok_o = False
+            for ok in (ok_so, ok_o):
+                passed += ok
+                failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
