@@ -194,14 +194,21 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   };
   auto *inputs = tensorTable(p.inputs, "input");
   auto *outputs = tensorTable(p.outputs, "output");
+  std::vector<llvm::Constant *> names;
+  for (const Launch &l : p.launches)
+    names.push_back(b.CreateGlobalString(l.kernel, l.kernel + "_name", 0, mod.get()));
+  auto *namesTy = llvm::ArrayType::get(ptrTy, names.size());
+  auto *kernelNames = new llvm::GlobalVariable(
+      *mod, namesTy, true, internal, llvm::ConstantArray::get(namesTy, names),
+      p.name + "_kernel_names");
   auto *descTy = llvm::StructType::get(
-      lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy});
+      lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy});
   auto *desc = llvm::ConstantStruct::get(
       descTy, {b.getInt32(1), b.getInt32(p.inputs.size()),
                b.getInt32(p.outputs.size()), b.getInt32(p.launches.size()),
                b.CreateGlobalString(p.name, p.name + "_name", 0, mod.get()),
                inputs, outputs, b.getInt64(p.arenaBytes),
-               b.getInt64(p.weights.size()), run});
+               b.getInt64(p.weights.size()), run, kernelNames});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

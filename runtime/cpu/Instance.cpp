@@ -125,6 +125,7 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
     delete inst;
     return KILN_ERROR_OUT_OF_MEMORY;
   }
+  inst->pool->enableProfile(options && options->profile);
   *out = inst;
   return KILN_OK;
 }
@@ -145,8 +146,10 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
     if (st == KILN_OK)
       st = checkTensors(inst, "output", m->outputs, m->num_outputs, outputs,
                         numOutputs, outs);
-    if (st == KILN_OK)
+    if (st == KILN_OK) {
+      inst->pool->beginRun();
       m->run(inst->arena, ins, outs, inst->pool);
+    }
   } else {
     inst->error = "out of memory";
   }
@@ -171,6 +174,15 @@ const char *kiln_last_error(void) { return lastError.c_str(); }
 
 const kiln_model_desc *kiln_instance_model(const kiln_instance *inst) {
   return inst ? inst->model : nullptr;
+}
+
+kiln_status kiln_instance_profile(const kiln_instance *inst, const double **ms,
+                                  size_t *count) {
+  if (!inst || !ms || !count)
+    return KILN_ERROR_INVALID_ARGUMENT;
+  *ms = inst->pool->profile().data();
+  *count = inst->pool->profile().size();
+  return KILN_OK;
 }
 
 void kiln_rt_parallel_for(void *pool, kiln_kernel_fn fn, void *const *args,

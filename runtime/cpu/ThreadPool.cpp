@@ -1,6 +1,8 @@
 //===- ThreadPool.cpp - the workgroup thread pool --------------------------===//
 #include "runtime/cpu/ThreadPool.h"
 
+#include <chrono>
+
 namespace kiln::rt {
 
 ThreadPool::ThreadPool(int threads) {
@@ -46,6 +48,16 @@ void ThreadPool::work() {
 }
 
 void ThreadPool::parallelFor(kiln_kernel_fn f, void *const *a, int64_t n) {
+  if (!profiling)
+    return runJob(f, a, n);
+  auto t0 = std::chrono::steady_clock::now();
+  runJob(f, a, n);
+  launchMs.push_back(std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - t0)
+                         .count());
+}
+
+void ThreadPool::runJob(kiln_kernel_fn f, void *const *a, int64_t n) {
   if (n <= 0)
     return;
   if (workers.empty() || n == 1) {

@@ -24,6 +24,11 @@ public:
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   void parallelFor(kiln_kernel_fn fn, void *const *args, int64_t n);
+  /// Profiling: when enabled, each parallelFor's wall time is recorded in
+  /// launch order; beginRun() starts a new record.
+  void enableProfile(bool on) { profiling = on; }
+  void beginRun() { launchMs.clear(); }
+  const std::vector<double> &profile() const { return launchMs; }
   int size() const { return static_cast<int>(workers.size()) + 1; }
 
 private:
@@ -42,6 +47,9 @@ private:
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
   int active = 0; // workers inside the current job
+  bool profiling = false;
+  std::vector<double> launchMs;
+  void runJob(kiln_kernel_fn fn, void *const *args, int64_t n);
 };
 
 } // namespace kiln::rt

@@ -33,12 +33,13 @@ struct Api {
   decltype(&kiln_instance_destroy) destroy = nullptr;
   decltype(&kiln_instance_error) error = nullptr;
   decltype(&kiln_last_error) lastError = nullptr;
+  decltype(&kiln_instance_profile) profile = nullptr;
 };
 
 int usage() {
   std::fprintf(stderr,
                "usage: kiln-run MODEL.so --input NAME=FILE(.npy|.pb) ... [--output-dir DIR]\n"
-               "       [--compare NAME=REF --rtol R --atol A] [--bench N] [--threads T]\n");
+               "       [--compare NAME=REF --rtol R --atol A] [--bench N] [--threads T] [--profile]\n");
   return 2;
 }
 
@@ -72,6 +73,7 @@ int main(int argc, char **argv) {
   std::string outDir;
   double rtol = 1e-4, atol = 1e-5;
   int bench = 0, threads = 0;
+  bool profile = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&](std::string &dst) {
@@ -84,6 +86,8 @@ int main(int argc, char **argv) {
       if (!next(v) || !splitPair(v, k, f))
         return fail(a + " expects NAME=FILE");
       (a == "--input" ? inputs : compares).push_back({k, f});
+    } else if (a == "--profile") {
+      profile = true;
     } else if (a == "--output-dir") {
       if (!next(outDir)) return usage();
     } else if (a == "--rtol" || a == "--atol") {
@@ -114,7 +118,9 @@ int main(int argc, char **argv) {
   api.destroy = reinterpret_cast<decltype(api.destroy)>(dlsym(lib, "kiln_instance_destroy"));
   api.error = reinterpret_cast<decltype(api.error)>(dlsym(lib, "kiln_instance_error"));
   api.lastError = reinterpret_cast<decltype(api.lastError)>(dlsym(lib, "kiln_last_error"));
-  if (!modelPtr || !api.create || !api.run || !api.destroy || !api.error || !api.lastError)
+  api.profile = reinterpret_cast<decltype(api.profile)>(dlsym(lib, "kiln_instance_profile"));
+  if (!modelPtr || !api.create || !api.run || !api.destroy || !api.error || !api.lastError ||
+      !api.profile)
     return fail("'" + modelPath + "' is not a model compiled by kiln-compile (missing symbols)");
   api.model = *modelPtr;
   const kiln_model_desc *m = api.model;
@@ -157,7 +163,7 @@ int main(int argc, char **argv) {
     outT[j] = {out[j].data.data(), d.dtype, d.rank, out[j].shape.data()};
   }
 
-  kiln_options opts{threads};
+  kiln_options opts{threads, profile ? 1 : 0};
   kiln_instance *inst = nullptr;
   if (api.create(m, &opts, &inst) != KILN_OK)
     return fail(std::string("cannot create the model instance: ") + api.lastError());
@@ -242,6 +248,35 @@ int main(int argc, char **argv) {
       std::printf("latency over %d runs: median %.3f ms, min %.3f ms\n", bench,
                   ms[ms.size() / 2], ms.front());
     }
+  }
+  if (profile) {
+    // Per-kernel times: the median over the timed runs (or the one run).
+    int runs = std::max(bench, 1);
+    std::vector<std::vector<double>> perKernel(m->num_kernels);
+    for (int r = 0; r < runs && status == 0; ++r) {
+      if (!runOnce()) { status = 1; break; }
+      const double *ms;
+      size_t n;
+      api.profile(inst, &ms, &n);
+      for (size_t k = 0; k < n && k < perKernel.size(); ++k)
+        perKernel[k].push_back(ms[k]);
+    }
+    std::vector<std::pair<double, uint32_t>> rows;
+    double total = 0;
+    for (uint32_t k = 0; k < m->num_kernels; ++k) {
+      auto &v = perKernel[k];
+      if (v.empty()) continue;
+      std::sort(v.begin(), v.end());
+      rows.push_back({v[v.size() / 2], k});
+      total += v[v.size() / 2];
+    }
+    std::sort(rows.rbegin(), rows.rend());
+    std::printf("profile (median of %d runs, %u kernels, %.3f ms in kernels):\n", runs,
+                m->num_kernels, total);
+    std::printf("  %10s %6s  %s\n", "ms", "%", "kernel");
+    for (auto &[ms, k] : rows)
+      std::printf("  %10.3f %5.1f%%  %s\n", ms, total > 0 ? 100 * ms / total : 0.0,
+                  m->kernel_names[k]);
   }
   api.destroy(inst);
   return status;

@@ -63,11 +63,14 @@ typedef struct kiln_model_desc {
   uint64_t weights_bytes;
   void (*run)(void *arena, void *const *inputs, void *const *outputs,
               void *pool);
+  /** num_kernels entries, in launch order: "kiln_k3_conv" ... */
+  const char *const *kernel_names;
 } kiln_model_desc;
 
 /** Options for kiln_instance_create; a null pointer means defaults. */
 typedef struct kiln_options {
   int32_t num_threads; /* 0: one per available core */
+  int32_t profile;     /* non-zero: time every kernel launch of each run */
 } kiln_options;
 
 /** A caller's tensor: data plus the dtype and shape it claims to have. */
@@ -94,6 +97,10 @@ const char *kiln_instance_error(const kiln_instance *instance);
 /** The message of this thread's last failed kiln_instance_create. */
 const char *kiln_last_error(void);
 const kiln_model_desc *kiln_instance_model(const kiln_instance *instance);
+/** With options.profile set: the milliseconds each kernel launch took in the
+ *  last run, in launch order (model->num_kernels entries). */
+kiln_status kiln_instance_profile(const kiln_instance *instance,
+                                  const double **kernel_ms, size_t *count);
 
 /** Called by generated code: runs fn(args, wg) for wg in [0, n) on the
  *  instance's thread pool and returns when all are done. */
