@@ -95,6 +95,27 @@ public:
     scf::YieldOp::create(b, r);
     return f.getResult(0);
   }
+  Value i64(Value index) {
+    return arith::IndexCastOp::create(b, b.getI64Type(), index);
+  }
+  Value i64(int64_t v) {
+    return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
+  }
+  /// The address of element `off` of buffer `buf`, as an i64.
+  Value addr(int buf, Value off) {
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, bufs[buf]);
+    return i64(add(base, mul(off, 4)));
+  }
+  /// C (+)= A * B on this workgroup's tile through the runtime's ukernel
+  /// (row-major; offsets in elements).
+  void sgemm(Value m, Value n, int64_t k, int a, Value aOff, int64_t lda, int bb,
+             Value bOff, int64_t ldb, int c, Value cOff, int64_t ldc, bool acc) {
+    func::CallOp::create(b, "kiln_uk_sgemm", TypeRange{},
+                         ValueRange{i64(m), i64(n), i64(k), addr(a, aOff), i64(lda),
+                                    addr(bb, bOff), i64(ldb), addr(c, cOff),
+                                    i64(ldc), i64(acc ? 1 : 0)});
+  }
+
   /// The [begin, end) slice of `total` items that this workgroup owns.
   std::pair<Value, Value> share(int64_t total, int64_t perWg) {
     Value lo = mul(wg, perWg);
@@ -136,6 +157,13 @@ private:
   }
 
   LogicalResult addConstant(kiln::ConstantOp op);
+  /// Appends a kernel over `buffers` (ids; the memref sizes come from the
+  /// buffers) to the module and the schedule.
+  void emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
+                  int64_t workgroups,
+                  const std::function<void(KernelEmitter &)> &body);
+  /// A constant buffer holding `data`.
+  int addConstantData(ArrayRef<char> data);
   /// Creates a kernel for `op` with `ins` -> a fresh arena buffer for the
   /// result; `body` fills it. Returns failure on unsupported types.
   LogicalResult launch(Operation *op, ArrayRef<Value> ins, int64_t workgroups,
@@ -149,6 +177,7 @@ private:
                                                       ArrayRef<Value>)> &fn,
                             std::optional<int> outBuffer = std::nullopt);
   LogicalResult conv(kiln::ConvOp op);
+  LogicalResult convDirect(kiln::ConvOp op);
   LogicalResult gemm(kiln::GemmOp op);
   LogicalResult matmul(kiln::MatMulOp op);
   template <typename PoolOp> LogicalResult pool(PoolOp op, bool isMax);
@@ -186,13 +215,46 @@ LogicalResult Lowering::addConstant(kiln::ConstantOp op) {
   } else {
     return op.emitError("unsupported constant attribute");
   }
-  int id = newBuffer(Buffer::Constant, n * 4);
+  bufferOf[op.getResult()] = addConstantData(data);
+  return success();
+}
+
+int Lowering::addConstantData(ArrayRef<char> data) {
+  int id = newBuffer(Buffer::Constant, static_cast<int64_t>(data.size()));
   size_t off = (p.weights.size() + 63) / 64 * 64;
   p.weights.resize(off);
   p.weights.insert(p.weights.end(), data.begin(), data.end());
   p.buffers[id].offset = static_cast<int64_t>(off);
-  bufferOf[op.getResult()] = id;
-  return success();
+  return id;
+}
+
+void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
+                          int64_t workgroups,
+                          const std::function<void(KernelEmitter &)> &body) {
+  Launch l;
+  l.kernel = "kiln_k" + std::to_string(kernelCount++) + "_" + what.str();
+  l.workgroups = std::max<int64_t>(workgroups, 1);
+  l.what = what.str();
+  l.buffers.assign(buffers.begin(), buffers.end());
+  SmallVector<Type> argTypes;
+  for (int id : buffers)
+    argTypes.push_back(MemRefType::get({std::max<int64_t>(p.buffers[id].bytes / 4, 1)},
+                                       Float32Type::get(ctx)));
+  argTypes.push_back(IndexType::get(ctx));
+
+  ImplicitLocOpBuilder b(loc, ctx);
+  b.setInsertionPointToEnd(p.kernels->getBody());
+  auto fn = func::FuncOp::create(b, l.kernel, b.getFunctionType(argTypes, {}));
+  fn->setAttr("kiln.workgroups", b.getI64IntegerAttr(l.workgroups));
+  for (unsigned i = 0; i + 1 < argTypes.size(); ++i)
+    fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> bufs(entry->getArguments().drop_back());
+  KernelEmitter e(b, bufs, entry->getArguments().back());
+  body(e);
+  func::ReturnOp::create(b);
+  p.launches.push_back(std::move(l));
 }
 
 LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
@@ -207,37 +269,12 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
   Value result = op->getResult(0);
   int out = outBuffer ? *outBuffer
                       : newBuffer(Buffer::Arena, std::max<int64_t>(elems(result), 1) * 4);
-  Launch l;
-  l.kernel = "kiln_k" + std::to_string(kernelCount++) + "_" +
-             op->getName().stripDialect().str();
-  l.workgroups = std::max<int64_t>(workgroups, 1);
-  l.what = op->getName().getStringRef().str();
-  SmallVector<Type> argTypes;
-  for (Value v : ins) {
-    l.buffers.push_back(bufferOf.lookup(v));
-    argTypes.push_back(MemRefType::get({std::max<int64_t>(elems(v), 1)},
-                                       Float32Type::get(ctx)));
-  }
-  l.buffers.push_back(out);
-  argTypes.push_back(MemRefType::get({std::max<int64_t>(elems(result), 1)},
-                                     Float32Type::get(ctx)));
-  argTypes.push_back(IndexType::get(ctx));
-
-  ImplicitLocOpBuilder b(op->getLoc(), ctx);
-  b.setInsertionPointToEnd(p.kernels->getBody());
-  auto fn = func::FuncOp::create(b, l.kernel, b.getFunctionType(argTypes, {}));
-  fn->setAttr("kiln.workgroups", b.getI64IntegerAttr(l.workgroups));
-  for (unsigned i = 0; i + 1 < argTypes.size(); ++i)
-    fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
-  Block *entry = fn.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  SmallVector<Value> bufs(entry->getArguments().drop_back());
-  KernelEmitter e(b, bufs, entry->getArguments().back());
-  body(e);
-  func::ReturnOp::create(b);
-
+  SmallVector<int> ids;
+  for (Value v : ins)
+    ids.push_back(bufferOf.lookup(v));
+  ids.push_back(out);
+  emitKernel(op->getLoc(), op->getName().stripDialect(), ids, workgroups, body);
   bufferOf[result] = out;
-  p.launches.push_back(std::move(l));
   return success();
 }
 
@@ -310,7 +347,98 @@ LogicalResult Lowering::elementwise(
 // in-bounds range of output columns.
 //===----------------------------------------------------------------------===//
 
+/// Output tile of a matrix-product workgroup (rows x columns).
+constexpr int64_t kTileRows = 48, kTileCols = 512;
+
 LogicalResult Lowering::conv(kiln::ConvOp op) {
+  auto in = shape(op.getInput()), w = shape(op.getWeight()),
+       out = shape(op.getResult());
+  int64_t N = in[0], C = in[1], H = in[2], W = in[3];
+  int64_t O = out[1], OH = out[2], OW = out[3], KH = w[2], KW = w[3];
+  int64_t G = static_cast<int64_t>(op.getGroup()), Cg = C / G, Og = O / G;
+  int64_t KK = KH * KW, P = OH * OW, Kdim = Cg * KK;
+  // Depthwise-like convolutions (few channels per group) have too little
+  // reduction and too few rows for a matrix product: the direct loop nest is
+  // better there.
+  if (Kdim < 16 || Og < 4)
+    return convDirect(op);
+  for (Value v : {op.getInput(), op.getWeight(), op.getResult()})
+    if (!llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32())
+      return op.emitError("element type is not supported by the CPU backend yet (f32 only)");
+  auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
+  bool pointwise = KH == 1 && KW == 1 && s[0] == 1 && s[1] == 1 &&
+                   llvm::all_of(pad, [](int64_t v) { return v == 0; });
+  int inBuf = bufferOf.lookup(op.getInput()), wBuf = bufferOf.lookup(op.getWeight());
+  int colBuf = inBuf;
+  if (!pointwise) {
+    // im2col: col[n][c*KK + ky*KW + kx][oh*OW + ow] = in[n][c][ih][iw] or 0.
+    colBuf = newBuffer(Buffer::Arena, N * C * KK * P * 4);
+    emitKernel(op.getLoc(), "im2col", {inBuf, colBuf}, N * C, [&](KernelEmitter &e) {
+      Value inPlane = e.mul(e.wg, H * W);
+      Value colBase = e.mul(e.wg, KK * P);
+      for (int64_t ky = 0; ky < KH; ++ky) {
+        int64_t off0 = ky * d[0] - pad[0];
+        int64_t ohLo = std::min<int64_t>(OH, ceilDiv(std::max<int64_t>(-off0, 0), s[0]));
+        int64_t ohHi = std::max<int64_t>(ohLo, std::min<int64_t>(OH, H - 1 - off0 < 0 ? 0 : (H - 1 - off0) / s[0] + 1));
+        for (int64_t kx = 0; kx < KW; ++kx) {
+          int64_t off1 = kx * d[1] - pad[1];
+          int64_t owLo = std::min<int64_t>(OW, ceilDiv(std::max<int64_t>(-off1, 0), s[1]));
+          int64_t owHi = std::max<int64_t>(owLo, std::min<int64_t>(OW, W - 1 - off1 < 0 ? 0 : (W - 1 - off1) / s[1] + 1));
+          Value row = e.add(colBase, e.idx((ky * KW + kx) * P));
+          auto zero = [&](Value from, int64_t count) {
+            e.loop(0, count, [&](Value i) { e.store(e.f32(0.0f), 1, e.add(from, i)); });
+          };
+          zero(row, ohLo * OW);
+          e.loop(ohLo, ohHi, [&](Value oh) {
+            Value dst = e.add(row, e.mul(oh, OW));
+            Value src = e.add(inPlane, e.mul(e.add(e.mul(oh, s[0]), e.idx(off0)), W));
+            zero(dst, owLo);
+            e.loop(owLo, owHi, [&](Value ow) {
+              e.store(e.load(0, e.add(src, e.add(e.mul(ow, s[1]), e.idx(off1)))), 1,
+                      e.add(dst, ow));
+            });
+            zero(e.add(dst, e.idx(owHi)), OW - owHi);
+          });
+          zero(e.add(row, e.idx(ohHi * OW)), (OH - ohHi) * OW);
+        }
+      }
+    });
+  }
+  // out[n][g*Og + o][p] = bias + sum_k W[g*Og + o][k] * col[n][g*Kdim + k][p]
+  bool hasBias = static_cast<bool>(op.getBias());
+  int outBuf = newBuffer(Buffer::Arena, N * O * P * 4);
+  SmallVector<int> ids{wBuf, colBuf};
+  if (hasBias)
+    ids.push_back(bufferOf.lookup(op.getBias()));
+  ids.push_back(outBuf);
+  int o = ids.size() - 1;
+  int64_t rb = std::min(Og, kTileRows), cb = std::min(P, kTileCols);
+  int64_t rTiles = ceilDiv(Og, rb), cTiles = ceilDiv(P, cb);
+  emitKernel(op.getLoc(), "conv", ids, N * G * rTiles * cTiles, [&](KernelEmitter &e) {
+    Value ct = e.rem(e.wg, cTiles), rest = e.div(e.wg, cTiles);
+    Value rt = e.rem(rest, rTiles);
+    rest = e.div(rest, rTiles);
+    Value g = e.rem(rest, G), n = e.div(rest, G);
+    Value o0 = e.mul(rt, rb), p0 = e.mul(ct, cb);
+    Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.idx(Og), o0));
+    Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(P), p0));
+    Value oc0 = e.add(e.mul(g, Og), o0);
+    Value outOff = e.add(e.add(e.mul(n, O * P), e.mul(oc0, P)), p0);
+    if (hasBias)
+      e.loop(e.idx(0), rows, [&](Value r) {
+        Value bias = e.load(2, e.add(oc0, r));
+        Value rowOff = e.add(outOff, e.mul(r, P));
+        e.loop(e.idx(0), cols, [&](Value j) { e.store(bias, o, e.add(rowOff, j)); });
+      });
+    Value colOff = e.add(e.add(e.mul(n, C * KK * P), e.mul(g, Kdim * P)), p0);
+    e.sgemm(rows, cols, Kdim, 0, e.mul(oc0, Kdim), Kdim, 1, colOff, P, o, outOff, P,
+            hasBias);
+  });
+  bufferOf[op.getResult()] = outBuf;
+  return success();
+}
+
+LogicalResult Lowering::convDirect(kiln::ConvOp op) {
   auto in = shape(op.getInput()), w = shape(op.getWeight()),
        out = shape(op.getResult());
   int64_t N = in[0], C = in[1], H = in[2], W = in[3];
@@ -718,6 +846,15 @@ LogicalResult Lowering::run() {
   p.kernels = ModuleOp::create(fn.getLoc());
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect,
                    scf::SCFDialect, func::FuncDialect>();
+  {
+    // The runtime's matrix-product ukernel (kiln/runtime.h).
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(p.kernels->getBody());
+    SmallVector<Type> args(10, b.getI64Type());
+    auto decl = func::FuncOp::create(b, fn.getLoc(), "kiln_uk_sgemm",
+                                     b.getFunctionType(args, {}));
+    decl.setPrivate();
+  }
 
   auto nameOf = [](DictionaryAttr attrs, std::string dflt) {
     if (attrs)

@@ -107,6 +107,13 @@ kiln_status kiln_instance_profile(const kiln_instance *instance,
 void kiln_rt_parallel_for(void *pool, kiln_kernel_fn fn, void *const *args,
                           int64_t n);
 
+/** Called by generated code: C[M x N] (+)= A[M x K] * B[K x N], row-major,
+ *  on the calling thread. Pointers are passed as integers (addresses of f32
+ *  data); accumulate != 0 adds to C instead of overwriting it. */
+void kiln_uk_sgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                   int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                   int64_t accumulate);
+
 #ifdef __cplusplus
 }
 #endif

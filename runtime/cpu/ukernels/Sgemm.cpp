@@ -1,0 +1,137 @@
+//===- Sgemm.cpp - the f32 matrix-product ukernel generated code calls ----===//
+//
+// C[M x N] (+)= A[M x K] * B[K x N], row-major with leading dimensions, on
+// one thread (a kernel's workgroup calls it on its tile). The AVX-512 path
+// keeps a 6 x 32 tile of C in 12 zmm registers and streams B rows; it is
+// chosen at run time from cpuid, with a portable path for other CPUs.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/runtime.h"
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+void sgemmPortable(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+  for (int64_t i = 0; i < M; ++i) {
+    float *c = C + i * ldc;
+    if (!acc)
+      std::memset(c, 0, N * sizeof(float));
+    for (int64_t k = 0; k < K; ++k) {
+      float a = A[i * lda + k];
+      const float *b = B + k * ldb;
+      for (int64_t j = 0; j < N; ++j)
+        c[j] += a * b[j];
+    }
+  }
+}
+
+#if defined(__x86_64__)
+/// One 6 x 32 tile: C rows c[0..5] (+)= A rows a[0..5] (k = 0..K) times the
+/// packed panel (32 floats per k). Accumulators are named variables so they
+/// stay in registers; tail tiles repeat a valid row and discard its result.
+__attribute__((target("avx512f"))) inline void
+tile6x32(int64_t K, const float *const a[6], const float *panel,
+         float *const c[6], bool acc, __mmask16 m0, __mmask16 m1) {
+#define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define KILN_INIT(r)                                                           \
+  __m512 x##r = acc ? _mm512_maskz_loadu_ps(m0, c[r]) : _mm512_setzero_ps();   \
+  __m512 y##r = acc ? _mm512_maskz_loadu_ps(m1, c[r] + 16) : _mm512_setzero_ps();
+  KILN_ROWS(KILN_INIT)
+  const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4],
+              *a5 = a[5];
+  for (int64_t k = 0; k < K; ++k) {
+    __m512 b0 = _mm512_load_ps(panel + k * 32);
+    __m512 b1 = _mm512_load_ps(panel + k * 32 + 16);
+#define KILN_FMA(r)                                                            \
+  {                                                                            \
+    __m512 s = _mm512_set1_ps(a##r[k]);                                        \
+    x##r = _mm512_fmadd_ps(s, b0, x##r);                                       \
+    y##r = _mm512_fmadd_ps(s, b1, y##r);                                       \
+  }
+    KILN_ROWS(KILN_FMA)
+  }
+#define KILN_STORE(r)                                                          \
+  _mm512_mask_storeu_ps(c[r], m0, x##r);                                       \
+  _mm512_mask_storeu_ps(c[r] + 16, m1, y##r);
+  KILN_ROWS(KILN_STORE)
+#undef KILN_ROWS
+#undef KILN_INIT
+#undef KILN_FMA
+#undef KILN_STORE
+}
+
+__attribute__((target("avx512f"))) void
+sgemmAvx512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+            const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+  // B is packed a KC x 32 panel at a time into a contiguous, L1-sized buffer
+  // that every 6-row tile of A then streams through.
+  constexpr int64_t KC = 256;
+  alignas(64) float panel[KC * 32];
+  alignas(64) float discard[32];
+  for (int64_t k0 = 0; k0 < K; k0 += KC) {
+    int64_t kc = K - k0 < KC ? K - k0 : KC;
+    bool accBlock = acc || k0 > 0;
+    for (int64_t j = 0; j < N; j += 32) {
+      int64_t n = N - j < 32 ? N - j : 32;
+      __mmask16 m0 = n >= 16 ? 0xffff : static_cast<__mmask16>((1u << n) - 1);
+      __mmask16 m1 = n >= 32 ? 0xffff
+                     : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1)
+                              : 0;
+      const float *src = B + k0 * ldb + j;
+      for (int64_t k = 0; k < kc; ++k) {
+        _mm512_store_ps(panel + k * 32, _mm512_maskz_loadu_ps(m0, src + k * ldb));
+        _mm512_store_ps(panel + k * 32 + 16, _mm512_maskz_loadu_ps(m1, src + k * ldb + 16));
+      }
+      for (int64_t i = 0; i < M; i += 6) {
+        const float *a[6];
+        float *c[6];
+        for (int r = 0; r < 6; ++r) {
+          bool real = i + r < M;
+          a[r] = A + (real ? i + r : i) * lda + k0;
+          c[r] = real ? C + (i + r) * ldc + j : discard;
+        }
+        tile6x32(kc, a, panel, c, accBlock, m0, m1);
+      }
+    }
+  }
+}
+#endif
+
+using SgemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
+                         const float *, int64_t, float *, int64_t, bool);
+
+SgemmFn selectSgemm() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    return sgemmAvx512;
+#endif
+  return sgemmPortable;
+}
+
+const SgemmFn sgemmImpl = selectSgemm();
+
+} // namespace
+
+extern "C" void kiln_uk_sgemm(int64_t M, int64_t N, int64_t K, int64_t a,
+                              int64_t lda, int64_t b, int64_t ldb, int64_t c,
+                              int64_t ldc, int64_t accumulate) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < M; ++i)
+        std::memset(reinterpret_cast<float *>(c) + i * ldc, 0, N * sizeof(float));
+    return;
+  }
+  sgemmImpl(M, N, K, reinterpret_cast<const float *>(a), lda,
+            reinterpret_cast<const float *>(b), ldb, reinterpret_cast<float *>(c),
+            ldc, accumulate != 0);
+}

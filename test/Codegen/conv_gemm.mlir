@@ -1,0 +1,37 @@
+// RUN: kiln-compile %s --emit=kernels | FileCheck %s
+// A convolution with enough channels becomes im2col + the sgemm ukernel;
+// a depthwise one keeps the direct loop nest; a 1x1 stride-1 convolution
+// reads its input as the column matrix (no im2col).
+
+func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf32> {kiln.name = "y"}) {
+  %w = kiln.constant dense<0.5> : tensor<16x8x3x3xf32>
+  %b = kiln.constant dense<0.1> : tensor<16xf32>
+  %c = kiln.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<2x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<2x16x3x3xf32>
+  %dw = kiln.constant dense<0.5> : tensor<16x1x3x3xf32>
+  %d = kiln.conv %c, %dw {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 16 : i64} : (tensor<2x16x3x3xf32>, tensor<16x1x3x3xf32>) -> tensor<2x16x3x3xf32>
+  %pw = kiln.constant dense<0.25> : tensor<16x16x1x1xf32>
+  %p = kiln.conv %d, %pw {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<2x16x3x3xf32>, tensor<16x16x1x1xf32>) -> tensor<2x16x3x3xf32>
+  return %p : tensor<2x16x3x3xf32>
+}
+
+// CHECK: func.func private @kiln_uk_sgemm(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)
+
+// im2col: one workgroup per (image, input channel); [2*8*9*9] column matrix.
+// CHECK-LABEL: func.func @kiln_k0_im2col(
+// CHECK-SAME: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<1296xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 16 : i64}
+
+// The matrix product: weights x columns, bias first, then accumulate.
+// CHECK-LABEL: func.func @kiln_k1_conv(
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> ()
+
+// Depthwise: the direct loop nest, one workgroup per (image, channel).
+// CHECK-LABEL: func.func @kiln_k2_conv(
+// CHECK-SAME: attributes {kiln.workgroups = 32 : i64}
+// CHECK-NOT: call @kiln_uk_sgemm
+// CHECK: arith.mulf
+
+// Pointwise: no im2col kernel before it.
+// CHECK-NOT: im2col
+// CHECK-LABEL: func.func @kiln_k3_conv(
+// CHECK: call @kiln_uk_sgemm

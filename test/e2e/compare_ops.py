@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Single-op numerics against onnxruntime, beyond the node tests: the shapes
+real models have (channels enough for the im2col + sgemm path, batches,
+strides, dilations, groups, broadcasting). Fresh random inputs each run
+(seeded), rtol 1e-4 and atol 1e-5 * max(1, max|reference|) -- long fp32
+reductions that cancel to near zero differ by accumulation order only.
+Prints 'N passed, N failed'.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+RTOL, ATOL = 1e-4, 1e-5
+rng = np.random.default_rng(11)
+
+
+def model(op, inputs, weights, out_shape, **attrs):
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+             for n, s in weights]
+    node = helper.make_node(op, [n for n, _ in inputs] + [n for n, _ in weights], ["y"],
+                            name=op.lower() + "0", **attrs)
+    g = helper.make_graph([node], op, ins, [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, out_shape)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def conv(n, c, h, w, o, k, stride=1, pad=None, dil=1, group=1, bias=True):
+    pad = [k // 2] * 4 if pad is None else pad
+    weights = [("w", (o, c // group, k, k))] + ([("b", (o,))] if bias else [])
+    return model("Conv", [("x", (n, c, h, w))], weights, None, strides=[stride] * 2,
+                 pads=pad, dilations=[dil] * 2, group=group)
+
+
+CASES = {
+    "conv_3x3_s1": conv(1, 16, 14, 14, 32, 3),
+    "conv_3x3_s2_batch2": conv(2, 16, 15, 15, 24, 3, stride=2),
+    "conv_dilated": conv(1, 8, 16, 16, 16, 3, dil=2, pad=[2, 2, 2, 2]),
+    "conv_asym_pads": conv(1, 8, 9, 11, 12, 3, pad=[0, 1, 2, 0], bias=False),
+    "conv_groups": conv(1, 32, 8, 8, 32, 3, group=4),
+    "conv_depthwise": conv(2, 24, 10, 10, 24, 3, stride=2, group=24),
+    "conv_pointwise": conv(1, 64, 7, 7, 40, 1, pad=[0, 0, 0, 0]),
+    "conv_7x7_s2": conv(1, 3, 32, 32, 16, 7, stride=2),
+    "conv_large_k": conv(1, 300, 5, 5, 20, 3),
+    "gemm_transB_const": model("Gemm", [("a", (3, 300))], [("w", (70, 300)), ("c", (70,))],
+                               None, transB=1),
+    "gemm_transA_alpha_beta": model("Gemm", [("a", (40, 5))], [("w", (40, 33)), ("c", (5, 1))],
+                                    None, transA=1, alpha=0.7, beta=-1.5),
+    "matmul_batched_bcast": model("MatMul", [("a", (2, 3, 7, 20))], [("b", (3, 20, 9))], None),
+    "matmul_vec": model("MatMul", [("a", (20,))], [("b", (4, 20, 6))], None),
+    "maxpool_ceil": model("MaxPool", [("x", (2, 5, 11, 11))], [], None, kernel_shape=[3, 3],
+                          strides=[2, 2], ceil_mode=1),
+    "avgpool_pad_count": model("AveragePool", [("x", (1, 4, 9, 9))], [], None,
+                               kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                               count_include_pad=1),
+    "softmax_axis1": model("Softmax", [("x", (3, 50, 4))], [], None, axis=1),
+    "add_bcast": model("Add", [("x", (2, 8, 5, 5))], [("b", (8, 1, 1))], None),
+    "div_bcast": model("Div", [("x", (4, 1, 6))], [("b", (3, 1))], None),
+    "tanh": model("Tanh", [("x", (3, 1000))], [], None),
+    "sigmoid": model("Sigmoid", [("x", (3, 1000))], [], None),
+    "transpose_nhwc": model("Transpose", [("x", (2, 3, 5, 7))], [], None, perm=[0, 2, 3, 1]),
+    "batchnorm": model("BatchNormalization", [("x", (2, 6, 5, 5))],
+                       [("s", (6,)), ("b", (6,)), ("m", (6,))], None),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bindir", required=True)
+    args = ap.parse_args()
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, m in CASES.items():
+            if m.graph.node[0].op_type == "BatchNormalization":
+                # variance must be positive
+                var = numpy_helper.from_array(rng.uniform(0.5, 2, 6).astype(np.float32), "v")
+                m.graph.initializer.append(var)
+                m.graph.node[0].input.append("v")
+            path = os.path.join(tmp, name + ".onnx")
+            onnx.save(m, path)
+            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            cmd = [os.path.join(args.bindir, "kiln-run"), os.path.join(tmp, name + ".so")]
+            feeds = {}
+            for i in sess.get_inputs():
+                x = rng.standard_normal(i.shape).astype(np.float32)
+                feeds[i.name] = x
+                np.save(os.path.join(tmp, i.name + ".npy"), x)
+                cmd += ["--input", f"{i.name}={os.path.join(tmp, i.name + '.npy')}"]
+            ref = sess.run(None, feeds)[0]
+            np.save(os.path.join(tmp, "ref.npy"), ref)
+            atol = ATOL * max(1.0, float(np.abs(ref).max()))
+            cmd += ["--compare", f"y={os.path.join(tmp, 'ref.npy')}", "--rtol", str(RTOL),
+                    "--atol", f"{atol:.3g}"]
+            c = subprocess.run([os.path.join(args.bindir, "kiln-compile"), path, "-o",
+                                os.path.join(tmp, name + ".so")], capture_output=True, text=True)
+            r = subprocess.run(cmd, capture_output=True, text=True) if c.returncode == 0 else c
+            ok = c.returncode == 0 and r.returncode == 0
+            print(f"{'PASS' if ok else 'FAIL'} {name}: {(r.stdout + r.stderr).strip()}")
+            passed += ok
+            failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
