@@ -9,6 +9,7 @@
 #include "kiln/runtime.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -108,6 +109,11 @@ using SgemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
                          const float *, int64_t, float *, int64_t, bool);
 
 SgemmFn selectSgemm() {
+  // KILN_UKERNEL=portable forces the portable path (tests use it to cover
+  // machines without AVX-512).
+  if (const char *force = std::getenv("KILN_UKERNEL"))
+    if (std::strcmp(force, "portable") == 0)
+      return sgemmPortable;
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f"))
