@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/HostEval.h"
+#include "compiler/onnx/ImporterImpl.h"
 #include "compiler/onnx/NodeContext.h"
 
 #include <cmath>
@@ -16,9 +17,35 @@ namespace {
 
 template <typename OpTy>
 LogicalResult convertBinary(NodeContext &ctx, double (*fn)(double, double)) {
-  if (ctx.opset < 7 && ctx.attrInt("broadcast", 0))
-    return ctx.error("legacy broadcast attribute is not supported");
   const HostTensor *a = ctx.hostInput(0), *b = ctx.hostInput(1);
+  HostTensor legacyB;
+  Value rhs;
+  if (ctx.opset < 7 && ctx.attrInt("broadcast", 0) && ctx.attr("axis")) {
+    // Legacy broadcasting: B matches A's dimensions from `axis` on; as numpy
+    // aligns trailing dimensions, pad B's shape with trailing ones.
+    auto ta = ctx.inputType(0), tb = ctx.inputType(1);
+    auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), ta.getRank());
+    if (failed(axis))
+      return failure();
+    int64_t trailing = ta.getRank() - *axis - tb.getRank();
+    if (trailing < 0)
+      return ctx.error("legacy broadcast: B has more dimensions than A after axis");
+    SmallVector<int64_t> shape(tb.getShape());
+    shape.append(trailing, 1);
+    if (b) {
+      legacyB = *b;
+      legacyB.shape.assign(shape.begin(), shape.end());
+      b = &legacyB;
+      if (!a)
+        rhs = Importer::materialize(ctx.builder, legacyB, ctx.node.input(1));
+    } else {
+      auto v = ctx.createTyped<kiln::ReshapeOp>(
+          RankedTensorType::get(shape, tb.getElementType()), ctx.input(1));
+      if (failed(v))
+        return failure();
+      rhs = *v;
+    }
+  }
   if (a && b) {
     auto r = hostBinary(*a, *b, fn);
     if (!r)
@@ -26,7 +53,7 @@ LogicalResult convertBinary(NodeContext &ctx, double (*fn)(double, double)) {
     ctx.setHostOutput(0, std::move(*r));
     return success();
   }
-  auto v = ctx.create<OpTy>(ctx.input(0), ctx.input(1));
+  auto v = ctx.create<OpTy>(ctx.input(0), rhs ? rhs : ctx.input(1));
   if (failed(v))
     return failure();
   ctx.setOutput(0, *v);

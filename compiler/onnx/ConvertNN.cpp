@@ -22,32 +22,78 @@ FailureOr<std::vector<int64_t>> spatialInts(NodeContext &ctx, StringRef name,
   return v;
 }
 
+/// Input `i` with a unit dimension inserted at 2: 1-D windows run as 2-D
+/// windows of height 1.
+FailureOr<Value> insertUnitDim(NodeContext &ctx, size_t i) {
+  auto t = ctx.inputType(i);
+  SmallVector<int64_t> shape(t.getShape());
+  shape.insert(shape.begin() + 2, 1);
+  return ctx.createTyped<kiln::ReshapeOp>(
+      RankedTensorType::get(shape, t.getElementType()), ctx.input(i));
+}
+
+/// 1-D window attributes as 2-D ones (height 1): [v] -> [1, v]; pads
+/// [b, e] -> [0, b, 0, e].
+std::vector<int64_t> lift(ArrayRef<int64_t> v, bool isPads) {
+  if (isPads)
+    return {0, v[0], 0, v[1]};
+  return {1, v[0]};
+}
+
+/// Sets output 0 from a 2-D result, dropping the unit dimension again if
+/// the node was 1-D.
+LogicalResult setWindowResult(NodeContext &ctx, FailureOr<Value> v, bool oneD) {
+  if (failed(v) || !oneD)
+    return set(ctx, v);
+  auto t = llvm::cast<RankedTensorType>(v->getType());
+  SmallVector<int64_t> shape(t.getShape());
+  shape.erase(shape.begin() + 2);
+  return set(ctx, ctx.createTyped<kiln::ReshapeOp>(
+                      RankedTensorType::get(shape, t.getElementType()), *v));
+}
+
 LogicalResult convertConv(NodeContext &ctx) {
   auto in = ctx.inputType(0), w = ctx.inputType(1);
-  if (in.getRank() != 4 || w.getRank() != 4)
-    return ctx.error("only 2-D convolution (rank-4 input and weight) is "
-                     "supported; the input has rank " + Twine(in.getRank()));
+  if ((in.getRank() != 4 && in.getRank() != 3) || w.getRank() != in.getRank())
+    return ctx.error("only 1-D and 2-D convolution (rank-3 or rank-4 input and "
+                     "weight) is supported; the input has rank " +
+                     Twine(in.getRank()));
+  size_t spatial = in.getRank() - 2;
   std::vector<int64_t> kernel(w.getShape().begin() + 2, w.getShape().end());
   if (auto k = ctx.attrInts("kernel_shape"); k && *k != kernel)
     return ctx.error("kernel_shape does not match the weight's shape");
-  auto strides = spatialInts(ctx, "strides", 2);
-  auto dil = spatialInts(ctx, "dilations", 2);
+  auto strides = spatialInts(ctx, "strides", spatial);
+  auto dil = spatialInts(ctx, "dilations", spatial);
   if (failed(strides) || failed(dil))
     return failure();
   auto pads = windowPads(ctx, in.getShape().drop_front(2), kernel, *strides, *dil);
   if (failed(pads))
     return failure();
+  Value x = ctx.input(0), wt = ctx.input(1);
+  bool oneD = spatial == 1;
+  if (oneD) {
+    auto x4 = insertUnitDim(ctx, 0), w4 = insertUnitDim(ctx, 1);
+    if (failed(x4) || failed(w4))
+      return failure();
+    x = *x4;
+    wt = *w4;
+    *strides = lift(*strides, false);
+    *dil = lift(*dil, false);
+    *pads = lift(*pads, true);
+  }
   OpBuilder &b = ctx.builder;
-  return set(ctx, ctx.create<kiln::ConvOp>(
-                      ctx.input(0), ctx.input(1), ctx.input(2),
-                      b.getDenseI64ArrayAttr(*strides),
-                      b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(*dil),
-                      b.getI64IntegerAttr(ctx.attrInt("group", 1))));
+  return setWindowResult(
+      ctx,
+      ctx.create<kiln::ConvOp>(x, wt, ctx.input(2), b.getDenseI64ArrayAttr(*strides),
+                               b.getDenseI64ArrayAttr(*pads),
+                               b.getDenseI64ArrayAttr(*dil),
+                               b.getI64IntegerAttr(ctx.attrInt("group", 1))),
+      oneD);
 }
 
 LogicalResult convertGemm(NodeContext &ctx) {
-  if (ctx.opset < 7 && ctx.attrInt("broadcast", 0) == 0 && ctx.hasInput(2))
-    return ctx.error("legacy non-broadcast Gemm is not supported");
+  // Before opset 7, broadcast=0 required C to be M x N already; numpy
+  // broadcasting (what kiln.gemm does) agrees on those shapes.
   OpBuilder &b = ctx.builder;
   return set(ctx, ctx.create<kiln::GemmOp>(
                       ctx.input(0), ctx.input(1), ctx.input(2),
@@ -63,14 +109,15 @@ LogicalResult convertMatMul(NodeContext &ctx) {
 
 template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
   auto in = ctx.inputType(0);
-  if (in.getRank() != 4)
-    return ctx.error("only 2-D pooling (a rank-4 NCHW input) is supported; the "
-                     "input has rank " + Twine(in.getRank()));
+  if (in.getRank() != 4 && in.getRank() != 3)
+    return ctx.error("only 1-D and 2-D pooling (a rank-3 or rank-4 input) is "
+                     "supported; the input has rank " + Twine(in.getRank()));
+  size_t spatial = in.getRank() - 2;
   auto kernel = ctx.attrInts("kernel_shape");
-  if (!kernel || kernel->size() != 2)
-    return ctx.error("expects a kernel_shape of 2 values");
-  auto strides = spatialInts(ctx, "strides", 2);
-  auto dil = spatialInts(ctx, "dilations", 2);
+  if (!kernel || kernel->size() != spatial)
+    return ctx.error("expects a kernel_shape of " + Twine(spatial) + " values");
+  auto strides = spatialInts(ctx, "strides", spatial);
+  auto dil = spatialInts(ctx, "dilations", spatial);
   if (failed(strides) || failed(dil))
     return failure();
   auto pads = windowPads(ctx, in.getShape().drop_front(2), *kernel, *strides, *dil);
@@ -78,13 +125,27 @@ template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
     return failure();
   if (ctx.attrInt("storage_order", 0) != 0 && ctx.node.output_size() > 1)
     return ctx.error("column-major Indices output is not supported");
+  Value x = ctx.input(0);
+  bool oneD = spatial == 1;
+  if (oneD) {
+    auto x4 = insertUnitDim(ctx, 0);
+    if (failed(x4))
+      return failure();
+    x = *x4;
+    *kernel = lift(*kernel, false);
+    *strides = lift(*strides, false);
+    *dil = lift(*dil, false);
+    *pads = lift(*pads, true);
+  }
   OpBuilder &b = ctx.builder;
-  return set(ctx, ctx.create<OpTy>(
-                      ctx.input(0), b.getDenseI64ArrayAttr(*kernel),
-                      b.getDenseI64ArrayAttr(*strides),
-                      b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(*dil),
-                      b.getBoolAttr(ctx.attrInt("ceil_mode", 0) != 0),
-                      b.getBoolAttr(ctx.attrInt("count_include_pad", 0) != 0)));
+  return setWindowResult(
+      ctx,
+      ctx.create<OpTy>(x, b.getDenseI64ArrayAttr(*kernel),
+                       b.getDenseI64ArrayAttr(*strides),
+                       b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(*dil),
+                       b.getBoolAttr(ctx.attrInt("ceil_mode", 0) != 0),
+                       b.getBoolAttr(ctx.attrInt("count_include_pad", 0) != 0)),
+      oneD);
 }
 
 LogicalResult convertGlobalAvgPool(NodeContext &ctx) {

@@ -207,7 +207,9 @@ LogicalResult convertTranspose(NodeContext &ctx) {
 
 LogicalResult convertConcat(NodeContext &ctx) {
   auto first = ctx.inputType(0);
-  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), first.getRank());
+  // Before opset 4 the axis defaulted to 1.
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", ctx.opset < 4 ? 1 : 0),
+                            first.getRank());
   if (failed(axis))
     return failure();
   bool allHost = true;
@@ -407,9 +409,23 @@ LogicalResult convertSlice(NodeContext &ctx) {
 }
 
 LogicalResult convertCast(NodeContext &ctx) {
-  Type to = elementTypeOf(ctx.builder.getContext(), ctx.attrInt("to", 0));
+  int64_t code = ctx.attrInt("to", 0);
+  if (ctx.opset < 6) {
+    // Before opset 6 `to` was a type name.
+    static const std::pair<const char *, int> names[] = {
+        {"FLOAT", onnx::TensorProto::FLOAT},   {"DOUBLE", onnx::TensorProto::DOUBLE},
+        {"INT64", onnx::TensorProto::INT64},   {"INT32", onnx::TensorProto::INT32},
+        {"INT16", onnx::TensorProto::INT16},   {"INT8", onnx::TensorProto::INT8},
+        {"UINT8", onnx::TensorProto::UINT8},   {"BOOL", onnx::TensorProto::BOOL}};
+    std::string name = ctx.attrString("to", "");
+    code = 0;
+    for (auto &[n, c] : names)
+      if (name == n)
+        code = c;
+  }
+  Type to = elementTypeOf(ctx.builder.getContext(), code);
   if (!to)
-    return ctx.error("unsupported target type " + Twine(ctx.attrInt("to", 0)));
+    return ctx.error("unsupported target type " + Twine(code));
   if (const HostTensor *h = ctx.hostInput(0)) {
     HostTensor r = *h;
     r.rawF32.clear();

@@ -21,8 +21,9 @@ namespace kiln::onnx_import {
 
 /// The newest default-domain opset Kiln understands (that of the pinned onnx).
 constexpr int64_t kMaxOpset = 25;
-/// The oldest default-domain opset Kiln accepts.
-constexpr int64_t kMinOpset = 7;
+/// The oldest default-domain opset Kiln accepts (legacy broadcasting and
+/// attribute forms of opsets before 7 are handled by the converters).
+constexpr int64_t kMinOpset = 1;
 
 struct ImportOptions {
   /// Overrides for graph input shapes, by input name (`--shape NAME=1x3x8x8`).

@@ -105,6 +105,19 @@ def old_opset():
     return model(nodes, [vi("x", [2])], [vi("y", [2])], opset=6)
 
 
+def legacy_broadcast():
+    # Opset 6: Add with broadcast=1 and axis=1 aligns B with A's dimension 1.
+    nodes = [helper.make_node("Add", ["x", "b"], ["y"], name="add", broadcast=1, axis=1)]
+    return model(nodes, [vi("x", [2, 3, 4, 5])], [vi("y", [2, 3, 4, 5])],
+                 [init("b", f32(3))], opset=6)
+
+
+def conv1d():
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 2], strides=[2]),
+             helper.make_node("MaxPool", ["c"], ["y"], name="pool", kernel_shape=[2])]
+    return model(nodes, [vi("x", [1, 4, 16])], [vi("y", None)], [init("w", f32(8, 4, 3))])
+
+
 def new_opset():
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     return model(nodes, [vi("x", [2])], [vi("y", [2])], opset=99)
@@ -138,7 +151,7 @@ def external_outside(out):
 
 CASES = {f.__name__: f for f in [conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
-                                 old_opset, new_opset]}
+                                 old_opset, new_opset, legacy_broadcast, conv1d]}
 OUT_CASES = {"external_inside": external_inside, "external_outside": external_outside}
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs the ONNX backend node tests (libonnx-testdata) for Kiln's ops.
+"""Runs the ONNX backend tests (libonnx-testdata: node, pytorch-converted,
+pytorch-operator, simple) for Kiln's ops.
 
 For every node test whose ops Kiln supports, compile model.onnx with
 kiln-compile, run it with kiln-run on each stored input set and compare each
@@ -31,17 +32,20 @@ SLICE_OPS = SUPPORTED_OPS - {"Constant", "Identity", "Shape", "Gather", "Unsquee
 RTOL, ATOL = 1e-4, 1e-6
 
 
-def data_root():
+SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
+
+
+def data_roots():
     out = subprocess.run(["dpkg", "-L", "libonnx-testdata"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if line.endswith("/data/node"):
-            return line
-    sys.exit("run_node_tests.py: libonnx-testdata is not installed")
+    roots = [l for l in out.splitlines() if l.rsplit("/", 1)[-1] in SUITES and "/data/" in l]
+    if not roots:
+        sys.exit("run_node_tests.py: libonnx-testdata is not installed")
+    return sorted(roots)
 
 
-def select(root):
+def select(roots):
     tests = []
-    for d in sorted(glob.glob(os.path.join(root, "test_*"))):
+    for d in sorted(t for r in roots for t in glob.glob(os.path.join(r, "test_*"))):
         model = os.path.join(d, "model.onnx")
         if not os.path.exists(model):
             continue
@@ -86,7 +90,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--list", action="store_true", help="print the selected tests")
     args = ap.parse_args()
-    tests = select(data_root())
+    tests = select(data_roots())
     if args.list:
         print("\n".join(os.path.basename(t) for t in tests))
         return 0
