@@ -50,6 +50,15 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const CpuOptions &o,
       f.AddFeature(name, on);
     features = f.getString();
   }
+  {
+    std::unique_ptr<llvm::MCSubtargetInfo> sti(
+        target->createMCSubtargetInfo(triple, "", ""));
+    if (!sti || !sti->isCPUStringValid(cpu)) {
+      error = "unknown CPU '" + cpu + "' (--mcpu); try native, x86-64, x86-64-v3, "
+              "skylake-avx512, sapphirerapids";
+      return nullptr;
+    }
+  }
   llvm::TargetOptions opts;
   auto level = o.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
                : o.optLevel == 2 ? llvm::CodeGenOptLevel::Default
@@ -59,8 +68,6 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const CpuOptions &o,
       triple, cpu, features, opts, llvm::Reloc::PIC_, std::nullopt, level));
   if (!tm)
     error = "cannot create a target machine for CPU '" + cpu + "'";
-  else if (!tm->getMCSubtargetInfo()->isCPUStringValid(cpu))
-    error = "unknown CPU '" + cpu + "' (--mcpu)", tm.reset();
   return tm;
 }
 
