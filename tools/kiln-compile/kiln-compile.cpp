@@ -12,6 +12,7 @@
 #include "compiler/onnx/Importer.h"
 #include "compiler/pipeline/Artifact.h"
 #include "dialects/kiln/KilnDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -145,6 +146,8 @@ int main(int argc, char **argv) {
   // Graph passes.
   PassManager pm(&ctx);
   pm.addPass(createCanonicalizerPass());
+  if (optLevel >= 1)
+    pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
   pm.addPass(createCSEPass());
   if (failed(pm.run(*module)))
     return 1;

@@ -1,0 +1,28 @@
+//===- ConstantData.h - reading and making f32 constants --------*- C++ -*-===//
+//
+// Passes that rewrite weights read a kiln.constant's values (dense or
+// dense_resource) and create new constants backed by resource blobs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_PASSES_CONSTANTDATA_H
+#define KILN_PASSES_CONSTANTDATA_H
+
+#include "dialects/kiln/KilnDialect.h"
+
+#include <optional>
+#include <vector>
+
+namespace kiln {
+
+/// The f32 values of `v` if it is a kiln.constant of f32 elements.
+std::optional<std::vector<float>> getF32Constant(mlir::Value v);
+
+/// A kiln.constant of `type` holding `values` in a resource blob named
+/// after `name` (uniqued by MLIR when the name is taken).
+ConstantOp makeF32Constant(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::RankedTensorType type,
+                           llvm::ArrayRef<float> values, llvm::StringRef name);
+
+} // namespace kiln
+
+#endif // KILN_PASSES_CONSTANTDATA_H

@@ -1,0 +1,51 @@
+// RUN: kiln-opt --split-input-file --kiln-fold-batchnorm %s | FileCheck %s
+
+// A batch norm after a convolution with constant weights folds into new
+// weights and bias: a = scale / sqrt(var + eps) = 2 / sqrt(3 + 1) = 1,
+// w' = w * a, b' = (b - mean) * a + shift = (1 - 4) * 1 + 5 = 2 for channel 0;
+// channel 1: a = 4 / sqrt(15 + 1) = 1, b' = (2 - 1) * 1 + 0 = 1.
+// CHECK-LABEL: func @conv_bn
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense_resource<conv_weight.bn> : tensor<2x1x1x1xf32>
+// CHECK-DAG: %[[B:.*]] = kiln.constant dense_resource<conv_weight.bn_bias> : tensor<2xf32>
+// CHECK: %[[C:.*]] = kiln.conv %arg0, %[[W]], %[[B]]
+// CHECK-NOT: kiln.batch_norm
+// CHECK: return %[[C]]
+// CHECK: conv_weight.bn: "0x040000000000C0400000E040"
+// CHECK: conv_weight.bn_bias: "0x04000000000000400000803F"
+func.func @conv_bn(%x: tensor<1x1x2x2xf32>) -> tensor<1x2x2x2xf32> {
+  %w = kiln.constant dense<[[[[6.0]]], [[[7.0]]]]> : tensor<2x1x1x1xf32>
+  %b = kiln.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %s = kiln.constant dense<[2.0, 4.0]> : tensor<2xf32>
+  %t = kiln.constant dense<[5.0, 0.0]> : tensor<2xf32>
+  %m = kiln.constant dense<[4.0, 1.0]> : tensor<2xf32>
+  %v = kiln.constant dense<[3.0, 15.0]> : tensor<2xf32>
+  %c = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x2x2xf32>, tensor<2x1x1x1xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %y = kiln.batch_norm %c, %s, %t, %m, %v {epsilon = 1.0 : f32} : tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+  return %y : tensor<1x2x2x2xf32>
+}
+
+// -----
+
+// A convolution whose result is also used elsewhere keeps its batch norm.
+// CHECK-LABEL: func @conv_two_uses
+// CHECK: kiln.conv
+// CHECK: kiln.batch_norm
+func.func @conv_two_uses(%x: tensor<1x1x2x2xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) {
+  %w = kiln.constant dense<1.0> : tensor<2x1x1x1xf32>
+  %p = kiln.constant dense<1.0> : tensor<2xf32>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x2x2xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x2x2xf32>
+  %y = kiln.batch_norm %c, %p, %p, %p, %p {epsilon = 1.0e-05 : f32} : tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+  return %y, %c : tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>
+}
+
+// -----
+
+// Weights known only at run time: nothing to fold.
+// CHECK-LABEL: func @runtime_weights
+// CHECK: kiln.batch_norm
+func.func @runtime_weights(%x: tensor<1x1x2x2xf32>, %w: tensor<2x1x1x1xf32>) -> tensor<1x2x2x2xf32> {
+  %p = kiln.constant dense<1.0> : tensor<2xf32>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x2x2xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x2x2xf32>
+  %y = kiln.batch_norm %c, %p, %p, %p, %p {epsilon = 1.0e-05 : f32} : tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+  return %y : tensor<1x2x2x2xf32>
+}
