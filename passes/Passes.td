@@ -36,4 +36,41 @@ def FoldBatchNormPass : Pass<"kiln-fold-batchnorm", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
+  let summary = "groups ops into kiln.fusion regions, one region = one kernel";
+  let description = [{
+    Starting from a convolution, gemm or 2-D matmul (the anchor) or from an
+    elementwise op, the pass follows the chain of single-use elementwise
+    consumers (add, sub, mul, div, relu, sigmoid, tanh, clip, batch_norm)
+    whose result has the chain's shape, and wraps the group in a
+    `kiln.fusion`. Side operands of an anchor's epilogue must be either the
+    full output or broadcast over every spatial dimension (per-channel
+    bias, scale, scalar), so the kernel reads them at the output tile's
+    offsets. A value with several consumers ends its group (it is
+    materialized).
+
+    Before:
+    ```mlir
+    %c = kiln.conv %x, %w, %b {...}
+    %s = kiln.add %c, %r
+    %y = kiln.relu %s
+    ```
+    After:
+    ```mlir
+    %y = kiln.fusion %x, %w, %b, %r : (...) -> tensor<...> {
+    ^bb0(...):
+      %c = kiln.conv ...
+      %s = kiln.add ...
+      %z = kiln.relu %s
+      kiln.yield %z
+    }
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_TD

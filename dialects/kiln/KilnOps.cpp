@@ -377,5 +377,28 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult ConcatOp::verify() { return success(); }
 
+//===----------------------------------------------------------------------===//
+// FusionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusionOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body has ") << body.getNumArguments()
+                                    << " arguments for " << getInputs().size()
+                                    << " inputs";
+  for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != in.getType())
+      return emitOpError("body argument type ")
+             << arg.getType() << " differs from input type " << in.getType();
+  auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with kiln.yield");
+  if (yield.getValue().getType() != getResult().getType())
+    return emitOpError("yields ") << yield.getValue().getType()
+                                  << " but the result is " << getResult().getType();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/kiln/KilnOps.cpp.inc"

@@ -12,6 +12,7 @@ include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 def Kiln_Tensor : StaticShapeTensorOf<[AnyType]>;
 def Kiln_FloatTensor : StaticShapeTensorOf<[F32]>;
@@ -280,6 +281,48 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def Kiln_FusionOp : Kiln_Op<"fusion", [IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "a group of ops that becomes one kernel";
+  let description = [{
+    The body computes the result from the block arguments (one per input).
+    It is either a chain of elementwise ops, or one convolution, gemm or
+    matmul (the anchor) followed by elementwise ops applied to its output
+    while the output tile is still in cache (its epilogue). Made by
+    `kiln-fuse`; codegen emits one kernel per fusion.
+
+    ```mlir
+    %y = kiln.fusion %x, %w, %b, %r : (tensor<1x8x4x4xf32>, tensor<8x8x3x3xf32>,
+                                        tensor<8xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
+    ^bb0(%a: tensor<1x8x4x4xf32>, %aw: tensor<8x8x3x3xf32>, %ab: tensor<8xf32>, %ar: tensor<1x8x4x4xf32>):
+      %c = kiln.conv %a, %aw, %ab {...} : (...) -> tensor<1x8x4x4xf32>
+      %s = kiln.add %c, %ar : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
+      %z = kiln.relu %s : tensor<1x8x4x4xf32>
+      kiln.yield %z : tensor<1x8x4x4xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs);
+  let results = (outs Kiln_Tensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, $result) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_YieldOp : Kiln_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">,
+    ReturnLike]> {
+  let summary = "the result of a kiln.fusion body";
+  let arguments = (ins Kiln_Tensor:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let builders = [OpBuilder<(ins), [{ /* filled by the fusion builder */ }]>];
 }
 
 #endif // KILN_OPS_TD

@@ -1,0 +1,117 @@
+//===- Fuse.cpp - group anchors and elementwise chains into kiln.fusion ----===//
+#include "passes/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+
+namespace kiln {
+#define GEN_PASS_DEF_FUSEPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SigmoidOp, TanhOp, ClipOp,
+             BatchNormOp>(op);
+}
+
+bool isAnchor(Operation *op) {
+  if (auto mm = dyn_cast<MatMulOp>(op))
+    return llvm::cast<RankedTensorType>(mm.getType()).getRank() == 2;
+  return isa<ConvOp, GemmOp>(op);
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Whether `user`, an elementwise op consuming `chain`, can join a group
+/// whose anchor is `anchor` (null for a pure elementwise group).
+bool canJoin(Operation *user, Value chain, Operation *anchor) {
+  if (!isElementwise(user) || user->getResult(0).getType() != chain.getType())
+    return false;
+  if (isa<BatchNormOp>(user) && user->getOperand(0) != chain)
+    return false; // the chain must be the normalized input, not a parameter
+  if (!anchor || !isa<ConvOp>(anchor) || isa<BatchNormOp>(user))
+    return true;
+  // Conv epilogue side operands: full output shape, or broadcast over both
+  // spatial dimensions (per-channel or scalar).
+  ArrayRef<int64_t> out = shapeOf(chain);
+  for (Value side : user->getOperands()) {
+    if (side == chain)
+      continue;
+    ArrayRef<int64_t> s = shapeOf(side);
+    if (s.size() > out.size())
+      return false;
+    SmallVector<int64_t> aligned(out.size() - s.size(), 1);
+    aligned.append(s.begin(), s.end());
+    bool full = aligned[2] == out[2] && aligned[3] == out[3];
+    bool spatialBroadcast = aligned[2] == 1 && aligned[3] == 1;
+    if (!(full || spatialBroadcast))
+      return false;
+  }
+  return true;
+}
+
+void wrap(ArrayRef<Operation *> group) {
+  Operation *last = group.back();
+  llvm::SmallPtrSet<Operation *, 8> inGroup(group.begin(), group.end());
+  llvm::SetVector<Value> inputs;
+  for (Operation *op : group)
+    for (Value v : op->getOperands())
+      if (!inGroup.contains(v.getDefiningOp()))
+        inputs.insert(v);
+  OpBuilder b(last);
+  SmallVector<Location> locs;
+  for (Operation *op : group)
+    locs.push_back(op->getLoc());
+  Location loc = FusedLoc::get(b.getContext(), locs);
+  auto fusion = FusionOp::create(b, loc, last->getResult(0).getType(),
+                                 inputs.getArrayRef());
+  Block *body = new Block();
+  fusion.getBody().push_back(body);
+  IRMapping map;
+  for (Value v : inputs)
+    map.map(v, body->addArgument(v.getType(), v.getLoc()));
+  OpBuilder inner = OpBuilder::atBlockEnd(body);
+  for (Operation *op : group)
+    inner.clone(*op, map);
+  YieldOp::create(inner, loc, map.lookup(last->getResult(0)));
+  last->getResult(0).replaceAllUsesWith(fusion.getResult());
+  for (Operation *op : llvm::reverse(group))
+    op->erase();
+}
+
+struct FusePass : impl::FusePassBase<FusePass> {
+  void runOnOperation() override {
+    SmallVector<SmallVector<Operation *>> groups;
+    llvm::SmallPtrSet<Operation *, 32> taken;
+    for (Block &block : getOperation().getBody()) {
+      for (Operation &op : block) {
+        if (taken.contains(&op) || !(isAnchor(&op) || isElementwise(&op)))
+          continue;
+        Operation *anchor = isAnchor(&op) ? &op : nullptr;
+        SmallVector<Operation *> group{&op};
+        Value chain = op.getResult(0);
+        while (chain.hasOneUse()) {
+          Operation *user = *chain.getUsers().begin();
+          if (user->getBlock() != &block || !canJoin(user, chain, anchor))
+            break;
+          group.push_back(user);
+          chain = user->getResult(0);
+        }
+        for (Operation *g : group)
+          taken.insert(g);
+        if (group.size() > 1)
+          groups.push_back(group);
+      }
+    }
+    for (auto &g : groups)
+      wrap(g);
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,73 @@
+// RUN: kiln-opt --split-input-file --kiln-fuse %s | FileCheck %s
+
+// A convolution with a residual add and a ReLU: one fusion, the conv first.
+// CHECK-LABEL: func @conv_add_relu
+// CHECK: %[[F:.*]] = kiln.fusion %arg0, %{{.*}}, %arg1 : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<1x4x8x8xf32>, %[[W:.*]]: tensor<4x4x3x3xf32>, %[[R:.*]]: tensor<1x4x8x8xf32>):
+// CHECK-NEXT: %[[C:.*]] = kiln.conv %[[X]], %[[W]]
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[C]], %[[R]]
+// CHECK-NEXT: %[[Y:.*]] = kiln.relu %[[S]]
+// CHECK-NEXT: kiln.yield %[[Y]]
+// CHECK: return %[[F]]
+func.func @conv_add_relu(%x: tensor<1x4x8x8xf32>, %r: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %w = kiln.constant dense<0.5> : tensor<4x4x3x3xf32>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %s = kiln.add %c, %r : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>
+  %y = kiln.relu %s : tensor<1x4x8x8xf32>
+  return %y : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// A value with two consumers ends the group: the conv and its ReLU fuse,
+// the two users of the ReLU stay separate.
+// CHECK-LABEL: func @two_consumers
+// CHECK: kiln.fusion
+// CHECK: kiln.conv
+// CHECK: kiln.relu
+// CHECK: kiln.yield
+// CHECK: kiln.sigmoid
+// CHECK: kiln.tanh
+func.func @two_consumers(%x: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>) {
+  %w = kiln.constant dense<0.5> : tensor<4x4x1x1xf32>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x8x8xf32>
+  %r = kiln.relu %c : tensor<1x4x8x8xf32>
+  %a = kiln.sigmoid %r : tensor<1x4x8x8xf32>
+  %b = kiln.tanh %r : tensor<1x4x8x8xf32>
+  return %a, %b : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// Elementwise chains fuse on their own; a side operand broadcast along one
+// spatial dimension does not join a conv epilogue.
+// CHECK-LABEL: func @chains
+// CHECK: kiln.conv
+// CHECK-NEXT: kiln.fusion
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.clip
+// CHECK-NEXT: kiln.yield
+func.func @chains(%x: tensor<1x4x8x8xf32>, %row: tensor<1x1x1x8xf32>) -> tensor<1x4x8x8xf32> {
+  %w = kiln.constant dense<0.5> : tensor<4x4x1x1xf32>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x8x8xf32>
+  %m = kiln.mul %c, %row : tensor<1x4x8x8xf32>, tensor<1x1x1x8xf32>
+  %y = kiln.clip %m {min = 0.0 : f32, max = 6.0 : f32} : tensor<1x4x8x8xf32>
+  return %y : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// Gemm with a per-column scale and a sigmoid.
+// CHECK-LABEL: func @gemm_epilogue
+// CHECK: kiln.fusion
+// CHECK: kiln.gemm
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.sigmoid
+func.func @gemm_epilogue(%a: tensor<2x8xf32>, %s: tensor<4xf32>) -> tensor<2x4xf32> {
+  %w = kiln.constant dense<0.5> : tensor<4x8xf32>
+  %g = kiln.gemm %a, %w {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+  %m = kiln.mul %g, %s : tensor<2x4xf32>, tensor<4xf32>
+  %y = kiln.sigmoid %m : tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
