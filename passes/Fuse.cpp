@@ -97,7 +97,10 @@ struct FusePass : impl::FusePassBase<FusePass> {
         Value chain = op.getResult(0);
         while (chain.hasOneUse()) {
           Operation *user = *chain.getUsers().begin();
-          if (user->getBlock() != &block || !canJoin(user, chain, anchor))
+          // A user already in another group (both operands of an add end
+          // chains, say) stays there.
+          if (user->getBlock() != &block || taken.contains(user) ||
+              !canJoin(user, chain, anchor))
             break;
           group.push_back(user);
           chain = user->getResult(0);

@@ -124,6 +124,115 @@ public:
   }
 };
 
+/// Strides, in the coordinates of `out`, at which numpy broadcasting reads an
+/// operand of shape `in` (0 along broadcast dimensions).
+std::vector<int64_t> numpyStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
+  int64_t rank = out.size();
+  auto cs = stridesOf(in);
+  std::vector<int64_t> st(rank, 0);
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t j = i - (rank - static_cast<int64_t>(in.size()));
+    if (j >= 0 && in[j] != 1)
+      st[i] = cs[j];
+  }
+  return st;
+}
+
+/// Strides at which elementwise `user` reads `operand`, in the coordinates
+/// of its result: per-channel (dimension 1) for batch-norm parameters,
+/// numpy broadcasting otherwise.
+std::vector<int64_t> operandStrides(Operation *user, unsigned operandNo) {
+  auto out = llvm::cast<RankedTensorType>(user->getResult(0).getType()).getShape();
+  if (isa<kiln::BatchNormOp>(user) && operandNo > 0) {
+    std::vector<int64_t> st(out.size(), 0);
+    st[1] = 1;
+    return st;
+  }
+  return numpyStrides(
+      llvm::cast<RankedTensorType>(user->getOperand(operandNo).getType()).getShape(),
+      out);
+}
+
+/// The scalar computation of one elementwise op on scalar operands.
+Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
+  ImplicitLocOpBuilder &b = e.b;
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case<kiln::AddOp>([&](auto) { return e.fadd(v[0], v[1]); })
+      .Case<kiln::SubOp>([&](auto) { return arith::SubFOp::create(b, v[0], v[1]); })
+      .Case<kiln::MulOp>([&](auto) { return e.fmul(v[0], v[1]); })
+      .Case<kiln::DivOp>([&](auto) { return arith::DivFOp::create(b, v[0], v[1]); })
+      .Case<kiln::ReluOp>([&](auto) {
+        return arith::MaximumFOp::create(b, v[0], e.f32(0.0f));
+      })
+      .Case<kiln::SigmoidOp>([&](auto) {
+        Value ex = math::ExpOp::create(b, arith::NegFOp::create(b, v[0]));
+        return arith::DivFOp::create(b, e.f32(1.0f), e.fadd(e.f32(1.0f), ex));
+      })
+      .Case<kiln::TanhOp>([&](auto) { return math::TanhOp::create(b, v[0]); })
+      .Case<kiln::ClipOp>([&](auto c) {
+        Value x = arith::MaximumFOp::create(b, v[0], e.f32(c.getMin().convertToFloat()));
+        return arith::MinimumFOp::create(b, x, e.f32(c.getMax().convertToFloat()));
+      })
+      .Case<kiln::BatchNormOp>([&](auto bn) {
+        // (x - mean) * scale / sqrt(var + eps) + bias
+        Value den = math::SqrtOp::create(
+            b, e.fadd(v[4], e.f32(bn.getEpsilon().convertToFloat())));
+        Value a = arith::DivFOp::create(b, v[1], den);
+        return e.fadd(e.fmul(arith::SubFOp::create(b, v[0], v[3]), a), v[2]);
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+/// The elementwise ops of a kiln.fusion after its anchor (or all of them),
+/// with the places their outside operands are read from ("sites").
+struct Epilogue {
+  SmallVector<Operation *> ops;
+  Value start;   // the anchor's result in the body (null: no anchor)
+  Value yielded; // what the body yields
+  SmallVector<Value> siteArgs;                  // body arguments, one per site
+  SmallVector<std::vector<int64_t>> siteStrides; // output coordinates
+  DenseMap<std::pair<Operation *, unsigned>, int> siteOf;
+  int firstArg = 0; // kernel argument of site 0 (anchored kernels)
+
+  void collect() {
+    for (Operation *op : ops)
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        if (v == start || (v.getDefiningOp() && llvm::is_contained(ops, v.getDefiningOp())))
+          continue;
+        auto st = operandStrides(op, i);
+        int found = -1;
+        for (auto [k, a] : llvm::enumerate(siteArgs))
+          if (a == v && siteStrides[k] == st)
+            found = k;
+        if (found < 0) {
+          found = siteArgs.size();
+          siteArgs.push_back(v);
+          siteStrides.push_back(st);
+        }
+        siteOf[{op, static_cast<unsigned>(i)}] = found;
+      }
+  }
+
+  /// Evaluates the ops for one element: `x` is the anchor's value there,
+  /// `site(k)` reads site k there.
+  Value apply(KernelEmitter &e, Value x,
+              const std::function<Value(int)> &site) const {
+    DenseMap<Value, Value> scalar;
+    if (start)
+      scalar[start] = x;
+    for (Operation *op : ops) {
+      SmallVector<Value> in;
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        auto it = scalar.find(v);
+        in.push_back(it != scalar.end() ? it->second
+                                        : site(siteOf.lookup({op, static_cast<unsigned>(i)})));
+      }
+      scalar[op->getResult(0)] = scalarOp(e, op, in);
+    }
+    return scalar.lookup(yielded);
+  }
+};
+
 /// How a kernel's workgroups split rows of an [outer x inner] iteration.
 int64_t rowsPerWorkgroup(int64_t inner) {
   return std::max<int64_t>(1, kWorkgroupElems / std::max<int64_t>(inner, 1));
@@ -175,11 +284,13 @@ private:
   LogicalResult elementwise(Operation *op, ArrayRef<Value> ins,
                             const std::function<Value(KernelEmitter &,
                                                       ArrayRef<Value>)> &fn,
-                            std::optional<int> outBuffer = std::nullopt);
-  LogicalResult conv(kiln::ConvOp op);
-  LogicalResult convDirect(kiln::ConvOp op);
-  LogicalResult gemm(kiln::GemmOp op);
-  LogicalResult matmul(kiln::MatMulOp op);
+                            std::optional<int> outBuffer = std::nullopt,
+                            ArrayRef<std::vector<int64_t>> strides = {});
+  LogicalResult fusion(kiln::FusionOp op);
+  LogicalResult conv(kiln::ConvOp op, const Epilogue *epi = nullptr);
+  LogicalResult convDirect(kiln::ConvOp op, const Epilogue *epi = nullptr);
+  LogicalResult gemm(kiln::GemmOp op, const Epilogue *epi = nullptr);
+  LogicalResult matmul(kiln::MatMulOp op, const Epilogue *epi = nullptr);
   template <typename PoolOp> LogicalResult pool(PoolOp op, bool isMax);
   LogicalResult globalAvgPool(kiln::GlobalAvgPoolOp op);
   LogicalResult batchNorm(kiln::BatchNormOp op);
@@ -285,7 +396,7 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
 LogicalResult Lowering::elementwise(
     Operation *op, ArrayRef<Value> ins,
     const std::function<Value(KernelEmitter &, ArrayRef<Value>)> &fn,
-    std::optional<int> outBuffer) {
+    std::optional<int> outBuffer, ArrayRef<std::vector<int64_t>> siteStrides) {
   SmallVector<int64_t> outShape(shape(op->getResult(0)));
   if (outShape.empty())
     outShape.push_back(1);
@@ -294,20 +405,23 @@ LogicalResult Lowering::elementwise(
   int64_t outer = 1;
   for (int64_t i = 0; i + 1 < rank; ++i)
     outer *= outShape[i];
-  // Per-input strides in output coordinates (0 where broadcast).
+  // Per-input strides in output coordinates (0 where broadcast): given, or
+  // numpy broadcasting.
   std::vector<std::vector<int64_t>> strides;
   std::vector<bool> dense;
-  for (Value v : ins) {
-    ArrayRef<int64_t> s = shape(v);
-    auto cs = stridesOf(s);
-    std::vector<int64_t> st(rank, 0);
-    for (int64_t i = 0; i < rank; ++i) {
-      int64_t j = i - (rank - static_cast<int64_t>(s.size()));
-      if (j >= 0 && s[j] != 1)
-        st[i] = cs[j];
-    }
+  auto contiguous = stridesOf(outShape);
+  for (auto [k, v] : llvm::enumerate(ins)) {
+    std::vector<int64_t> st = k < siteStrides.size() ? siteStrides[k]
+                                                     : numpyStrides(shape(v), outShape);
+    for (int64_t i = 0; i < rank; ++i)
+      if (outShape[i] == 1)
+        st[i] = 0; // size-1 dims never move
+    std::vector<int64_t> c = contiguous;
+    for (int64_t i = 0; i < rank; ++i)
+      if (outShape[i] == 1)
+        c[i] = 0;
+    dense.push_back(st == c);
     strides.push_back(st);
-    dense.push_back(elems(v) == outer * inner);
   }
   int64_t rows = rowsPerWorkgroup(inner);
   return launch(op, ins, ceilDiv(outer, rows), [&](KernelEmitter &e) {
@@ -350,7 +464,7 @@ LogicalResult Lowering::elementwise(
 /// Output tile of a matrix-product workgroup (rows x columns).
 constexpr int64_t kTileRows = 48, kTileCols = 512;
 
-LogicalResult Lowering::conv(kiln::ConvOp op) {
+LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   auto in = shape(op.getInput()), w = shape(op.getWeight()),
        out = shape(op.getResult());
   int64_t N = in[0], C = in[1], H = in[2], W = in[3];
@@ -361,7 +475,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op) {
   // reduction and too few rows for a matrix product: the direct loop nest is
   // better there.
   if (Kdim < 16 || Og < 4)
-    return convDirect(op);
+    return convDirect(op, epi);
   for (Value v : {op.getInput(), op.getWeight(), op.getResult()})
     if (!llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32())
       return op.emitError("element type is not supported by the CPU backend yet (f32 only)");
@@ -410,6 +524,10 @@ LogicalResult Lowering::conv(kiln::ConvOp op) {
   SmallVector<int> ids{wBuf, colBuf};
   if (hasBias)
     ids.push_back(bufferOf.lookup(op.getBias()));
+  int firstSite = ids.size();
+  if (epi)
+    for (Value v : epi->siteArgs)
+      ids.push_back(bufferOf.lookup(v));
   ids.push_back(outBuf);
   int o = ids.size() - 1;
   int64_t rb = std::min(Og, kTileRows), cb = std::min(P, kTileCols);
@@ -433,12 +551,27 @@ LogicalResult Lowering::conv(kiln::ConvOp op) {
     Value colOff = e.add(e.add(e.mul(n, C * KK * P), e.mul(g, Kdim * P)), p0);
     e.sgemm(rows, cols, Kdim, 0, e.mul(oc0, Kdim), Kdim, 1, colOff, P, o, outOff, P,
             hasBias);
+    if (epi)
+      e.loop(e.idx(0), rows, [&](Value r) {
+        Value oc = e.add(oc0, r);
+        Value rowOff = e.add(outOff, e.mul(r, P));
+        e.loop(e.idx(0), cols, [&](Value j) {
+          Value at = e.add(rowOff, j);
+          Value pix = e.add(p0, j);
+          Value y = epi->apply(e, e.load(o, at), [&](int k) {
+            auto &st = epi->siteStrides[k];
+            Value off = e.add(e.add(e.mul(n, st[0]), e.mul(oc, st[1])), e.mul(pix, st[3]));
+            return e.load(firstSite + k, off);
+          });
+          e.store(y, o, at);
+        });
+      });
   });
   bufferOf[op.getResult()] = outBuf;
   return success();
 }
 
-LogicalResult Lowering::convDirect(kiln::ConvOp op) {
+LogicalResult Lowering::convDirect(kiln::ConvOp op, const Epilogue *epi) {
   auto in = shape(op.getInput()), w = shape(op.getWeight()),
        out = shape(op.getResult());
   int64_t N = in[0], C = in[1], H = in[2], W = in[3];
@@ -449,6 +582,9 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op) {
   bool hasBias = static_cast<bool>(op.getBias());
   if (hasBias)
     ins.push_back(op.getBias());
+  int firstSite = ins.size();
+  if (epi)
+    ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
   int outBuf = ins.size();
   return launch(op, ins, N * O, [&](KernelEmitter &e) {
     Value n = e.div(e.wg, O), oc = e.rem(e.wg, O);
@@ -486,6 +622,16 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op) {
         }
       }
     });
+    if (epi)
+      e.loop(0, OH * OW, [&](Value pix) {
+        Value at = e.add(outBase, pix);
+        Value y = epi->apply(e, e.load(outBuf, at), [&](int k) {
+          auto &st = epi->siteStrides[k];
+          Value off = e.add(e.add(e.mul(n, st[0]), e.mul(oc, st[1])), e.mul(pix, st[3]));
+          return e.load(firstSite + k, off);
+        });
+        e.store(y, outBuf, at);
+      });
   });
 }
 
@@ -493,7 +639,7 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op) {
 // Gemm and MatMul: rows of the output per workgroup, k outer, j inner.
 //===----------------------------------------------------------------------===//
 
-LogicalResult Lowering::gemm(kiln::GemmOp op) {
+LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   auto a = shape(op.getA()), bsh = shape(op.getB()), out = shape(op.getResult());
   int64_t M = out[0], N = out[1];
   bool tA = op.getTransA(), tB = op.getTransB();
@@ -512,6 +658,9 @@ LogicalResult Lowering::gemm(kiln::GemmOp op) {
       cs1 = c[0] == 1 ? 0 : 1;
     }
   }
+  int firstSite = ins.size();
+  if (epi)
+    ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
   int outBuf = ins.size();
   int64_t colBlock = std::min<int64_t>(N, 512);
   int64_t colBlocks = ceilDiv(N, colBlock);
@@ -527,6 +676,11 @@ LogicalResult Lowering::gemm(kiln::GemmOp op) {
       Value v = e.fmul(acc, e.f32(alpha));
       if (hasC)
         v = e.fadd(v, e.fmul(e.f32(beta), e.load(2, e.add(e.mul(i, cs0), e.mul(j, cs1)))));
+      if (epi)
+        v = epi->apply(e, v, [&](int k) {
+          auto &st = epi->siteStrides[k];
+          return e.load(firstSite + k, e.add(e.mul(i, st[0]), e.mul(j, st[1])));
+        });
       e.store(v, outBuf, e.add(outRow, j));
     };
     if (tB) {
@@ -553,7 +707,7 @@ LogicalResult Lowering::gemm(kiln::GemmOp op) {
   });
 }
 
-LogicalResult Lowering::matmul(kiln::MatMulOp op) {
+LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
   SmallVector<int64_t> a(shape(op.getLhs())), bs(shape(op.getRhs()));
   if (a.size() == 1) a.insert(a.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
@@ -573,7 +727,11 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op) {
   }
   int64_t B = 1;
   for (int64_t d : batch) B *= d;
-  return launch(op, {op.getLhs(), op.getRhs()}, B * M, [&](KernelEmitter &e) {
+  SmallVector<Value> ins{op.getLhs(), op.getRhs()};
+  if (epi)
+    ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
+  int o = ins.size();
+  return launch(op, ins, B * M, [&](KernelEmitter &e) {
     Value bi = e.div(e.wg, M), i = e.rem(e.wg, M);
     Value aOff = e.idx(0), bOff = e.idx(0), rest = bi;
     for (int64_t d = br - 1; d >= 0; --d) {
@@ -584,15 +742,24 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op) {
     }
     Value aRow = e.add(aOff, e.mul(i, K));
     Value outRow = e.mul(e.wg, N);
-    e.loop(0, N, [&](Value j) { e.store(e.f32(0.0f), 2, e.add(outRow, j)); });
+    e.loop(0, N, [&](Value j) { e.store(e.f32(0.0f), o, e.add(outRow, j)); });
     e.loop(0, K, [&](Value k) {
       Value av = e.load(0, e.add(aRow, k));
       Value bRow = e.add(bOff, e.mul(k, N));
       e.loop(0, N, [&](Value j) {
         Value dst = e.add(outRow, j);
-        e.store(e.fadd(e.load(2, dst), e.fmul(av, e.load(1, e.add(bRow, j)))), 2, dst);
+        e.store(e.fadd(e.load(o, dst), e.fmul(av, e.load(1, e.add(bRow, j)))), o, dst);
       });
     });
+    if (epi) // 2-D outputs only (kiln-fuse): row i = wg
+      e.loop(0, N, [&](Value j) {
+        Value at = e.add(outRow, j);
+        Value y = epi->apply(e, e.load(o, at), [&](int k) {
+          auto &st = epi->siteStrides[k];
+          return e.load(2 + k, e.add(e.mul(i, st[0]), e.mul(j, st[1])));
+        });
+        e.store(y, o, at);
+      });
   });
 }
 
@@ -763,6 +930,62 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
 }
 
 //===----------------------------------------------------------------------===//
+// Fusion: one kernel per kiln.fusion
+//===----------------------------------------------------------------------===//
+
+LogicalResult Lowering::fusion(kiln::FusionOp op) {
+  Block &body = op.getBody().front();
+  for (auto [arg, in] : llvm::zip(body.getArguments(), op.getInputs()))
+    bufferOf[arg] = bufferOf.lookup(in);
+  SmallVector<Operation *> ops;
+  for (Operation &o : body.without_terminator())
+    ops.push_back(&o);
+  if (ops.empty())
+    return op.emitError("empty kiln.fusion");
+  Epilogue epi;
+  epi.yielded = body.getTerminator()->getOperand(0);
+  Operation *anchor = isa<kiln::ConvOp, kiln::GemmOp, kiln::MatMulOp>(ops.front())
+                          ? ops.front()
+                          : nullptr;
+  epi.ops.assign(ops.begin() + (anchor ? 1 : 0), ops.end());
+  for (Operation *o : epi.ops)
+    if (!isa<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp, kiln::ReluOp,
+             kiln::SigmoidOp, kiln::TanhOp, kiln::ClipOp, kiln::BatchNormOp>(o) ||
+        o->getResult(0).getType() != op.getType())
+      return o->emitError("cannot be fused here: a kiln.fusion holds an anchor "
+                          "and elementwise ops of the result's shape");
+  if (anchor)
+    epi.start = anchor->getResult(0);
+  epi.collect();
+  LogicalResult r = success();
+  if (!anchor) {
+    // A pure elementwise chain: every site is an input of the kernel.
+    r = elementwise(op, epi.siteArgs, [&](KernelEmitter &e, ArrayRef<Value> vals) {
+      return epi.apply(e, Value(), [&](int k) { return vals[k]; });
+    }, std::nullopt, epi.siteStrides);
+    return r;
+  }
+  if (auto conv = dyn_cast<kiln::ConvOp>(anchor)) {
+    auto out = shape(conv.getResult());
+    for (auto &st : epi.siteStrides)
+      if (st[2] != st[3] * out[3])
+        return op.emitError("conv epilogue operands must be full-size or "
+                            "broadcast over both spatial dimensions");
+    r = this->conv(conv, &epi);
+  } else if (auto g = dyn_cast<kiln::GemmOp>(anchor)) {
+    r = gemm(g, &epi);
+  } else {
+    auto mm = cast<kiln::MatMulOp>(anchor);
+    if (llvm::cast<RankedTensorType>(mm.getType()).getRank() != 2)
+      return op.emitError("matmul epilogues need a 2-D result");
+    r = matmul(mm, &epi);
+  }
+  if (succeeded(r))
+    bufferOf[op.getResult()] = bufferOf.lookup(anchor->getResult(0));
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
 // Dispatch
 //===----------------------------------------------------------------------===//
 
@@ -775,41 +998,12 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         bufferOf[r.getResult()] = bufferOf.lookup(r.getInput());
         return success();
       })
-      .Case<kiln::AddOp>([&](auto o) {
-        return elementwise(o, {o.getLhs(), o.getRhs()}, [](E &e, VR v) { return e.fadd(v[0], v[1]); });
+      .Case<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp, kiln::ReluOp,
+            kiln::SigmoidOp, kiln::TanhOp, kiln::ClipOp>([&](Operation *o) {
+        return elementwise(o, SmallVector<Value>(o->getOperands()),
+                           [o](E &e, VR v) { return scalarOp(e, o, v); });
       })
-      .Case<kiln::SubOp>([&](auto o) {
-        return elementwise(o, {o.getLhs(), o.getRhs()}, [](E &e, VR v) {
-          return arith::SubFOp::create(e.b, v[0], v[1]).getResult(); });
-      })
-      .Case<kiln::MulOp>([&](auto o) {
-        return elementwise(o, {o.getLhs(), o.getRhs()}, [](E &e, VR v) { return e.fmul(v[0], v[1]); });
-      })
-      .Case<kiln::DivOp>([&](auto o) {
-        return elementwise(o, {o.getLhs(), o.getRhs()}, [](E &e, VR v) {
-          return arith::DivFOp::create(e.b, v[0], v[1]).getResult(); });
-      })
-      .Case<kiln::ReluOp>([&](auto o) {
-        return elementwise(o, {o.getInput()}, [](E &e, VR v) {
-          return arith::MaximumFOp::create(e.b, v[0], e.f32(0.0f)).getResult(); });
-      })
-      .Case<kiln::SigmoidOp>([&](auto o) {
-        return elementwise(o, {o.getInput()}, [](E &e, VR v) {
-          Value ex = math::ExpOp::create(e.b, arith::NegFOp::create(e.b, v[0]));
-          return arith::DivFOp::create(e.b, e.f32(1.0f), e.fadd(e.f32(1.0f), ex)).getResult();
-        });
-      })
-      .Case<kiln::TanhOp>([&](auto o) {
-        return elementwise(o, {o.getInput()}, [](E &e, VR v) {
-          return math::TanhOp::create(e.b, v[0]).getResult(); });
-      })
-      .Case<kiln::ClipOp>([&](auto o) {
-        float lo = o.getMin().convertToFloat(), hi = o.getMax().convertToFloat();
-        return elementwise(o, {o.getInput()}, [lo, hi](E &e, VR v) {
-          Value x = arith::MaximumFOp::create(e.b, v[0], e.f32(lo));
-          return arith::MinimumFOp::create(e.b, x, e.f32(hi)).getResult();
-        });
-      })
+      .Case<kiln::FusionOp>([&](auto o) { return fusion(o); })
       .Case<kiln::ConvOp>([&](auto o) { return conv(o); })
       .Case<kiln::GemmOp>([&](auto o) { return gemm(o); })
       .Case<kiln::MatMulOp>([&](auto o) { return matmul(o); })

@@ -1,7 +1,9 @@
-// RUN: kiln-compile %s --emit=kernels | FileCheck %s
-// RUN: kiln-compile %s --emit=llvm | FileCheck %s --check-prefix=LLVM
-// Kernel lowering: one kernel per op over flat buffers plus a workgroup index;
-// reshapes alias; the last kernel writes the caller's output buffer.
+// RUN: kiln-compile %s -O0 --emit=kernels | FileCheck %s
+// RUN: kiln-compile %s -O0 --emit=llvm | FileCheck %s --check-prefix=LLVM
+// RUN: kiln-compile %s --emit=kernels | FileCheck %s --check-prefix=FUSED
+// Kernel lowering (-O0: no graph passes): one kernel per op over flat buffers
+// plus a workgroup index; reshapes alias; the last kernel writes the caller's
+// output buffer. With the graph passes (default) conv + relu is one kernel.
 
 func.func @main(%x: tensor<1x2x4x4xf32> {kiln.name = "x"}) -> (tensor<1x32xf32> {kiln.name = "y"}) {
   %w = kiln.constant dense<0.5> : tensor<2x2x3x3xf32>
@@ -30,6 +32,11 @@ func.func @main(%x: tensor<1x2x4x4xf32> {kiln.name = "x"}) -> (tensor<1x32xf32> 
 // LLVM-DAG: @model_desc = {{.*}}constant { i32, i32, i32, i32, ptr, ptr, ptr, i64, i64, ptr, ptr } { i32 1, i32 1, i32 1, i32 2, ptr @model_name
 // LLVM-DAG: define internal void @kiln_k0_conv_entry(ptr
 // LLVM-DAG: define internal void @model_run_impl(ptr
-// LLVM-DAG: call void @kiln_rt_parallel_for(ptr %{{.*}}, ptr nonnull @kiln_k0_conv_entry, ptr {{.*}}, i64 2)
-// LLVM-DAG: call void @kiln_rt_parallel_for(ptr %{{.*}}, ptr nonnull @kiln_k1_relu_entry, ptr {{.*}}, i64 1)
+// LLVM-DAG: call void @kiln_rt_parallel_for(ptr %{{.*}}, ptr {{(nonnull )?}}@kiln_k0_conv_entry, ptr {{.*}}, i64 2)
+// LLVM-DAG: call void @kiln_rt_parallel_for(ptr %{{.*}}, ptr {{(nonnull )?}}@kiln_k1_relu_entry, ptr {{.*}}, i64 1)
 // LLVM-DAG: @model_input0_shape = internal constant [4 x i64] [i64 1, i64 2, i64 4, i64 4]
+
+// FUSED-LABEL: func.func @kiln_k0_conv(
+// FUSED: arith.mulf
+// FUSED: arith.maximumf
+// FUSED-NOT: func.func @kiln_k1

@@ -71,3 +71,24 @@ func.func @gemm_epilogue(%a: tensor<2x8xf32>, %s: tensor<4xf32>) -> tensor<2x4xf
   %y = kiln.sigmoid %m : tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }
+
+// -----
+
+// Both operands of an add end chains (a residual block with a projection):
+// the add joins the first group only.
+// CHECK-LABEL: func @shared_add
+// CHECK: %[[A:.*]] = kiln.fusion
+// CHECK: kiln.conv
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.relu
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.fusion
+// CHECK: return %[[A]]
+func.func @shared_add(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %w = kiln.constant dense<0.5> : tensor<4x4x1x1xf32>
+  %p = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x8x8xf32>
+  %q = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x8x8xf32>
+  %s = kiln.add %q, %p : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>
+  %y = kiln.relu %s : tensor<1x4x8x8xf32>
+  return %y : tensor<1x4x8x8xf32>
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Single-op numerics against onnxruntime, beyond the node tests: the shapes
-real models have (channels enough for the im2col + sgemm path, batches,
-strides, dilations, groups, broadcasting). Fresh random inputs each run
+"""Op numerics against onnxruntime, beyond the node tests: the shapes real
+models have (channels enough for the im2col + sgemm path, batches, strides,
+dilations, groups, broadcasting), and small chains that the graph passes
+fold and fuse. Every case runs at -O0 (no graph passes) and -O3. Fresh random inputs each run
 (seeded), rtol 1e-4 and atol 1e-5 * max(1, max|reference|) -- long fp32
 reductions that cancel to near zero differ by accumulation order only.
 Prints 'N passed, N failed'.
@@ -41,6 +42,29 @@ def conv(n, c, h, w, o, k, stride=1, pad=None, dil=1, group=1, bias=True):
                  pads=pad, dilations=[dil] * 2, group=group)
 
 
+def chain(inputs, weights, nodes):
+    """A small graph: nodes are (op, [inputs], attrs); the last output is y."""
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
+    inits = []
+    for n, s in weights:
+        v = rng.standard_normal(s).astype(np.float32)
+        if n.startswith("var"):
+            v = np.abs(v) + 0.5
+        inits.append(numpy_helper.from_array(v, n))
+    made = []
+    for i, (op, args, attrs) in enumerate(nodes):
+        out = "y" if i == len(nodes) - 1 else f"t{i}"
+        made.append(helper.make_node(op, args, [out], name=f"{op.lower()}{i}", **attrs))
+    g = helper.make_graph(made, "chain", ins,
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+CONV3 = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+BN = [("s", (16,)), ("b", (16,)), ("m", (16,)), ("var", (16,))]
+
 CASES = {
     "conv_3x3_s1": conv(1, 16, 14, 14, 32, 3),
     "conv_3x3_s2_batch2": conv(2, 16, 15, 15, 24, 3, stride=2),
@@ -70,6 +94,28 @@ CASES = {
     "transpose_nhwc": model("Transpose", [("x", (2, 3, 5, 7))], [], None, perm=[0, 2, 3, 1]),
     "batchnorm": model("BatchNormalization", [("x", (2, 6, 5, 5))],
                        [("s", (6,)), ("b", (6,)), ("m", (6,))], None),
+    # Fusion candidates (kiln-fuse, kiln-fold-batchnorm at -O1 and up).
+    "fused_conv_bn_relu": chain([("x", (2, 8, 9, 9))], [("w", (16, 8, 3, 3))] + BN, [
+        ("Conv", ["x", "w"], CONV3), ("BatchNormalization", ["t0", "s", "b", "m", "var"], {}),
+        ("Relu", ["t1"], {})]),
+    "fused_conv_residual": chain([("x", (1, 16, 10, 10)), ("r", (1, 16, 10, 10))],
+                                 [("w", (16, 16, 3, 3)), ("cb", (16,))], [
+        ("Conv", ["x", "w", "cb"], CONV3), ("Add", ["r", "t0"], {}), ("Relu", ["t1"], {})]),
+    "fused_conv_scale_clip": chain([("x", (1, 8, 7, 7))], [("w", (24, 8, 1, 1)), ("k", (24, 1, 1))], [
+        ("Conv", ["x", "w"], {}), ("Mul", ["t0", "k"], {}),
+        ("Sigmoid", ["t1"], {})]),
+    "fused_depthwise_bn_sub": chain([("x", (1, 16, 8, 8))], [("w", (16, 1, 3, 3))] + BN + [("c", (16, 1, 1))], [
+        ("Conv", ["x", "w"], dict(CONV3, group=16)), ("BatchNormalization", ["t0", "s", "b", "m", "var"], {}),
+        ("Sub", ["c", "t1"], {})]),
+    "fused_conv_row_broadcast": chain([("x", (1, 8, 6, 6))], [("w", (16, 8, 3, 3)), ("row", (1, 1, 6))], [
+        ("Conv", ["x", "w"], CONV3), ("Mul", ["t0", "row"], {}), ("Tanh", ["t1"], {})]),
+    "fused_gemm_add_tanh": chain([("a", (4, 64))], [("w", (32, 64)), ("c", (32,)), ("d", (4, 32))], [
+        ("Gemm", ["a", "w", "c"], {"transB": 1}), ("Add", ["t0", "d"], {}), ("Tanh", ["t1"], {})]),
+    "fused_matmul_div_relu": chain([("a", (5, 24))], [("w", (24, 12)), ("d", (12,))], [
+        ("MatMul", ["a", "w"], {}), ("Div", ["t0", "d"], {}), ("Relu", ["t1"], {})]),
+    "fused_elementwise_chain": chain([("x", (2, 3, 4, 5)), ("z", (4, 1))], [("k", (5,))], [
+        ("Add", ["x", "z"], {}), ("Mul", ["k", "t0"], {}), ("Sigmoid", ["t1"], {}),
+        ("Sub", ["t2", "x"], {})]),
 }
 
 
@@ -100,13 +146,14 @@ def main():
             atol = ATOL * max(1.0, float(np.abs(ref).max()))
             cmd += ["--compare", f"y={os.path.join(tmp, 'ref.npy')}", "--rtol", str(RTOL),
                     "--atol", f"{atol:.3g}"]
-            c = subprocess.run([os.path.join(args.bindir, "kiln-compile"), path, "-o",
-                                os.path.join(tmp, name + ".so")], capture_output=True, text=True)
-            r = subprocess.run(cmd, capture_output=True, text=True) if c.returncode == 0 else c
-            ok = c.returncode == 0 and r.returncode == 0
-            print(f"{'PASS' if ok else 'FAIL'} {name}: {(r.stdout + r.stderr).strip()}")
-            passed += ok
-            failed += not ok
+            for opt in ("-O0", "-O3"):
+                c = subprocess.run([os.path.join(args.bindir, "kiln-compile"), path, opt, "-o",
+                                    os.path.join(tmp, name + ".so")], capture_output=True, text=True)
+                r = subprocess.run(cmd, capture_output=True, text=True) if c.returncode == 0 else c
+                ok = c.returncode == 0 and r.returncode == 0
+                print(f"{'PASS' if ok else 'FAIL'} {name} {opt}: {(r.stdout + r.stderr).strip()}")
+                passed += ok
+                failed += not ok
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -149,6 +149,8 @@ int main(int argc, char **argv) {
   if (optLevel >= 1)
     pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
   pm.addPass(createCSEPass());
+  if (optLevel >= 1)
+    pm.addNestedPass<func::FuncOp>(kiln::createFusePass());
   if (failed(pm.run(*module)))
     return 1;
   if (emit == "mlir")
