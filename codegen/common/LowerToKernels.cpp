@@ -270,7 +270,8 @@ private:
   /// buffers) to the module and the schedule.
   void emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
                   int64_t workgroups,
-                  const std::function<void(KernelEmitter &)> &body);
+                  const std::function<void(KernelEmitter &)> &body,
+                  int64_t flops = 0);
   /// A constant buffer holding `data`.
   int addConstantData(ArrayRef<char> data);
   /// Creates a kernel for `op` with `ins` -> a fresh arena buffer for the
@@ -339,10 +340,29 @@ int Lowering::addConstantData(ArrayRef<char> data) {
   return id;
 }
 
+/// ONNX node names recorded in a location (NameLoc, possibly fused).
+static void collectNodeNames(Location loc, std::vector<std::string> &out) {
+  if (auto n = llvm::dyn_cast<NameLoc>(loc)) {
+    if (!llvm::is_contained(out, n.getName().str()))
+      out.push_back(n.getName().str());
+  } else if (auto f = llvm::dyn_cast<FusedLoc>(loc)) {
+    for (Location l : f.getLocations())
+      collectNodeNames(l, out);
+  }
+}
+
 void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
                           int64_t workgroups,
-                          const std::function<void(KernelEmitter &)> &body) {
+                          const std::function<void(KernelEmitter &)> &body,
+                          int64_t flops) {
   Launch l;
+  collectNodeNames(loc, l.nodes);
+  l.flops = flops;
+  llvm::SmallDenseSet<int> seen;
+  for (int id : buffers.drop_back())
+    if (seen.insert(id).second)
+      l.bytesRead += p.buffers[id].bytes;
+  l.bytesWritten = p.buffers[buffers.back()].bytes;
   l.kernel = "kiln_k" + std::to_string(kernelCount++) + "_" + what.str();
   l.workgroups = std::max<int64_t>(workgroups, 1);
   l.what = what.str();
@@ -384,7 +404,8 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
   for (Value v : ins)
     ids.push_back(bufferOf.lookup(v));
   ids.push_back(out);
-  emitKernel(op->getLoc(), op->getName().stripDialect(), ids, workgroups, body);
+  emitKernel(op->getLoc(), op->getName().stripDialect(), ids, workgroups, body,
+             estimateFlops(op));
   bufferOf[result] = out;
   return success();
 }
@@ -532,6 +553,10 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   int o = ids.size() - 1;
   int64_t rb = std::min(Og, kTileRows), cb = std::min(P, kTileCols);
   int64_t rTiles = ceilDiv(Og, rb), cTiles = ceilDiv(P, cb);
+  int64_t flops = estimateFlops(op);
+  if (epi)
+    for (Operation *o : epi->ops)
+      flops += estimateFlops(o);
   emitKernel(op.getLoc(), "conv", ids, N * G * rTiles * cTiles, [&](KernelEmitter &e) {
     Value ct = e.rem(e.wg, cTiles), rest = e.div(e.wg, cTiles);
     Value rt = e.rem(rest, rTiles);
@@ -566,7 +591,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
           e.store(y, o, at);
         });
       });
-  });
+  }, flops);
   bufferOf[op.getResult()] = outBuf;
   return success();
 }
@@ -963,6 +988,12 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     r = elementwise(op, epi.siteArgs, [&](KernelEmitter &e, ArrayRef<Value> vals) {
       return epi.apply(e, Value(), [&](int k) { return vals[k]; });
     }, std::nullopt, epi.siteStrides);
+    if (succeeded(r)) {
+      Launch &l = p.launches.back();
+      l.what.clear();
+      for (Operation *o : ops)
+        l.what += (l.what.empty() ? "" : "+") + o->getName().stripDialect().str();
+    }
     return r;
   }
   if (auto conv = dyn_cast<kiln::ConvOp>(anchor)) {
@@ -980,9 +1011,18 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
       return op.emitError("matmul epilogues need a 2-D result");
     r = matmul(mm, &epi);
   }
-  if (succeeded(r))
-    bufferOf[op.getResult()] = bufferOf.lookup(anchor->getResult(0));
-  return r;
+  if (failed(r))
+    return r;
+  bufferOf[op.getResult()] = bufferOf.lookup(anchor->getResult(0));
+  // The anchor's kernel computes the whole fusion.
+  Launch &l = p.launches.back();
+  l.nodes.clear();
+  collectNodeNames(op.getLoc(), l.nodes);
+  l.flops = estimateFlops(op);
+  l.what.clear();
+  for (Operation *o : ops)
+    l.what += (l.what.empty() ? "" : "+") + o->getName().stripDialect().str();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1121,6 +1161,42 @@ LogicalResult Lowering::run() {
 }
 
 } // namespace
+
+int64_t estimateFlops(Operation *op) {
+  auto elemsOf = [](Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
+  };
+  return llvm::TypeSwitch<Operation *, int64_t>(op)
+      .Case<kiln::ConvOp>([&](auto c) {
+        auto w = llvm::cast<RankedTensorType>(c.getWeight().getType()).getShape();
+        return 2 * elemsOf(c.getResult()) * w[1] * w[2] * w[3];
+      })
+      .Case<kiln::GemmOp>([&](auto g) {
+        auto a = llvm::cast<RankedTensorType>(g.getA().getType()).getShape();
+        return 2 * elemsOf(g.getResult()) * (g.getTransA() ? a[0] : a[1]);
+      })
+      .Case<kiln::MatMulOp>([&](auto m) {
+        auto a = llvm::cast<RankedTensorType>(m.getLhs().getType()).getShape();
+        return 2 * elemsOf(m.getResult()) * a.back();
+      })
+      .Case<kiln::MaxPoolOp, kiln::AvgPoolOp>([&](auto pool) {
+        auto k = pool.getKernelShape();
+        return elemsOf(pool.getResult()) * k[0] * k[1];
+      })
+      .Case<kiln::GlobalAvgPoolOp>([&](auto g) { return elemsOf(g.getInput()); })
+      .Case<kiln::SoftmaxOp>([&](auto s) { return 5 * elemsOf(s.getResult()); })
+      .Case<kiln::SigmoidOp, kiln::TanhOp, kiln::BatchNormOp>(
+          [&](Operation *o) { return 4 * elemsOf(o->getResult(0)); })
+      .Case<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp, kiln::ReluOp,
+            kiln::ClipOp>([&](Operation *o) { return elemsOf(o->getResult(0)); })
+      .Case<kiln::FusionOp>([&](auto f) {
+        int64_t sum = 0;
+        for (Operation &inner : f.getBody().front().without_terminator())
+          sum += estimateFlops(&inner);
+        return sum;
+      })
+      .Default([](Operation *) { return int64_t(0); });
+}
 
 void planArena(Program &p) {
   std::vector<int> ids;

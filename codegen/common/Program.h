@@ -40,6 +40,10 @@ struct Launch {
   std::vector<int> buffers;       // buffer ids, in kernel argument order
   int64_t workgroups = 1;
   std::string what;               // the op(s) it computes, for reports
+  std::vector<std::string> nodes; // the ONNX nodes (locations) it computes
+  int64_t flops = 0;              // floating-point operations per run
+  int64_t bytesRead = 0;          // distinct input buffers, whole
+  int64_t bytesWritten = 0;       // the output buffer
 };
 
 struct Program {
@@ -55,6 +59,9 @@ struct Program {
 /// Lowers `module` (func.func @main of kiln ops, static shapes) into kernels
 /// and a schedule. Emits diagnostics at the op's location on failure.
 mlir::LogicalResult lowerToKernels(mlir::ModuleOp module, Program &program);
+
+/// Floating-point operations `op` performs (a kiln op or a kiln.fusion).
+int64_t estimateFlops(mlir::Operation *op);
 
 /// Assigns arena offsets from buffer lifetimes (greedy best fit by size).
 void planArena(Program &program);

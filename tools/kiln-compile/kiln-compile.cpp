@@ -11,6 +11,7 @@
 #include "codegen/cpu/EmitObject.h"
 #include "compiler/onnx/Importer.h"
 #include "compiler/pipeline/Artifact.h"
+#include "compiler/pipeline/Report.h"
 #include "dialects/kiln/KilnDialect.h"
 #include "passes/Passes.h"
 
@@ -49,6 +50,9 @@ static cl::opt<std::string> target("target", cl::desc("cpu (cuda and cuda-emu co
                                    cl::init("cpu"));
 static cl::opt<std::string> modelName("name", cl::desc("C identifier prefix of the model (default: the output's stem)"),
                                       cl::init(""));
+static cl::opt<std::string> reportPath("report",
+    cl::desc("write what the compiler did per kernel: FILE.json or FILE.md"),
+    cl::value_desc("file"), cl::init(""));
 static cl::opt<unsigned> optLevel("O", cl::desc("optimization level 0-3"), cl::Prefix,
                                   cl::init(3));
 
@@ -149,10 +153,22 @@ int main(int argc, char **argv) {
   if (optLevel >= 1)
     pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
   pm.addPass(createCSEPass());
-  if (optLevel >= 1)
-    pm.addNestedPass<func::FuncOp>(kiln::createFusePass());
   if (failed(pm.run(*module)))
     return 1;
+  // The report states what fusion saved: lower an unfused copy as well.
+  kiln::codegen::Program unfused;
+  bool haveUnfused = false;
+  if (!reportPath.empty() && optLevel >= 1) {
+    OwningOpRef<ModuleOp> copy = module->clone();
+    unfused.name = "unfused";
+    haveUnfused = succeeded(kiln::codegen::lowerToKernels(*copy, unfused));
+  }
+  if (optLevel >= 1) {
+    PassManager fuse(&ctx);
+    fuse.addNestedPass<func::FuncOp>(kiln::createFusePass());
+    if (failed(fuse.run(*module)))
+      return 1;
+  }
   if (emit == "mlir")
     return printTo([&](llvm::raw_ostream &os) { module->print(os); });
 
@@ -164,6 +180,12 @@ int main(int argc, char **argv) {
     return 1;
   if (failed(verify(*program.kernels)))
     return fail("internal error: the generated kernels do not verify");
+  if (!reportPath.empty()) {
+    std::string error;
+    if (!kiln::pipeline::writeReport(reportPath, program,
+                                     haveUnfused ? &unfused : nullptr, error))
+      return fail(error);
+  }
   if (emit == "kernels")
     return printTo([&](llvm::raw_ostream &os) { program.kernels->print(os); });
 
