@@ -63,6 +63,12 @@ public:
   Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, x, idx(c)); }
   Value minI(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
   Value load(int buf, Value i) { return memref::LoadOp::create(b, bufs[buf], i); }
+  /// A workgroup-private f32 scratch buffer on the stack.
+  Value scratch(int64_t n) {
+    return memref::AllocaOp::create(b, MemRefType::get({n}, b.getF32Type()));
+  }
+  Value loadM(Value m, Value i) { return memref::LoadOp::create(b, m, i); }
+  void storeM(Value v, Value m, Value i) { memref::StoreOp::create(b, v, m, i); }
   void store(Value v, int buf, Value i) { memref::StoreOp::create(b, v, bufs[buf], i); }
 
   Value fadd(Value x, Value y, bool reassoc = false) {
@@ -611,6 +617,60 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op, const Epilogue *epi) {
   if (epi)
     ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
   int outBuf = ins.size();
+  auto applyEpilogue = [&](KernelEmitter &e, Value n, Value oc, Value pix, Value x) {
+    if (!epi)
+      return x;
+    return epi->apply(e, x, [&](int k) {
+      auto &st = epi->siteStrides[k];
+      Value off = e.add(e.add(e.mul(n, st[0]), e.mul(oc, st[1])), e.mul(pix, st[3]));
+      return e.load(firstSite + k, off);
+    });
+  };
+
+  // Stride-1 depthwise convolutions: copy the plane into a zero-padded
+  // scratch plane, then run every tap over the flattened padded rows in one
+  // contiguous, vectorizable loop (the columns past OW are computed and
+  // dropped). Rows of small planes (7, 14) are shorter than a vector, so
+  // the row-by-row form below would never vectorize.
+  int64_t Hp = H + pad[0] + pad[2], Wp = W + pad[1] + pad[3];
+  if (Cg == 1 && Og == 1 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1 &&
+      KH * KW <= 49 && Hp * Wp <= 16384) {
+    return launch(op, ins, N * O, [&](KernelEmitter &e) {
+      Value n = e.div(e.wg, O), oc = e.rem(e.wg, O);
+      Value padded = e.scratch(Hp * Wp + KW);
+      Value acc = e.scratch(OH * Wp);
+      e.loop(0, Hp * Wp + KW, [&](Value i) { e.storeM(e.f32(0.0f), padded, i); });
+      Value inPlane = e.mul(e.wg, H * W); // N*C planes, C == O
+      e.loop(0, H, [&](Value y) {
+        Value src = e.add(inPlane, e.mul(y, W));
+        Value dst = e.add(e.mul(e.add(y, e.idx(pad[0])), Wp), e.idx(pad[1]));
+        e.loop(0, W, [&](Value x) {
+          e.storeM(e.load(0, e.add(src, x)), padded, e.add(dst, x));
+        });
+      });
+      SmallVector<Value> taps;
+      for (int64_t t = 0; t < KH * KW; ++t)
+        taps.push_back(e.load(1, e.add(e.mul(oc, KH * KW), e.idx(t))));
+      Value bias = hasBias ? e.load(2, oc) : e.f32(0.0f);
+      e.loop(0, OH * Wp, [&](Value q) {
+        Value sum = bias;
+        for (int64_t ky = 0; ky < KH; ++ky)
+          for (int64_t kx = 0; kx < KW; ++kx)
+            sum = e.fadd(sum, e.fmul(taps[ky * KW + kx],
+                                     e.loadM(padded, e.add(q, e.idx(ky * Wp + kx)))),
+                         true);
+        e.storeM(sum, acc, q);
+      });
+      Value outBase = e.mul(e.wg, OH * OW);
+      e.loop(0, OH, [&](Value oh) {
+        e.loop(0, OW, [&](Value ow) {
+          Value pix = e.add(e.mul(oh, OW), ow);
+          Value v = e.loadM(acc, e.add(e.mul(oh, Wp), ow));
+          e.store(applyEpilogue(e, n, oc, pix, v), outBuf, e.add(outBase, pix));
+        });
+      });
+    });
+  }
   return launch(op, ins, N * O, [&](KernelEmitter &e) {
     Value n = e.div(e.wg, O), oc = e.rem(e.wg, O);
     Value g = e.div(oc, Og);
