@@ -25,10 +25,14 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // CHECK: memref.extract_aligned_pointer_as_index
 // CHECK: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> ()
 
-// Depthwise: the direct loop nest, one workgroup per (image, channel).
+// Depthwise, stride 1: one workgroup per (image, channel); the plane is
+// copied into a zero-padded stack scratch and the taps run over its
+// flattened rows.
 // CHECK-LABEL: func.func @kiln_k2_conv(
 // CHECK-SAME: attributes {kiln.workgroups = 32 : i64}
 // CHECK-NOT: call @kiln_uk_sgemm
+// CHECK: memref.alloca() : memref<28xf32>
+// CHECK: memref.alloca() : memref<15xf32>
 // CHECK: arith.mulf
 
 // Pointwise: no im2col kernel before it.
