@@ -198,7 +198,6 @@ struct Epilogue {
   SmallVector<Value> siteArgs;                  // body arguments, one per site
   SmallVector<std::vector<int64_t>> siteStrides; // output coordinates
   DenseMap<std::pair<Operation *, unsigned>, int> siteOf;
-  int firstArg = 0; // kernel argument of site 0 (anchored kernels)
 
   void collect() {
     for (Operation *op : ops)
@@ -238,6 +237,20 @@ struct Epilogue {
     return scalar.lookup(yielded);
   }
 };
+
+/// Applies a conv epilogue to output value `x` at (image n, channel oc,
+/// pixel pix); site k is kernel argument firstSite + k. Sites are full-size
+/// or broadcast over both spatial dims, so a pixel has one stride (st[3]).
+Value convEpilogue(KernelEmitter &e, const Epilogue *epi, int firstSite, Value n,
+                   Value oc, Value pix, Value x) {
+  if (!epi)
+    return x;
+  return epi->apply(e, x, [&](int k) {
+    auto &st = epi->siteStrides[k];
+    Value off = e.add(e.add(e.mul(n, st[0]), e.mul(oc, st[1])), e.mul(pix, st[3]));
+    return e.load(firstSite + k, off);
+  });
+}
 
 /// How a kernel's workgroups split rows of an [outer x inner] iteration.
 int64_t rowsPerWorkgroup(int64_t inner) {
@@ -588,13 +601,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
         Value rowOff = e.add(outOff, e.mul(r, P));
         e.loop(e.idx(0), cols, [&](Value j) {
           Value at = e.add(rowOff, j);
-          Value pix = e.add(p0, j);
-          Value y = epi->apply(e, e.load(o, at), [&](int k) {
-            auto &st = epi->siteStrides[k];
-            Value off = e.add(e.add(e.mul(n, st[0]), e.mul(oc, st[1])), e.mul(pix, st[3]));
-            return e.load(firstSite + k, off);
-          });
-          e.store(y, o, at);
+          e.store(convEpilogue(e, epi, firstSite, n, oc, e.add(p0, j), e.load(o, at)),
+                  o, at);
         });
       });
   }, flops);
@@ -617,15 +625,6 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op, const Epilogue *epi) {
   if (epi)
     ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
   int outBuf = ins.size();
-  auto applyEpilogue = [&](KernelEmitter &e, Value n, Value oc, Value pix, Value x) {
-    if (!epi)
-      return x;
-    return epi->apply(e, x, [&](int k) {
-      auto &st = epi->siteStrides[k];
-      Value off = e.add(e.add(e.mul(n, st[0]), e.mul(oc, st[1])), e.mul(pix, st[3]));
-      return e.load(firstSite + k, off);
-    });
-  };
 
   // Stride-1 depthwise convolutions: copy the plane into a zero-padded
   // scratch plane, then run every tap over the flattened padded rows in one
@@ -666,7 +665,8 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op, const Epilogue *epi) {
         e.loop(0, OW, [&](Value ow) {
           Value pix = e.add(e.mul(oh, OW), ow);
           Value v = e.loadM(acc, e.add(e.mul(oh, Wp), ow));
-          e.store(applyEpilogue(e, n, oc, pix, v), outBuf, e.add(outBase, pix));
+          e.store(convEpilogue(e, epi, firstSite, n, oc, pix, v), outBuf,
+                  e.add(outBase, pix));
         });
       });
     });
@@ -710,12 +710,8 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op, const Epilogue *epi) {
     if (epi)
       e.loop(0, OH * OW, [&](Value pix) {
         Value at = e.add(outBase, pix);
-        Value y = epi->apply(e, e.load(outBuf, at), [&](int k) {
-          auto &st = epi->siteStrides[k];
-          Value off = e.add(e.add(e.mul(n, st[0]), e.mul(oc, st[1])), e.mul(pix, st[3]));
-          return e.load(firstSite + k, off);
-        });
-        e.store(y, outBuf, at);
+        e.store(convEpilogue(e, epi, firstSite, n, oc, pix, e.load(outBuf, at)), outBuf,
+                at);
       });
   });
 }

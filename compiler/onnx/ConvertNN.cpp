@@ -5,13 +5,6 @@ using namespace mlir;
 namespace kiln::onnx_import {
 namespace {
 
-LogicalResult set(NodeContext &ctx, FailureOr<Value> v) {
-  if (failed(v))
-    return failure();
-  ctx.setOutput(0, *v);
-  return success();
-}
-
 /// Strides and dilations default to 1 per spatial dimension.
 FailureOr<std::vector<int64_t>> spatialInts(NodeContext &ctx, StringRef name,
                                             size_t n) {
@@ -44,11 +37,11 @@ std::vector<int64_t> lift(ArrayRef<int64_t> v, bool isPads) {
 /// the node was 1-D.
 LogicalResult setWindowResult(NodeContext &ctx, FailureOr<Value> v, bool oneD) {
   if (failed(v) || !oneD)
-    return set(ctx, v);
+    return ctx.setResult(v);
   auto t = llvm::cast<RankedTensorType>(v->getType());
   SmallVector<int64_t> shape(t.getShape());
   shape.erase(shape.begin() + 2);
-  return set(ctx, ctx.createTyped<kiln::ReshapeOp>(
+  return ctx.setResult(ctx.createTyped<kiln::ReshapeOp>(
                       RankedTensorType::get(shape, t.getElementType()), *v));
 }
 
@@ -95,7 +88,7 @@ LogicalResult convertGemm(NodeContext &ctx) {
   // Before opset 7, broadcast=0 required C to be M x N already; numpy
   // broadcasting (what kiln.gemm does) agrees on those shapes.
   OpBuilder &b = ctx.builder;
-  return set(ctx, ctx.create<kiln::GemmOp>(
+  return ctx.setResult(ctx.create<kiln::GemmOp>(
                       ctx.input(0), ctx.input(1), ctx.input(2),
                       b.getF32FloatAttr(ctx.attrFloat("alpha", 1.0f)),
                       b.getF32FloatAttr(ctx.attrFloat("beta", 1.0f)),
@@ -104,7 +97,7 @@ LogicalResult convertGemm(NodeContext &ctx) {
 }
 
 LogicalResult convertMatMul(NodeContext &ctx) {
-  return set(ctx, ctx.create<kiln::MatMulOp>(ctx.input(0), ctx.input(1)));
+  return ctx.setResult(ctx.create<kiln::MatMulOp>(ctx.input(0), ctx.input(1)));
 }
 
 template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
@@ -149,7 +142,7 @@ template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
 }
 
 LogicalResult convertGlobalAvgPool(NodeContext &ctx) {
-  return set(ctx, ctx.create<kiln::GlobalAvgPoolOp>(ctx.input(0)));
+  return ctx.setResult(ctx.create<kiln::GlobalAvgPoolOp>(ctx.input(0)));
 }
 
 LogicalResult convertBatchNorm(NodeContext &ctx) {
@@ -157,7 +150,7 @@ LogicalResult convertBatchNorm(NodeContext &ctx) {
     return ctx.error("training_mode=1 is not supported (inference only)");
   if (ctx.opset < 9 && ctx.attrInt("spatial", 1) == 0)
     return ctx.error("spatial=0 is not supported");
-  return set(ctx, ctx.create<kiln::BatchNormOp>(
+  return ctx.setResult(ctx.create<kiln::BatchNormOp>(
                       ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3),
                       ctx.input(4),
                       ctx.builder.getF32FloatAttr(ctx.attrFloat("epsilon", 1e-5f))));
@@ -173,7 +166,7 @@ LogicalResult convertSoftmax(NodeContext &ctx) {
   OpBuilder &b = ctx.builder;
   Value x = ctx.input(0);
   if (ctx.opset >= 13 || *axis == rank - 1)
-    return set(ctx, ctx.createTyped<kiln::SoftmaxOp>(
+    return ctx.setResult(ctx.createTyped<kiln::SoftmaxOp>(
                         in, x, b.getI64IntegerAttr(*axis)));
   // Before opset 13: softmax of the input coerced to 2-D at `axis`.
   int64_t rows = 1, cols = 1;
@@ -186,7 +179,7 @@ LogicalResult convertSoftmax(NodeContext &ctx) {
   auto s = ctx.createTyped<kiln::SoftmaxOp>(flat, *r, b.getI64IntegerAttr(1));
   if (failed(s))
     return failure();
-  return set(ctx, ctx.createTyped<kiln::ReshapeOp>(in, *s));
+  return ctx.setResult(ctx.createTyped<kiln::ReshapeOp>(in, *s));
 }
 
 } // namespace

@@ -16,13 +16,6 @@ using namespace mlir;
 namespace kiln::onnx_import {
 namespace {
 
-LogicalResult set(NodeContext &ctx, FailureOr<Value> v) {
-  if (failed(v))
-    return failure();
-  ctx.setOutput(0, *v);
-  return success();
-}
-
 /// Sets output 0 to `input(0)` viewed with `shape` (host or IR).
 LogicalResult reshapeTo(NodeContext &ctx, ArrayRef<int64_t> shape) {
   if (const HostTensor *h = ctx.hostInput(0)) {
@@ -39,7 +32,7 @@ LogicalResult reshapeTo(NodeContext &ctx, ArrayRef<int64_t> shape) {
   if (type.getNumElements() != in.getNumElements())
     return ctx.error("cannot reshape " + Twine(in.getNumElements()) +
                      " elements to " + Twine(type.getNumElements()));
-  return set(ctx, ctx.createTyped<kiln::ReshapeOp>(type, ctx.input(0)));
+  return ctx.setResult(ctx.createTyped<kiln::ReshapeOp>(type, ctx.input(0)));
 }
 
 /// The compile-time integer vector of input `i`, or an error.
@@ -201,7 +194,7 @@ LogicalResult convertTranspose(NodeContext &ctx) {
     ctx.setHostOutput(0, std::move(r));
     return success();
   }
-  return set(ctx, ctx.create<kiln::TransposeOp>(
+  return ctx.setResult(ctx.create<kiln::TransposeOp>(
                       ctx.input(0), ctx.builder.getDenseI64ArrayAttr(perm)));
 }
 
@@ -246,7 +239,7 @@ LogicalResult convertConcat(NodeContext &ctx) {
   SmallVector<Value> ins;
   for (size_t i = 0; i < ctx.numInputs(); ++i)
     ins.push_back(ctx.input(i));
-  return set(ctx, ctx.create<kiln::ConcatOp>(ValueRange(ins),
+  return ctx.setResult(ctx.create<kiln::ConcatOp>(ValueRange(ins),
                                              ctx.builder.getI64IntegerAttr(*axis)));
 }
 

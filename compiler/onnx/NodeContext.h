@@ -78,6 +78,13 @@ public:
   // Outputs -------------------------------------------------------------
   void setOutput(size_t i, mlir::Value v);
   void setHostOutput(size_t i, HostTensor t);
+  /// Sets output 0 from a created op, passing a failure through.
+  mlir::LogicalResult setResult(mlir::FailureOr<mlir::Value> v) {
+    if (mlir::failed(v))
+      return mlir::failure();
+    setOutput(0, *v);
+    return mlir::success();
+  }
 
   // Errors: "node 'n' (Op): message", at the node's location. Returns failure.
   mlir::LogicalResult error(const llvm::Twine &msg);
