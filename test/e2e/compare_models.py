@@ -2,7 +2,7 @@
 """Compiles Kiln's CNNs and compares them with onnxruntime, through both
 artifact paths: the .so run by kiln-run, and model.o + model.h linked into a
 C program (test/e2e/Inputs/run_object.c) that also runs several instances at
-once from several threads.
+once from several threads; the .so also at -O0 (no graph passes).
 
 Tolerance: |kiln - ort| <= rtol * |ort| + atol with rtol = 1e-4 and
 atol = 1e-5 * max|ort| (deep random-weight nets give large logits; near-zero
@@ -69,6 +69,14 @@ def main():
                 run([os.path.join(args.bindir, "kiln-run"), so, "--input",
                      "input=" + os.path.join(tmp, "x.npy"), "--output-dir", out_dir])
                 ok_so = check(".so via kiln-run", np.load(os.path.join(out_dir, "logits.npy")), ref)
+                # The same without graph passes (-O0): fusion and folding must
+                # not change results beyond float reassociation.
+                so0 = os.path.join(tmp, name + "_O0.so")
+                run([os.path.join(args.bindir, "kiln-compile"), path, "-O0", "-o", so0])
+                run([os.path.join(args.bindir, "kiln-run"), so0, "--input",
+                     "input=" + os.path.join(tmp, "x.npy"), "--output-dir", out_dir + "_O0"])
+                ok_so = check(".so at -O0 via kiln-run",
+                              np.load(os.path.join(out_dir + "_O0", "logits.npy")), ref) and ok_so
                 # .o + .h linked into a C program
                 obj = os.path.join(tmp, name + ".o")
                 run([os.path.join(args.bindir, "kiln-compile"), path, "-o", obj])
