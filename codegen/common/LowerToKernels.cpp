@@ -743,6 +743,68 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   if (epi)
     ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
   int outBuf = ins.size();
+
+  // The sgemm ukernel needs A as [M, K] and B as [K, N] in memory: B as
+  // given, or a constant B^T transposed once at compile time.
+  int bBuf = bufferOf.lookup(op.getB());
+  bool f32 = llvm::all_of(ins, [](Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32();
+  });
+  // Fewer than 6 rows (batch-1 classifiers) waste the ukernel's 6-row tile
+  // and its B packing; the dot-product loops below do better there.
+  bool viaUkernel = !tA && f32 && M >= 6 &&
+                    (!tB || p.buffers[bBuf].kind == Buffer::Constant);
+  if (viaUkernel && tB) {
+    std::vector<char> t(N * K * 4);
+    const char *src = p.weights.data() + p.buffers[bBuf].offset;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k)
+        std::memcpy(&t[(k * N + n) * 4], src + (n * K + k) * 4, 4);
+    bBuf = addConstantData(t);
+  }
+  if (viaUkernel) {
+    SmallVector<int> ids;
+    for (Value v : ins)
+      ids.push_back(bufferOf.lookup(v));
+    ids[1] = bBuf;
+    int out = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * 4);
+    ids.push_back(out);
+    int64_t rb = std::min(M, kTileRows), cb = std::min(N, kTileCols);
+    int64_t rTiles = ceilDiv(M, rb), cTiles = ceilDiv(N, cb);
+    int64_t flops = estimateFlops(op);
+    if (epi)
+      for (Operation *o : epi->ops)
+        flops += estimateFlops(o);
+    emitKernel(op.getLoc(), "gemm", ids, rTiles * cTiles, [&](KernelEmitter &e) {
+      Value i0 = e.mul(e.div(e.wg, cTiles), rb), j0 = e.mul(e.rem(e.wg, cTiles), cb);
+      Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.idx(M), i0));
+      Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(N), j0));
+      int o = ids.size() - 1;
+      e.sgemm(rows, cols, K, 0, e.mul(i0, K), K, 1, j0, N, o, e.add(e.mul(i0, N), j0), N,
+              false);
+      if (alpha == 1.0f && !hasC && !epi)
+        return;
+      e.loop(e.idx(0), rows, [&](Value r) {
+        Value i = e.add(i0, r);
+        e.loop(e.idx(0), cols, [&](Value jj) {
+          Value j = e.add(j0, jj);
+          Value at = e.add(e.mul(i, N), j);
+          Value v = e.fmul(e.load(o, at), e.f32(alpha));
+          if (hasC)
+            v = e.fadd(v, e.fmul(e.f32(beta), e.load(2, e.add(e.mul(i, cs0), e.mul(j, cs1)))));
+          if (epi)
+            v = epi->apply(e, v, [&](int k) {
+              auto &st = epi->siteStrides[k];
+              return e.load(firstSite + k, e.add(e.mul(i, st[0]), e.mul(j, st[1])));
+            });
+          e.store(v, o, at);
+        });
+      });
+    }, flops);
+    bufferOf[op.getResult()] = out;
+    return success();
+  }
+
   int64_t colBlock = std::min<int64_t>(N, 512);
   int64_t colBlocks = ceilDiv(N, colBlock);
   return launch(op, ins, M * colBlocks, [&](KernelEmitter &e) {
