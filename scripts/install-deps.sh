@@ -32,6 +32,8 @@ for line in open(sys.argv[1]):
 PYEOF
 then
   echo "install-deps: installing Python packages from scripts/requirements.txt"
-  "$PY" -m pip install -q -r "$here/scripts/requirements.txt"
+  # Debian's own python3 refuses pip installs (PEP 668) unless told otherwise.
+  "$PY" -m pip install -q -r "$here/scripts/requirements.txt" ||
+    "$PY" -m pip install -q --break-system-packages -r "$here/scripts/requirements.txt"
 fi
 echo "install-deps: ok"
