@@ -22,7 +22,8 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::drain() {
   int64_t claimed = 0;
-  for (int64_t wg; (wg = next.fetch_add(1, std::memory_order_relaxed)) < total;) {
+  for (int64_t wg; (wg = next.fetch_add(1, std::memory_order_acquire)) <
+                   total.load(std::memory_order_relaxed);) {
     fn(args, wg);
     ++claimed;
   }
@@ -69,16 +70,16 @@ void ThreadPool::runJob(kiln_kernel_fn f, void *const *a, int64_t n) {
     std::lock_guard<std::mutex> lock(mu);
     fn = f;
     args = a;
-    total = n;
-    next.store(0);
+    total.store(n, std::memory_order_relaxed);
     done.store(0);
+    next.store(0, std::memory_order_release);
     ++generation;
   }
   wake.notify_all();
   drain();
   std::unique_lock<std::mutex> lock(mu);
   // All workgroups done and no worker still reading this job's state.
-  finished.wait(lock, [&] { return done.load() == total && active == 0; });
+  finished.wait(lock, [&] { return done.load() == total.load() && active == 0; });
 }
 
 } // namespace kiln::rt

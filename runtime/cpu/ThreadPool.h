@@ -41,9 +41,11 @@ private:
   uint64_t generation = 0;
   bool stopping = false;
   // The job in flight.
+  // fn, args and total are written before `next` is reset (a release) and
+  // read after a workgroup is claimed from it (an acquire).
   kiln_kernel_fn fn = nullptr;
   void *const *args = nullptr;
-  int64_t total = 0;
+  std::atomic<int64_t> total{0};
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
   int active = 0; // workers inside the current job
