@@ -626,45 +626,56 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op, const Epilogue *epi) {
     ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
   int outBuf = ins.size();
 
-  // Stride-1 depthwise convolutions: copy the plane into a zero-padded
-  // scratch plane, then run every tap over the flattened padded rows in one
-  // contiguous, vectorizable loop (the columns past OW are computed and
-  // dropped). Rows of small planes (7, 14) are shorter than a vector, so
-  // the row-by-row form below would never vectorize.
-  int64_t Hp = H + pad[0] + pad[2], Wp = W + pad[1] + pad[3];
-  if (Cg == 1 && Og == 1 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1 &&
-      KH * KW <= 49 && Hp * Wp <= 16384) {
+  // Depthwise convolutions with stride 1 or 2: copy the plane into S*S
+  // zero-padded phase planes (rows and columns split by their index mod the
+  // stride S), so every tap reads one phase plane at unit stride; then run
+  // every tap over the flattened phase rows in one contiguous, vectorizable
+  // loop (the columns past OW are computed and dropped). Rows of small
+  // planes (7, 14) are shorter than a vector, so the row-by-row form below
+  // would never vectorize.
+  int64_t S = s[0], Hp = H + pad[0] + pad[2], Wp = W + pad[1] + pad[3];
+  int64_t Hh = ceilDiv(Hp, S), Wh = ceilDiv(Wp, S);
+  // (With stride 2 on wide planes the scattered phase copy costs more than
+  // the row-by-row form, whose rows are long enough to vectorize.)
+  if (Cg == 1 && Og == 1 && s[0] == s[1] && (S == 1 || (S == 2 && OW < 32)) &&
+      d[0] == 1 && d[1] == 1 && KH * KW <= 49 && S * S * Hh * Wh <= 32768) {
+    int64_t phase = Hh * Wh;
     return launch(op, ins, N * O, [&](KernelEmitter &e) {
       Value n = e.div(e.wg, O), oc = e.rem(e.wg, O);
-      Value padded = e.scratch(Hp * Wp + KW);
-      Value acc = e.scratch(OH * Wp);
-      e.loop(0, Hp * Wp + KW, [&](Value i) { e.storeM(e.f32(0.0f), padded, i); });
+      Value planes = e.scratch(S * S * phase + KW);
+      Value acc = e.scratch(OH * Wh);
+      e.loop(0, S * S * phase + KW, [&](Value i) { e.storeM(e.f32(0.0f), planes, i); });
       Value inPlane = e.mul(e.wg, H * W); // N*C planes, C == O
       e.loop(0, H, [&](Value y) {
         Value src = e.add(inPlane, e.mul(y, W));
-        Value dst = e.add(e.mul(e.add(y, e.idx(pad[0])), Wp), e.idx(pad[1]));
+        Value py = e.add(y, e.idx(pad[0]));
+        Value rowBase = e.add(e.mul(e.rem(py, S), S * phase), e.mul(e.div(py, S), Wh));
         e.loop(0, W, [&](Value x) {
-          e.storeM(e.load(0, e.add(src, x)), padded, e.add(dst, x));
+          Value px = e.add(x, e.idx(pad[1]));
+          Value dst = e.add(rowBase, e.add(e.mul(e.rem(px, S), phase), e.div(px, S)));
+          e.storeM(e.load(0, e.add(src, x)), planes, dst);
         });
       });
       SmallVector<Value> taps;
       for (int64_t t = 0; t < KH * KW; ++t)
         taps.push_back(e.load(1, e.add(e.mul(oc, KH * KW), e.idx(t))));
       Value bias = hasBias ? e.load(2, oc) : e.f32(0.0f);
-      e.loop(0, OH * Wp, [&](Value q) {
+      e.loop(0, OH * Wh, [&](Value q) {
         Value sum = bias;
         for (int64_t ky = 0; ky < KH; ++ky)
-          for (int64_t kx = 0; kx < KW; ++kx)
+          for (int64_t kx = 0; kx < KW; ++kx) {
+            int64_t off = ((ky % S) * S + kx % S) * phase + (ky / S) * Wh + kx / S;
             sum = e.fadd(sum, e.fmul(taps[ky * KW + kx],
-                                     e.loadM(padded, e.add(q, e.idx(ky * Wp + kx)))),
+                                     e.loadM(planes, e.add(q, e.idx(off)))),
                          true);
+          }
         e.storeM(sum, acc, q);
       });
       Value outBase = e.mul(e.wg, OH * OW);
       e.loop(0, OH, [&](Value oh) {
         e.loop(0, OW, [&](Value ow) {
           Value pix = e.add(e.mul(oh, OW), ow);
-          Value v = e.loadM(acc, e.add(e.mul(oh, Wp), ow));
+          Value v = e.loadM(acc, e.add(e.mul(oh, Wh), ow));
           e.store(convEpilogue(e, epi, firstSite, n, oc, pix, v), outBuf,
                   e.add(outBase, pix));
         });

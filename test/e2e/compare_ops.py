@@ -76,6 +76,8 @@ CASES = {
     "conv_depthwise_s1": conv(2, 12, 7, 9, 12, 3, group=12),
     "conv_depthwise_5x5_asym": conv(1, 8, 14, 14, 8, 5, pad=[2, 1, 0, 2], group=8),
     "conv_depthwise_multiplier": conv(1, 4, 8, 8, 8, 3, group=4),
+    "conv_depthwise_s2_odd": conv(1, 6, 15, 13, 6, 3, stride=2, group=6),
+    "conv_depthwise_s2_5x5_asym": conv(2, 5, 14, 11, 5, 5, stride=2, pad=[1, 2, 2, 0], group=5),
     "conv_7x7_s2": conv(1, 3, 32, 32, 16, 7, stride=2),
     "conv_large_k": conv(1, 300, 5, 5, 20, 3),
     "gemm_transB_const": model("Gemm", [("a", (3, 300))], [("w", (70, 300)), ("c", (70,))],
