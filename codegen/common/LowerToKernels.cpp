@@ -502,7 +502,7 @@ LogicalResult Lowering::elementwise(
 //===----------------------------------------------------------------------===//
 
 /// Output tile of a matrix-product workgroup (rows x columns).
-constexpr int64_t kTileRows = 48, kTileCols = 512;
+constexpr int64_t kTileRows = 144, kTileCols = 512;
 
 LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   auto in = shape(op.getInput()), w = shape(op.getWeight()),
