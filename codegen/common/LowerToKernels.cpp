@@ -503,6 +503,22 @@ LogicalResult Lowering::elementwise(
 
 /// Output tile of a matrix-product workgroup (rows x columns).
 constexpr int64_t kTileRows = 144, kTileCols = 512;
+/// Enough workgroups to balance over the runtime's threads (workgroups are
+/// claimed dynamically, so several per thread smooth out uneven tiles).
+constexpr int64_t kMinTiles = 8;
+
+/// Tile sizes for an [rows x cols] matrix product repeated `batches` times:
+/// as large as kTileRows x kTileCols, shrunk (columns first, in multiples of
+/// 32; then rows, in multiples of 6) until there are kMinTiles tiles.
+std::pair<int64_t, int64_t> productTiles(int64_t rows, int64_t cols, int64_t batches) {
+  int64_t rb = std::min(rows, kTileRows), cb = std::min(cols, kTileCols);
+  auto tiles = [&] { return batches * ceilDiv(rows, rb) * ceilDiv(cols, cb); };
+  while (tiles() < kMinTiles && cb > 64)
+    cb = std::max<int64_t>(64, (cb / 2 + 31) / 32 * 32);
+  while (tiles() < kMinTiles && rb > 24)
+    rb = std::max<int64_t>(24, (rb / 2 + 5) / 6 * 6);
+  return {rb, cb};
+}
 
 LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   auto in = shape(op.getInput()), w = shape(op.getWeight()),
@@ -570,7 +586,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
       ids.push_back(bufferOf.lookup(v));
   ids.push_back(outBuf);
   int o = ids.size() - 1;
-  int64_t rb = std::min(Og, kTileRows), cb = std::min(P, kTileCols);
+  auto [rb, cb] = productTiles(Og, P, N * G);
   int64_t rTiles = ceilDiv(Og, rb), cTiles = ceilDiv(P, cb);
   int64_t flops = estimateFlops(op);
   if (epi)
@@ -780,7 +796,7 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
     ids[1] = bBuf;
     int out = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * 4);
     ids.push_back(out);
-    int64_t rb = std::min(M, kTileRows), cb = std::min(N, kTileCols);
+    auto [rb, cb] = productTiles(M, N, 1);
     int64_t rTiles = ceilDiv(M, rb), cTiles = ceilDiv(N, cb);
     int64_t flops = estimateFlops(op);
     if (epi)
