@@ -53,6 +53,10 @@ static cl::opt<std::string> modelName("name", cl::desc("C identifier prefix of t
 static cl::opt<std::string> reportPath("report",
     cl::desc("write what the compiler did per kernel: FILE.json or FILE.md"),
     cl::value_desc("file"), cl::init(""));
+static cl::list<std::string> printAfter("print-ir-after",
+    cl::desc("print the IR (to stderr) after the graph pass with this flag, "
+             "e.g. kiln-fuse, kiln-fold-batchnorm, canonicalize; or 'all'"),
+    cl::CommaSeparated);
 static cl::opt<unsigned> optLevel("O", cl::desc("optimization level 0-3"), cl::Prefix,
                                   cl::init(3));
 
@@ -147,8 +151,21 @@ int main(int argc, char **argv) {
   if (emit == "mlir-import")
     return printTo([&](llvm::raw_ostream &os) { module->print(os); });
 
-  // Graph passes.
+  // Graph passes; --print-after shows the IR after any of them.
+  auto instrument = [&](PassManager &manager) {
+    if (printAfter.empty())
+      return;
+    ctx.disableMultithreading();
+    manager.enableIRPrinting(
+        [](Pass *, Operation *) { return false; },
+        [](Pass *pass, Operation *) {
+          return llvm::is_contained(printAfter, "all") ||
+                 llvm::is_contained(printAfter, pass->getArgument());
+        },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+  };
   PassManager pm(&ctx);
+  instrument(pm);
   pm.addPass(createCanonicalizerPass());
   if (optLevel >= 1)
     pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
@@ -165,6 +182,7 @@ int main(int argc, char **argv) {
   }
   if (optLevel >= 1) {
     PassManager fuse(&ctx);
+    instrument(fuse);
     fuse.addNestedPass<func::FuncOp>(kiln::createFusePass());
     if (failed(fuse.run(*module)))
       return 1;
