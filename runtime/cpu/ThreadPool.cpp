@@ -67,7 +67,10 @@ void ThreadPool::runJob(kiln_kernel_fn f, void *const *a, int64_t n) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu);
+    std::unique_lock<std::mutex> lock(mu);
+    // A worker that woke late for the previous job may still be draining it
+    // (finding no work): let it leave before the job's state is rewritten.
+    finished.wait(lock, [&] { return active == 0; });
     fn = f;
     args = a;
     total.store(n, std::memory_order_relaxed);
