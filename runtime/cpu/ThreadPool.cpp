@@ -3,6 +3,13 @@
 
 #include <chrono>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define KILN_PAUSE() _mm_pause()
+#else
+#define KILN_PAUSE() ((void)0)
+#endif
+
 namespace kiln::rt {
 
 ThreadPool::ThreadPool(int threads) {
@@ -13,7 +20,7 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu);
-    stopping = true;
+    stopping.store(true);
   }
   wake.notify_all();
   for (auto &t : workers)
@@ -31,20 +38,35 @@ void ThreadPool::drain() {
     done.fetch_add(claimed, std::memory_order_acq_rel);
 }
 
+/// Iterations a thread spins (with a pause) before it blocks: a few tens of
+/// microseconds, about the gap between two kernel launches of a model.
+constexpr int kSpin = 4000;
+
 void ThreadPool::work() {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mu);
   for (;;) {
-    wake.wait(lock, [&] { return stopping || generation != seen; });
-    if (stopping)
+    // Spin briefly for the next job, then sleep.
+    for (int i = 0; i < kSpin && generation.load(std::memory_order_acquire) == seen &&
+                    !stopping.load(std::memory_order_relaxed);
+         ++i)
+      KILN_PAUSE();
+    std::unique_lock<std::mutex> lock(mu);
+    if (generation.load() == seen && !stopping.load()) {
+      ++sleepers;
+      wake.wait(lock, [&] { return stopping.load() || generation.load() != seen; });
+      --sleepers;
+    }
+    if (stopping.load())
       return;
-    seen = generation;
-    ++active;
+    // Registered under the lock: a job is never rewritten while active > 0.
+    seen = generation.load();
+    active.fetch_add(1);
     lock.unlock();
     drain();
-    lock.lock();
-    if (--active == 0)
+    if (active.fetch_sub(1) == 1) {
+      lock.lock();
       finished.notify_all();
+    }
   }
 }
 
@@ -66,23 +88,32 @@ void ThreadPool::runJob(kiln_kernel_fn f, void *const *a, int64_t n) {
       f(a, wg);
     return;
   }
+  bool wakeSleepers;
   {
     std::unique_lock<std::mutex> lock(mu);
     // A worker that woke late for the previous job may still be draining it
     // (finding no work): let it leave before the job's state is rewritten.
-    finished.wait(lock, [&] { return active == 0; });
+    finished.wait(lock, [&] { return active.load() == 0; });
     fn = f;
     args = a;
     total.store(n, std::memory_order_relaxed);
     done.store(0);
     next.store(0, std::memory_order_release);
-    ++generation;
+    generation.fetch_add(1, std::memory_order_release);
+    wakeSleepers = sleepers > 0;
   }
-  wake.notify_all();
+  if (wakeSleepers)
+    wake.notify_all();
   drain();
-  std::unique_lock<std::mutex> lock(mu);
-  // All workgroups done and no worker still reading this job's state.
-  finished.wait(lock, [&] { return done.load() == total.load() && active == 0; });
+  // All workgroups done and no worker still reading this job's state: spin
+  // briefly, then sleep.
+  auto finishedJob = [&] { return done.load() == total.load() && active.load() == 0; };
+  for (int i = 0; i < kSpin && !finishedJob(); ++i)
+    KILN_PAUSE();
+  if (!finishedJob()) {
+    std::unique_lock<std::mutex> lock(mu);
+    finished.wait(lock, finishedJob);
+  }
 }
 
 } // namespace kiln::rt

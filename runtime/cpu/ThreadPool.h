@@ -38,8 +38,11 @@ private:
   std::vector<std::thread> workers;
   std::mutex mu;
   std::condition_variable wake, finished;
-  uint64_t generation = 0;
-  bool stopping = false;
+  // Written under `mu`; read without it by spinning threads.
+  std::atomic<uint64_t> generation{0};
+  std::atomic<bool> stopping{false};
+  std::atomic<int> active{0}; // workers inside the current job
+  int sleepers = 0;           // workers blocked on `wake` (under `mu`)
   // The job in flight.
   // fn, args and total are written before `next` is reset (a release) and
   // read after a workgroup is claimed from it (an acquire).
@@ -48,7 +51,6 @@ private:
   std::atomic<int64_t> total{0};
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
-  int active = 0; // workers inside the current job
   bool profiling = false;
   std::vector<double> launchMs;
   void runJob(kiln_kernel_fn fn, void *const *args, int64_t n);

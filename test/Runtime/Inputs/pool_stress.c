@@ -60,7 +60,7 @@ static void *worker(void *arg) {
 int main(void) {
   pthread_t t[4];
   for (long k = 0; k < 4; ++k)
-    pthread_create(&t[k], NULL, worker, (void *)(k % 2 ? 3 : 2));
+    pthread_create(&t[k], NULL, worker, (void *)(k % 2 ? 3L : 2L));
   for (int k = 0; k < 4; ++k)
     pthread_join(t[k], NULL);
   printf("%d passed, %d failed\n", failures ? 0 : 1, failures ? 1 : 0);
