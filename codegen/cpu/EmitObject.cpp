@@ -208,14 +208,20 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   auto *kernelNames = new llvm::GlobalVariable(
       *mod, namesTy, true, internal, llvm::ConstantArray::get(namesTy, names),
       p.name + "_kernel_names");
+  std::vector<uint64_t> flops;
+  for (const Launch &l : p.launches)
+    flops.push_back(static_cast<uint64_t>(l.flops));
+  auto *flopsInit = llvm::ConstantDataArray::get(lc, flops);
+  auto *kernelFlops = new llvm::GlobalVariable(*mod, flopsInit->getType(), true, internal,
+                                               flopsInit, p.name + "_kernel_flops");
   auto *descTy = llvm::StructType::get(
-      lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy});
+      lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy});
   auto *desc = llvm::ConstantStruct::get(
       descTy, {b.getInt32(1), b.getInt32(p.inputs.size()),
                b.getInt32(p.outputs.size()), b.getInt32(p.launches.size()),
                b.CreateGlobalString(p.name, p.name + "_name", 0, mod.get()),
                inputs, outputs, b.getInt64(p.arenaBytes),
-               b.getInt64(p.weights.size()), run, kernelNames});
+               b.getInt64(p.weights.size()), run, kernelNames, kernelFlops});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

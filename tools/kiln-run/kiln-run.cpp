@@ -273,10 +273,12 @@ int main(int argc, char **argv) {
     std::sort(rows.rbegin(), rows.rend());
     std::printf("profile (median of %d runs, %u kernels, %.3f ms in kernels):\n", runs,
                 m->num_kernels, total);
-    std::printf("  %10s %6s  %s\n", "ms", "%", "kernel");
-    for (auto &[ms, k] : rows)
-      std::printf("  %10.3f %5.1f%%  %s\n", ms, total > 0 ? 100 * ms / total : 0.0,
-                  m->kernel_names[k]);
+    std::printf("  %10s %6s %8s  %s\n", "ms", "%", "GFLOP/s", "kernel");
+    for (auto &[ms, k] : rows) {
+      double gflops = m->kernel_flops && ms > 0 ? m->kernel_flops[k] / (ms * 1e6) : 0.0;
+      std::printf("  %10.3f %5.1f%% %8.1f  %s\n", ms, total > 0 ? 100 * ms / total : 0.0,
+                  gflops, m->kernel_names[k]);
+    }
   }
   api.destroy(inst);
   return status;

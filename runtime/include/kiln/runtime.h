@@ -65,6 +65,8 @@ typedef struct kiln_model_desc {
               void *pool);
   /** num_kernels entries, in launch order: "kiln_k3_conv" ... */
   const char *const *kernel_names;
+  /** num_kernels entries: floating-point operations of each launch. */
+  const int64_t *kernel_flops;
 } kiln_model_desc;
 
 /** Options for kiln_instance_create; a null pointer means defaults. */

@@ -38,7 +38,7 @@ static void run(void *arena, void *const *inputs, void *const *outputs, void *po
 static const int64_t shape[1] = {1};
 static const kiln_tensor_desc io = {"x", KILN_F32, 1, shape};
 static const kiln_model_desc model = {KILN_ABI_VERSION, 1, 1, 0, "pool_stress", &io, &io,
-                                      0, 0, run, NULL};
+                                      0, 0, run, NULL, NULL};
 
 static void *worker(void *arg) {
   kiln_instance *inst;
