@@ -291,6 +291,8 @@ private:
                   int64_t workgroups,
                   const std::function<void(KernelEmitter &)> &body,
                   int64_t flops = 0);
+  /// Fails with a diagnostic naming the node and op unless every value is f32.
+  LogicalResult checkF32(Operation *op, ArrayRef<Value> values);
   /// A constant buffer holding `data`.
   int addConstantData(ArrayRef<char> data);
   /// Creates a kernel for `op` with `ins` -> a fresh arena buffer for the
@@ -321,10 +323,10 @@ private:
 
 LogicalResult Lowering::addConstant(kiln::ConstantOp op) {
   auto type = llvm::cast<RankedTensorType>(op.getType());
+  // Other element types get no buffer: a kernel that reads one reports the
+  // unsupported type at its own node.
   if (!type.getElementType().isF32())
-    return op.emitError("constant of element type ")
-           << type.getElementType()
-           << " is used by a kernel; the CPU backend supports f32 tensors";
+    return success();
   int64_t n = type.getNumElements();
   std::vector<char> data(n * 4);
   Attribute value = op.getValue();
@@ -370,6 +372,28 @@ static void collectNodeNames(Location loc, std::vector<std::string> &out) {
   }
 }
 
+/// "node 'conv1', 'bn1' (kiln.conv)": the ONNX nodes an op stands for.
+static std::string describe(Operation *op) {
+  std::vector<std::string> names;
+  collectNodeNames(op->getLoc(), names);
+  std::string s;
+  for (auto &n : names)
+    s += (s.empty() ? "node '" : "', '") + n;
+  if (!s.empty())
+    s += "' ";
+  return s + "(" + op->getName().getStringRef().str() + ")";
+}
+
+LogicalResult Lowering::checkF32(Operation *op, ArrayRef<Value> values) {
+  for (Value v : values) {
+    Type et = llvm::cast<RankedTensorType>(v.getType()).getElementType();
+    if (!et.isF32())
+      return op->emitError() << describe(op) << ": element type " << et
+                             << " is not supported by the CPU backend yet (f32 only)";
+  }
+  return success();
+}
+
 void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
                           int64_t workgroups,
                           const std::function<void(KernelEmitter &)> &body,
@@ -411,11 +435,8 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
                                int64_t workgroups,
                                const std::function<void(KernelEmitter &)> &body,
                                std::optional<int> outBuffer) {
-  for (Value v : llvm::concat<Value>(ins, op->getResults()))
-    if (!llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32())
-      return op->emitError("element type ")
-             << llvm::cast<RankedTensorType>(v.getType()).getElementType()
-             << " is not supported by the CPU backend yet (f32 only)";
+  if (failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(ins, op->getResults())))))
+    return failure();
   Value result = op->getResult(0);
   int out = outBuffer ? *outBuffer
                       : newBuffer(Buffer::Arena, std::max<int64_t>(elems(result), 1) * 4);
@@ -533,9 +554,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   // better there.
   if (Kdim < 16 || Og < 4)
     return convDirect(op, epi);
-  for (Value v : {op.getInput(), op.getWeight(), op.getResult()})
-    if (!llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32())
-      return op.emitError("element type is not supported by the CPU backend yet (f32 only)");
+  if (failed(checkF32(op, {op.getInput(), op.getWeight(), op.getResult()})))
+    return failure();
   auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
   bool pointwise = KH == 1 && KW == 1 && s[0] == 1 && s[1] == 1 &&
                    llvm::all_of(pad, [](int64_t v) { return v == 0; });
@@ -1201,8 +1221,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::TransposeOp>([&](auto o) { return transpose(o); })
       .Case<kiln::ConcatOp>([&](auto o) { return concat(o); })
       .Default([&](Operation *o) {
-        return o->emitError("op '") << o->getName()
-                                    << "' has no CPU lowering";
+        return o->emitError() << describe(o) << " has no CPU lowering";
       });
 }
 
@@ -1281,6 +1300,10 @@ LogicalResult Lowering::run() {
       continue;
     }
     // Copy (input, constant or an output already claimed).
+    if (!t.getElementType().isF32())
+      return fn.emitError("output '")
+             << info.name << "' has element type " << t.getElementType()
+             << "; the CPU backend computes f32 tensors only";
     auto *op = v.getDefiningOp() ? v.getDefiningOp() : ret;
     int out = newBuffer(Buffer::Output, buf.bytes);
     p.buffers[out].index = i;

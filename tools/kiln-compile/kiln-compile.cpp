@@ -123,6 +123,8 @@ int main(int argc, char **argv) {
   registry.insert<kiln::KilnDialect, func::FuncDialect>();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  // Diagnostics name the node and op; the generic dump of the op adds noise.
+  ctx.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
 
