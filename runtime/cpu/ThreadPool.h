@@ -38,7 +38,9 @@ private:
   std::vector<std::thread> workers;
   std::mutex mu;
   std::condition_variable wake, finished;
-  // Written under `mu`; read without it by spinning threads.
+  // generation and stopping change under `mu` and are read without it by
+  // spinning threads; active grows under `mu` (so no job is rewritten while a
+  // worker is inside one) and shrinks without it.
   std::atomic<uint64_t> generation{0};
   std::atomic<bool> stopping{false};
   std::atomic<int> active{0}; // workers inside the current job
