@@ -29,7 +29,6 @@ public:
   void enableProfile(bool on) { profiling = on; }
   void beginRun() { launchMs.clear(); }
   const std::vector<double> &profile() const { return launchMs; }
-  int size() const { return static_cast<int>(workers.size()) + 1; }
 
 private:
   void work();
