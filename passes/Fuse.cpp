@@ -13,8 +13,7 @@ namespace kiln {
 namespace {
 
 bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SigmoidOp, TanhOp, ClipOp,
-             BatchNormOp>(op);
+  return kiln::isElementwise(op) || isa<BatchNormOp>(op);
 }
 
 bool isAnchor(Operation *op) {

@@ -175,6 +175,50 @@ Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
         return arith::DivFOp::create(b, e.f32(1.0f), e.fadd(e.f32(1.0f), ex));
       })
       .Case<kiln::TanhOp>([&](auto) { return math::TanhOp::create(b, v[0]); })
+      .Case<kiln::PowOp>([&](auto) { return math::PowFOp::create(b, v[0], v[1]); })
+      .Case<kiln::MaxOp>([&](auto) { return arith::MaximumFOp::create(b, v[0], v[1]); })
+      .Case<kiln::MinOp>([&](auto) { return arith::MinimumFOp::create(b, v[0], v[1]); })
+      .Case<kiln::ExpOp>([&](auto) { return math::ExpOp::create(b, v[0]); })
+      .Case<kiln::LogOp>([&](auto) { return math::LogOp::create(b, v[0]); })
+      .Case<kiln::SqrtOp>([&](auto) { return math::SqrtOp::create(b, v[0]); })
+      .Case<kiln::ErfOp>([&](auto) { return math::ErfOp::create(b, v[0]); })
+      .Case<kiln::NegOp>([&](auto) { return arith::NegFOp::create(b, v[0]); })
+      .Case<kiln::AbsOp>([&](auto) { return math::AbsFOp::create(b, v[0]); })
+      .Case<kiln::ReciprocalOp>([&](auto) {
+        return arith::DivFOp::create(b, e.f32(1.0f), v[0]);
+      })
+      .Case<kiln::SiluOp>([&](auto) {
+        Value ex = math::ExpOp::create(b, arith::NegFOp::create(b, v[0]));
+        return arith::DivFOp::create(b, v[0], e.fadd(e.f32(1.0f), ex));
+      })
+      .Case<kiln::HardSigmoidOp>([&](auto h) {
+        Value y = e.fadd(e.fmul(v[0], e.f32(h.getAlpha().convertToFloat())),
+                         e.f32(h.getBeta().convertToFloat()));
+        y = arith::MaximumFOp::create(b, y, e.f32(0.0f));
+        return arith::MinimumFOp::create(b, y, e.f32(1.0f));
+      })
+      .Case<kiln::HardSwishOp>([&](auto) {
+        Value y = e.fadd(e.fmul(v[0], e.f32(1.0f / 6.0f)), e.f32(0.5f));
+        y = arith::MaximumFOp::create(b, y, e.f32(0.0f));
+        return e.fmul(v[0], arith::MinimumFOp::create(b, y, e.f32(1.0f)));
+      })
+      .Case<kiln::LeakyReluOp>([&](auto l) {
+        Value neg = e.fmul(v[0], e.f32(l.getAlpha().convertToFloat()));
+        Value pos = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, v[0], e.f32(0.0f));
+        return arith::SelectOp::create(b, pos, v[0], neg);
+      })
+      .Case<kiln::GeluOp>([&](auto g) {
+        Value t;
+        if (g.getApproximate()) {
+          Value x3 = e.fmul(e.fmul(v[0], v[0]), v[0]);
+          Value in = e.fmul(e.f32(0.7978845608028654f),
+                            e.fadd(v[0], e.fmul(e.f32(0.044715f), x3)));
+          t = math::TanhOp::create(b, in);
+        } else {
+          t = math::ErfOp::create(b, e.fmul(v[0], e.f32(0.7071067811865476f)));
+        }
+        return e.fmul(e.fmul(v[0], e.f32(0.5f)), e.fadd(e.f32(1.0f), t));
+      })
       .Case<kiln::ClipOp>([&](auto c) {
         Value x = arith::MaximumFOp::create(b, v[0], e.f32(c.getMin().convertToFloat()));
         return arith::MinimumFOp::create(b, x, e.f32(c.getMax().convertToFloat()));
@@ -317,6 +361,9 @@ private:
   LogicalResult globalAvgPool(kiln::GlobalAvgPoolOp op);
   LogicalResult batchNorm(kiln::BatchNormOp op);
   LogicalResult softmax(kiln::SoftmaxOp op);
+  LogicalResult reduce(Operation *op);
+  LogicalResult layerNorm(kiln::LayerNormOp op);
+  LogicalResult attention(kiln::AttentionOp op);
   LogicalResult transpose(kiln::TransposeOp op);
   LogicalResult concat(kiln::ConcatOp op);
 };
@@ -769,7 +816,7 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op, const Epilogue *epi) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
-  auto a = shape(op.getA()), bsh = shape(op.getB()), out = shape(op.getResult());
+  auto a = shape(op.getA()), out = shape(op.getResult());
   int64_t M = out[0], N = out[1];
   bool tA = op.getTransA(), tB = op.getTransB();
   int64_t K = tA ? a[0] : a[1];
@@ -918,12 +965,23 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
   }
   int64_t B = 1;
   for (int64_t d : batch) B *= d;
+  // When B is shared by every batch and A's batches are contiguous, the
+  // product is one [B*M, K] x [K, N] matrix product.
+  bool sharedB = llvm::all_of(bStr, [](int64_t v) { return v == 0; });
+  bool flatA = true;
+  for (size_t d = 0; d < br; ++d)
+    flatA = flatA && (batch[d] == 1 || aStr[d] != 0);
+  bool flat = sharedB && flatA;
+  int64_t rowsPerBatch = flat ? B * M : M, batches = flat ? 1 : B;
+
   SmallVector<Value> ins{op.getLhs(), op.getRhs()};
   if (epi)
     ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
   int o = ins.size();
-  return launch(op, ins, B * M, [&](KernelEmitter &e) {
-    Value bi = e.div(e.wg, M), i = e.rem(e.wg, M);
+  int64_t rank = shape(op.getResult()).size();
+
+  // Offsets of batch `bi` in A and B.
+  auto batchOffsets = [&](KernelEmitter &e, Value bi) -> std::pair<Value, Value> {
     Value aOff = e.idx(0), bOff = e.idx(0), rest = bi;
     for (int64_t d = br - 1; d >= 0; --d) {
       Value coord = d == 0 ? rest : e.rem(rest, batch[d]);
@@ -931,6 +989,63 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
       if (aStr[d]) aOff = e.add(aOff, e.mul(coord, aStr[d]));
       if (bStr[d]) bOff = e.add(bOff, e.mul(coord, bStr[d]));
     }
+    return {aOff, bOff};
+  };
+  // Applies the epilogue to output row `gr` (of B*M) for columns [j0, j1).
+  auto applyEpilogue = [&](KernelEmitter &e, Value gr, Value j0, Value j1) {
+    if (!epi)
+      return;
+    // Site k's offset of the row: decode gr into output coordinates.
+    SmallVector<Value> rowOff;
+    for (auto &st : epi->siteStrides) {
+      Value off = e.mul(e.rem(gr, M), st[rank - 2]), rest = e.div(gr, M);
+      for (int64_t d = rank - 3; d >= 0; --d) {
+        int64_t size = shape(op.getResult())[d];
+        Value coord = d == 0 ? rest : e.rem(rest, size);
+        if (d > 0) rest = e.div(rest, size);
+        if (st[d]) off = e.add(off, e.mul(coord, st[d]));
+      }
+      rowOff.push_back(off);
+    }
+    Value outRow = e.mul(gr, N);
+    e.loop(j0, j1, [&](Value j) {
+      Value at = e.add(outRow, j);
+      Value y = epi->apply(e, e.load(o, at), [&](int k) {
+        return e.load(2 + k, e.add(rowOff[k], e.mul(j, epi->siteStrides[k][rank - 1])));
+      });
+      e.store(y, o, at);
+    });
+  };
+  if (epi && rank < 2)
+    return op.emitError("matmul epilogues need operands of rank 2 or more");
+
+  bool f32 = llvm::all_of(ins, [](Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32();
+  });
+  if (f32 && rowsPerBatch >= 6 && K > 0) {
+    // Through the sgemm ukernel, tiles of [rb x cb] per workgroup.
+    auto [rb, cb] = productTiles(rowsPerBatch, N, batches);
+    int64_t rTiles = ceilDiv(rowsPerBatch, rb), cTiles = ceilDiv(N, cb);
+    return launch(op, ins, batches * rTiles * cTiles, [&](KernelEmitter &e) {
+      Value bi = e.div(e.wg, rTiles * cTiles), t = e.rem(e.wg, rTiles * cTiles);
+      Value i0 = e.mul(e.div(t, cTiles), rb), j0 = e.mul(e.rem(t, cTiles), cb);
+      Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.idx(rowsPerBatch), i0));
+      Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(N), j0));
+      auto [aOff, bOff] = flat ? std::pair<Value, Value>{e.idx(0), e.idx(0)}
+                               : batchOffsets(e, bi);
+      Value cRow0 = e.add(e.mul(bi, rowsPerBatch), i0);
+      e.sgemm(rows, cols, K, 0, e.add(aOff, e.mul(i0, K)), K, 1, e.add(bOff, j0), N, o,
+              e.add(e.mul(cRow0, N), j0), N, false);
+      if (epi)
+        e.loop(e.idx(0), rows, [&](Value r) {
+          applyEpilogue(e, e.add(cRow0, r), j0, e.add(j0, cols));
+        });
+    });
+  }
+
+  return launch(op, ins, B * M, [&](KernelEmitter &e) {
+    Value bi = e.div(e.wg, M), i = e.rem(e.wg, M);
+    auto [aOff, bOff] = batchOffsets(e, bi);
     Value aRow = e.add(aOff, e.mul(i, K));
     Value outRow = e.mul(e.wg, N);
     e.loop(0, N, [&](Value j) { e.store(e.f32(0.0f), o, e.add(outRow, j)); });
@@ -942,15 +1057,7 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
         e.store(e.fadd(e.load(o, dst), e.fmul(av, e.load(1, e.add(bRow, j)))), o, dst);
       });
     });
-    if (epi) // 2-D outputs only (kiln-fuse): row i = wg
-      e.loop(0, N, [&](Value j) {
-        Value at = e.add(outRow, j);
-        Value y = epi->apply(e, e.load(o, at), [&](int k) {
-          auto &st = epi->siteStrides[k];
-          return e.load(2 + k, e.add(e.mul(i, st[0]), e.mul(j, st[1])));
-        });
-        e.store(y, o, at);
-      });
+    applyEpilogue(e, e.wg, e.idx(0), e.idx(N));
   });
 }
 
@@ -1069,6 +1176,208 @@ LogicalResult Lowering::softmax(kiln::SoftmaxOp op) {
   });
 }
 
+/// Reductions: dimensions of size 1 drop out and neighbours of the same kind
+/// (kept or reduced) merge; kept coordinates decode once per output element
+/// and the reduced ones run as nested loops.
+LogicalResult Lowering::reduce(Operation *op) {
+  Value input = op->getOperand(0);
+  auto in = shape(input);
+  ArrayRef<int64_t> axes = llvm::TypeSwitch<Operation *, ArrayRef<int64_t>>(op)
+      .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp,
+            kiln::ReduceMinOp>([](auto r) { return r.getAxes(); });
+  struct Group { int64_t size, stride; bool reduced; };
+  SmallVector<Group> groups;
+  auto inStr = stridesOf(in);
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d) {
+    if (in[d] == 1)
+      continue;
+    bool red = llvm::is_contained(axes, d);
+    if (!groups.empty() && groups.back().reduced == red &&
+        groups.back().stride == in[d] * inStr[d]) {
+      groups.back().size *= in[d];
+      groups.back().stride = inStr[d];
+    } else {
+      groups.push_back({in[d], inStr[d], red});
+    }
+  }
+  int64_t outN = elems(op->getResult(0)), redN = 1;
+  for (auto &g : groups)
+    if (g.reduced)
+      redN *= g.size;
+  bool isMax = isa<kiln::ReduceMaxOp>(op), isMin = isa<kiln::ReduceMinOp>(op);
+  float init = isMax ? -std::numeric_limits<float>::infinity()
+                     : isMin ? std::numeric_limits<float>::infinity() : 0.0f;
+  int64_t perWg = std::max<int64_t>(1, kWorkgroupElems / std::max<int64_t>(redN, 1));
+  return launch(op, {input}, ceilDiv(outN, perWg), [&](KernelEmitter &e) {
+    auto [lo, hi] = e.share(outN, perWg);
+    e.loop(lo, hi, [&](Value o) {
+      Value base = e.idx(0), rest = o;
+      bool first = true;
+      for (int64_t g = groups.size() - 1; g >= 0; --g) {
+        if (groups[g].reduced)
+          continue;
+        Value coord = e.rem(rest, groups[g].size);
+        rest = e.div(rest, groups[g].size);
+        base = e.add(base, e.mul(coord, groups[g].stride));
+        first = false;
+      }
+      (void)first;
+      std::function<Value(size_t, Value, Value)> nest = [&](size_t g, Value off,
+                                                            Value acc) -> Value {
+        while (g < groups.size() && !groups[g].reduced)
+          ++g;
+        if (g == groups.size()) {
+          Value x = e.load(0, off);
+          if (isMax) return arith::MaximumFOp::create(e.b, acc, x).getResult();
+          if (isMin) return arith::MinimumFOp::create(e.b, acc, x).getResult();
+          return e.fadd(acc, x, true);
+        }
+        return e.reduce(e.idx(0), e.idx(groups[g].size), acc, [&](Value iv, Value a) {
+          return nest(g + 1, e.add(off, e.mul(iv, groups[g].stride)), a);
+        });
+      };
+      Value r = nest(0, base, e.f32(init));
+      if (isa<kiln::ReduceMeanOp>(op))
+        r = e.fmul(r, e.f32(1.0f / static_cast<float>(std::max<int64_t>(redN, 1))));
+      e.store(r, 1, o);
+    });
+  });
+}
+
+LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
+  auto in = shape(op.getInput());
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t rows = 1, D = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
+    (d < axis ? rows : D) *= in[d];
+  float eps = op.getEpsilon().convertToFloat();
+  SmallVector<Value> ins{op.getInput(), op.getScale()};
+  bool hasBias = static_cast<bool>(op.getBias());
+  if (hasBias)
+    ins.push_back(op.getBias());
+  bool scaleFull = elems(op.getScale()) == D && D != 1;
+  bool biasFull = hasBias && elems(op.getBias()) == D && D != 1;
+  int out = ins.size();
+  int64_t perWg = rowsPerWorkgroup(D);
+  return launch(op, ins, ceilDiv(rows, perWg), [&](KernelEmitter &e) {
+    auto [lo, hi] = e.share(rows, perWg);
+    e.loop(lo, hi, [&](Value r) {
+      Value base = e.mul(r, D);
+      Value invD = e.f32(1.0f / static_cast<float>(D));
+      Value sum = e.reduce(e.idx(0), e.idx(D), e.f32(0.0f), [&](Value j, Value acc) {
+        return e.fadd(acc, e.load(0, e.add(base, j)), true);
+      });
+      Value mean = e.fmul(sum, invD);
+      Value sq = e.reduce(e.idx(0), e.idx(D), e.f32(0.0f), [&](Value j, Value acc) {
+        Value d = arith::SubFOp::create(e.b, e.load(0, e.add(base, j)), mean);
+        return e.fadd(acc, e.fmul(d, d), true);
+      });
+      Value inv = arith::DivFOp::create(
+          e.b, e.f32(1.0f),
+          math::SqrtOp::create(e.b, e.fadd(e.fmul(sq, invD), e.f32(eps))));
+      e.loop(0, D, [&](Value j) {
+        Value at = e.add(base, j);
+        Value y = e.fmul(arith::SubFOp::create(e.b, e.load(0, at), mean), inv);
+        y = e.fmul(y, e.load(1, scaleFull ? j : e.idx(0)));
+        if (hasBias)
+          y = e.fadd(y, e.load(2, biasFull ? j : e.idx(0)));
+        e.store(y, out, at);
+      });
+    });
+  });
+}
+
+/// Attention, flash style: a workgroup owns a block of query rows of one
+/// batch; for each row it walks the keys in blocks, keeping the running
+/// maximum, the running sum and the output accumulator, so scores exist
+/// only one key block at a time on the stack.
+LogicalResult Lowering::attention(kiln::AttentionOp op) {
+  auto q = shape(op.getQuery()), k = shape(op.getKey()), v = shape(op.getValue());
+  int64_t r = q.size();
+  int64_t Sq = q[r - 2], D = q[r - 1], Sk = k[r - 2], Dv = v[r - 1];
+  int64_t B = elems(op.getQuery()) / std::max<int64_t>(Sq * D, 1);
+  float scale = op.getScale().convertToFloat();
+  SmallVector<Value> ins{op.getQuery(), op.getKey(), op.getValue()};
+  std::vector<int64_t> maskStr;
+  bool hasMask = static_cast<bool>(op.getMask());
+  SmallVector<int64_t> scoreShape(q);
+  scoreShape.back() = Sk;
+  if (hasMask) {
+    ins.push_back(op.getMask());
+    maskStr = numpyStrides(shape(op.getMask()), scoreShape);
+  }
+  int out = ins.size();
+  constexpr int64_t kKeyBlock = 64, kQueryRows = 16;
+  int64_t qBlocks = ceilDiv(Sq, kQueryRows);
+  return launch(op, ins, B * qBlocks, [&](KernelEmitter &e) {
+    Value bi = e.div(e.wg, qBlocks);
+    Value q0 = e.mul(e.rem(e.wg, qBlocks), kQueryRows);
+    Value q1 = e.minI(e.add(q0, e.idx(kQueryRows)), e.idx(Sq));
+    Value maskBase = e.idx(0);
+    if (hasMask) {
+      Value rest = bi;
+      for (int64_t d = r - 3; d >= 0; --d) {
+        Value coord = d == 0 ? rest : e.rem(rest, q[d]);
+        if (d > 0) rest = e.div(rest, q[d]);
+        if (maskStr[d]) maskBase = e.add(maskBase, e.mul(coord, maskStr[d]));
+      }
+    }
+    Value acc = e.scratch(std::max<int64_t>(Dv, 1));
+    Value sc = e.scratch(kKeyBlock);
+    Value state = e.scratch(2); // running max, running sum
+    Value kBase = e.mul(bi, Sk * D), vBase = e.mul(bi, Sk * Dv);
+    e.loop(q0, q1, [&](Value i) {
+      Value qRow = e.add(e.mul(bi, Sq * D), e.mul(i, D));
+      e.loop(0, Dv, [&](Value d) { e.storeM(e.f32(0.0f), acc, d); });
+      e.storeM(e.f32(-std::numeric_limits<float>::infinity()), state, e.idx(0));
+      e.storeM(e.f32(0.0f), state, e.idx(1));
+      e.loop(e.idx(0), e.idx(Sk), [&](Value kb) {
+        Value n = e.minI(e.idx(kKeyBlock), arith::SubIOp::create(e.b, e.idx(Sk), kb));
+        // Scores of this block and their maximum.
+        Value bmax = e.reduce(e.idx(0), n, e.f32(-std::numeric_limits<float>::infinity()),
+                              [&](Value j, Value mx) {
+          Value kRow = e.add(kBase, e.mul(e.add(kb, j), D));
+          Value dot = e.reduce(e.idx(0), e.idx(D), e.f32(0.0f), [&](Value d, Value s) {
+            return e.fadd(s, e.fmul(e.load(0, e.add(qRow, d)), e.load(1, e.add(kRow, d))),
+                          true);
+          });
+          Value sj = e.fmul(dot, e.f32(scale));
+          if (hasMask) {
+            Value at = e.add(e.add(maskBase, e.mul(i, maskStr[r - 2])),
+                             e.mul(e.add(kb, j), maskStr[r - 1]));
+            sj = e.fadd(sj, e.load(3, at));
+          }
+          e.storeM(sj, sc, j);
+          return arith::MaximumFOp::create(e.b, mx, sj).getResult();
+        });
+        Value mOld = e.loadM(state, e.idx(0));
+        Value mNew = arith::MaximumFOp::create(e.b, mOld, bmax);
+        // A row masked with -inf everywhere so far keeps a finite reference.
+        Value isInf = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OEQ, mNew,
+                                            e.f32(-std::numeric_limits<float>::infinity()));
+        Value mRef = arith::SelectOp::create(e.b, isInf, e.f32(0.0f), mNew);
+        Value corr = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, mOld, mRef));
+        e.loop(0, Dv, [&](Value d) { e.storeM(e.fmul(e.loadM(acc, d), corr), acc, d); });
+        Value lsum = e.reduce(e.idx(0), n, e.f32(0.0f), [&](Value j, Value s) {
+          Value pj = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, e.loadM(sc, j), mRef));
+          Value vRow = e.add(vBase, e.mul(e.add(kb, j), Dv));
+          e.loop(0, Dv, [&](Value d) {
+            e.storeM(e.fadd(e.loadM(acc, d), e.fmul(pj, e.load(2, e.add(vRow, d)))), acc, d);
+          });
+          return e.fadd(s, pj);
+        });
+        e.storeM(mNew, state, e.idx(0));
+        e.storeM(e.fadd(e.fmul(e.loadM(state, e.idx(1)), corr), lsum), state, e.idx(1));
+      }, kKeyBlock);
+      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.loadM(state, e.idx(1)));
+      Value oRow = e.add(e.mul(bi, Sq * Dv), e.mul(i, Dv));
+      e.loop(0, Dv, [&](Value d) {
+        e.store(e.fmul(e.loadM(acc, d), inv), out, e.add(oRow, d));
+      });
+    });
+  });
+}
+
 LogicalResult Lowering::transpose(kiln::TransposeOp op) {
   auto in = shape(op.getInput()), out = shape(op.getResult());
   auto perm = op.getPerm();
@@ -1140,8 +1449,7 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
                           : nullptr;
   epi.ops.assign(ops.begin() + (anchor ? 1 : 0), ops.end());
   for (Operation *o : epi.ops)
-    if (!isa<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp, kiln::ReluOp,
-             kiln::SigmoidOp, kiln::TanhOp, kiln::ClipOp, kiln::BatchNormOp>(o) ||
+    if (!(kiln::isElementwise(o) || isa<kiln::BatchNormOp>(o)) ||
         o->getResult(0).getType() != op.getType())
       return o->emitError("cannot be fused here: a kiln.fusion holds an anchor "
                           "and elementwise ops of the result's shape");
@@ -1204,11 +1512,6 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         bufferOf[r.getResult()] = bufferOf.lookup(r.getInput());
         return success();
       })
-      .Case<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp, kiln::ReluOp,
-            kiln::SigmoidOp, kiln::TanhOp, kiln::ClipOp>([&](Operation *o) {
-        return elementwise(o, SmallVector<Value>(o->getOperands()),
-                           [o](E &e, VR v) { return scalarOp(e, o, v); });
-      })
       .Case<kiln::FusionOp>([&](auto o) { return fusion(o); })
       .Case<kiln::ConvOp>([&](auto o) { return conv(o); })
       .Case<kiln::GemmOp>([&](auto o) { return gemm(o); })
@@ -1218,9 +1521,16 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::GlobalAvgPoolOp>([&](auto o) { return globalAvgPool(o); })
       .Case<kiln::BatchNormOp>([&](auto o) { return batchNorm(o); })
       .Case<kiln::SoftmaxOp>([&](auto o) { return softmax(o); })
+      .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp,
+            kiln::ReduceMinOp>([&](Operation *o) { return reduce(o); })
+      .Case<kiln::LayerNormOp>([&](auto o) { return layerNorm(o); })
+      .Case<kiln::AttentionOp>([&](auto o) { return attention(o); })
       .Case<kiln::TransposeOp>([&](auto o) { return transpose(o); })
       .Case<kiln::ConcatOp>([&](auto o) { return concat(o); })
-      .Default([&](Operation *o) {
+      .Default([&](Operation *o) -> LogicalResult {
+        if (kiln::isElementwise(o))
+          return elementwise(o, SmallVector<Value>(o->getOperands()),
+                             [o](E &e, VR v) { return scalarOp(e, o, v); });
         return o->emitError() << describe(o) << " has no CPU lowering";
       });
 }
@@ -1355,17 +1665,33 @@ int64_t estimateFlops(Operation *op) {
       })
       .Case<kiln::GlobalAvgPoolOp>([&](auto g) { return elemsOf(g.getInput()); })
       .Case<kiln::SoftmaxOp>([&](auto s) { return 5 * elemsOf(s.getResult()); })
-      .Case<kiln::SigmoidOp, kiln::TanhOp, kiln::BatchNormOp>(
+      .Case<kiln::SigmoidOp, kiln::TanhOp, kiln::BatchNormOp, kiln::ExpOp,
+            kiln::LogOp, kiln::ErfOp, kiln::PowOp, kiln::SiluOp, kiln::HardSwishOp,
+            kiln::HardSigmoidOp>(
           [&](Operation *o) { return 4 * elemsOf(o->getResult(0)); })
-      .Case<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp, kiln::ReluOp,
-            kiln::ClipOp>([&](Operation *o) { return elemsOf(o->getResult(0)); })
+      .Case<kiln::GeluOp>([&](auto g) { return 8 * elemsOf(g.getResult()); })
+      .Case<kiln::LayerNormOp>([&](auto l) { return 8 * elemsOf(l.getResult()); })
+      .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp>(
+          [&](Operation *o) { return elemsOf(o->getOperand(0)); })
+      .Case<kiln::AttentionOp>([&](auto a) {
+        auto q = llvm::cast<RankedTensorType>(a.getQuery().getType()).getShape();
+        auto k = llvm::cast<RankedTensorType>(a.getKey().getType()).getShape();
+        int64_t sk = k[k.size() - 2];
+        // QK^T and PV, plus the softmax
+        return 2 * elemsOf(a.getQuery()) * sk + 2 * elemsOf(a.getResult()) * sk +
+               5 * (elemsOf(a.getQuery()) / q.back()) * sk;
+      })
       .Case<kiln::FusionOp>([&](auto f) {
         int64_t sum = 0;
         for (Operation &inner : f.getBody().front().without_terminator())
           sum += estimateFlops(&inner);
         return sum;
       })
-      .Default([](Operation *) { return int64_t(0); });
+      .Default([&](Operation *o) -> int64_t {
+        if (kiln::isElementwise(o))
+          return elemsOf(o->getResult(0));
+        return 0;
+      });
 }
 
 void planArena(Program &p) {

@@ -1,4 +1,4 @@
-//===- ConvertElementwise.cpp - Add Sub Mul Div Relu Sigmoid Tanh Clip -----===//
+//===- ConvertElementwise.cpp - arithmetic and activation functions -------===//
 //
 // Elementwise ops. When every input is known at import time (shape
 // arithmetic), the result is computed here and never reaches the IR.
@@ -65,7 +65,66 @@ double subF(double a, double b) { return a - b; }
 double mulF(double a, double b) { return a * b; }
 double divF(double a, double b) { return a / b; }
 
-template <typename OpTy> LogicalResult convertUnary(NodeContext &ctx) {
+double powF(double a, double b) { return std::pow(a, b); }
+double maxF(double a, double b) { return std::max(a, b); }
+double minF(double a, double b) { return std::min(a, b); }
+
+/// Max and Min take one or more inputs: a chain of binary ops.
+template <typename OpTy>
+LogicalResult convertVariadic(NodeContext &ctx, double (*fn)(double, double)) {
+  if (ctx.numInputs() == 0)
+    return ctx.error("expects at least one input");
+  bool allHost = true;
+  for (size_t i = 0; i < ctx.numInputs(); ++i)
+    allHost = allHost && ctx.hostInput(i);
+  if (allHost) {
+    HostTensor acc = *ctx.hostInput(0);
+    for (size_t i = 1; i < ctx.numInputs(); ++i) {
+      auto r = hostBinary(acc, *ctx.hostInput(i), fn);
+      if (!r)
+        return ctx.error("operand shapes do not broadcast");
+      acc = std::move(*r);
+    }
+    ctx.setHostOutput(0, std::move(acc));
+    return success();
+  }
+  Value acc = ctx.input(0);
+  for (size_t i = 1; i < ctx.numInputs(); ++i) {
+    auto v = ctx.create<OpTy>(acc, ctx.input(i));
+    if (failed(v))
+      return failure();
+    acc = *v;
+  }
+  ctx.setOutput(0, acc);
+  return success();
+}
+
+/// Pow: an integer exponent known at import time becomes an f32 constant.
+LogicalResult convertPow(NodeContext &ctx) {
+  const HostTensor *a = ctx.hostInput(0), *b = ctx.hostInput(1);
+  if (a && b) {
+    auto r = hostBinary(*a, *b, powF);
+    if (!r)
+      return ctx.error("operand shapes do not broadcast");
+    ctx.setHostOutput(0, std::move(*r));
+    return success();
+  }
+  Value rhs;
+  if (b && !b->elementType.isF32() && ctx.inputType(0).getElementType().isF32()) {
+    HostTensor f = *b;
+    f.elementType = ctx.builder.getF32Type();
+    f.rawF32.clear();
+    rhs = Importer::materialize(ctx.builder, f, ctx.node.input(1));
+  }
+  return ctx.setResult(ctx.create<kiln::PowOp>(ctx.input(0), rhs ? rhs : ctx.input(1)));
+}
+
+template <typename OpTy>
+LogicalResult convertUnary(NodeContext &ctx, double (*host)(double) = nullptr) {
+  if (const HostTensor *h = ctx.hostInput(0); h && host) {
+    ctx.setHostOutput(0, hostUnary(*h, host));
+    return success();
+  }
   auto v = ctx.createTyped<OpTy>(ctx.inputType(0), ctx.input(0));
   if (failed(v))
     return failure();
@@ -101,6 +160,35 @@ LogicalResult convertClip(NodeContext &ctx) {
   return success();
 }
 
+LogicalResult convertGelu(NodeContext &ctx) {
+  std::string approx = ctx.attrString("approximate", "none");
+  if (approx != "none" && approx != "tanh")
+    return ctx.error("approximate must be 'none' or 'tanh', not '" + approx + "'");
+  return ctx.setResult(ctx.createTyped<kiln::GeluOp>(
+      ctx.inputType(0), ctx.input(0), ctx.builder.getBoolAttr(approx == "tanh")));
+}
+
+LogicalResult convertHardSigmoid(NodeContext &ctx) {
+  return ctx.setResult(ctx.createTyped<kiln::HardSigmoidOp>(
+      ctx.inputType(0), ctx.input(0),
+      ctx.builder.getF32FloatAttr(ctx.attrFloat("alpha", 0.2f)),
+      ctx.builder.getF32FloatAttr(ctx.attrFloat("beta", 0.5f))));
+}
+
+LogicalResult convertLeakyRelu(NodeContext &ctx) {
+  return ctx.setResult(ctx.createTyped<kiln::LeakyReluOp>(
+      ctx.inputType(0), ctx.input(0),
+      ctx.builder.getF32FloatAttr(ctx.attrFloat("alpha", 0.01f))));
+}
+
+double expF(double x) { return std::exp(x); }
+double logF(double x) { return std::log(x); }
+double sqrtF(double x) { return std::sqrt(x); }
+double erfF(double x) { return std::erf(x); }
+double negF(double x) { return -x; }
+double recipF(double x) { return 1.0 / x; }
+double absF(double x) { return std::fabs(x); }
+
 LogicalResult convertIdentity(NodeContext &ctx) {
   if (const HostTensor *h = ctx.hostInput(0))
     ctx.setHostOutput(0, *h);
@@ -116,9 +204,23 @@ void registerElementwiseConverters(llvm::StringMap<Converter> &t) {
   t["Sub"] = [](NodeContext &c) { return convertBinary<kiln::SubOp>(c, subF); };
   t["Mul"] = [](NodeContext &c) { return convertBinary<kiln::MulOp>(c, mulF); };
   t["Div"] = [](NodeContext &c) { return convertBinary<kiln::DivOp>(c, divF); };
-  t["Relu"] = convertUnary<kiln::ReluOp>;
-  t["Sigmoid"] = convertUnary<kiln::SigmoidOp>;
-  t["Tanh"] = convertUnary<kiln::TanhOp>;
+  t["Pow"] = convertPow;
+  t["Max"] = [](NodeContext &c) { return convertVariadic<kiln::MaxOp>(c, maxF); };
+  t["Min"] = [](NodeContext &c) { return convertVariadic<kiln::MinOp>(c, minF); };
+  t["Relu"] = [](NodeContext &c) { return convertUnary<kiln::ReluOp>(c); };
+  t["Sigmoid"] = [](NodeContext &c) { return convertUnary<kiln::SigmoidOp>(c); };
+  t["Tanh"] = [](NodeContext &c) { return convertUnary<kiln::TanhOp>(c); };
+  t["Exp"] = [](NodeContext &c) { return convertUnary<kiln::ExpOp>(c, expF); };
+  t["Log"] = [](NodeContext &c) { return convertUnary<kiln::LogOp>(c, logF); };
+  t["Sqrt"] = [](NodeContext &c) { return convertUnary<kiln::SqrtOp>(c, sqrtF); };
+  t["Erf"] = [](NodeContext &c) { return convertUnary<kiln::ErfOp>(c, erfF); };
+  t["Neg"] = [](NodeContext &c) { return convertUnary<kiln::NegOp>(c, negF); };
+  t["Reciprocal"] = [](NodeContext &c) { return convertUnary<kiln::ReciprocalOp>(c, recipF); };
+  t["Abs"] = [](NodeContext &c) { return convertUnary<kiln::AbsOp>(c, absF); };
+  t["HardSwish"] = [](NodeContext &c) { return convertUnary<kiln::HardSwishOp>(c); };
+  t["Gelu"] = convertGelu;
+  t["HardSigmoid"] = convertHardSigmoid;
+  t["LeakyRelu"] = convertLeakyRelu;
   t["Clip"] = convertClip;
   t["Identity"] = convertIdentity;
 }

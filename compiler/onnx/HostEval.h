@@ -57,6 +57,17 @@ inline std::optional<HostTensor> hostBinary(const HostTensor &a,
   return r;
 }
 
+/// Elementwise `fn` of one tensor; integer results truncate.
+inline HostTensor hostUnary(const HostTensor &a, double (*fn)(double)) {
+  HostTensor r;
+  r.elementType = a.elementType;
+  r.shape = a.shape;
+  r.values.reserve(a.values.size());
+  for (double v : a.values)
+    r.values.push_back(r.isInteger() ? std::trunc(fn(v)) : fn(v));
+  return r;
+}
+
 } // namespace kiln::onnx_import
 
 #endif // KILN_COMPILER_ONNX_HOSTEVAL_H

@@ -306,6 +306,7 @@ LogicalResult Importer::run(const ImportOptions &options,
   registerElementwiseConverters(table);
   registerNNConverters(table);
   registerShapeConverters(table);
+  registerReduceConverters(table);
   if (failed(checkSupported(table)))
     return failure();
 

@@ -131,6 +131,7 @@ using Converter = mlir::LogicalResult (*)(NodeContext &ctx);
 void registerElementwiseConverters(llvm::StringMap<Converter> &table);
 void registerNNConverters(llvm::StringMap<Converter> &table);
 void registerShapeConverters(llvm::StringMap<Converter> &table);
+void registerReduceConverters(llvm::StringMap<Converter> &table);
 
 /// Helpers shared by converters.
 mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t onnxType);

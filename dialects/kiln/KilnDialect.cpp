@@ -20,3 +20,9 @@ Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
     return nullptr;
   return ConstantOp::create(builder, loc, elements);
 }
+
+bool kiln::isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ReluOp, SigmoidOp,
+             TanhOp, ClipOp, ExpOp, LogOp, SqrtOp, ErfOp, NegOp, ReciprocalOp,
+             AbsOp, SiluOp, HardSwishOp, GeluOp, HardSigmoidOp, LeakyReluOp>(op);
+}

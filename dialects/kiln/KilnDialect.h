@@ -22,4 +22,11 @@
 #define GET_OP_CLASSES
 #include "dialects/kiln/KilnOps.h.inc"
 
+namespace kiln {
+/// Whether `op` computes each result element from the elements at the same
+/// position of its operands (numpy broadcasting): arithmetic and
+/// activations. Such ops fuse into epilogues and elementwise kernels.
+bool isElementwise(mlir::Operation *op);
+} // namespace kiln
+
 #endif // KILN_DIALECT_KILNDIALECT_H

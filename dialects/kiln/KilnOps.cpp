@@ -4,6 +4,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -107,6 +108,9 @@ KILN_BINARY_INFER(AddOp)
 KILN_BINARY_INFER(SubOp)
 KILN_BINARY_INFER(MulOp)
 KILN_BINARY_INFER(DivOp)
+KILN_BINARY_INFER(PowOp)
+KILN_BINARY_INFER(MaxOp)
+KILN_BINARY_INFER(MinOp)
 #undef KILN_BINARY_INFER
 
 //===----------------------------------------------------------------------===//
@@ -292,6 +296,122 @@ LogicalResult SoftmaxOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Reductions, layer norm, attention
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduce(std::optional<Location> loc, Value input,
+                                 ArrayRef<int64_t> axes, bool keepdims,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(input);
+  int64_t prev = -1;
+  for (int64_t a : axes) {
+    if (a < 0 || a >= in.getRank())
+      return failWith(loc, "axis " + llvm::Twine(a) + " is out of range for rank " +
+                               llvm::Twine(in.getRank()));
+    if (a <= prev)
+      return failWith(loc, "axes must be sorted and distinct");
+    prev = a;
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    if (!llvm::is_contained(axes, d))
+      shape.push_back(in.getDimSize(d));
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+#define KILN_REDUCE(OP)                                                        \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor a, SmallVectorImpl<Type> &inf) {  \
+    return inferReduce(loc, a.getInput(), a.getAxes(), a.getKeepdims(), inf);  \
+  }
+KILN_REDUCE(ReduceSumOp)
+KILN_REDUCE(ReduceMeanOp)
+KILN_REDUCE(ReduceMaxOp)
+KILN_REDUCE(ReduceMinOp)
+#undef KILN_REDUCE
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto in = rankedOf(getInput());
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= in.getRank())
+    return emitOpError("axis ") << axis << " is out of range for rank " << in.getRank();
+  int64_t normalized = 1;
+  for (int64_t d = axis; d < in.getRank(); ++d)
+    normalized *= in.getDimSize(d);
+  for (Value v : {getScale(), getBias()}) {
+    if (!v)
+      continue;
+    auto t = rankedOf(v);
+    // Right-aligned, the parameter may not reach into [0, axis) except with
+    // size-1 dimensions, and holds one value or one per normalized element.
+    int64_t lead = t.getRank() - (in.getRank() - axis);
+    for (int64_t d = 0; d < lead; ++d)
+      if (t.getDimSize(d) != 1)
+        return emitOpError("scale and bias must broadcast over the normalized "
+                           "dimensions only");
+    if (t.getNumElements() != 1 && t.getNumElements() != normalized)
+      return emitOpError("scale and bias must hold 1 or ")
+             << normalized << " values, not " << t.getNumElements();
+    if (t.getNumElements() == normalized && lead < 0)
+      return emitOpError("scale and bias must have the normalized shape");
+    if (t.getNumElements() == normalized &&
+        t.getShape().take_back(in.getRank() - axis) != in.getShape().drop_front(axis))
+      return emitOpError("scale and bias must have the normalized shape");
+  }
+  if (getEpsilon().convertToFloat() < 0)
+    return emitOpError("epsilon must not be negative");
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto q = rankedOf(adaptor.getQuery()), v = rankedOf(adaptor.getValue());
+  if (q.getRank() < 2 || v.getRank() != q.getRank())
+    return failWith(loc, "query and value must have the same rank, 2 or more");
+  SmallVector<int64_t> shape(q.getShape());
+  shape.back() = v.getShape().back();
+  inferred.push_back(RankedTensorType::get(shape, q.getElementType()));
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  auto q = rankedOf(getQuery()), k = rankedOf(getKey()), v = rankedOf(getValue());
+  int64_t r = q.getRank();
+  if (k.getRank() != r)
+    return emitOpError("query, key and value must have the same rank");
+  if (q.getShape().drop_back(2) != k.getShape().drop_back(2) ||
+      q.getShape().drop_back(2) != v.getShape().drop_back(2))
+    return emitOpError("query, key and value differ in their leading dimensions");
+  if (q.getDimSize(r - 1) != k.getDimSize(r - 1))
+    return emitOpError("query and key differ in head size: ")
+           << q.getDimSize(r - 1) << " vs " << k.getDimSize(r - 1);
+  if (k.getDimSize(r - 2) != v.getDimSize(r - 2))
+    return emitOpError("key and value differ in sequence length: ")
+           << k.getDimSize(r - 2) << " vs " << v.getDimSize(r - 2);
+  if (getMask()) {
+    SmallVector<int64_t> scores(q.getShape());
+    scores.back() = k.getDimSize(r - 2);
+    SmallVector<int64_t> shape;
+    if (failed(broadcast(rankedOf(getMask()).getShape(), scores, shape)) ||
+        ArrayRef<int64_t>(shape) != ArrayRef<int64_t>(scores))
+      return emitOpError("mask does not broadcast to the score shape");
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
 
@@ -343,6 +463,16 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 LogicalResult TransposeOp::verify() { return success(); }
 
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  // transpose(transpose(x, p), q) -> transpose(x, p[q])
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    SmallVector<int64_t> perm;
+    for (int64_t q : getPerm())
+      perm.push_back(inner.getPerm()[q]);
+    getInputMutable().assign(inner.getInput());
+    setPerm(perm);
+    if (!llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+      return getResult();
+  }
   for (auto [i, p] : llvm::enumerate(getPerm()))
     if (static_cast<int64_t>(i) != p)
       return {};

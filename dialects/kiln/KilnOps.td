@@ -61,6 +61,55 @@ class Kiln_UnaryOp<string mnemonic, string what> : Kiln_Op<mnemonic,
 def Kiln_ReluOp : Kiln_UnaryOp<"relu", "max(x, 0)">;
 def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
 def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "tanh(x)">;
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", "exp(x)">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", "log(x)">;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "sqrt(x)">;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", "the error function erf(x)">;
+def Kiln_NegOp : Kiln_UnaryOp<"neg", "-x">;
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "1 / x">;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", "|x|">;
+def Kiln_SiluOp : Kiln_UnaryOp<"silu", "SiLU (swish) x * sigmoid(x)">;
+def Kiln_HardSwishOp : Kiln_UnaryOp<"hard_swish",
+    "HardSwish x * clamp(x / 6 + 1 / 2, 0, 1)">;
+
+def Kiln_GeluOp : Kiln_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise GELU, exact or tanh-approximated";
+  let description = [{
+    `approximate = false`: `x * (1 + erf(x / sqrt(2))) / 2`;
+    `approximate = true`: `x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2`.
+
+    ```mlir
+    %y = kiln.gelu %x {approximate = false} : tensor<1x128x3072xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, BoolAttr:$approximate);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_HardSigmoidOp : Kiln_Op<"hard_sigmoid", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise clamp(alpha * x + beta, 0, 1)";
+  let description = [{
+    ```mlir
+    %y = kiln.hard_sigmoid %x {alpha = 0.2 : f32, beta = 0.5 : f32} : tensor<1x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, F32Attr:$alpha, F32Attr:$beta);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_LeakyReluOp : Kiln_Op<"leaky_relu", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise x if x >= 0 else alpha * x";
+  let description = [{
+    ```mlir
+    %y = kiln.leaky_relu %x {alpha = 0.01 : f32} : tensor<1x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, F32Attr:$alpha);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
 
 def Kiln_ClipOp : Kiln_Op<"clip", [Pure, SameOperandsAndResultType]> {
   let summary = "elementwise clamp to [min, max]";
@@ -97,6 +146,9 @@ def Kiln_AddOp : Kiln_BinaryOp<"add", "addition">;
 def Kiln_SubOp : Kiln_BinaryOp<"sub", "subtraction">;
 def Kiln_MulOp : Kiln_BinaryOp<"mul", "multiplication">;
 def Kiln_DivOp : Kiln_BinaryOp<"div", "division">;
+def Kiln_PowOp : Kiln_BinaryOp<"pow", "power (lhs raised to rhs)">;
+def Kiln_MaxOp : Kiln_BinaryOp<"max", "maximum">;
+def Kiln_MinOp : Kiln_BinaryOp<"min", "minimum">;
 
 //===----------------------------------------------------------------------===//
 // Contractions
@@ -231,6 +283,78 @@ def Kiln_SoftmaxOp : Kiln_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Kiln_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+class Kiln_ReduceOp<string mnemonic, string what> : Kiln_Op<mnemonic,
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = what # " over a set of axes";
+  let description = [{
+    Reduces `axes` (sorted, non-negative, distinct) by }] # what # [{; with
+    `keepdims` the reduced dimensions stay with size 1, otherwise they go.
+
+    ```mlir
+    %m = kiln.}] # mnemonic # [{ %x {axes = array<i64: 2>, keepdims = true}
+         : tensor<1x128x768xf32> -> tensor<1x128x1xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       BoolAttr:$keepdims);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "the sum">;
+def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "the mean">;
+def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "the maximum">;
+def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "the minimum">;
+
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "layer normalization over the dimensions from `axis` on";
+  let description = [{
+    For every index of the leading dimensions `[0, axis)`:
+    `y = (x - mean) / sqrt(var + epsilon) * scale + bias`, where mean and
+    (biased) variance run over the dimensions `[axis, rank)`. `scale` and
+    `bias` broadcast to those dimensions (one value or one per element).
+
+    ```mlir
+    %y = kiln.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+         : tensor<1x128x768xf32>, tensor<768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                       Optional<Kiln_FloatTensor>:$bias, I64Attr:$axis,
+                       F32Attr:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,` type($scale) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+  let summary = "scaled dot-product attention";
+  let description = [{
+    `softmax(q @ k^T * scale + mask) @ v` over the last two dimensions; `q` is
+    `[..., Sq, D]`, `k` is `[..., Sk, D]`, `v` is `[..., Sk, Dv]` (the leading
+    dimensions equal), the optional additive `mask` broadcasts to
+    `[..., Sq, Sk]`. The result is `[..., Sq, Dv]`. Kernels never write the
+    `Sq x Sk` score matrix to memory (online softmax over key blocks).
+
+    ```mlir
+    %o = kiln.attention %q, %k, %v {scale = 0.125 : f32}
+         : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>
+           -> tensor<1x12x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
+                       Kiln_FloatTensor:$value, Optional<Kiln_FloatTensor>:$mask,
+                       F32Attr:$scale);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $mask^)? attr-dict `:` type($query) `,` type($key) `,`
+    type($value) (`,` type($mask)^)? `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 

@@ -108,3 +108,53 @@ func.func @pool_window(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x0x0xf32> {
   %y = kiln.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = false} : tensor<1x1x2x2xf32> -> tensor<1x1x0x0xf32>
   return %y : tensor<1x1x0x0xf32>
 }
+
+// -----
+
+func.func @reduce_axes_unsorted(%x: tensor<2x3x4xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{axes must be sorted and distinct}}
+  %y = kiln.reduce_sum %x {axes = array<i64: 2, 1>, keepdims = false} : tensor<2x3x4xf32> -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+func.func @reduce_axis_range(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %y = kiln.reduce_max %x {axes = array<i64: 2>, keepdims = false} : tensor<2x3xf32> -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<2x4x8xf32>, %g: tensor<4xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{scale and bias must hold 1 or 8 values, not 4}}
+  %y = kiln.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-5 : f32} : tensor<2x4x8xf32>, tensor<4xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_axis(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %y = kiln.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-5 : f32} : tensor<2x4xf32>, tensor<4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @attention_head_size(%q: tensor<1x4x8xf32>, %k: tensor<1x4x6xf32>) -> tensor<1x4x8xf32> {
+  // expected-error @+1 {{query and key differ in head size: 8 vs 6}}
+  %y = kiln.attention %q, %k, %q {scale = 1.0 : f32} : tensor<1x4x8xf32>, tensor<1x4x6xf32>, tensor<1x4x8xf32> -> tensor<1x4x8xf32>
+  return %y : tensor<1x4x8xf32>
+}
+
+// -----
+
+func.func @attention_mask(%q: tensor<1x4x8xf32>, %m: tensor<3x4xf32>) -> tensor<1x4x8xf32> {
+  // expected-error @+1 {{mask does not broadcast to the score shape}}
+  %y = kiln.attention %q, %q, %q, %m {scale = 1.0 : f32} : tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<3x4xf32> -> tensor<1x4x8xf32>
+  return %y : tensor<1x4x8xf32>
+}

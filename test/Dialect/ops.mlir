@@ -50,3 +50,58 @@ func.func @matmul_transpose(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tenso
   %t = kiln.transpose %m {perm = array<i64: 0, 2, 1>} : tensor<2x3x5xf32> -> tensor<2x5x3xf32>
   return %t : tensor<2x5x3xf32>
 }
+
+// CHECK-LABEL: func @transformer_ops
+func.func @transformer_ops(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %m: tensor<1x1x4x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: kiln.exp %{{.*}} : tensor<2x4x8xf32>
+  %e = kiln.exp %x : tensor<2x4x8xf32>
+  // CHECK: kiln.log
+  %l = kiln.log %e : tensor<2x4x8xf32>
+  // CHECK: kiln.sqrt
+  %s = kiln.sqrt %e : tensor<2x4x8xf32>
+  // CHECK: kiln.erf
+  %er = kiln.erf %s : tensor<2x4x8xf32>
+  // CHECK: kiln.neg
+  %n = kiln.neg %er : tensor<2x4x8xf32>
+  // CHECK: kiln.reciprocal
+  %r = kiln.reciprocal %n : tensor<2x4x8xf32>
+  // CHECK: kiln.abs
+  %a = kiln.abs %r : tensor<2x4x8xf32>
+  // CHECK: kiln.silu
+  %si = kiln.silu %a : tensor<2x4x8xf32>
+  // CHECK: kiln.hard_swish
+  %hs = kiln.hard_swish %si : tensor<2x4x8xf32>
+  // CHECK: kiln.gelu %{{.*}} {approximate = true}
+  %ge = kiln.gelu %hs {approximate = true} : tensor<2x4x8xf32>
+  // CHECK: kiln.hard_sigmoid %{{.*}} {alpha = 2.000000e-01 : f32, beta = 5.000000e-01 : f32}
+  %hg = kiln.hard_sigmoid %ge {alpha = 0.2 : f32, beta = 0.5 : f32} : tensor<2x4x8xf32>
+  // CHECK: kiln.leaky_relu
+  %lr = kiln.leaky_relu %hg {alpha = 0.01 : f32} : tensor<2x4x8xf32>
+  // CHECK: kiln.pow %{{.*}}, %{{.*}} : tensor<2x4x8xf32>, tensor<8xf32>
+  %p = kiln.pow %lr, %g : tensor<2x4x8xf32>, tensor<8xf32>
+  // CHECK: kiln.max
+  %mx = kiln.max %p, %g : tensor<2x4x8xf32>, tensor<8xf32>
+  // CHECK: kiln.min
+  %mn = kiln.min %mx, %l : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  // CHECK: kiln.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64, epsilon = 9.99999974E-6 : f32} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %ln = kiln.layer_norm %mn, %g, %g {axis = 2 : i64, epsilon = 1.0e-5 : f32} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  // CHECK: kiln.layer_norm %{{.*}}, %{{.*}} {axis = 2 : i64, epsilon = 1.000000e-03 : f32} : tensor<2x4x8xf32>, tensor<8xf32>{{$}}
+  %ln2 = kiln.layer_norm %ln, %g {axis = 2 : i64, epsilon = 1.0e-3 : f32} : tensor<2x4x8xf32>, tensor<8xf32>
+  %q = kiln.reshape %ln2 : tensor<2x4x8xf32> -> tensor<1x2x4x8xf32>
+  // CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 0.353553385 : f32} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xf32> -> tensor<1x2x4x8xf32>
+  %att = kiln.attention %q, %q, %q, %m {scale = 0.353553385 : f32} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xf32> -> tensor<1x2x4x8xf32>
+  // CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.000000e+00 : f32} : {{.*}} -> tensor<1x2x4x8xf32>
+  %att2 = kiln.attention %att, %att, %att {scale = 1.0 : f32} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  %back = kiln.reshape %att2 : tensor<1x2x4x8xf32> -> tensor<2x4x8xf32>
+  // CHECK: kiln.reduce_mean %{{.*}} {axes = array<i64: 2>, keepdims = false} : tensor<2x4x8xf32> -> tensor<2x4xf32>
+  %rm = kiln.reduce_mean %back {axes = array<i64: 2>, keepdims = false} : tensor<2x4x8xf32> -> tensor<2x4xf32>
+  // CHECK: kiln.reduce_sum
+  %rs = kiln.reduce_sum %rm {axes = array<i64: 0>, keepdims = true} : tensor<2x4xf32> -> tensor<1x4xf32>
+  // CHECK: kiln.reduce_max
+  %rx = kiln.reduce_max %rs {axes = array<i64: 0, 1>, keepdims = true} : tensor<1x4xf32> -> tensor<1x1xf32>
+  // CHECK: kiln.reduce_min
+  %rn = kiln.reduce_min %rm {axes = array<i64: 1>, keepdims = true} : tensor<2x4xf32> -> tensor<2x1xf32>
+  %sum = kiln.add %rm, %rn : tensor<2x4xf32>, tensor<2x1xf32>
+  %out = kiln.add %sum, %rx : tensor<2x4xf32>, tensor<1x1xf32>
+  return %out : tensor<2x4xf32>
+}

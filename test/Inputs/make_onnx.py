@@ -80,9 +80,9 @@ def gemm_flatten():
 
 
 def unsupported():
-    nodes = [helper.make_node("Erf", ["x"], ["a"], name="erf1"),
+    nodes = [helper.make_node("RandomUniformLike", ["x"], ["a"], name="rnd1"),
              helper.make_node("Relu", ["a"], ["b"], name="relu1"),
-             helper.make_node("Erf", ["b"], ["c"], name="erf2"),
+             helper.make_node("RandomUniformLike", ["b"], ["c"], name="rnd2"),
              helper.make_node("LpNormalization", ["c"], ["d"], name="lpn"),
              helper.make_node("Custom", ["d"], ["y"], name="mine", domain="com.example")]
     m = model(nodes, [vi("x", [4])], [vi("y", [4])])

@@ -22,7 +22,7 @@ RTOL, ATOL = 1e-4, 1e-5
 rng = np.random.default_rng(11)
 
 
-def model(op, inputs, weights, out_shape, **attrs):
+def model(op, inputs, weights, out_shape, opset=17, **attrs):
     ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
     inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
              for n, s in weights]
@@ -30,7 +30,7 @@ def model(op, inputs, weights, out_shape, **attrs):
                             name=op.lower() + "0", **attrs)
     g = helper.make_graph([node], op, ins, [helper.make_tensor_value_info(
         "y", TensorProto.FLOAT, out_shape)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     return m
 
@@ -42,14 +42,18 @@ def conv(n, c, h, w, o, k, stride=1, pad=None, dil=1, group=1, bias=True):
                  pads=pad, dilations=[dil] * 2, group=group)
 
 
-def chain(inputs, weights, nodes):
-    """A small graph: nodes are (op, [inputs], attrs); the last output is y."""
+def chain(inputs, weights, nodes, opset=17):
+    """A small graph: nodes are (op, [inputs], attrs); the last output is y.
+    Weights named var* are positive; c_<value>* are filled with <value>
+    (exporters' constants: 2 for Pow, sqrt(2) for GELU, ...)."""
     ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
     inits = []
     for n, s in weights:
         v = rng.standard_normal(s).astype(np.float32)
         if n.startswith("var"):
             v = np.abs(v) + 0.5
+        if n.startswith("c_"):
+            v = np.full(s, float(n[2:].split("_")[0]), np.float32)
         inits.append(numpy_helper.from_array(v, n))
     made = []
     for i, (op, args, attrs) in enumerate(nodes):
@@ -57,9 +61,59 @@ def chain(inputs, weights, nodes):
         made.append(helper.make_node(op, args, [out], name=f"{op.lower()}{i}", **attrs))
     g = helper.make_graph(made, "chain", ins,
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def unary(op, shape=(3, 1000), opset=17, **attrs):
+    return model(op, [("x", shape)], [], None, opset=opset, **attrs)
+
+
+def reduce(op, shape, axes, keepdims=1):
+    return model(op, [("x", shape)], [], None, opset=17, axes=axes, keepdims=keepdims)
+
+
+def reduce_axes_input(op, shape, axes):
+    """Opset 13+ ReduceSum: the axes come as an int64 input."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    node = helper.make_node(op, ["x", "axes"], ["y"], name=op.lower() + "0")
+    g = helper.make_graph([node], op, [x], [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, None)], [numpy_helper.from_array(np.array(axes, np.int64), "axes")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     return m
+
+
+def attention_chain(b, h, sq, sk, d, mask=True, scale_first=False):
+    """The exporters' attention: Q @ K^T, scaled, masked, softmax, @ V."""
+    ins = [("q", (b, h, sq, d)), ("k", (b, h, sk, d)), ("v", (b, h, sk, d))]
+    weights = [(f"c_{np.sqrt(d)}", ())] + ([("mask", (1, 1, sq, sk))] if mask else [])
+    scale = weights[0][0]
+    nodes = [("Transpose", ["k"], {"perm": [0, 1, 3, 2]})]
+    if scale_first:
+        nodes += [("Div", ["q", scale], {}), ("MatMul", ["t1", "t0"], {})]
+    else:
+        nodes += [("MatMul", ["q", "t0"], {}), ("Div", ["t1", scale], {})]
+    last = "t2"
+    if mask:
+        nodes.append(("Add", [last, "mask"], {}))
+        last = "t3"
+    nodes += [("Softmax", [last], {"axis": -1}), ("MatMul", [f"t{len(nodes)}", "v"], {})]
+    return chain(ins, weights, nodes)
+
+
+LN = [("g", (64,)), ("bb", (64,)), ("c_2", ()), ("c_1e-5", ())]
+LN_NODES = [("ReduceMean", ["x"], {"axes": [-1]}), ("Sub", ["x", "t0"], {}),
+            ("Pow", ["t1", "c_2"], {}), ("ReduceMean", ["t2"], {"axes": [-1]}),
+            ("Add", ["t3", "c_1e-5"], {}), ("Sqrt", ["t4"], {}), ("Div", ["t1", "t5"], {}),
+            ("Mul", ["t6", "g"], {}), ("Add", ["t7", "bb"], {})]
+GELU_ERF = [("Div", ["x", "c_1.4142135623730951"], {}), ("Erf", ["t0"], {}),
+            ("Add", ["t1", "c_1"], {}), ("Mul", ["x", "t2"], {}), ("Mul", ["t3", "c_0.5"], {})]
+GELU_TANH = [("Pow", ["x", "c_3"], {}), ("Mul", ["c_0.044715", "t0"], {}),
+             ("Add", ["x", "t1"], {}), ("Mul", ["t2", "c_0.7978845608028654"], {}),
+             ("Tanh", ["t3"], {}), ("Add", ["c_1", "t4"], {}), ("Mul", ["c_0.5", "x"], {}),
+             ("Mul", ["t6", "t5"], {})]
 
 
 CONV3 = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])
@@ -102,6 +156,48 @@ CASES = {
     "transpose_nhwc": model("Transpose", [("x", (2, 3, 5, 7))], [], None, perm=[0, 2, 3, 1]),
     "batchnorm": model("BatchNormalization", [("x", (2, 6, 5, 5))],
                        [("s", (6,)), ("b", (6,)), ("m", (6,))], None),
+    "exp": unary("Exp"),
+    "log_of_exp": chain([("x", (4, 300))], [], [("Exp", ["x"], {}), ("Log", ["t0"], {})]),
+    "sqrt_of_abs": chain([("x", (4, 300))], [], [("Abs", ["x"], {}), ("Sqrt", ["t0"], {})]),
+    "erf": unary("Erf"),
+    "neg": unary("Neg"),
+    "reciprocal": unary("Reciprocal"),
+    "pow_square": chain([("x", (4, 300))], [("c_2", (1,))], [("Pow", ["x", "c_2"], {})]),
+    "max_variadic": chain([("x", (4, 30)), ("z", (30,))], [("w", (4, 1))],
+                          [("Max", ["x", "z", "w"], {})]),
+    "min_binary": chain([("x", (4, 30))], [("w", (1, 30))], [("Min", ["x", "w"], {})]),
+    "gelu_exact": unary("Gelu", opset=20),
+    "gelu_tanh": unary("Gelu", opset=20, approximate="tanh"),
+    "hard_sigmoid": unary("HardSigmoid", alpha=0.3, beta=0.4),
+    "hard_swish": unary("HardSwish"),
+    "leaky_relu": unary("LeakyRelu", alpha=0.1),
+    "reduce_mean_last": reduce("ReduceMean", (2, 16, 300), [-1]),
+    "reduce_sum_middle": reduce_axes_input("ReduceSum", (2, 30, 7), [1]),
+    "reduce_max_two_axes": reduce("ReduceMax", (3, 4, 5, 6), [0, 2], keepdims=0),
+    "reduce_min_all": model("ReduceMin", [("x", (3, 4, 5))], [], None, keepdims=0),
+    "layer_norm": model("LayerNormalization", [("x", (2, 10, 64))], [("g", (64,)), ("bb", (64,))],
+                        None, epsilon=1e-3),
+    "layer_norm_axis1": model("LayerNormalization", [("x", (2, 6, 40))], [("g", (6, 40))],
+                              None, axis=1),
+    "matmul_3d_weights": model("MatMul", [("a", (2, 50, 64))], [("b", (64, 96))], None),
+    "matmul_batched_ukernel": model("MatMul", [("a", (2, 3, 33, 40))], [("b", (2, 3, 40, 70))], None),
+    "attention": attention_chain(1, 2, 40, 70, 16),
+    "attention_scaled_q_no_mask": attention_chain(2, 3, 17, 17, 8, mask=False, scale_first=True),
+    "layer_norm_decomposed": chain([("x", (2, 12, 64))], LN, LN_NODES),
+    "gelu_erf_decomposed": chain([("x", (3, 200))], [("c_1.4142135623730951", ()), ("c_1", ()),
+                                                      ("c_0.5", ())], GELU_ERF),
+    "gelu_tanh_decomposed": chain([("x", (3, 200))], [("c_3", ()), ("c_0.044715", ()),
+                                                       ("c_0.7978845608028654", ()), ("c_1", ()),
+                                                       ("c_0.5", ())], GELU_TANH),
+    "silu_decomposed": chain([("x", (3, 200))], [], [("Sigmoid", ["x"], {}), ("Mul", ["x", "t0"], {})]),
+    "hard_swish_decomposed": chain([("x", (3, 200))], [("c_3", ()), ("c_0", ()), ("c_6", ())], [
+        ("Add", ["x", "c_3"], {}), ("Clip", ["t0", "c_0", "c_6"], {}), ("Mul", ["x", "t1"], {}),
+        ("Div", ["t2", "c_6"], {})]),
+    "softmax_decomposed": chain([("x", (4, 50))], [], [
+        ("ReduceMax", ["x"], {"axes": [1]}), ("Sub", ["x", "t0"], {}), ("Exp", ["t1"], {}),
+        ("ReduceSum", ["t2"], {"axes": [1]}), ("Div", ["t2", "t3"], {})], opset=12),
+    "fused_matmul_bias_gelu": chain([("a", (1, 24, 64))], [("w", (64, 96)), ("bias", (96,))], [
+        ("MatMul", ["a", "w"], {}), ("Add", ["t0", "bias"], {}), ("Gelu", ["t1"], {})], opset=20),
     # Fusion candidates (kiln-fuse, kiln-fold-batchnorm at -O1 and up).
     "fused_conv_bn_relu": chain([("x", (2, 8, 9, 9))], [("w", (16, 8, 3, 3))] + BN, [
         ("Conv", ["x", "w"], CONV3), ("BatchNormalization", ["t0", "s", "b", "m", "var"], {}),

@@ -25,6 +25,9 @@ SUPPORTED_OPS = {
     "Clip", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
     "Reshape", "Flatten", "Transpose", "Concat", "Softmax", "Constant", "Identity",
     "Shape", "Gather", "Unsqueeze", "Squeeze", "Slice", "Cast",
+    "Exp", "Log", "Sqrt", "Erf", "Neg", "Reciprocal", "Abs", "Pow", "Max", "Min",
+    "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "ReduceSum", "ReduceMean",
+    "ReduceMax", "ReduceMin", "LayerNormalization",
 }
 # The ops this slice is about: a test is selected if it exercises one of them.
 SLICE_OPS = SUPPORTED_OPS - {"Constant", "Identity", "Shape", "Gather", "Unsqueeze",

@@ -1,0 +1,116 @@
+//===- ConvertReduce.cpp - ReduceSum/Mean/Max/Min, LayerNormalization ------===//
+#include "compiler/onnx/ImporterImpl.h"
+#include "compiler/onnx/NodeContext.h"
+
+#include <algorithm>
+
+using namespace mlir;
+namespace kiln::onnx_import {
+namespace {
+
+/// The reduced axes: from the `axes` attribute before `inputFromOpset`, from
+/// the optional second input after. Empty axes reduce everything unless
+/// noop_with_empty_axes is set (then the node is the identity).
+template <typename OpTy>
+LogicalResult convertReduce(NodeContext &ctx, int64_t inputFromOpset) {
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  std::vector<int64_t> axes;
+  if (ctx.opset < inputFromOpset) {
+    axes = ctx.attrInts("axes").value_or(std::vector<int64_t>{});
+  } else if (ctx.hasInput(1)) {
+    const HostTensor *h = ctx.hostInput(1);
+    if (!h)
+      return ctx.error("axes must be known at compile time");
+    for (double v : h->values)
+      axes.push_back(static_cast<int64_t>(v));
+  }
+  if (axes.empty()) {
+    if (ctx.attrInt("noop_with_empty_axes", 0)) {
+      ctx.setOutput(0, ctx.input(0));
+      return success();
+    }
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  for (int64_t &a : axes) {
+    auto n = normalizeAxis(ctx, a, rank);
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return ctx.error("axes repeat a dimension");
+  OpBuilder &b = ctx.builder;
+  return ctx.setResult(ctx.create<OpTy>(ctx.input(0), b.getDenseI64ArrayAttr(axes),
+                                        b.getBoolAttr(ctx.attrInt("keepdims", 1) != 0)));
+}
+
+/// Mean and InvStdDev, the optional outputs 1 and 2, from reductions.
+LogicalResult layerNormStatistics(NodeContext &ctx, int64_t axis, float eps) {
+  auto in = ctx.inputType(0);
+  OpBuilder &b = ctx.builder;
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < in.getRank(); ++d)
+    axes.push_back(d);
+  auto axesAttr = b.getDenseI64ArrayAttr(axes);
+  auto mean = ctx.create<kiln::ReduceMeanOp>(ctx.input(0), axesAttr, b.getBoolAttr(true));
+  if (failed(mean))
+    return failure();
+  ctx.setOutput(1, *mean);
+  if (ctx.node.output_size() < 3 || ctx.node.output(2).empty())
+    return success();
+  auto d = ctx.create<kiln::SubOp>(ctx.input(0), *mean);
+  if (failed(d))
+    return failure();
+  auto sq = ctx.create<kiln::MulOp>(*d, *d);
+  if (failed(sq))
+    return failure();
+  auto var = ctx.create<kiln::ReduceMeanOp>(*sq, axesAttr, b.getBoolAttr(true));
+  if (failed(var))
+    return failure();
+  HostTensor e{b.getF32Type(), {}, {eps}, {}};
+  auto plus = ctx.create<kiln::AddOp>(*var, Importer::materialize(b, e, "epsilon"));
+  if (failed(plus))
+    return failure();
+  auto root = ctx.createTyped<kiln::SqrtOp>(plus->getType(), *plus);
+  if (failed(root))
+    return failure();
+  auto inv = ctx.createTyped<kiln::ReciprocalOp>(root->getType(), *root);
+  if (failed(inv))
+    return failure();
+  ctx.setOutput(2, *inv);
+  return success();
+}
+
+LogicalResult convertLayerNorm(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), in.getRank());
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = ctx.builder;
+  float eps = ctx.attrFloat("epsilon", 1e-5f);
+  Value bias = ctx.hasInput(2) ? ctx.input(2) : Value();
+  if (failed(ctx.setResult(ctx.create<kiln::LayerNormOp>(
+          ctx.input(0), ctx.input(1), bias, b.getI64IntegerAttr(*axis),
+          b.getF32FloatAttr(eps)))))
+    return failure();
+  if (ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
+    return layerNormStatistics(ctx, *axis, eps);
+  if (ctx.node.output_size() > 2 && !ctx.node.output(2).empty())
+    return layerNormStatistics(ctx, *axis, eps);
+  return success();
+}
+
+} // namespace
+
+void registerReduceConverters(llvm::StringMap<Converter> &t) {
+  t["ReduceSum"] = [](NodeContext &c) { return convertReduce<kiln::ReduceSumOp>(c, 13); };
+  t["ReduceMean"] = [](NodeContext &c) { return convertReduce<kiln::ReduceMeanOp>(c, 18); };
+  t["ReduceMax"] = [](NodeContext &c) { return convertReduce<kiln::ReduceMaxOp>(c, 18); };
+  t["ReduceMin"] = [](NodeContext &c) { return convertReduce<kiln::ReduceMinOp>(c, 18); };
+  t["LayerNormalization"] = convertLayerNorm;
+}
+
+} // namespace kiln::onnx_import
