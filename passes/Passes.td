@@ -37,6 +37,48 @@ def FoldBatchNormPass : Pass<"kiln-fold-batchnorm", "mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Recognition
+//===----------------------------------------------------------------------===//
+
+def RecognizePatternsPass : Pass<"kiln-recognize-patterns", "mlir::func::FuncOp"> {
+  let summary = "replaces exporters' decomposed forms by single kiln ops";
+  let description = [{
+    Matches the primitive-op spellings that exporters produce and replaces
+    each by one op (intermediate values must have no other users; constants
+    must be the expected scalars):
+
+    - Softmax: `exp(x - reduce_max(x)) / reduce_sum(...)` (or without the
+      max) -> `kiln.softmax`.
+    - LayerNorm: `d = x - reduce_mean(x)`, `d / sqrt(reduce_mean(d^2) + eps)`
+      over trailing axes, then `* g` and `+ b` -> `kiln.layer_norm`.
+    - GELU: `0.5 * x * (1 + erf(x / sqrt(2)))` and the tanh form
+      `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`, in any
+      product order -> `kiln.gelu`.
+    - SiLU: `x * sigmoid(x)` -> `kiln.silu`.
+    - HardSigmoid: `clip(a * x + b, 0, 1)`, `clip(x + 3, 0, 6) / 6` ->
+      `kiln.hard_sigmoid`; HardSwish: `x * hard_sigmoid(x)` with
+      alpha 1/6, beta 1/2, and `x * clip(x + 3, 0, 6) / 6` -> `kiln.hard_swish`.
+    - Attention: `softmax(Q @ K^T * s [+ mask]) @ V` (scale by mul or div, on
+      the scores or on Q) -> `kiln.attention`; the `K^T` transpose of the
+      exporter cancels against the one the op needs.
+
+    Before:
+    ```mlir
+    %h = kiln.mul %x, %half : tensor<4x8xf32>, tensor<f32>
+    %d = kiln.div %x, %sqrt2 : tensor<4x8xf32>, tensor<f32>
+    %e = kiln.erf %d : tensor<4x8xf32>
+    %p = kiln.add %e, %one : tensor<4x8xf32>, tensor<f32>
+    %y = kiln.mul %h, %p : tensor<4x8xf32>, tensor<4x8xf32>
+    ```
+    After:
+    ```mlir
+    %y = kiln.gelu %x {approximate = false} : tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//
 

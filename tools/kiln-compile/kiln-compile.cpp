@@ -169,8 +169,11 @@ int main(int argc, char **argv) {
   PassManager pm(&ctx);
   instrument(pm);
   pm.addPass(createCanonicalizerPass());
-  if (optLevel >= 1)
+  if (optLevel >= 1) {
     pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
+    pm.addNestedPass<func::FuncOp>(kiln::createRecognizePatternsPass());
+    pm.addPass(createCanonicalizerPass());
+  }
   pm.addPass(createCSEPass());
   if (failed(pm.run(*module)))
     return 1;
