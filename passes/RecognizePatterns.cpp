@@ -340,7 +340,9 @@ std::optional<std::pair<Value, std::pair<float, float>>> hardSigmoidOf(Value v) 
     clip = singleUse<ClipOp>(s->first);
     scale = s->second;
   }
-  if (!clip || clip.getMin().convertToFloat() != 0.0f)
+  if (!clip)
+    return std::nullopt;
+  if (clip.getMin().convertToFloat() != 0.0f)
     return std::nullopt;
   float hi = clip.getMax().convertToFloat();
   if (std::fabs(hi * scale - 1.0f) > 1e-5f)
@@ -372,7 +374,7 @@ struct HardSigmoidPattern : RewritePattern {
     // A clip that a scale by 1/max follows is matched from the scale.
     if (auto clip = dyn_cast<ClipOp>(op); clip && op->hasOneUse()) {
       Operation *user = *op->getUsers().begin();
-      auto s = scaledBy(user->getResult(0));
+      auto s = user->getNumResults() == 1 ? scaledBy(user->getResult(0)) : std::nullopt;
       if (s && s->first == clip.getResult() &&
           std::fabs(s->second * clip.getMax().convertToFloat() - 1.0f) < 1e-5f)
         return failure();

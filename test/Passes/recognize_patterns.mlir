@@ -230,3 +230,18 @@ func.func @attention_probs_used(%q: tensor<3x5x8xf32>, %kt: tensor<3x8x10xf32>, 
   %o = kiln.matmul %p, %v : tensor<3x5x10xf32>, tensor<3x10x4xf32>
   return %o, %p : tensor<3x5x4xf32>, tensor<3x5x10xf32>
 }
+
+// -----
+
+// Plain clips and scales stay as they are.
+// CHECK-LABEL: func @plain_clip
+// CHECK: kiln.clip
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.clip
+func.func @plain_clip(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %k = kiln.constant dense<0.25> : tensor<f32>
+  %c = kiln.clip %x {min = -1.0 : f32, max = 1.0 : f32} : tensor<4x8xf32>
+  %m = kiln.mul %c, %k : tensor<4x8xf32>, tensor<f32>
+  %y = kiln.clip %m {min = 0.0 : f32, max = 1.0 : f32} : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
