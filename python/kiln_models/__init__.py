@@ -4,9 +4,15 @@ Every model is built here with random weights (nothing is downloaded):
   small_cnn      - the demo model that ships in examples/ (well under 1 MB)
   resnet18       - ResNet-18 topology (basic blocks, BatchNorm, residual adds)
   mobilenetv2    - MobileNetV2 topology (inverted residuals, depthwise, ReLU6)
+  bert_layer     - a BERT-base encoder layer (seq 128, hidden 768, 12 heads)
+  gpt2_block     - a GPT-2 block (pre-LayerNorm, causal mask, tanh GELU)
 The graphs are written the way torch.onnx.export writes them: unfused
 BatchNormalization, Flatten or a Shape/Gather/Unsqueeze/Concat/Reshape chain
-before the classifier, Gemm with transB=1.
+before the classifier, Gemm with transB=1; for the transformers, nn.Linear
+as MatMul + Add, heads split by Reshape + Transpose, and (BERT, opset 13)
+LayerNorm and GELU decomposed into primitive ops as exporters below opset 17
+write them. The transformers take hidden states (the embedding lookup is
+not part of them) and return hidden states.
 """
 import numpy as np
 import onnx
@@ -77,7 +83,59 @@ class GraphBuilder:
         b = self.const("fc_b", self.rng.normal(0, 0.01, classes).astype(np.float32))
         return self.node("Gemm", [x, w, b], "fc", transB=1)
 
-    def model(self, name, x_shape, out, out_shape):
+    # Transformer pieces -------------------------------------------------
+    def scalar(self, base, v):
+        return self.const(base, np.array(v, np.float32))
+
+    def linear(self, x, cin, cout):
+        w = self.rng.normal(0, np.sqrt(1.0 / cin), (cin, cout)).astype(np.float32)
+        b = self.rng.normal(0, 0.02, cout).astype(np.float32)
+        y = self.node("MatMul", [x, self.const("w", w)], "matmul")
+        return self.node("Add", [y, self.const("b", b)], "bias")
+
+    def layer_norm(self, x, d, decomposed):
+        g = self.const("ln_g", self.rng.uniform(0.8, 1.2, d).astype(np.float32))
+        b = self.const("ln_b", self.rng.normal(0, 0.05, d).astype(np.float32))
+        if not decomposed:
+            return self.node("LayerNormalization", [x, g, b], "ln", axis=-1, epsilon=1e-5)
+        mean = self.node("ReduceMean", [x], "mean", axes=[-1])
+        dev = self.node("Sub", [x, mean], "sub")
+        sq = self.node("Pow", [dev, self.scalar("two", 2.0)], "pow")
+        var = self.node("ReduceMean", [sq], "var", axes=[-1])
+        std = self.node("Sqrt", [self.node("Add", [var, self.scalar("eps", 1e-5)], "add")])
+        y = self.node("Div", [dev, std], "div")
+        return self.node("Add", [self.node("Mul", [y, g], "mul"), b], "add")
+
+    def gelu_erf(self, x):
+        e = self.node("Erf", [self.node("Div", [x, self.scalar("sqrt2", np.sqrt(2.0))])])
+        y = self.node("Mul", [x, self.node("Add", [e, self.scalar("one", 1.0)])])
+        return self.node("Mul", [y, self.scalar("half", 0.5)])
+
+    def gelu_tanh(self, x):
+        cube = self.node("Pow", [x, self.scalar("three", 3.0)])
+        inner = self.node("Add", [x, self.node("Mul", [self.scalar("c", 0.044715), cube])])
+        t = self.node("Tanh", [self.node("Mul", [inner, self.scalar("k", np.sqrt(2 / np.pi))])])
+        half_x = self.node("Mul", [self.scalar("half", 0.5), x])
+        return self.node("Mul", [half_x, self.node("Add", [self.scalar("one", 1.0), t])])
+
+    def heads(self, x, seq, heads, dh, perm):
+        shape = self.const("shape", np.array([1, seq, heads, dh], np.int64))
+        return self.node("Transpose", [self.node("Reshape", [x, shape])], perm=perm)
+
+    def self_attention(self, x, seq, hidden, heads, mask):
+        dh = hidden // heads
+        q = self.heads(self.linear(x, hidden, hidden), seq, heads, dh, [0, 2, 1, 3])
+        kt = self.heads(self.linear(x, hidden, hidden), seq, heads, dh, [0, 2, 3, 1])
+        v = self.heads(self.linear(x, hidden, hidden), seq, heads, dh, [0, 2, 1, 3])
+        s = self.node("MatMul", [q, kt], "scores")
+        s = self.node("Div", [s, self.scalar("sqrt_dh", np.sqrt(dh))])
+        s = self.node("Add", [s, mask], "mask")
+        p = self.node("Softmax", [s], axis=-1)
+        o = self.node("Transpose", [self.node("MatMul", [p, v], "context")], perm=[0, 2, 1, 3])
+        o = self.node("Reshape", [o, self.const("shape", np.array([1, seq, hidden], np.int64))])
+        return self.linear(o, hidden, hidden)
+
+    def model(self, name, x_shape, out, out_shape, opset=OPSET):
         # The graph's output is called "logits".
         for n in self.nodes:
             n.output[:] = ["logits" if o == out else o for o in n.output]
@@ -86,7 +144,7 @@ class GraphBuilder:
             [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(x_shape))],
             [helper.make_tensor_value_info("logits", TensorProto.FLOAT, out_shape)],
             self.inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="kiln_models")
         m.ir_version = IR_VERSION
         onnx.checker.check_model(m, full_check=True)
@@ -149,4 +207,38 @@ def mobilenetv2(seed=0, size=224, classes=1000, batch=1):
     return b.model("mobilenetv2", [batch, 3, size, size], x, [batch, classes])
 
 
-MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "mobilenetv2": mobilenetv2}
+def bert_layer(seed=0, seq=128, hidden=768, heads=12, ffn=3072, layers=1):
+    """BERT-base encoder layers (post-LayerNorm), padding mask on the last 16
+    positions, exported at opset 13: LayerNorm and GELU decomposed."""
+    b = GraphBuilder(seed)
+    keep = np.zeros((1, 1, 1, seq), np.float32)
+    keep[..., seq - seq // 8:] = -10000.0
+    mask = b.const("mask", keep)
+    x = "input"
+    for _ in range(layers):
+        x = b.layer_norm(b.node("Add", [x, b.self_attention(x, seq, hidden, heads, mask)],
+                                "residual"), hidden, decomposed=True)
+        h = b.linear(b.gelu_erf(b.linear(x, hidden, ffn)), ffn, hidden)
+        x = b.layer_norm(b.node("Add", [x, h], "residual"), hidden, decomposed=True)
+    return b.model("bert_layer", [1, seq, hidden], x, [1, seq, hidden], opset=13)
+
+
+def gpt2_block(seed=0, seq=128, hidden=768, heads=12, layers=1):
+    """GPT-2 blocks (pre-LayerNorm, causal additive mask, tanh GELU) at
+    opset 17: LayerNormalization native, GELU decomposed."""
+    b = GraphBuilder(seed)
+    causal = np.triu(np.full((seq, seq), -10000.0, np.float32), 1)[None, None]
+    mask = b.const("causal_mask", causal)
+    x = "input"
+    for _ in range(layers):
+        a = b.self_attention(b.layer_norm(x, hidden, False), seq, hidden, heads, mask)
+        x = b.node("Add", [x, a], "residual")
+        h = b.linear(b.gelu_tanh(b.linear(b.layer_norm(x, hidden, False), hidden, 4 * hidden)),
+                     4 * hidden, hidden)
+        x = b.node("Add", [x, h], "residual")
+    x = b.layer_norm(x, hidden, False)
+    return b.model("gpt2_block", [1, seq, hidden], x, [1, seq, hidden])
+
+
+MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "mobilenetv2": mobilenetv2,
+          "bert_layer": bert_layer, "gpt2_block": gpt2_block}

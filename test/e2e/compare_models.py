@@ -47,7 +47,8 @@ def main():
     ap.add_argument("--bindir", required=True)
     ap.add_argument("--libdir", required=True)
     ap.add_argument("--include", required=True, help="runtime/include")
-    ap.add_argument("models", nargs="*", default=["small_cnn", "resnet18", "mobilenetv2"])
+    ap.add_argument("models", nargs="*",
+                    default=["small_cnn", "resnet18", "mobilenetv2", "bert_layer", "gpt2_block"])
     args = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
