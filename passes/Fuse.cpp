@@ -17,8 +17,11 @@ bool isElementwise(Operation *op) {
 }
 
 bool isAnchor(Operation *op) {
+  // Matmuls whose operands are matrices or batches of them (a vector operand
+  // drops a dimension from the result, which epilogues do not follow).
   if (auto mm = dyn_cast<MatMulOp>(op))
-    return llvm::cast<RankedTensorType>(mm.getType()).getRank() == 2;
+    return llvm::cast<RankedTensorType>(mm.getLhs().getType()).getRank() >= 2 &&
+           llvm::cast<RankedTensorType>(mm.getRhs().getType()).getRank() >= 2;
   return isa<ConvOp, GemmOp>(op);
 }
 

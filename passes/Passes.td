@@ -85,9 +85,9 @@ def RecognizePatternsPass : Pass<"kiln-recognize-patterns", "mlir::func::FuncOp"
 def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let summary = "groups ops into kiln.fusion regions, one region = one kernel";
   let description = [{
-    Starting from a convolution, gemm or 2-D matmul (the anchor) or from an
+    Starting from a convolution, gemm or matmul of matrices (the anchor) or from an
     elementwise op, the pass follows the chain of single-use elementwise
-    consumers (add, sub, mul, div, relu, sigmoid, tanh, clip, batch_norm)
+    consumers (arithmetic, activations, batch_norm)
     whose result has the chain's shape, and wraps the group in a
     `kiln.fusion`. Side operands of an anchor's epilogue must be either the
     full output or broadcast over every spatial dimension (per-channel

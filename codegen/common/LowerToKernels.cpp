@@ -1016,7 +1016,7 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
       e.store(y, o, at);
     });
   };
-  if (epi && rank < 2)
+  if (epi && (shape(op.getLhs()).size() < 2 || shape(op.getRhs()).size() < 2))
     return op.emitError("matmul epilogues need operands of rank 2 or more");
 
   bool f32 = llvm::all_of(ins, [](Value v) {
@@ -1480,10 +1480,7 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
   } else if (auto g = dyn_cast<kiln::GemmOp>(anchor)) {
     r = gemm(g, &epi);
   } else {
-    auto mm = cast<kiln::MatMulOp>(anchor);
-    if (llvm::cast<RankedTensorType>(mm.getType()).getRank() != 2)
-      return op.emitError("matmul epilogues need a 2-D result");
-    r = matmul(mm, &epi);
+    r = matmul(cast<kiln::MatMulOp>(anchor), &epi);
   }
   if (failed(r))
     return r;

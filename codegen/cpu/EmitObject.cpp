@@ -13,6 +13,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -83,6 +85,20 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   ctx->appendDialectRegistry(registry);
+
+  // exp, tanh, erf, log as polynomials (accurate to a few ulp): inline and
+  // vectorizable, where libm calls are neither.
+  {
+    RewritePatternSet patterns(ctx);
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+      return name == "math.exp" || name == "math.tanh" || name == "math.erf" ||
+             name == "math.log";
+    });
+    if (failed(applyPatternsGreedily(kernels, std::move(patterns)))) {
+      error = "internal error: math approximation did not converge";
+      return nullptr;
+    }
+  }
 
   PassManager pm(ctx);
   pm.addPass(createSCFToControlFlowPass());
