@@ -86,12 +86,44 @@ void wrap(ArrayRef<Operation *> group) {
     op->erase();
 }
 
+/// Attention with the transposes that split heads (of its query, key and
+/// value) and merge them (of its result): the kernel reads and writes those
+/// layouts directly. Key and value rows must stay contiguous.
+SmallVector<Operation *> attentionGroup(AttentionOp att,
+                                        const llvm::SmallPtrSetImpl<Operation *> &taken) {
+  SmallVector<Operation *> group;
+  for (unsigned i = 0; i < 3; ++i) {
+    auto t = att->getOperand(i).getDefiningOp<TransposeOp>();
+    if (!t || !t->hasOneUse() || taken.contains(t) || t->getBlock() != att->getBlock() ||
+        llvm::is_contained(group, t.getOperation()))
+      continue;
+    int64_t rank = t.getPerm().size();
+    if (i > 0 && t.getPerm().back() != rank - 1)
+      continue;
+    group.push_back(t);
+  }
+  llvm::sort(group, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  group.push_back(att);
+  if (att->hasOneUse())
+    if (auto t = dyn_cast<TransposeOp>(*att->getUsers().begin()))
+      group.push_back(t);
+  return group;
+}
+
 struct FusePass : impl::FusePassBase<FusePass> {
   void runOnOperation() override {
     SmallVector<SmallVector<Operation *>> groups;
     llvm::SmallPtrSet<Operation *, 32> taken;
     for (Block &block : getOperation().getBody()) {
       for (Operation &op : block) {
+        if (auto att = dyn_cast<AttentionOp>(&op)) {
+          auto group = attentionGroup(att, taken);
+          for (Operation *g : group)
+            taken.insert(g);
+          if (group.size() > 1)
+            groups.push_back(group);
+          continue;
+        }
         if (taken.contains(&op) || !(isAnchor(&op) || isElementwise(&op)))
           continue;
         Operation *anchor = isAnchor(&op) ? &op : nullptr;

@@ -122,6 +122,19 @@ public:
                                     i64(ldc), i64(acc ? 1 : 0)});
   }
 
+  /// The address of element `off` of a scratch memref, as an i64.
+  Value addrM(Value m, Value off) {
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, m);
+    return i64(add(base, mul(off, 4)));
+  }
+  /// C (+)= A * B through the ukernel on i64 addresses.
+  void sgemmPtr(Value m, Value n, Value k, Value a, int64_t lda, Value bp, int64_t ldb,
+                Value c, int64_t ldc, bool acc) {
+    func::CallOp::create(b, "kiln_uk_sgemm", TypeRange{},
+                         ValueRange{i64(m), i64(n), i64(k), a, i64(lda), bp, i64(ldb), c,
+                                    i64(ldc), i64(acc ? 1 : 0)});
+  }
+
   /// The [begin, end) slice of `total` items that this workgroup owns.
   std::pair<Value, Value> share(int64_t total, int64_t perWg) {
     Value lo = mul(wg, perWg);
@@ -301,6 +314,28 @@ int64_t rowsPerWorkgroup(int64_t inner) {
   return std::max<int64_t>(1, kWorkgroupElems / std::max<int64_t>(inner, 1));
 }
 
+/// Where a kernel reads or writes a [batch..., rows, cols] operand: element
+/// strides for each batch dimension, a row and a column (a transpose fused
+/// into the kernel is a different view of its input).
+struct MatrixView {
+  SmallVector<int64_t> batch;
+  int64_t row = 0, col = 1;
+
+  static MatrixView contiguous(ArrayRef<int64_t> shape) {
+    return permuted(shape, llvm::to_vector(llvm::seq<int64_t>(0, shape.size())));
+  }
+  /// The view of transpose(x, perm) in x's buffer.
+  static MatrixView permuted(ArrayRef<int64_t> xShape, ArrayRef<int64_t> perm) {
+    auto st = stridesOf(xShape);
+    MatrixView v;
+    for (size_t i = 0; i + 2 < perm.size(); ++i)
+      v.batch.push_back(st[perm[i]]);
+    v.row = st[perm[perm.size() - 2]];
+    v.col = st[perm.back()];
+    return v;
+  }
+};
+
 class Lowering {
 public:
   Lowering(ModuleOp src, Program &p) : src(src), p(p), ctx(src.getContext()) {}
@@ -363,7 +398,8 @@ private:
   LogicalResult softmax(kiln::SoftmaxOp op);
   LogicalResult reduce(Operation *op);
   LogicalResult layerNorm(kiln::LayerNormOp op);
-  LogicalResult attention(kiln::AttentionOp op);
+  LogicalResult attention(kiln::AttentionOp op, ArrayRef<Value> sources,
+                          ArrayRef<MatrixView> views, const MatrixView &outView);
   LogicalResult transpose(kiln::TransposeOp op);
   LogicalResult concat(kiln::ConcatOp op);
 };
@@ -1287,95 +1323,127 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
   });
 }
 
-/// Attention, flash style: a workgroup owns a block of query rows of one
-/// batch; for each row it walks the keys in blocks, keeping the running
-/// maximum, the running sum and the output accumulator, so scores exist
-/// only one key block at a time on the stack.
-LogicalResult Lowering::attention(kiln::AttentionOp op) {
+/// Attention, flash style. A workgroup owns a block of query rows of one
+/// batch and walks the keys in blocks of kKeyBlock: scores of the block come
+/// from one sgemm (K_blk x Q^T, Q transposed and scaled once per workgroup),
+/// the online softmax keeps each row's running maximum and sum, and the
+/// probabilities meet V in a second sgemm accumulating into the output
+/// block. Scores exist one block at a time, on the stack.
+LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
+                                  ArrayRef<MatrixView> views, const MatrixView &outView) {
   auto q = shape(op.getQuery()), k = shape(op.getKey()), v = shape(op.getValue());
   int64_t r = q.size();
   int64_t Sq = q[r - 2], D = q[r - 1], Sk = k[r - 2], Dv = v[r - 1];
-  int64_t B = elems(op.getQuery()) / std::max<int64_t>(Sq * D, 1);
+  SmallVector<int64_t> batchShape(q.begin(), q.end() - 2);
+  int64_t B = 1;
+  for (int64_t d : batchShape) B *= d;
   float scale = op.getScale().convertToFloat();
-  SmallVector<Value> ins{op.getQuery(), op.getKey(), op.getValue()};
-  std::vector<int64_t> maskStr;
   bool hasMask = static_cast<bool>(op.getMask());
   SmallVector<int64_t> scoreShape(q);
   scoreShape.back() = Sk;
-  if (hasMask) {
-    ins.push_back(op.getMask());
+  std::vector<int64_t> maskStr;
+  if (hasMask)
     maskStr = numpyStrides(shape(op.getMask()), scoreShape);
-  }
-  int out = ins.size();
-  constexpr int64_t kKeyBlock = 64, kQueryRows = 16;
-  int64_t qBlocks = ceilDiv(Sq, kQueryRows);
-  return launch(op, ins, B * qBlocks, [&](KernelEmitter &e) {
+  if (failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(sources, op->getResults())))))
+    return failure();
+  if (views[1].col != 1 || views[2].col != 1)
+    return op.emitError("attention needs key and value rows contiguous");
+  SmallVector<int> ids;
+  for (Value src : sources)
+    ids.push_back(bufferOf.lookup(src));
+  int out = newBuffer(Buffer::Arena, std::max<int64_t>(elems(op.getResult()), 1) * 4);
+  ids.push_back(out);
+  int oArg = ids.size() - 1;
+  constexpr int64_t kKeyBlock = 64, kQueryRows = 48;
+  int64_t nq = std::min(kQueryRows, std::max<int64_t>(Sq, 1));
+  int64_t qBlocks = ceilDiv(Sq, nq);
+  const float negInf = -std::numeric_limits<float>::infinity();
+  emitKernel(op.getLoc(), "attention", ids, B * qBlocks, [&](KernelEmitter &e) {
     Value bi = e.div(e.wg, qBlocks);
-    Value q0 = e.mul(e.rem(e.wg, qBlocks), kQueryRows);
-    Value q1 = e.minI(e.add(q0, e.idx(kQueryRows)), e.idx(Sq));
-    Value maskBase = e.idx(0);
-    if (hasMask) {
-      Value rest = bi;
-      for (int64_t d = r - 3; d >= 0; --d) {
-        Value coord = d == 0 ? rest : e.rem(rest, q[d]);
-        if (d > 0) rest = e.div(rest, q[d]);
-        if (maskStr[d]) maskBase = e.add(maskBase, e.mul(coord, maskStr[d]));
-      }
+    Value q0 = e.mul(e.rem(e.wg, qBlocks), nq);
+    Value rows = e.minI(e.idx(nq), arith::SubIOp::create(e.b, e.idx(Sq), q0));
+    // Batch offsets of every operand.
+    SmallVector<Value> base(views.size() + 2, e.idx(0)); // q, k, v, out, mask
+    Value rest = bi;
+    for (int64_t d = static_cast<int64_t>(batchShape.size()) - 1; d >= 0; --d) {
+      Value coord = d == 0 ? rest : e.rem(rest, batchShape[d]);
+      if (d > 0) rest = e.div(rest, batchShape[d]);
+      for (size_t t = 0; t < 3; ++t)
+        base[t] = e.add(base[t], e.mul(coord, views[t].batch[d]));
+      base[3] = e.add(base[3], e.mul(coord, outView.batch[d]));
+      if (hasMask && maskStr[d])
+        base[4] = e.add(base[4], e.mul(coord, maskStr[d]));
     }
-    Value acc = e.scratch(std::max<int64_t>(Dv, 1));
-    Value sc = e.scratch(kKeyBlock);
-    Value state = e.scratch(2); // running max, running sum
-    Value kBase = e.mul(bi, Sk * D), vBase = e.mul(bi, Sk * Dv);
-    e.loop(q0, q1, [&](Value i) {
-      Value qRow = e.add(e.mul(bi, Sq * D), e.mul(i, D));
-      e.loop(0, Dv, [&](Value d) { e.storeM(e.f32(0.0f), acc, d); });
-      e.storeM(e.f32(-std::numeric_limits<float>::infinity()), state, e.idx(0));
-      e.storeM(e.f32(0.0f), state, e.idx(1));
-      e.loop(e.idx(0), e.idx(Sk), [&](Value kb) {
-        Value n = e.minI(e.idx(kKeyBlock), arith::SubIOp::create(e.b, e.idx(Sk), kb));
-        // Scores of this block and their maximum.
-        Value bmax = e.reduce(e.idx(0), n, e.f32(-std::numeric_limits<float>::infinity()),
-                              [&](Value j, Value mx) {
-          Value kRow = e.add(kBase, e.mul(e.add(kb, j), D));
-          Value dot = e.reduce(e.idx(0), e.idx(D), e.f32(0.0f), [&](Value d, Value s) {
-            return e.fadd(s, e.fmul(e.load(0, e.add(qRow, d)), e.load(1, e.add(kRow, d))),
-                          true);
-          });
-          Value sj = e.fmul(dot, e.f32(scale));
+    Value QT = e.scratch(D * nq), ST = e.scratch(kKeyBlock * nq);
+    Value P = e.scratch(nq * kKeyBlock), acc = e.scratch(nq * std::max<int64_t>(Dv, 1));
+    Value mRow = e.scratch(nq), lRow = e.scratch(nq);
+    // Q^T, scaled; columns past the last row are zero.
+    e.loop(e.idx(0), e.idx(nq), [&](Value i) {
+      Value real = arith::CmpIOp::create(e.b, arith::CmpIPredicate::ult, i, rows);
+      Value row = e.minI(e.add(q0, i), e.idx(Sq - 1));
+      Value qRow = e.add(base[0], e.mul(row, views[0].row));
+      e.loop(0, D, [&](Value d) {
+        Value x = e.fmul(e.load(0, e.add(qRow, e.mul(d, views[0].col))), e.f32(scale));
+        e.storeM(arith::SelectOp::create(e.b, real, x, e.f32(0.0f)), QT, e.add(e.mul(d, nq), i));
+      });
+      e.storeM(e.f32(negInf), mRow, i);
+      e.storeM(e.f32(0.0f), lRow, i);
+      e.loop(0, Dv, [&](Value d) { e.storeM(e.f32(0.0f), acc, e.add(e.mul(i, Dv), d)); });
+    });
+    e.loop(e.idx(0), e.idx(Sk), [&](Value kb) {
+      Value n = e.minI(e.idx(kKeyBlock), arith::SubIOp::create(e.b, e.idx(Sk), kb));
+      // ST[j][i] = K[kb + j] . Q[q0 + i] * scale
+      e.sgemmPtr(n, e.idx(nq), e.idx(D),
+                 e.addr(1, e.add(base[1], e.mul(kb, views[1].row))), views[1].row,
+                 e.addrM(QT, e.idx(0)), nq, e.addrM(ST, e.idx(0)), nq, false);
+      e.loop(e.idx(0), rows, [&](Value i) {
+        Value maskRow = hasMask ? e.add(base[4], e.mul(e.add(q0, i), maskStr[r - 2])) : Value();
+        Value bmax = e.reduce(e.idx(0), n, e.f32(negInf), [&](Value j, Value mx) {
+          Value at = e.add(e.mul(j, nq), i);
+          Value sj = e.loadM(ST, at);
           if (hasMask) {
-            Value at = e.add(e.add(maskBase, e.mul(i, maskStr[r - 2])),
-                             e.mul(e.add(kb, j), maskStr[r - 1]));
-            sj = e.fadd(sj, e.load(3, at));
+            sj = e.fadd(sj, e.load(3, e.add(maskRow, e.mul(e.add(kb, j), maskStr[r - 1]))));
+            e.storeM(sj, ST, at);
           }
-          e.storeM(sj, sc, j);
           return arith::MaximumFOp::create(e.b, mx, sj).getResult();
         });
-        Value mOld = e.loadM(state, e.idx(0));
+        Value mOld = e.loadM(mRow, i);
         Value mNew = arith::MaximumFOp::create(e.b, mOld, bmax);
         // A row masked with -inf everywhere so far keeps a finite reference.
-        Value isInf = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OEQ, mNew,
-                                            e.f32(-std::numeric_limits<float>::infinity()));
+        Value isInf = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OEQ, mNew, e.f32(negInf));
         Value mRef = arith::SelectOp::create(e.b, isInf, e.f32(0.0f), mNew);
         Value corr = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, mOld, mRef));
-        e.loop(0, Dv, [&](Value d) { e.storeM(e.fmul(e.loadM(acc, d), corr), acc, d); });
-        Value lsum = e.reduce(e.idx(0), n, e.f32(0.0f), [&](Value j, Value s) {
-          Value pj = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, e.loadM(sc, j), mRef));
-          Value vRow = e.add(vBase, e.mul(e.add(kb, j), Dv));
-          e.loop(0, Dv, [&](Value d) {
-            e.storeM(e.fadd(e.loadM(acc, d), e.fmul(pj, e.load(2, e.add(vRow, d)))), acc, d);
-          });
-          return e.fadd(s, pj);
+        Value pRow = e.mul(i, kKeyBlock);
+        Value lsum = e.reduce(e.idx(0), n, e.f32(0.0f), [&](Value j, Value sum) {
+          Value pj = math::ExpOp::create(
+              e.b, arith::SubFOp::create(e.b, e.loadM(ST, e.add(e.mul(j, nq), i)), mRef));
+          e.storeM(pj, P, e.add(pRow, j));
+          return e.fadd(sum, pj, true);
         });
-        e.storeM(mNew, state, e.idx(0));
-        e.storeM(e.fadd(e.fmul(e.loadM(state, e.idx(1)), corr), lsum), state, e.idx(1));
-      }, kKeyBlock);
-      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.loadM(state, e.idx(1)));
-      Value oRow = e.add(e.mul(bi, Sq * Dv), e.mul(i, Dv));
+        e.storeM(mNew, mRow, i);
+        e.storeM(e.fadd(e.fmul(e.loadM(lRow, i), corr), lsum), lRow, i);
+        Value aRow = e.mul(i, Dv);
+        e.loop(0, Dv, [&](Value d) {
+          Value at = e.add(aRow, d);
+          e.storeM(e.fmul(e.loadM(acc, at), corr), acc, at);
+        });
+      });
+      // acc[i] += P[i] . V[kb ..]
+      e.sgemmPtr(rows, e.idx(Dv), n, e.addrM(P, e.idx(0)), kKeyBlock,
+                 e.addr(2, e.add(base[2], e.mul(kb, views[2].row))), views[2].row,
+                 e.addrM(acc, e.idx(0)), Dv, true);
+    }, kKeyBlock);
+    e.loop(e.idx(0), rows, [&](Value i) {
+      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.loadM(lRow, i));
+      Value oRow = e.add(base[3], e.mul(e.add(q0, i), outView.row));
       e.loop(0, Dv, [&](Value d) {
-        e.store(e.fmul(e.loadM(acc, d), inv), out, e.add(oRow, d));
+        e.store(e.fmul(e.loadM(acc, e.add(e.mul(i, Dv), d)), inv), oArg,
+                e.add(oRow, e.mul(d, outView.col)));
       });
     });
-  });
+  }, estimateFlops(op));
+  bufferOf[op.getResult()] = out;
+  return success();
 }
 
 LogicalResult Lowering::transpose(kiln::TransposeOp op) {
@@ -1442,6 +1510,48 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     ops.push_back(&o);
   if (ops.empty())
     return op.emitError("empty kiln.fusion");
+  // Attention with the head transposes around it.
+  auto attIt = llvm::find_if(ops, [](Operation *o) { return isa<kiln::AttentionOp>(o); });
+  if (attIt != ops.end()) {
+    auto att = cast<kiln::AttentionOp>(*attIt);
+    SmallVector<Value> srcs;
+    SmallVector<MatrixView> views;
+    for (Value v : {att.getQuery(), att.getKey(), att.getValue()}) {
+      if (auto t = v.getDefiningOp<kiln::TransposeOp>()) {
+        srcs.push_back(t.getInput());
+        views.push_back(MatrixView::permuted(shape(t.getInput()), t.getPerm()));
+      } else {
+        srcs.push_back(v);
+        views.push_back(MatrixView::contiguous(shape(v)));
+      }
+    }
+    if (att.getMask())
+      srcs.push_back(att.getMask());
+    MatrixView outView = MatrixView::contiguous(shape(att.getResult()));
+    if (att->hasOneUse())
+      if (auto t = dyn_cast<kiln::TransposeOp>(*att->getUsers().begin())) {
+        // Output dim i lands at result dim j with perm[j] == i.
+        auto perm = t.getPerm();
+        auto st = stridesOf(shape(t.getResult()));
+        SmallVector<int64_t> strideOf(perm.size());
+        for (size_t j = 0; j < perm.size(); ++j)
+          strideOf[perm[j]] = st[j];
+        outView.batch.assign(strideOf.begin(), strideOf.end() - 2);
+        outView.row = strideOf[perm.size() - 2];
+        outView.col = strideOf.back();
+      }
+    if (failed(attention(att, srcs, views, outView)))
+      return failure();
+    bufferOf[op.getResult()] = bufferOf.lookup(att.getResult());
+    Launch &l = p.launches.back();
+    l.nodes.clear();
+    collectNodeNames(op.getLoc(), l.nodes);
+    l.what.clear();
+    for (Operation *o : ops)
+      l.what += (l.what.empty() ? "" : "+") + o->getName().stripDialect().str();
+    return success();
+  }
+
   Epilogue epi;
   epi.yielded = body.getTerminator()->getOperand(0);
   Operation *anchor = isa<kiln::ConvOp, kiln::GemmOp, kiln::MatMulOp>(ops.front())
@@ -1521,7 +1631,15 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp,
             kiln::ReduceMinOp>([&](Operation *o) { return reduce(o); })
       .Case<kiln::LayerNormOp>([&](auto o) { return layerNorm(o); })
-      .Case<kiln::AttentionOp>([&](auto o) { return attention(o); })
+      .Case<kiln::AttentionOp>([&](kiln::AttentionOp o) {
+        SmallVector<Value> srcs{o.getQuery(), o.getKey(), o.getValue()};
+        SmallVector<MatrixView> views;
+        for (Value v : srcs)
+          views.push_back(MatrixView::contiguous(shape(v)));
+        if (o.getMask())
+          srcs.push_back(o.getMask());
+        return attention(o, srcs, views, MatrixView::contiguous(shape(o.getResult())));
+      })
       .Case<kiln::TransposeOp>([&](auto o) { return transpose(o); })
       .Case<kiln::ConcatOp>([&](auto o) { return concat(o); })
       .Default([&](Operation *o) -> LogicalResult {
