@@ -92,3 +92,43 @@ func.func @shared_add(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
   %y = kiln.relu %s : tensor<1x4x8x8xf32>
   return %y : tensor<1x4x8x8xf32>
 }
+
+// -----
+
+// Attention takes the transposes that split and merge heads: one kernel
+// reads [batch, seq, heads, dim] and writes it back.
+// CHECK-LABEL: func @attention_heads
+// CHECK: %[[F:.*]] = kiln.fusion %arg0, %arg1, %arg2 : (tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>) -> tensor<1x16x2x8xf32> {
+// CHECK-NEXT: ^bb0(%[[Q:.*]]: tensor<1x16x2x8xf32>, %[[K:.*]]: tensor<1x16x2x8xf32>, %[[V:.*]]: tensor<1x16x2x8xf32>):
+// CHECK-NEXT: %[[TQ:.*]] = kiln.transpose %[[Q]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: %[[TK:.*]] = kiln.transpose %[[K]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: %[[TV:.*]] = kiln.transpose %[[V]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: %[[A:.*]] = kiln.attention %[[TQ]], %[[TK]], %[[TV]] {scale = 1.250000e-01 : f32}
+// CHECK-NEXT: %[[TO:.*]] = kiln.transpose %[[A]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: kiln.yield %[[TO]]
+// CHECK: return %[[F]]
+func.func @attention_heads(%q: tensor<1x16x2x8xf32>, %k: tensor<1x16x2x8xf32>, %v: tensor<1x16x2x8xf32>) -> tensor<1x16x2x8xf32> {
+  %tq = kiln.transpose %q {perm = array<i64: 0, 2, 1, 3>} : tensor<1x16x2x8xf32> -> tensor<1x2x16x8xf32>
+  %tk = kiln.transpose %k {perm = array<i64: 0, 2, 1, 3>} : tensor<1x16x2x8xf32> -> tensor<1x2x16x8xf32>
+  %tv = kiln.transpose %v {perm = array<i64: 0, 2, 1, 3>} : tensor<1x16x2x8xf32> -> tensor<1x2x16x8xf32>
+  %a = kiln.attention %tq, %tk, %tv {scale = 0.125 : f32} : tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32> -> tensor<1x2x16x8xf32>
+  %o = kiln.transpose %a {perm = array<i64: 0, 2, 1, 3>} : tensor<1x2x16x8xf32> -> tensor<1x16x2x8xf32>
+  return %o : tensor<1x16x2x8xf32>
+}
+
+// -----
+
+// A key transpose that moves the last dimension stays outside (the kernel
+// needs contiguous key rows); a result with two users is not transposed
+// in the kernel; alone, the attention needs no fusion region.
+// CHECK-LABEL: func @attention_strided_key
+// CHECK: %[[K:.*]] = kiln.transpose %arg1 {perm = array<i64: 0, 2, 1>}
+// CHECK-NEXT: %[[A:.*]] = kiln.attention %arg0, %[[K]], %arg2
+// CHECK-NEXT: kiln.transpose %[[A]]
+// CHECK-NOT: kiln.fusion
+func.func @attention_strided_key(%q: tensor<2x16x8xf32>, %kt: tensor<2x8x16xf32>, %v: tensor<2x16x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x8x16xf32>) {
+  %k = kiln.transpose %kt {perm = array<i64: 0, 2, 1>} : tensor<2x8x16xf32> -> tensor<2x16x8xf32>
+  %a = kiln.attention %q, %k, %v {scale = 0.125 : f32} : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32> -> tensor<2x16x8xf32>
+  %o = kiln.transpose %a {perm = array<i64: 0, 2, 1>} : tensor<2x16x8xf32> -> tensor<2x8x16xf32>
+  return %a, %o : tensor<2x16x8xf32>, tensor<2x8x16xf32>
+}
