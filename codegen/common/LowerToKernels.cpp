@@ -492,6 +492,7 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   l.kernel = "kiln_k" + std::to_string(kernelCount++) + "_" + what.str();
   l.workgroups = std::max<int64_t>(workgroups, 1);
   l.what = what.str();
+  l.contraction = llvm::is_contained({"conv", "gemm", "matmul", "attention"}, what);
   l.buffers.assign(buffers.begin(), buffers.end());
   SmallVector<Type> argTypes;
   for (int id : buffers)
@@ -643,45 +644,14 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   bool pointwise = KH == 1 && KW == 1 && s[0] == 1 && s[1] == 1 &&
                    llvm::all_of(pad, [](int64_t v) { return v == 0; });
   int inBuf = bufferOf.lookup(op.getInput()), wBuf = bufferOf.lookup(op.getWeight());
-  int colBuf = inBuf;
-  if (!pointwise) {
-    // im2col: col[n][c*KK + ky*KW + kx][oh*OW + ow] = in[n][c][ih][iw] or 0.
-    colBuf = newBuffer(Buffer::Arena, N * C * KK * P * 4);
-    emitKernel(op.getLoc(), "im2col", {inBuf, colBuf}, N * C, [&](KernelEmitter &e) {
-      Value inPlane = e.mul(e.wg, H * W);
-      Value colBase = e.mul(e.wg, KK * P);
-      for (int64_t ky = 0; ky < KH; ++ky) {
-        int64_t off0 = ky * d[0] - pad[0];
-        int64_t ohLo = std::min<int64_t>(OH, ceilDiv(std::max<int64_t>(-off0, 0), s[0]));
-        int64_t ohHi = std::max<int64_t>(ohLo, std::min<int64_t>(OH, H - 1 - off0 < 0 ? 0 : (H - 1 - off0) / s[0] + 1));
-        for (int64_t kx = 0; kx < KW; ++kx) {
-          int64_t off1 = kx * d[1] - pad[1];
-          int64_t owLo = std::min<int64_t>(OW, ceilDiv(std::max<int64_t>(-off1, 0), s[1]));
-          int64_t owHi = std::max<int64_t>(owLo, std::min<int64_t>(OW, W - 1 - off1 < 0 ? 0 : (W - 1 - off1) / s[1] + 1));
-          Value row = e.add(colBase, e.idx((ky * KW + kx) * P));
-          auto zero = [&](Value from, int64_t count) {
-            e.loop(0, count, [&](Value i) { e.store(e.f32(0.0f), 1, e.add(from, i)); });
-          };
-          zero(row, ohLo * OW);
-          e.loop(ohLo, ohHi, [&](Value oh) {
-            Value dst = e.add(row, e.mul(oh, OW));
-            Value src = e.add(inPlane, e.mul(e.add(e.mul(oh, s[0]), e.idx(off0)), W));
-            zero(dst, owLo);
-            e.loop(owLo, owHi, [&](Value ow) {
-              e.store(e.load(0, e.add(src, e.add(e.mul(ow, s[1]), e.idx(off1)))), 1,
-                      e.add(dst, ow));
-            });
-            zero(e.add(dst, e.idx(owHi)), OW - owHi);
-          });
-          zero(e.add(row, e.idx(ohHi * OW)), (OH - ohHi) * OW);
-        }
-      }
-    });
-  }
-  // out[n][g*Og + o][p] = bias + sum_k W[g*Og + o][k] * col[n][g*Kdim + k][p]
+  // out[n][g*Og + o][p] = bias + sum_k W[g*Og + o][k] * col[n][g*Kdim + k][p],
+  // where col (im2col) is the input pointwise and otherwise gathered inside
+  // the workgroup: a chunk of channels at a time into a stack buffer of
+  // [chunk * KK x cb] that the ukernel consumes right away (implicit GEMM; no
+  // im2col tensor in memory).
   bool hasBias = static_cast<bool>(op.getBias());
   int outBuf = newBuffer(Buffer::Arena, N * O * P * 4);
-  SmallVector<int> ids{wBuf, colBuf};
+  SmallVector<int> ids{wBuf, inBuf};
   if (hasBias)
     ids.push_back(bufferOf.lookup(op.getBias()));
   int firstSite = ids.size();
@@ -692,6 +662,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   int o = ids.size() - 1;
   auto [rb, cb] = productTiles(Og, P, N * G);
   int64_t rTiles = ceilDiv(Og, rb), cTiles = ceilDiv(P, cb);
+  // Channels per gathered chunk: about 64K floats of stack.
+  int64_t cc = std::clamp<int64_t>(65536 / (cb * KK), 1, Cg);
   int64_t flops = estimateFlops(op);
   if (epi)
     for (Operation *o : epi->ops)
@@ -706,15 +678,84 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
     Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(P), p0));
     Value oc0 = e.add(e.mul(g, Og), o0);
     Value outOff = e.add(e.add(e.mul(n, O * P), e.mul(oc0, P)), p0);
-    if (hasBias)
+    // The gathered path accumulates chunk by chunk onto the bias (or zero).
+    if (hasBias || !pointwise)
       e.loop(e.idx(0), rows, [&](Value r) {
-        Value bias = e.load(2, e.add(oc0, r));
+        Value bias = hasBias ? e.load(2, e.add(oc0, r)) : e.f32(0.0f);
         Value rowOff = e.add(outOff, e.mul(r, P));
         e.loop(e.idx(0), cols, [&](Value j) { e.store(bias, o, e.add(rowOff, j)); });
       });
-    Value colOff = e.add(e.add(e.mul(n, C * KK * P), e.mul(g, Kdim * P)), p0);
-    e.sgemm(rows, cols, Kdim, 0, e.mul(oc0, Kdim), Kdim, 1, colOff, P, o, outOff, P,
-            hasBias);
+    Value chan0 = e.add(e.mul(n, C), e.mul(g, Cg)); // first input plane of the group
+    if (pointwise) {
+      e.sgemm(rows, cols, Kdim, 0, e.mul(oc0, Kdim), Kdim, 1,
+              e.add(e.mul(chan0, P), p0), P, o, outOff, P, hasBias);
+    } else {
+      Value col = e.scratch(cc * KK * cb);
+      // Output rows touched by this column tile.
+      Value ohFirst = e.div(p0, OW);
+      Value ohEnd = e.add(e.div(arith::SubIOp::create(e.b, e.add(p0, cols), e.idx(1)), OW),
+                          e.idx(1));
+      auto maxI = [&](Value a, Value b2) { return arith::MaxUIOp::create(e.b, a, b2).getResult(); };
+      e.loop(e.idx(0), e.idx(Cg), [&](Value c0) {
+        Value ccn = e.minI(e.idx(cc), arith::SubIOp::create(e.b, e.idx(Cg), c0));
+        e.loop(e.idx(0), ccn, [&](Value ci) {
+          Value plane = e.mul(e.add(chan0, e.add(c0, ci)), H * W);
+          for (int64_t ky = 0; ky < KH; ++ky) {
+            int64_t off0 = ky * d[0] - pad[0];
+            for (int64_t kx = 0; kx < KW; ++kx) {
+              int64_t off1 = kx * d[1] - pad[1];
+              // Input columns iw = ow*s1 + off1 inside [0, W) for ow in [owLo, owHi).
+              int64_t owLo = std::min<int64_t>(OW, ceilDiv(std::max<int64_t>(-off1, 0), s[1]));
+              int64_t owHi = std::max<int64_t>(
+                  owLo, std::min<int64_t>(OW, W - 1 - off1 < 0 ? 0 : (W - 1 - off1) / s[1] + 1));
+              Value rowBase = e.mul(e.add(e.mul(ci, KK), e.idx(ky * KW + kx)), cb);
+              e.loop(ohFirst, ohEnd, [&](Value oh) {
+                Value rowStart = e.mul(oh, OW);
+                // This output row's columns within the tile: ow in [a, z).
+                Value a = arith::SubIOp::create(e.b, maxI(p0, rowStart), rowStart);
+                Value z = arith::SubIOp::create(
+                    e.b, e.minI(e.add(p0, cols), e.add(rowStart, e.idx(OW))), rowStart);
+                Value dst = arith::SubIOp::create(e.b, e.add(rowBase, rowStart), p0);
+                // ih = oh*s0 + off0 may be negative: compare as signed.
+                Value ihS = arith::AddIOp::create(
+                    e.b, arith::IndexCastOp::create(e.b, e.b.getI64Type(), e.mul(oh, s[0])),
+                    e.i64(off0));
+                Value inRow = arith::AndIOp::create(
+                    e.b,
+                    arith::CmpIOp::create(e.b, arith::CmpIPredicate::sge, ihS, e.i64(0)),
+                    arith::CmpIOp::create(e.b, arith::CmpIPredicate::slt, ihS, e.i64(H)));
+                auto zero = [&](Value from, Value to) {
+                  e.loop(from, to, [&](Value ow) { e.storeM(e.f32(0.0f), col, e.add(dst, ow)); });
+                };
+                auto ifOp = scf::IfOp::create(e.b, inRow, /*withElseRegion=*/true);
+                {
+                  OpBuilder::InsertionGuard guard(e.b);
+                  e.b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+                  Value lo = e.minI(maxI(a, e.idx(owLo)), z);
+                  Value hi = maxI(lo, e.minI(z, e.idx(owHi)));
+                  zero(a, lo);
+                  Value ihI = arith::IndexCastOp::create(e.b, e.b.getIndexType(), ihS);
+                  Value src = e.add(plane, e.mul(ihI, W));
+                  e.loop(lo, hi, [&](Value ow) {
+                    Value iw = e.add(e.mul(ow, s[1]), e.idx(off1));
+                    if (off1 < 0) // ow >= owLo keeps iw >= 0; fold the offset late
+                      iw = arith::SubIOp::create(e.b, e.mul(ow, s[1]), e.idx(-off1));
+                    e.storeM(e.load(1, e.add(src, iw)), col, e.add(dst, ow));
+                  });
+                  zero(hi, z);
+                  e.b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+                  zero(a, z);
+                }
+              });
+            }
+          }
+        });
+        // out tile (+)= W[oc0.., c0*KK ..] x col
+        e.sgemmPtr(rows, cols, e.mul(ccn, KK),
+                   e.addr(0, e.add(e.mul(oc0, Kdim), e.mul(c0, KK))), Kdim,
+                   e.addrM(col, e.idx(0)), cb, e.addr(o, outOff), P, true);
+      }, cc);
+    }
     if (epi)
       e.loop(e.idx(0), rows, [&](Value r) {
         Value oc = e.add(oc0, r);

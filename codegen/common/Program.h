@@ -44,6 +44,7 @@ struct Launch {
   int64_t flops = 0;              // floating-point operations per run
   int64_t bytesRead = 0;          // distinct input buffers, whole
   int64_t bytesWritten = 0;       // the output buffer
+  bool contraction = false;       // conv, gemm, matmul or attention inside
 };
 
 struct Program {

@@ -11,15 +11,31 @@ namespace {
 
 struct Totals {
   int64_t kernels = 0, flops = 0, read = 0, written = 0;
+  /// What any schedule moves: weights once, inputs, outputs, and every
+  /// intermediate that a contraction (conv, gemm, matmul, attention) kernel
+  /// produces or reads, written once and read once. Everything else could in
+  /// principle be fused into those kernels.
+  int64_t unavoidable = 0;
 };
 
 Totals totalsOf(const codegen::Program &p) {
   Totals t;
+  std::vector<bool> crossing(p.buffers.size(), false), used(p.buffers.size(), false);
   for (const auto &l : p.launches) {
     ++t.kernels;
     t.flops += l.flops;
     t.read += l.bytesRead;
     t.written += l.bytesWritten;
+    for (int id : l.buffers) {
+      used[id] = true;
+      crossing[id] = crossing[id] || l.contraction;
+    }
+  }
+  for (auto [id, b] : llvm::enumerate(p.buffers)) {
+    if (b.kind == codegen::Buffer::Arena)
+      t.unavoidable += crossing[id] ? 2 * b.bytes : 0;
+    else if (used[id])
+      t.unavoidable += b.bytes; // weights, inputs, outputs: once
   }
   return t;
 }
@@ -29,7 +45,8 @@ llvm::json::Object totalsJson(const Totals &t) {
                             {"flops", t.flops},
                             {"bytes_read", t.read},
                             {"bytes_written", t.written},
-                            {"bytes_moved", t.read + t.written}};
+                            {"bytes_moved", t.read + t.written},
+                            {"bytes_unavoidable", t.unavoidable}};
 }
 
 int64_t tensorBytes(const codegen::TensorInfo &t) {
@@ -77,7 +94,10 @@ bool writeReport(const std::string &path, const codegen::Program &p,
        << "- kernels: " << t.kernels << "\n"
        << "- GFLOP per run: " << llvm::formatv("{0:f3}", t.flops / 1e9) << "\n"
        << "- bytes moved per run: " << mib(t.read + t.written) << " (read "
-       << mib(t.read) << ", written " << mib(t.written) << ")\n"
+       << mib(t.read) << ", written " << mib(t.written) << "); "
+       << llvm::formatv("{0:f2}", double(t.read + t.written) / std::max<int64_t>(t.unavoidable, 1))
+       << "x the unavoidable " << mib(t.unavoidable)
+       << " (weights, inputs, outputs, tensors crossing a conv/matmul)\n"
        << "- activation arena: " << mib(p.arenaBytes) << "; weights: "
        << mib(p.weights.size()) << "; inputs: " << mib(inBytes)
        << "; outputs: " << mib(outBytes) << "\n"

@@ -3,6 +3,7 @@
 Every model is built here with random weights (nothing is downloaded):
   small_cnn      - the demo model that ships in examples/ (well under 1 MB)
   resnet18       - ResNet-18 topology (basic blocks, BatchNorm, residual adds)
+  resnet50       - ResNet-50 topology (bottleneck blocks)
   mobilenetv2    - MobileNetV2 topology (inverted residuals, depthwise, ReLU6)
   bert_layer     - a BERT-base encoder layer (seq 128, hidden 768, 12 heads)
   gpt2_block     - a GPT-2 block (pre-LayerNorm, causal mask, tanh GELU)
@@ -185,6 +186,26 @@ def resnet18(seed=0, size=224, classes=1000, batch=1):
     return b.model("resnet18", [batch, 3, size, size], x, [batch, classes])
 
 
+def resnet50(seed=0, size=224, classes=1000, batch=1):
+    b = GraphBuilder(seed)
+    x = b.relu(b.bn(b.conv("input", 3, 64, 7, stride=2), 64))
+    x = b.node("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for stage, (width, blocks) in enumerate([(64, 3), (128, 4), (256, 6), (512, 3)]):
+        for block in range(blocks):
+            stride = 2 if stage > 0 and block == 0 else 1
+            cout = width * 4
+            y = b.relu(b.bn(b.conv(x, cin, width, 1), width))
+            y = b.relu(b.bn(b.conv(y, width, width, 3, stride), width))
+            y = b.bn(b.conv(y, width, cout, 1), cout)
+            if stride != 1 or cin != cout:
+                x = b.bn(b.conv(x, cin, cout, 1, stride), cout)
+            x = b.relu(b.node("Add", [x, y], "add"))
+            cin = cout
+    x = b.classifier(x, 2048, classes, torch_style_reshape=True)
+    return b.model("resnet50", [batch, 3, size, size], x, [batch, classes])
+
+
 def mobilenetv2(seed=0, size=224, classes=1000, batch=1):
     b = GraphBuilder(seed)
     x = b.relu6(b.bn(b.conv("input", 3, 32, 3, stride=2), 32))
@@ -240,5 +261,6 @@ def gpt2_block(seed=0, seq=128, hidden=768, heads=12, layers=1):
     return b.model("gpt2_block", [1, seq, hidden], x, [1, seq, hidden])
 
 
-MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "mobilenetv2": mobilenetv2,
+MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "resnet50": resnet50,
+          "mobilenetv2": mobilenetv2,
           "bert_layer": bert_layer, "gpt2_block": gpt2_block}

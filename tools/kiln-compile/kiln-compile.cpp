@@ -59,6 +59,10 @@ static cl::list<std::string> printAfter("print-ir-after",
     cl::CommaSeparated);
 static cl::opt<unsigned> optLevel("O", cl::desc("optimization level 0-3"), cl::Prefix,
                                   cl::init(3));
+static cl::list<std::string> disablePasses("disable-pass",
+    cl::desc("skip these graph passes (kiln-fold-batchnorm, kiln-recognize-patterns, "
+             "kiln-fuse), e.g. to measure what each one is worth"),
+    cl::CommaSeparated);
 
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "kiln-compile: error: " << msg << "\n";
@@ -169,8 +173,17 @@ int main(int argc, char **argv) {
   PassManager pm(&ctx);
   instrument(pm);
   pm.addPass(createCanonicalizerPass());
-  if (optLevel >= 1) {
+  auto enabled = [&](StringRef pass) {
+    return optLevel >= 1 && !llvm::is_contained(disablePasses, pass);
+  };
+  for (const std::string &name : disablePasses)
+    if (name != "kiln-fold-batchnorm" && name != "kiln-recognize-patterns" &&
+        name != "kiln-fuse")
+      return fail("--disable-pass: unknown graph pass '" + name +
+                  "' (kiln-fold-batchnorm, kiln-recognize-patterns, kiln-fuse)");
+  if (enabled("kiln-fold-batchnorm"))
     pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
+  if (enabled("kiln-recognize-patterns")) {
     pm.addNestedPass<func::FuncOp>(kiln::createRecognizePatternsPass());
     pm.addPass(createCanonicalizerPass());
   }
@@ -180,12 +193,12 @@ int main(int argc, char **argv) {
   // The report states what fusion saved: lower an unfused copy as well.
   kiln::codegen::Program unfused;
   bool haveUnfused = false;
-  if (!reportPath.empty() && optLevel >= 1) {
+  if (!reportPath.empty() && enabled("kiln-fuse")) {
     OwningOpRef<ModuleOp> copy = module->clone();
     unfused.name = "unfused";
     haveUnfused = succeeded(kiln::codegen::lowerToKernels(*copy, unfused));
   }
-  if (optLevel >= 1) {
+  if (enabled("kiln-fuse")) {
     PassManager fuse(&ctx);
     instrument(fuse);
     fuse.addNestedPass<func::FuncOp>(kiln::createFusePass());
