@@ -129,8 +129,8 @@ public:
   }
   /// C (+)= A * B through the ukernel on i64 addresses.
   void sgemmPtr(Value m, Value n, Value k, Value a, int64_t lda, Value bp, int64_t ldb,
-                Value c, int64_t ldc, bool acc) {
-    func::CallOp::create(b, "kiln_uk_sgemm", TypeRange{},
+                Value c, int64_t ldc, bool acc, bool packedA = false) {
+    func::CallOp::create(b, packedA ? "kiln_uk_sgemm_pa" : "kiln_uk_sgemm", TypeRange{},
                          ValueRange{i64(m), i64(n), i64(k), a, i64(lda), bp, i64(ldb), c,
                                     i64(ldc), i64(acc ? 1 : 0)});
   }
@@ -644,6 +644,27 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   bool pointwise = KH == 1 && KW == 1 && s[0] == 1 && s[1] == 1 &&
                    llvm::all_of(pad, [](int64_t v) { return v == 0; });
   int inBuf = bufferOf.lookup(op.getInput()), wBuf = bufferOf.lookup(op.getWeight());
+  // Constant weights are packed once, here, the way the ukernel reads them:
+  // per group, rows in 6-row groups (zero rows pad the last), k-major.
+  int64_t rowsPad = ceilDiv(Og, 6) * 6;
+  bool packed = p.buffers[wBuf].kind == Buffer::Constant;
+  if (packed) {
+    std::vector<float> pk(G * rowsPad * Kdim, 0.0f);
+    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t o = 0; o < Og; ++o)
+        for (int64_t k = 0; k < Kdim; ++k)
+          pk[(g * rowsPad + o / 6 * 6) * Kdim + k * 6 + o % 6] = src[(g * Og + o) * Kdim + k];
+    wBuf = addConstantData(ArrayRef<char>(reinterpret_cast<const char *>(pk.data()),
+                                          pk.size() * sizeof(float)));
+  }
+  // Where the ukernel finds weight row (group g, row o0) at column k0.
+  auto weightAt = [&](KernelEmitter &e, Value g, Value o0, Value k0) {
+    if (packed)
+      return e.add(e.mul(e.add(e.mul(g, rowsPad), o0), Kdim), e.mul(k0, 6));
+    return e.add(e.mul(e.add(e.mul(g, Og), o0), Kdim), k0);
+  };
+  int64_t lda = packed ? 6 * Kdim : Kdim;
   // out[n][g*Og + o][p] = bias + sum_k W[g*Og + o][k] * col[n][g*Kdim + k][p],
   // where col (im2col) is the input pointwise and otherwise gathered inside
   // the workgroup: a chunk of channels at a time into a stack buffer of
@@ -687,8 +708,9 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
       });
     Value chan0 = e.add(e.mul(n, C), e.mul(g, Cg)); // first input plane of the group
     if (pointwise) {
-      e.sgemm(rows, cols, Kdim, 0, e.mul(oc0, Kdim), Kdim, 1,
-              e.add(e.mul(chan0, P), p0), P, o, outOff, P, hasBias);
+      e.sgemmPtr(rows, cols, e.idx(Kdim), e.addr(0, weightAt(e, g, o0, e.idx(0))), lda,
+                 e.addr(1, e.add(e.mul(chan0, P), p0)), P, e.addr(o, outOff), P, hasBias,
+                 packed);
     } else {
       Value col = e.scratch(cc * KK * cb);
       // Output rows touched by this column tile.
@@ -751,9 +773,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
           }
         });
         // out tile (+)= W[oc0.., c0*KK ..] x col
-        e.sgemmPtr(rows, cols, e.mul(ccn, KK),
-                   e.addr(0, e.add(e.mul(oc0, Kdim), e.mul(c0, KK))), Kdim,
-                   e.addrM(col, e.idx(0)), cb, e.addr(o, outOff), P, true);
+        e.sgemmPtr(rows, cols, e.mul(ccn, KK), e.addr(0, weightAt(e, g, o0, e.mul(c0, KK))),
+                   lda, e.addrM(col, e.idx(0)), cb, e.addr(o, outOff), P, true, packed);
       }, cc);
     }
     if (epi)
@@ -1716,9 +1737,10 @@ LogicalResult Lowering::run() {
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(p.kernels->getBody());
     SmallVector<Type> args(10, b.getI64Type());
-    auto decl = func::FuncOp::create(b, fn.getLoc(), "kiln_uk_sgemm",
-                                     b.getFunctionType(args, {}));
-    decl.setPrivate();
+    for (StringRef name : {"kiln_uk_sgemm", "kiln_uk_sgemm_pa"}) {
+      auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
+      decl.setPrivate();
+    }
   }
 
   auto nameOf = [](DictionaryAttr attrs, std::string dflt) {
@@ -1793,6 +1815,24 @@ LogicalResult Lowering::run() {
       p.buffers[id].lastUse = std::max<int>(p.buffers[id].lastUse, li);
     }
   planArena(p);
+  // Constants no kernel reads (weights replaced by packed or transposed
+  // copies) leave the blob.
+  std::vector<char> kept;
+  for (auto &b : p.buffers) {
+    if (b.kind != Buffer::Constant)
+      continue;
+    if (b.lastUse < 0) {
+      b.offset = 0;
+      b.bytes = 0;
+      continue;
+    }
+    size_t off = (kept.size() + 63) / 64 * 64;
+    kept.resize(off);
+    kept.insert(kept.end(), p.weights.begin() + b.offset,
+                p.weights.begin() + b.offset + b.bytes);
+    b.offset = static_cast<int64_t>(off);
+  }
+  p.weights = std::move(kept);
   return success();
 }
 

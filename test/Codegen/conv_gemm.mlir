@@ -17,17 +17,19 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 }
 
 // CHECK: func.func private @kiln_uk_sgemm(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)
+// CHECK: func.func private @kiln_uk_sgemm_pa(i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)
 
 // The matrix product: weights x columns, bias first, then accumulate; one
 // workgroup per image; the 8 channels x 9 taps x 9 pixels of columns on the
-// stack; rows of the window outside the input are zeros.
+// stack; rows of the window outside the input are zeros. The weights were
+// packed at compile time for the ukernel: 16 rows padded to 18 x 72.
 // CHECK-NOT: im2col
 // CHECK-LABEL: func.func @kiln_k0_conv(
-// CHECK-SAME: memref<1152xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 2 : i64}
+// CHECK-SAME: memref<1296xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 2 : i64}
 // CHECK: memref.alloca() : memref<648xf32>
 // CHECK: scf.if
 // CHECK: memref.extract_aligned_pointer_as_index
-// CHECK: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> ()
+// CHECK: call @kiln_uk_sgemm_pa(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c432_i64, %{{.*}}, %c9_i64, %{{.*}}, %{{.*}}, %c1_i64) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> ()
 
 // Depthwise, stride 1: one workgroup per (image, channel); the plane is
 // copied into a zero-padded stack scratch and the taps run over its
@@ -42,4 +44,4 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // Pointwise: the input is the column matrix.
 // CHECK-NOT: memref.alloca
 // CHECK-LABEL: func.func @kiln_k2_conv(
-// CHECK: call @kiln_uk_sgemm
+// CHECK: call @kiln_uk_sgemm_pa

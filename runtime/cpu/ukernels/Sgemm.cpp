@@ -18,6 +18,12 @@
 
 namespace {
 
+/// Where row i, column k of A is: row-major, or packed in 6-row groups.
+template <bool PackedA> inline int64_t aIndex(int64_t i, int64_t k, int64_t lda) {
+  return PackedA ? (i / 6) * lda + k * 6 + i % 6 : i * lda + k;
+}
+
+template <bool PackedA>
 void sgemmPortable(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
   for (int64_t i = 0; i < M; ++i) {
@@ -25,7 +31,7 @@ void sgemmPortable(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
     if (!acc)
       std::memset(c, 0, N * sizeof(float));
     for (int64_t k = 0; k < K; ++k) {
-      float a = A[i * lda + k];
+      float a = A[aIndex<PackedA>(i, k, lda)];
       const float *b = B + k * ldb;
       for (int64_t j = 0; j < N; ++j)
         c[j] += a * b[j];
@@ -34,9 +40,13 @@ void sgemmPortable(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 }
 
 #if defined(__x86_64__)
-/// One 6 x 32 tile: C rows c[0..5] (+)= A rows a[0..5] (k = 0..K) times the
-/// packed panel (32 floats per k). Accumulators are named variables so they
-/// stay in registers; tail tiles repeat a valid row and discard its result.
+/// One 6 x 32 tile: C rows c[0..5] (+)= A rows (k = 0..K) times the packed
+/// panel (32 floats per k). A is six row pointers (row-major: element k of
+/// row r at a[r][k]) or, packed, one pointer to the group (a[0][k * 6 + r]).
+/// Accumulators are named variables so they stay in registers; tail tiles
+/// repeat a valid row (or read the packing's zero rows) and discard the
+/// result.
+template <bool PackedA>
 __attribute__((target("avx512f"))) inline void
 tile6x32(int64_t K, const float *const a[6], const float *panel,
          float *const c[6], bool acc, __mmask16 m0, __mmask16 m1) {
@@ -52,12 +62,13 @@ tile6x32(int64_t K, const float *const a[6], const float *panel,
     __m512 b1 = _mm512_load_ps(panel + k * 32 + 16);
 #define KILN_FMA(r)                                                            \
   {                                                                            \
-    __m512 s = _mm512_set1_ps(a##r[k]);                                        \
+    __m512 s = _mm512_set1_ps(PackedA ? a0[k * 6 + r] : a##r[k]);             \
     x##r = _mm512_fmadd_ps(s, b0, x##r);                                       \
     y##r = _mm512_fmadd_ps(s, b1, y##r);                                       \
   }
     KILN_ROWS(KILN_FMA)
   }
+  (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
 #define KILN_STORE(r)                                                          \
   _mm512_mask_storeu_ps(c[r], m0, x##r);                                       \
   _mm512_mask_storeu_ps(c[r] + 16, m1, y##r);
@@ -68,6 +79,7 @@ tile6x32(int64_t K, const float *const a[6], const float *panel,
 #undef KILN_STORE
 }
 
+template <bool PackedA>
 __attribute__((target("avx512f"))) void
 sgemmAvx512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
             const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
@@ -95,10 +107,11 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
         float *c[6];
         for (int r = 0; r < 6; ++r) {
           bool real = i + r < M;
-          a[r] = A + (real ? i + r : i) * lda + k0;
+          a[r] = PackedA ? A + (i / 6) * lda + k0 * 6
+                         : A + (real ? i + r : i) * lda + k0;
           c[r] = real ? C + (i + r) * ldc + j : discard;
         }
-        tile6x32(kc, a, panel, c, accBlock, m0, m1);
+        tile6x32<PackedA>(kc, a, panel, c, accBlock, m0, m1);
       }
     }
   }
@@ -108,27 +121,25 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 using SgemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
                          const float *, int64_t, float *, int64_t, bool);
 
-SgemmFn selectSgemm() {
+template <bool PackedA> SgemmFn selectSgemm() {
   // KILN_UKERNEL=portable forces the portable path (tests use it to cover
   // machines without AVX-512).
   if (const char *force = std::getenv("KILN_UKERNEL"))
     if (std::strcmp(force, "portable") == 0)
-      return sgemmPortable;
+      return sgemmPortable<PackedA>;
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f"))
-    return sgemmAvx512;
+    return sgemmAvx512<PackedA>;
 #endif
-  return sgemmPortable;
+  return sgemmPortable<PackedA>;
 }
 
-const SgemmFn sgemmImpl = selectSgemm();
+const SgemmFn sgemmImpl = selectSgemm<false>();
+const SgemmFn sgemmPackedImpl = selectSgemm<true>();
 
-} // namespace
-
-extern "C" void kiln_uk_sgemm(int64_t M, int64_t N, int64_t K, int64_t a,
-                              int64_t lda, int64_t b, int64_t ldb, int64_t c,
-                              int64_t ldc, int64_t accumulate) {
+void run(SgemmFn fn, int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, int64_t b,
+         int64_t ldb, int64_t c, int64_t ldc, int64_t accumulate) {
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0) {
@@ -137,7 +148,20 @@ extern "C" void kiln_uk_sgemm(int64_t M, int64_t N, int64_t K, int64_t a,
         std::memset(reinterpret_cast<float *>(c) + i * ldc, 0, N * sizeof(float));
     return;
   }
-  sgemmImpl(M, N, K, reinterpret_cast<const float *>(a), lda,
-            reinterpret_cast<const float *>(b), ldb, reinterpret_cast<float *>(c),
-            ldc, accumulate != 0);
+  fn(M, N, K, reinterpret_cast<const float *>(a), lda, reinterpret_cast<const float *>(b),
+     ldb, reinterpret_cast<float *>(c), ldc, accumulate != 0);
+}
+
+} // namespace
+
+extern "C" void kiln_uk_sgemm(int64_t M, int64_t N, int64_t K, int64_t a,
+                              int64_t lda, int64_t b, int64_t ldb, int64_t c,
+                              int64_t ldc, int64_t accumulate) {
+  run(sgemmImpl, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+extern "C" void kiln_uk_sgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a,
+                                 int64_t lda, int64_t b, int64_t ldb, int64_t c,
+                                 int64_t ldc, int64_t accumulate) {
+  run(sgemmPackedImpl, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
 }

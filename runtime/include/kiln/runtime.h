@@ -116,6 +116,14 @@ void kiln_uk_sgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                    int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                    int64_t accumulate);
 
+/** As kiln_uk_sgemm with A packed the way the ukernel reads it (weights,
+ *  packed at compile time): rows in groups of 6, each group k-major with its
+ *  6 rows interleaved -- element (r, k) at a[(r / 6) * lda + k * 6 + r % 6];
+ *  rows past M in the last group are zero. lda >= 6 * K. */
+void kiln_uk_sgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                      int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                      int64_t accumulate);
+
 #ifdef __cplusplus
 }
 #endif
