@@ -493,6 +493,9 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   l.workgroups = std::max<int64_t>(workgroups, 1);
   l.what = what.str();
   l.contraction = llvm::is_contained({"conv", "gemm", "matmul", "attention"}, what);
+  if (llvm::is_contained({"conv", "max_pool", "avg_pool", "global_avg_pool", "batch_norm"},
+                         what))
+    l.layout = "NCHW";
   l.buffers.assign(buffers.begin(), buffers.end());
   SmallVector<Type> argTypes;
   for (int id : buffers)

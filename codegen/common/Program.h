@@ -45,6 +45,7 @@ struct Launch {
   int64_t bytesRead = 0;          // distinct input buffers, whole
   int64_t bytesWritten = 0;       // the output buffer
   bool contraction = false;       // conv, gemm, matmul or attention inside
+  std::string layout = "row-major"; // of its tensors: NCHW for conv/pool kernels
 };
 
 struct Program {

@@ -86,7 +86,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
       for (auto &n : l.nodes)
         nodes += (nodes.empty() ? "" : ", ") + n;
       os << "| " << i << " | " << l.kernel << " | " << l.what << " | " << nodes
-         << " | NCHW | f32 | " << l.workgroups << " | "
+         << " | " << l.layout << " | f32 | " << l.workgroups << " | "
          << llvm::formatv("{0:f3}", l.flops / 1e6) << " | " << l.bytesRead << " | "
          << l.bytesWritten << " |\n";
     }
@@ -121,7 +121,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
     kernels.push_back(llvm::json::Object{{"name", l.kernel},
                                          {"ops", l.what},
                                          {"onnx_nodes", std::move(nodes)},
-                                         {"layout", "NCHW"},
+                                         {"layout", l.layout},
                                          {"dtypes", llvm::json::Array{"f32"}},
                                          {"workgroups", l.workgroups},
                                          {"flops", l.flops},
