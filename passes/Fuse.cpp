@@ -29,19 +29,14 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType()).getShape();
 }
 
-/// Whether `user`, an elementwise op consuming `chain`, can join a group
-/// whose anchor is `anchor` (null for a pure elementwise group).
-bool canJoin(Operation *user, Value chain, Operation *anchor) {
-  if (!isElementwise(user) || user->getResult(0).getType() != chain.getType())
-    return false;
-  if (isa<BatchNormOp>(user) && user->getOperand(0) != chain)
-    return false; // the chain must be the normalized input, not a parameter
-  if (!anchor || !isa<ConvOp>(anchor) || isa<BatchNormOp>(user))
+/// Whether the operands of `op` (other than `chain`) can be read inside a
+/// kernel anchored by `anchor`: anything for gemm/matmul/elementwise; for a
+/// conv, the full output shape or a broadcast over both spatial dimensions.
+bool sidesOk(Operation *op, Value chain, Operation *anchor) {
+  if (!anchor || !isa<ConvOp>(anchor) || isa<BatchNormOp>(op))
     return true;
-  // Conv epilogue side operands: full output shape, or broadcast over both
-  // spatial dimensions (per-channel or scalar).
-  ArrayRef<int64_t> out = shapeOf(chain);
-  for (Value side : user->getOperands()) {
+  ArrayRef<int64_t> out = shapeOf(op->getResult(0));
+  for (Value side : op->getOperands()) {
     if (side == chain)
       continue;
     ArrayRef<int64_t> s = shapeOf(side);
@@ -55,6 +50,83 @@ bool canJoin(Operation *user, Value chain, Operation *anchor) {
       return false;
   }
   return true;
+}
+
+/// Whether `user`, an elementwise op consuming `chain`, can join a group
+/// whose anchor is `anchor` (null for a pure elementwise group).
+bool canJoin(Operation *user, Value chain, Operation *anchor) {
+  if (!isElementwise(user) || user->getResult(0).getType() != chain.getType())
+    return false;
+  if (isa<BatchNormOp>(user) && user->getOperand(0) != chain)
+    return false; // the chain must be the normalized input, not a parameter
+  return sidesOk(user, chain, anchor);
+}
+
+/// Rough flops per element of an elementwise op: transcendental functions
+/// cost ~20 (polynomials), arithmetic 1.
+int64_t flopsPerElement(Operation *op) {
+  if (isa<ExpOp, LogOp, ErfOp, TanhOp, SigmoidOp, SiluOp, GeluOp, PowOp>(op))
+    return 20;
+  return 1;
+}
+
+/// The cost model's recompute-or-materialize decision for an elementwise
+/// value with several users. Materializing writes it once and reads it once
+/// per user (4 bytes each); recomputing repeats its flops in every user but
+/// the first. At about 4 flops per byte of memory traffic on the CPUs Kiln
+/// targets, recompute when (users - 1) * flops < 4 * 4 * (users + 1).
+bool recomputeInUsers(Operation *op) {
+  if (!kiln::isElementwise(op) || op->hasOneUse() || op->use_empty())
+    return false;
+  Type type = op->getResult(0).getType();
+  for (Operation *u : op->getUsers())
+    if (!kiln::isElementwise(u) || u->getResult(0).getType() != type ||
+        u->getBlock() != op->getBlock())
+      return false;
+  // Its inputs must be materialized anyway (arguments, constants, values
+  // with other users, results of reductions, pools...): a value that would
+  // end an anchor's epilogue or an elementwise chain is better written once
+  // there than split off its producer.
+  for (Value v : op->getOperands()) {
+    Operation *def = v.getDefiningOp();
+    if (def && !isa<ConstantOp>(def) && v.hasOneUse() &&
+        (isAnchor(def) || isElementwise(def)))
+      return false;
+  }
+  int64_t users = std::distance(op->getUsers().begin(), op->getUsers().end());
+  return (users - 1) * flopsPerElement(op) < 16 * (users + 1);
+}
+
+/// Gives every user but the first its own copy of `op`, which then fuses
+/// into the user's kernel.
+void duplicateForUsers(Operation *op) {
+  SmallVector<OpOperand *> uses;
+  for (OpOperand &use : op->getUses())
+    uses.push_back(&use);
+  for (OpOperand *use : llvm::drop_begin(uses)) {
+    OpBuilder b(use->getOwner());
+    Operation *copy = b.clone(*op);
+    use->set(copy->getResult(0));
+  }
+}
+
+/// Single-use elementwise producers of `user`'s other operands (recomputed
+/// values, or ones defined before the chain) that can be evaluated inside
+/// the same kernel: same result type, readable sides.
+SmallVector<Operation *> prologue(Operation *user, Value chain, Operation *anchor,
+                                  const llvm::SmallPtrSetImpl<Operation *> &taken) {
+  SmallVector<Operation *> out;
+  for (Value v : user->getOperands()) {
+    Operation *def = v.getDefiningOp();
+    if (v == chain || !def || !def->hasOneUse() || taken.contains(def) ||
+        !kiln::isElementwise(def) || def->getBlock() != user->getBlock() ||
+        def->getResult(0).getType() != user->getResult(0).getType() ||
+        !sidesOk(def, Value(), anchor) || llvm::is_contained(out, def))
+      continue;
+    // Its operands must come from outside the group being built.
+    out.push_back(def);
+  }
+  return out;
 }
 
 void wrap(ArrayRef<Operation *> group) {
@@ -112,10 +184,24 @@ SmallVector<Operation *> attentionGroup(AttentionOp att,
 
 struct FusePass : impl::FusePassBase<FusePass> {
   void runOnOperation() override {
+    // Cheap elementwise values with several elementwise users: recompute.
+    SmallVector<Operation *> shared;
+    getOperation().walk([&](Operation *op) {
+      if (recomputeInUsers(op))
+        shared.push_back(op);
+    });
+    for (Operation *op : shared)
+      duplicateForUsers(op);
+
     SmallVector<SmallVector<Operation *>> groups;
     llvm::SmallPtrSet<Operation *, 32> taken;
+    // Anchors first, so that a recomputed producer defined before an anchor
+    // joins the anchor's epilogue rather than starting a group of its own.
+    for (bool anchorsPhase : {true, false})
     for (Block &block : getOperation().getBody()) {
       for (Operation &op : block) {
+        if (anchorsPhase != (isAnchor(&op) || isa<AttentionOp>(&op)))
+          continue;
         if (auto att = dyn_cast<AttentionOp>(&op)) {
           auto group = attentionGroup(att, taken);
           for (Operation *g : group)
@@ -136,6 +222,13 @@ struct FusePass : impl::FusePassBase<FusePass> {
           if (user->getBlock() != &block || taken.contains(user) ||
               !canJoin(user, chain, anchor))
             break;
+          // Recomputed producers of its other operands come along.
+          for (Operation *pre : prologue(user, chain, anchor, taken)) {
+            if (llvm::is_contained(group, pre))
+              continue;
+            group.push_back(pre);
+            taken.insert(pre);
+          }
           group.push_back(user);
           chain = user->getResult(0);
         }

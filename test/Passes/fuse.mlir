@@ -132,3 +132,49 @@ func.func @attention_strided_key(%q: tensor<2x16x8xf32>, %kt: tensor<2x8x16xf32>
   %o = kiln.transpose %a {perm = array<i64: 0, 2, 1>} : tensor<2x16x8xf32> -> tensor<2x8x16xf32>
   return %a, %o : tensor<2x16x8xf32>, tensor<2x8x16xf32>
 }
+
+// -----
+
+// The cost model recomputes a cheap value with several elementwise users
+// (computed from inputs) inside each user's kernel instead of writing it
+// out: two kernels, no intermediate tensor.
+// CHECK-LABEL: func @recompute_shared
+// CHECK: kiln.fusion %arg0, %arg1 : {{.*}} {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[S1:.*]] = kiln.add
+// CHECK-NEXT: %[[A:.*]] = kiln.sigmoid %[[S1]]
+// CHECK-NEXT: kiln.yield %[[A]]
+// CHECK: kiln.fusion %arg0, %arg1 : {{.*}} {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[S2:.*]] = kiln.add
+// CHECK-NEXT: %[[B:.*]] = kiln.tanh %[[S2]]
+// CHECK-NEXT: kiln.yield %[[B]]
+// CHECK-NOT: kiln.add
+func.func @recompute_shared(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %s = kiln.add %x, %y : tensor<4x8xf32>, tensor<4x8xf32>
+  %a = kiln.sigmoid %s : tensor<4x8xf32>
+  %b = kiln.tanh %s : tensor<4x8xf32>
+  return %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Recomputed into an anchor's epilogue: the scale shared by two gemm
+// epilogues is computed in both.
+// CHECK-LABEL: func @recompute_into_epilogue
+// CHECK: kiln.fusion
+// CHECK: kiln.gemm
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.add
+// CHECK: kiln.fusion
+// CHECK: kiln.gemm
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.sub
+func.func @recompute_into_epilogue(%a: tensor<8x16xf32>, %w: tensor<16x4xf32>, %k: tensor<8x4xf32>, %z: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %s = kiln.mul %k, %z : tensor<8x4xf32>, tensor<8x4xf32>
+  %g1 = kiln.gemm %a, %w {alpha = 1.0 : f32, beta = 0.0 : f32, trans_a = false, trans_b = false} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %y1 = kiln.add %g1, %s : tensor<8x4xf32>, tensor<8x4xf32>
+  %g2 = kiln.gemm %a, %w {alpha = 1.0 : f32, beta = 0.0 : f32, trans_a = false, trans_b = false} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %y2 = kiln.sub %g2, %s : tensor<8x4xf32>, tensor<8x4xf32>
+  return %y1, %y2 : tensor<8x4xf32>, tensor<8x4xf32>
+}

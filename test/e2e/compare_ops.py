@@ -218,6 +218,13 @@ CASES = {
         ("Gemm", ["a", "w", "c"], {"transB": 1}), ("Add", ["t0", "d"], {}), ("Tanh", ["t1"], {})]),
     "fused_matmul_div_relu": chain([("a", (5, 24))], [("w", (24, 12)), ("d", (12,))], [
         ("MatMul", ["a", "w"], {}), ("Div", ["t0", "d"], {}), ("Relu", ["t1"], {})]),
+    "fused_recompute_shared": chain([("x", (3, 40)), ("z", (3, 40))], [], [
+        ("Add", ["x", "z"], {}), ("Sigmoid", ["t0"], {}), ("Tanh", ["t0"], {}),
+        ("Add", ["t1", "t2"], {})]),
+    "fused_recompute_into_gemms": chain([("a", (8, 16)), ("k", (8, 4)), ("z", (8, 4))],
+                                        [("w", (16, 4))], [
+        ("Mul", ["k", "z"], {}), ("Gemm", ["a", "w"], {}), ("Add", ["t1", "t0"], {}),
+        ("Gemm", ["a", "w"], {}), ("Sub", ["t3", "t0"], {}), ("Add", ["t2", "t4"], {})]),
     "fused_elementwise_chain": chain([("x", (2, 3, 4, 5)), ("z", (4, 1))], [("k", (5,))], [
         ("Add", ["x", "z"], {}), ("Mul", ["k", "t0"], {}), ("Sigmoid", ["t1"], {}),
         ("Sub", ["t2", "x"], {})]),
