@@ -113,9 +113,9 @@ void duplicateForUsers(Operation *op) {
 /// Single-use elementwise producers of `user`'s other operands (recomputed
 /// values, or ones defined before the chain) that can be evaluated inside
 /// the same kernel: same result type, readable sides.
-SmallVector<Operation *> prologue(Operation *user, Value chain, Operation *anchor,
-                                  const llvm::SmallPtrSetImpl<Operation *> &taken) {
-  SmallVector<Operation *> out;
+void prologueOf(Operation *user, Value chain, Operation *anchor,
+                const llvm::SmallPtrSetImpl<Operation *> &taken,
+                SmallVectorImpl<Operation *> &out) {
   for (Value v : user->getOperands()) {
     Operation *def = v.getDefiningOp();
     if (v == chain || !def || !def->hasOneUse() || taken.contains(def) ||
@@ -123,9 +123,17 @@ SmallVector<Operation *> prologue(Operation *user, Value chain, Operation *ancho
         def->getResult(0).getType() != user->getResult(0).getType() ||
         !sidesOk(def, Value(), anchor) || llvm::is_contained(out, def))
       continue;
-    // Its operands must come from outside the group being built.
+    // Producers of its operands first (post-order keeps the group in
+    // dependence order).
+    prologueOf(def, Value(), anchor, taken, out);
     out.push_back(def);
   }
+}
+
+SmallVector<Operation *> prologue(Operation *user, Value chain, Operation *anchor,
+                                  const llvm::SmallPtrSetImpl<Operation *> &taken) {
+  SmallVector<Operation *> out;
+  prologueOf(user, chain, anchor, taken, out);
   return out;
 }
 

@@ -92,8 +92,15 @@ def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     `kiln.fusion`. Side operands of an anchor's epilogue must be either the
     full output or broadcast over every spatial dimension (per-channel
     bias, scale, scalar), so the kernel reads them at the output tile's
-    offsets. A value with several consumers ends its group (it is
-    materialized).
+    offsets. An attention op takes the transposes that split heads off its
+    query, key and value and the one that merges them after it.
+
+    A value with several consumers is, by a cost model, either materialized
+    (it ends its group) or recomputed inside every consumer's kernel: an
+    elementwise value whose users are all elementwise, whose inputs are
+    materialized anyway, and whose repeated flops cost less than writing and
+    re-reading it (about 4 flops per byte) is cloned per user, and the
+    clones join the users' groups as a prologue.
 
     Before:
     ```mlir
