@@ -149,7 +149,29 @@ def external_outside(out):
     return external_data(out, "../outside_weights.bin")
 
 
-CASES = {f.__name__: f for f in [conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
+def transformer_ops():
+    """The ops transformer exports use, with the attribute and input forms
+    that need care: negative axes, int64 exponents, variadic Max, LayerNorm
+    statistics outputs, Gelu's approximate attribute (opset 20)."""
+    nodes = [
+        helper.make_node("ReduceMean", ["x", "axes"], ["m"], name="mean", keepdims=1),
+        helper.make_node("Sub", ["x", "m"], ["d"], name="sub"),
+        helper.make_node("Pow", ["d", "two"], ["sq"], name="pow"),
+        helper.make_node("Max", ["sq", "x", "lo"], ["mx"], name="max3"),
+        helper.make_node("Gelu", ["mx"], ["g"], name="gelu", approximate="tanh"),
+        helper.make_node("LayerNormalization", ["g", "scale", "bias"], ["y", "mean_out", "inv_std"],
+                         name="ln", axis=-1, epsilon=1e-3),
+        helper.make_node("ReduceSum", ["y", "axes01"], ["s"], name="sum", keepdims=0),
+    ]
+    inits = [init("axes", np.array([-1], np.int64)), init("two", np.array(2, np.int64)),
+             init("lo", np.float32(0.5)), init("scale", f32(8)), init("bias", f32(8)),
+             init("axes01", np.array([1, 0], np.int64))]
+    return model(nodes, [vi("x", [2, 4, 8])],
+                 [vi("s", [8]), vi("mean_out", [2, 4, 1]), vi("inv_std", [2, 4, 1])], inits,
+                 opset=20)
+
+
+CASES = {f.__name__: f for f in [transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
                                  old_opset, new_opset, legacy_broadcast, conv1d]}
 OUT_CASES = {"external_inside": external_inside, "external_outside": external_outside}
