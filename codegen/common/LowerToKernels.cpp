@@ -685,6 +685,11 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   ids.push_back(outBuf);
   int o = ids.size() - 1;
   auto [rb, cb] = productTiles(Og, P, N * G);
+  // Gathered column tiles of whole output rows: every row's zero and copy
+  // runs are then known at compile time.
+  bool wholeRows = !pointwise && OW <= cb;
+  if (wholeRows)
+    cb = cb / OW * OW;
   int64_t rTiles = ceilDiv(Og, rb), cTiles = ceilDiv(P, cb);
   // Channels per gathered chunk: about 64K floats of stack.
   int64_t cc = std::clamp<int64_t>(65536 / (cb * KK), 1, Cg);
@@ -734,6 +739,44 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
               int64_t owHi = std::max<int64_t>(
                   owLo, std::min<int64_t>(OW, W - 1 - off1 < 0 ? 0 : (W - 1 - off1) / s[1] + 1));
               Value rowBase = e.mul(e.add(e.mul(ci, KK), e.idx(ky * KW + kx)), cb);
+              if (wholeRows) {
+                // Output rows with input row ih = oh*s0 + off0 in [0, H):
+                // [ohLo, ohHi); the tile's rows split into zero rows,
+                // gathered rows (zero, copy, zero runs of constant length),
+                // zero rows.
+                int64_t ohLo = std::min<int64_t>(OH, ceilDiv(std::max<int64_t>(-off0, 0), s[0]));
+                int64_t ohHi = std::max<int64_t>(
+                    ohLo, std::min<int64_t>(OH, H - 1 - off0 < 0 ? 0 : (H - 1 - off0) / s[0] + 1));
+                Value r1 = e.minI(maxI(ohFirst, e.idx(ohLo)), ohEnd);
+                Value r2 = e.minI(maxI(r1, e.idx(ohHi)), ohEnd);
+                auto dstOf = [&](Value oh) {
+                  return e.add(rowBase, e.mul(arith::SubIOp::create(e.b, oh, ohFirst), OW));
+                };
+                auto zeroRun = [&](Value dst, int64_t from, int64_t to) {
+                  e.loop(from, to, [&](Value ow) { e.storeM(e.f32(0.0f), col, e.add(dst, ow)); });
+                };
+                e.loop(ohFirst, r1, [&](Value oh) { zeroRun(dstOf(oh), 0, OW); });
+                e.loop(r1, r2, [&](Value oh) {
+                  Value dst = dstOf(oh);
+                  zeroRun(dst, 0, owLo);
+                  // ih >= 0 in this range; subtract a negative offset late.
+                  Value ih = off0 >= 0 ? e.add(e.mul(oh, s[0]), e.idx(off0))
+                                       : arith::SubIOp::create(e.b, e.mul(oh, s[0]), e.idx(-off0))
+                                             .getResult();
+                  // src + ow*s1 is input column iw = ow*s1 + off1.
+                  Value src = e.add(plane, e.mul(ih, W));
+                  if (off1 >= 0)
+                    src = e.add(src, e.idx(off1));
+                  else
+                    src = arith::SubIOp::create(e.b, src, e.idx(-off1));
+                  e.loop(owLo, owHi, [&](Value ow) {
+                    e.storeM(e.load(1, e.add(src, e.mul(ow, s[1]))), col, e.add(dst, ow));
+                  });
+                  zeroRun(dst, owHi, OW);
+                });
+                e.loop(r2, ohEnd, [&](Value oh) { zeroRun(dstOf(oh), 0, OW); });
+                continue;
+              }
               e.loop(ohFirst, ohEnd, [&](Value oh) {
                 Value rowStart = e.mul(oh, OW);
                 // This output row's columns within the tile: ow in [a, z).

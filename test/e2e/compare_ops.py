@@ -133,6 +133,10 @@ CASES = {
     "conv_depthwise_s2_odd": conv(1, 6, 15, 13, 6, 3, stride=2, group=6),
     "conv_depthwise_s2_5x5_asym": conv(2, 5, 14, 11, 5, 5, stride=2, pad=[1, 2, 2, 0], group=5),
     "conv_7x7_s2": conv(1, 3, 32, 32, 16, 7, stride=2),
+    # Rows longer than a column tile: the gather's partial-row path.
+    "conv1d_long_rows": model("Conv", [("x", (1, 8, 1500))], [("w", (16, 8, 5))], None,
+                              pads=[2, 2], strides=[1]),
+    "conv_wide_rows_s2": conv(1, 4, 3, 1300, 8, 3, stride=2),
     "conv_large_k": conv(1, 300, 5, 5, 20, 3),
     "gemm_transB_const": model("Gemm", [("a", (3, 300))], [("w", (70, 300)), ("c", (70,))],
                                None, transB=1),
