@@ -1355,17 +1355,15 @@ LogicalResult Lowering::reduce(Operation *op) {
   return launch(op, {input}, ceilDiv(outN, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outN, perWg);
     e.loop(lo, hi, [&](Value o) {
+      // The kept coordinates of output element o, innermost first.
       Value base = e.idx(0), rest = o;
-      bool first = true;
       for (int64_t g = groups.size() - 1; g >= 0; --g) {
         if (groups[g].reduced)
           continue;
         Value coord = e.rem(rest, groups[g].size);
         rest = e.div(rest, groups[g].size);
         base = e.add(base, e.mul(coord, groups[g].stride));
-        first = false;
       }
-      (void)first;
       std::function<Value(size_t, Value, Value)> nest = [&](size_t g, Value off,
                                                             Value acc) -> Value {
         while (g < groups.size() && !groups[g].reduced)

@@ -68,7 +68,7 @@ tile6x32(int64_t K, const float *const a[6], const float *panel,
   }
     KILN_ROWS(KILN_FMA)
   }
-  (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
+  (void)a1, (void)a2, (void)a3, (void)a4, (void)a5; // unused when packed
 #define KILN_STORE(r)                                                          \
   _mm512_mask_storeu_ps(c[r], m0, x##r);                                       \
   _mm512_mask_storeu_ps(c[r] + 16, m1, y##r);
