@@ -187,6 +187,11 @@ CASES = {
     "matmul_batched_ukernel": model("MatMul", [("a", (2, 3, 33, 40))], [("b", (2, 3, 40, 70))], None),
     "attention": attention_chain(1, 2, 40, 70, 16),
     "attention_long_heads": attention_chain(2, 3, 100, 130, 64),
+    "attention_2d_mul_scale": chain([("q", (10, 8)), ("k", (12, 8)), ("v", (12, 5))],
+                                    [("c_0.35", ())], [
+        ("Transpose", ["k"], {"perm": [1, 0]}), ("MatMul", ["q", "t0"], {}),
+        ("Mul", ["t1", "c_0.35"], {}), ("Softmax", ["t2"], {"axis": -1}),
+        ("MatMul", ["t3", "v"], {})]),
     "attention_scaled_q_no_mask": attention_chain(2, 3, 17, 17, 8, mask=False, scale_first=True),
     "layer_norm_decomposed": chain([("x", (2, 12, 64))], LN, LN_NODES),
     "gelu_erf_decomposed": chain([("x", (3, 200))], [("c_1.4142135623730951", ()), ("c_1", ()),
