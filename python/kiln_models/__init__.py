@@ -68,6 +68,17 @@ class GraphBuilder:
         hi = self.const("max", np.array(6.0, np.float32))
         return self.node("Clip", [x, lo, hi], "relu6")
 
+    def resnet_stem(self):
+        x = self.relu(self.bn(self.conv("input", 3, 64, 7, stride=2), 64))
+        return self.node("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1])
+
+    def residual(self, x, y, cin, cout, stride):
+        """relu(x + y), x projected by a strided 1x1 conv + BN when shapes differ."""
+        if stride != 1 or cin != cout:
+            x = self.bn(self.conv(x, cin, cout, 1, stride), cout)
+        return self.relu(self.node("Add", [x, y], "add"))
+
     def classifier(self, x, c, classes, torch_style_reshape):
         x = self.node("GlobalAveragePool", [x], "gap")
         if torch_style_reshape:
@@ -170,17 +181,14 @@ def small_cnn(seed=0, size=32, classes=10):
 
 def resnet18(seed=0, size=224, classes=1000, batch=1):
     b = GraphBuilder(seed)
-    x = b.relu(b.bn(b.conv("input", 3, 64, 7, stride=2), 64))
-    x = b.node("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    x = b.resnet_stem()
     cin = 64
     for stage, cout in enumerate([64, 128, 256, 512]):
         for block in range(2):
             stride = 2 if stage > 0 and block == 0 else 1
             y = b.relu(b.bn(b.conv(x, cin, cout, 3, stride), cout))
             y = b.bn(b.conv(y, cout, cout, 3), cout)
-            if stride != 1 or cin != cout:
-                x = b.bn(b.conv(x, cin, cout, 1, stride), cout)
-            x = b.relu(b.node("Add", [x, y], "add"))
+            x = b.residual(x, y, cin, cout, stride)
             cin = cout
     x = b.classifier(x, 512, classes, torch_style_reshape=False)
     return b.model("resnet18", [batch, 3, size, size], x, [batch, classes])
@@ -188,8 +196,7 @@ def resnet18(seed=0, size=224, classes=1000, batch=1):
 
 def resnet50(seed=0, size=224, classes=1000, batch=1):
     b = GraphBuilder(seed)
-    x = b.relu(b.bn(b.conv("input", 3, 64, 7, stride=2), 64))
-    x = b.node("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    x = b.resnet_stem()
     cin = 64
     for stage, (width, blocks) in enumerate([(64, 3), (128, 4), (256, 6), (512, 3)]):
         for block in range(blocks):
@@ -198,9 +205,7 @@ def resnet50(seed=0, size=224, classes=1000, batch=1):
             y = b.relu(b.bn(b.conv(x, cin, width, 1), width))
             y = b.relu(b.bn(b.conv(y, width, width, 3, stride), width))
             y = b.bn(b.conv(y, width, cout, 1), cout)
-            if stride != 1 or cin != cout:
-                x = b.bn(b.conv(x, cin, cout, 1, stride), cout)
-            x = b.relu(b.node("Add", [x, y], "add"))
+            x = b.residual(x, y, cin, cout, stride)
             cin = cout
     x = b.classifier(x, 2048, classes, torch_style_reshape=True)
     return b.model("resnet50", [batch, 3, size, size], x, [batch, classes])
