@@ -108,26 +108,20 @@ public:
     return arith::ConstantOp::create(b, b.getI64IntegerAttr(v));
   }
   /// The address of element `off` of buffer `buf`, as an i64.
-  Value addr(int buf, Value off) {
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, bufs[buf]);
-    return i64(add(base, mul(off, 4)));
-  }
-  /// C (+)= A * B on this workgroup's tile through the runtime's ukernel
-  /// (row-major; offsets in elements).
-  void sgemm(Value m, Value n, int64_t k, int a, Value aOff, int64_t lda, int bb,
-             Value bOff, int64_t ldb, int c, Value cOff, int64_t ldc, bool acc) {
-    func::CallOp::create(b, "kiln_uk_sgemm", TypeRange{},
-                         ValueRange{i64(m), i64(n), i64(k), addr(a, aOff), i64(lda),
-                                    addr(bb, bOff), i64(ldb), addr(c, cOff),
-                                    i64(ldc), i64(acc ? 1 : 0)});
-  }
-
-  /// The address of element `off` of a scratch memref, as an i64.
+  Value addr(int buf, Value off) { return addrM(bufs[buf], off); }
+  /// The address of element `off` of any memref (argument or scratch), as an i64.
   Value addrM(Value m, Value off) {
     Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, m);
     return i64(add(base, mul(off, 4)));
   }
-  /// C (+)= A * B through the ukernel on i64 addresses.
+  /// C (+)= A * B on this workgroup's tile through the runtime's ukernel
+  /// (row-major; offsets in elements of buffers a, bb, c).
+  void sgemm(Value m, Value n, int64_t k, int a, Value aOff, int64_t lda, int bb,
+             Value bOff, int64_t ldb, int c, Value cOff, int64_t ldc, bool acc) {
+    sgemmPtr(m, n, idx(k), addr(a, aOff), lda, addr(bb, bOff), ldb, addr(c, cOff), ldc, acc);
+  }
+  /// C (+)= A * B through the ukernel on i64 addresses; packedA: A in the
+  /// compile-time packed layout (kiln_uk_sgemm_pa).
   void sgemmPtr(Value m, Value n, Value k, Value a, int64_t lda, Value bp, int64_t ldb,
                 Value c, int64_t ldc, bool acc, bool packedA = false) {
     func::CallOp::create(b, packedA ? "kiln_uk_sgemm_pa" : "kiln_uk_sgemm", TypeRange{},
@@ -983,6 +977,19 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
     ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
   int outBuf = ins.size();
 
+  // alpha * (A.B)[i, j] + beta * C[i, j], then the epilogue.
+  auto finishGemm = [&](KernelEmitter &e, Value i, Value j, Value ab) {
+    Value v = e.fmul(ab, e.f32(alpha));
+    if (hasC)
+      v = e.fadd(v, e.fmul(e.f32(beta), e.load(2, e.add(e.mul(i, cs0), e.mul(j, cs1)))));
+    if (epi)
+      v = epi->apply(e, v, [&](int k) {
+        auto &st = epi->siteStrides[k];
+        return e.load(firstSite + k, e.add(e.mul(i, st[0]), e.mul(j, st[1])));
+      });
+    return v;
+  };
+
   // The sgemm ukernel needs A as [M, K] and B as [K, N] in memory: B as
   // given, or a constant B^T transposed once at compile time.
   int bBuf = bufferOf.lookup(op.getB());
@@ -1028,15 +1035,7 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
         e.loop(e.idx(0), cols, [&](Value jj) {
           Value j = e.add(j0, jj);
           Value at = e.add(e.mul(i, N), j);
-          Value v = e.fmul(e.load(o, at), e.f32(alpha));
-          if (hasC)
-            v = e.fadd(v, e.fmul(e.f32(beta), e.load(2, e.add(e.mul(i, cs0), e.mul(j, cs1)))));
-          if (epi)
-            v = epi->apply(e, v, [&](int k) {
-              auto &st = epi->siteStrides[k];
-              return e.load(firstSite + k, e.add(e.mul(i, st[0]), e.mul(j, st[1])));
-            });
-          e.store(v, o, at);
+          e.store(finishGemm(e, i, j, e.load(o, at)), o, at);
         });
       });
     }, flops);
@@ -1055,15 +1054,7 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
       return e.load(0, tA ? e.add(e.mul(k, M), i) : e.add(e.mul(i, K), k));
     };
     auto finish = [&](Value j, Value acc) {
-      Value v = e.fmul(acc, e.f32(alpha));
-      if (hasC)
-        v = e.fadd(v, e.fmul(e.f32(beta), e.load(2, e.add(e.mul(i, cs0), e.mul(j, cs1)))));
-      if (epi)
-        v = epi->apply(e, v, [&](int k) {
-          auto &st = epi->siteStrides[k];
-          return e.load(firstSite + k, e.add(e.mul(i, st[0]), e.mul(j, st[1])));
-        });
-      e.store(v, outBuf, e.add(outRow, j));
+      e.store(finishGemm(e, i, j, acc), outBuf, e.add(outRow, j));
     };
     if (tB) {
       // Dot products: B is [N, K], rows contiguous in k.
