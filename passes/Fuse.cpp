@@ -44,8 +44,9 @@ bool sidesOk(Operation *op, Value chain, Operation *anchor) {
       return false;
     SmallVector<int64_t> aligned(out.size() - s.size(), 1);
     aligned.append(s.begin(), s.end());
-    bool full = aligned[2] == out[2] && aligned[3] == out[3];
-    bool spatialBroadcast = aligned[2] == 1 && aligned[3] == 1;
+    int h = cast<ConvOp>(anchor).getLayout() == "nhwc" ? 1 : 2; // spatial dims h, h+1
+    bool full = aligned[h] == out[h] && aligned[h + 1] == out[h + 1];
+    bool spatialBroadcast = aligned[h] == 1 && aligned[h + 1] == 1;
     if (!(full || spatialBroadcast))
       return false;
   }

@@ -79,6 +79,56 @@ def RecognizePatternsPass : Pass<"kiln-recognize-patterns", "mlir::func::FuncOp"
 }
 
 //===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+def SelectLayoutPass : Pass<"kiln-select-layout", "mlir::func::FuncOp"> {
+  let summary = "chooses NCHW or NHWC for each convolutional region";
+  let description = [{
+    Convolutions and pools (`kiln.conv`, `kiln.max_pool`, `kiln.avg_pool`,
+    `kiln.global_avg_pool`) have NCHW and NHWC kernels. Elementwise ops,
+    broadcasts and concats between them do not care about the order of
+    dimensions, so they join the convolutions they connect into a region.
+    For each region a cost model estimates its kernels in both layouts
+    (NHWC gathers contiguous runs of channels for the implicit-GEMM
+    convolutions and vectorizes depthwise convolutions and pools over
+    channels) plus the transposes needed where values enter or leave it,
+    and picks the cheaper. A region in NHWC gets `layout = "nhwc"` on its
+    convolutions and pools, NHWC result types, transposed constants, and
+    a transpose at each boundary; the canonicalizer then cancels transposes
+    that meet their inverse, folds them into constants, and turns those that
+    move only size-1 dimensions (`N x 1 x 1 x C` after global pooling) into
+    reshapes. A convolutional network so ends with one transpose at its
+    input and none at a pooled output.
+
+    With `io-layout=nhwc` the function's rank-4 inputs and results are
+    NHWC themselves, so not even those transposes remain.
+    `layout=nchw|nhwc` forces every region (tests use it to run each kernel
+    in both layouts).
+
+    Before:
+    ```mlir
+    %c = kiln.conv %x, %w, %b {...} : (tensor<1x64x56x56xf32>, ...) -> tensor<1x64x56x56xf32>
+    %r = kiln.relu %c : tensor<1x64x56x56xf32>
+    ```
+    After (with canonicalization):
+    ```mlir
+    %t = kiln.transpose %x {perm = array<i64: 0, 2, 3, 1>} : ... -> tensor<1x56x56x64xf32>
+    %c = kiln.conv %t, %w, %b {..., layout = "nhwc"} : (tensor<1x56x56x64xf32>, ...) -> tensor<1x56x56x64xf32>
+    %r = kiln.relu %c : tensor<1x56x56x64xf32>
+    %y = kiln.transpose %r {perm = array<i64: 0, 3, 1, 2>} : ... -> tensor<1x64x56x56xf32>
+    ```
+  }];
+  let options = [
+    Option<"layout", "layout", "std::string", /*default=*/"\"auto\"",
+           "auto (cost model), nchw or nhwc for every region">,
+    Option<"ioLayout", "io-layout", "std::string", /*default=*/"\"nchw\"",
+           "layout of the function's rank-4 inputs and results: nchw or nhwc">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//
 

@@ -384,6 +384,10 @@ private:
   LogicalResult fusion(kiln::FusionOp op);
   LogicalResult conv(kiln::ConvOp op, const Epilogue *epi = nullptr);
   LogicalResult convDirect(kiln::ConvOp op, const Epilogue *epi = nullptr);
+  LogicalResult convNhwc(kiln::ConvOp op, const Epilogue *epi = nullptr);
+  LogicalResult convNhwcDirect(kiln::ConvOp op, const Epilogue *epi = nullptr);
+  template <typename PoolOp> LogicalResult poolNhwc(PoolOp op, bool isMax);
+  LogicalResult globalAvgPoolNhwc(kiln::GlobalAvgPoolOp op);
   LogicalResult gemm(kiln::GemmOp op, const Epilogue *epi = nullptr);
   LogicalResult matmul(kiln::MatMulOp op, const Epilogue *epi = nullptr);
   template <typename PoolOp> LogicalResult pool(PoolOp op, bool isMax);
@@ -624,6 +628,8 @@ std::pair<int64_t, int64_t> productTiles(int64_t rows, int64_t cols, int64_t bat
 }
 
 LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
+  if (op.getLayout() == "nhwc")
+    return convNhwc(op, epi);
   auto in = shape(op.getInput()), w = shape(op.getWeight()),
        out = shape(op.getResult());
   int64_t N = in[0], C = in[1], H = in[2], W = in[3];
@@ -950,6 +956,400 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op, const Epilogue *epi) {
 }
 
 //===----------------------------------------------------------------------===//
+// Channels-last (NHWC) convolution and pooling, chosen by kiln-select-layout.
+// A pixel's channels are contiguous, so im2col rows are gathered as runs of
+// channels, pointwise convolutions read the input as it is, and depthwise
+// convolutions and pools vectorize over channels.
+//===----------------------------------------------------------------------===//
+
+/// Signed `a - b` of index values (b a compile-time constant), for
+/// coordinates that may fall in the padding.
+static Value signedSub(KernelEmitter &e, Value a, int64_t b) {
+  return arith::SubIOp::create(e.b, a, e.idx(b));
+}
+/// lo <= v < hi on signed index values.
+static Value inRangeS(KernelEmitter &e, Value v, int64_t lo, int64_t hi) {
+  Value a = arith::CmpIOp::create(e.b, arith::CmpIPredicate::sge, v, e.idx(lo));
+  Value c = arith::CmpIOp::create(e.b, arith::CmpIPredicate::slt, v, e.idx(hi));
+  return arith::AndIOp::create(e.b, a, c);
+}
+/// if (cond) then() else otherwise()
+static void ifElse(KernelEmitter &e, Value cond, const std::function<void()> &then,
+                   const std::function<void()> &otherwise = nullptr) {
+  auto ifOp = scf::IfOp::create(e.b, cond, /*withElseRegion=*/static_cast<bool>(otherwise));
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  then();
+  if (otherwise) {
+    e.b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    otherwise();
+  }
+}
+
+/// Output columns ow with ow*s + off inside [0, size): [lo, hi).
+static std::pair<int64_t, int64_t> validRange(int64_t outSize, int64_t s, int64_t off,
+                                              int64_t size) {
+  int64_t lo = std::min<int64_t>(outSize, ceilDiv(std::max<int64_t>(-off, 0), s));
+  int64_t hi = std::max<int64_t>(
+      lo, std::min<int64_t>(outSize, size - 1 - off < 0 ? 0 : (size - 1 - off) / s + 1));
+  return {lo, hi};
+}
+
+/// Applies an NHWC conv epilogue at (image n, pixel pix, channel oc): sites
+/// are full-size or broadcast over both spatial dims (st[1] == OW * st[2]).
+static Value convEpilogueNhwc(KernelEmitter &e, const Epilogue *epi, int firstSite,
+                              Value n, Value pix, Value oc, Value x) {
+  if (!epi)
+    return x;
+  return epi->apply(e, x, [&](int k) {
+    auto &st = epi->siteStrides[k];
+    Value off = e.add(e.add(e.mul(n, st[0]), e.mul(pix, st[2])), e.mul(oc, st[3]));
+    return e.load(firstSite + k, off);
+  });
+}
+
+LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
+  auto in = shape(op.getInput()), w = shape(op.getWeight()), out = shape(op.getResult());
+  int64_t N = in[0], H = in[1], W = in[2], C = in[3];
+  int64_t OH = out[1], OW = out[2], O = out[3], KH = w[2], KW = w[3];
+  int64_t G = static_cast<int64_t>(op.getGroup()), Cg = C / G, Og = O / G;
+  int64_t KK = KH * KW, P = OH * OW, Kdim = Cg * KK, M = N * P;
+  int wBuf = bufferOf.lookup(op.getWeight());
+  bool constWeight = p.buffers[wBuf].kind == Buffer::Constant;
+  if (Kdim < 16 || Og < 4 || !constWeight)
+    return convNhwcDirect(op, epi);
+  if (failed(checkF32(op, {op.getInput(), op.getWeight(), op.getResult()})))
+    return failure();
+  auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
+  bool pointwise = KK == 1 && s[0] == 1 && s[1] == 1 &&
+                   llvm::all_of(pad, [](int64_t v) { return v == 0; });
+  // out[pixel][g*Og + o] = bias + sum_k col[pixel][g*Kdim + k] * B[g][k][o]:
+  // the weights become B[g][(ky*KW + kx)*Cg + c][o] at compile time, the
+  // pixel-major im2col rows are the input itself (pointwise) or are
+  // gathered per workgroup, a chunk of taps or channels at a time.
+  {
+    std::vector<float> pk(G * Kdim * Og);
+    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t o = 0; o < Og; ++o)
+        for (int64_t c = 0; c < Cg; ++c)
+          for (int64_t t = 0; t < KK; ++t)
+            pk[(g * Kdim + t * Cg + c) * Og + o] = src[((g * Og + o) * Cg + c) * KK + t];
+    wBuf = addConstantData(ArrayRef<char>(reinterpret_cast<const char *>(pk.data()),
+                                          pk.size() * sizeof(float)));
+  }
+  bool hasBias = static_cast<bool>(op.getBias());
+  int outBuf = newBuffer(Buffer::Arena, M * O * 4);
+  SmallVector<int> ids{wBuf, bufferOf.lookup(op.getInput())};
+  if (hasBias)
+    ids.push_back(bufferOf.lookup(op.getBias()));
+  int firstSite = ids.size();
+  if (epi)
+    for (Value v : epi->siteArgs)
+      ids.push_back(bufferOf.lookup(v));
+  ids.push_back(outBuf);
+  int o = ids.size() - 1;
+  auto [cb, rb] = productTiles(Og, M, G); // columns = channels, rows = pixels
+  std::swap(cb, rb);
+  rb = std::max<int64_t>(6, rb / 6 * 6);
+  cb = std::min(cb, Og);
+  // Rows first, columns within: a workgroup's neighbours share its pixels.
+  int64_t rb0 = std::min<int64_t>(M, 96);
+  rb = std::min(rb, std::max<int64_t>(rb0, 6));
+  int64_t rTiles = ceilDiv(M, rb), cTiles = ceilDiv(Og, cb);
+  // Gather chunks of about 64K floats: whole taps when a tap's channels fit
+  // (tpc taps per chunk), otherwise cc channels of one tap.
+  constexpr int64_t kChunkFloats = 65536;
+  int64_t cc = std::min<int64_t>(Cg, std::max<int64_t>(8, kChunkFloats / rb));
+  cc = ceilDiv(Cg, ceilDiv(Cg, cc)); // balanced
+  int64_t tpc = cc == Cg ? std::clamp<int64_t>(kChunkFloats / (rb * Cg), 1, KK) : 1;
+  int64_t flops = estimateFlops(op);
+  if (epi)
+    for (Operation *eo : epi->ops)
+      flops += estimateFlops(eo);
+  emitKernel(op.getLoc(), "conv", ids, G * rTiles * cTiles, [&](KernelEmitter &e) {
+    Value ct = e.rem(e.wg, cTiles), rest = e.div(e.wg, cTiles);
+    Value rt = e.rem(rest, rTiles), g = e.div(rest, rTiles);
+    Value r0 = e.mul(rt, rb), c0 = e.mul(ct, cb);
+    Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.idx(M), r0));
+    Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(Og), c0));
+    Value oc0 = e.add(e.mul(g, Og), c0);
+    Value outOff = e.add(e.mul(r0, O), oc0);
+    if (hasBias)
+      e.loop(e.idx(0), rows, [&](Value r) {
+        Value rowOff = e.add(outOff, e.mul(r, O));
+        e.loop(e.idx(0), cols, [&](Value j) {
+          e.store(e.load(2, e.add(oc0, j)), o, e.add(rowOff, j));
+        });
+      });
+    // B rows [k0, k0 + k) of this group, at this tile's columns.
+    auto bAt = [&](Value k0) { return e.addr(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)); };
+    if (pointwise) {
+      e.sgemmPtr(rows, cols, e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C,
+                 bAt(e.idx(0)), Og, e.addr(o, outOff), O, hasBias);
+    } else {
+      int64_t chunkK = tpc * cc;
+      Value col = e.scratch(rb * chunkK);
+      // Gathers taps [t0, t1), channels [cBase, cBase + n) of every row
+      // into col (row stride chunkK), then multiplies.
+      auto chunk = [&](int64_t t0, int64_t t1, Value cBase, int64_t n, bool first) {
+        e.loop(e.idx(0), rows, [&](Value r) {
+          Value px = e.add(r0, r);
+          Value img = e.div(px, P), pix = e.rem(px, P);
+          Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
+          Value inImg = e.mul(img, H * W * C);
+          for (int64_t t = t0; t < t1; ++t) {
+            int64_t ky = t / KW, kx = t % KW;
+            Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
+            Value iw = signedSub(e, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), pad[1]);
+            Value dst = e.add(e.mul(r, chunkK), e.idx((t - t0) * n));
+            Value valid = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H), inRangeS(e, iw, 0, W));
+            ifElse(e, valid, [&] {
+              Value src = e.add(e.add(inImg, e.mul(e.add(e.mul(ih, W), iw), C)),
+                                e.add(e.mul(g, Cg), cBase));
+              e.loop(0, n, [&](Value c) { e.storeM(e.load(1, e.add(src, c)), col, e.add(dst, c)); });
+            }, [&] {
+              e.loop(0, n, [&](Value c) { e.storeM(e.f32(0.0f), col, e.add(dst, c)); });
+            });
+          }
+        });
+        e.sgemmPtr(rows, cols, e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), chunkK,
+                   bAt(e.add(e.idx(t0 * Cg), cBase)), Og, e.addr(o, outOff), O,
+                   hasBias || !first);
+      };
+      if (cc == Cg) {
+        for (int64_t t0 = 0; t0 < KK; t0 += tpc)
+          chunk(t0, std::min(KK, t0 + tpc), e.idx(0), Cg, t0 == 0);
+      } else {
+        // Channel chunks of one tap at a time; the first accumulates onto
+        // zero unless there is a bias.
+        if (!hasBias)
+          e.loop(e.idx(0), rows, [&](Value r) {
+            Value rowOff = e.add(outOff, e.mul(r, O));
+            e.loop(e.idx(0), cols, [&](Value j) { e.store(e.f32(0.0f), o, e.add(rowOff, j)); });
+          });
+        int64_t full = Cg / cc * cc;
+        for (int64_t t = 0; t < KK; ++t) {
+          e.loop(e.idx(0), e.idx(full), [&](Value cBase) { chunk(t, t + 1, cBase, cc, false); }, cc);
+          if (full < Cg)
+            chunk(t, t + 1, e.idx(full), Cg - full, false);
+        }
+      }
+    }
+    if (epi)
+      e.loop(e.idx(0), rows, [&](Value r) {
+        Value px = e.add(r0, r);
+        Value img = e.div(px, P), pix = e.rem(px, P);
+        Value rowOff = e.add(outOff, e.mul(r, O));
+        e.loop(e.idx(0), cols, [&](Value j) {
+          Value at = e.add(rowOff, j);
+          e.store(convEpilogueNhwc(e, epi, firstSite, img, pix, e.add(oc0, j), e.load(o, at)),
+                  o, at);
+        });
+      });
+  }, flops);
+  p.launches.back().layout = "NHWC";
+  bufferOf[op.getResult()] = outBuf;
+  return success();
+}
+
+/// Direct NHWC convolution, one workgroup per output row: depthwise and
+/// other thin groups (and weights that are not constants). Taps accumulate
+/// into the output row, innermost over the contiguous output channels.
+LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
+  auto in = shape(op.getInput()), w = shape(op.getWeight()), out = shape(op.getResult());
+  int64_t N = in[0], H = in[1], W = in[2], C = in[3];
+  int64_t OH = out[1], OW = out[2], O = out[3], KH = w[2], KW = w[3];
+  int64_t G = static_cast<int64_t>(op.getGroup()), Cg = C / G, Og = O / G, KK = KH * KW;
+  auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
+  int wBuf = bufferOf.lookup(op.getWeight());
+  // Constant weights become [tap][c][O] (o contiguous); others are read OIHW.
+  bool packed = p.buffers[wBuf].kind == Buffer::Constant;
+  SmallVector<Value> ins{op.getInput(), op.getWeight()};
+  bool hasBias = static_cast<bool>(op.getBias());
+  if (hasBias)
+    ins.push_back(op.getBias());
+  int firstSite = ins.size();
+  if (epi)
+    ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
+  int outBuf = ins.size();
+  int packedBuf = -1;
+  if (packed) {
+    std::vector<float> pk(KK * Cg * O);
+    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
+    for (int64_t oc = 0; oc < O; ++oc)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t t = 0; t < KK; ++t)
+          pk[(t * Cg + c) * O + oc] = src[(oc * Cg + c) * KK + t];
+    packedBuf = addConstantData(ArrayRef<char>(reinterpret_cast<const char *>(pk.data()),
+                                               pk.size() * sizeof(float)));
+  }
+  auto weight = [&](KernelEmitter &e, int64_t t, Value c, Value oc) {
+    if (packed)
+      return e.load(1, e.add(e.mul(e.add(e.idx(t * Cg), c), O), oc));
+    return e.load(1, e.add(e.mul(e.add(e.mul(oc, Cg), c), KK), e.idx(t)));
+  };
+  LogicalResult r = launch(op, ins, N * OH, [&](KernelEmitter &e) {
+    Value n = e.div(e.wg, OH), oh = e.rem(e.wg, OH);
+    Value outRow = e.mul(e.wg, OW * O);
+    e.loop(0, OW, [&](Value ow) {
+      Value dst = e.add(outRow, e.mul(ow, O));
+      e.loop(0, O, [&](Value oc) {
+        e.store(hasBias ? e.load(2, oc) : e.f32(0.0f), outBuf, e.add(dst, oc));
+      });
+    });
+    Value inImg = e.mul(n, H * W * C);
+    for (int64_t ky = 0; ky < KH; ++ky) {
+      Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
+      ifElse(e, inRangeS(e, ih, 0, H), [&] {
+        Value inRow = e.add(inImg, e.mul(ih, W * C));
+        for (int64_t kx = 0; kx < KW; ++kx) {
+          int64_t t = ky * KW + kx, off1 = kx * d[1] - pad[1];
+          auto [owLo, owHi] = validRange(OW, s[1], off1, W);
+          e.loop(owLo, owHi, [&](Value ow) {
+            Value iw = off1 >= 0 ? e.add(e.mul(ow, s[1]), e.idx(off1))
+                                 : signedSub(e, e.mul(ow, s[1]), -off1);
+            Value src = e.add(inRow, e.mul(iw, C));
+            Value dst = e.add(outRow, e.mul(ow, O));
+            if (Cg == 1 && Og == 1) {
+              // Depthwise: channel g reads channel g.
+              e.loop(0, O, [&](Value g) {
+                Value acc = e.load(outBuf, e.add(dst, g));
+                Value x = e.load(0, e.add(src, g));
+                e.store(e.fadd(acc, e.fmul(x, weight(e, t, e.idx(0), g))), outBuf, e.add(dst, g));
+              });
+              return;
+            }
+            e.loop(0, G, [&](Value g) {
+              e.loop(0, Cg, [&](Value c) {
+                Value x = e.load(0, e.add(src, e.add(e.mul(g, Cg), c)));
+                e.loop(0, Og, [&](Value oo) {
+                  Value oc = e.add(e.mul(g, Og), oo);
+                  Value at = e.add(dst, oc);
+                  Value acc = e.load(outBuf, at);
+                  e.store(e.fadd(acc, e.fmul(x, weight(e, t, c, oc))), outBuf, at);
+                });
+              });
+            });
+          });
+        }
+      });
+    }
+    if (epi)
+      e.loop(0, OW, [&](Value ow) {
+        Value pix = e.add(e.mul(oh, OW), ow);
+        Value dst = e.add(outRow, e.mul(ow, O));
+        e.loop(0, O, [&](Value oc) {
+          Value at = e.add(dst, oc);
+          e.store(convEpilogueNhwc(e, epi, firstSite, n, pix, oc, e.load(outBuf, at)), outBuf, at);
+        });
+      });
+  });
+  if (failed(r))
+    return r;
+  Launch &l = p.launches.back();
+  l.layout = "NHWC";
+  if (packed) // the kernel reads the packed copy, not the OIHW weights
+    l.buffers[1] = packedBuf;
+  return success();
+}
+
+/// NHWC max/average pooling: one workgroup per output row; windows
+/// accumulate over contiguous channels.
+template <typename PoolOp> LogicalResult Lowering::poolNhwc(PoolOp op, bool isMax) {
+  auto in = shape(op.getInput()), out = shape(op.getResult());
+  int64_t N = in[0], H = in[1], W = in[2], C = in[3], OH = out[1], OW = out[2];
+  auto k = op.getKernelShape(), s = op.getStrides(), d = op.getDilations(),
+       pad = op.getPads();
+  bool includePad = op.getCountIncludePad();
+  LogicalResult r = launch(op, {op.getInput()}, N * OH, [&](KernelEmitter &e) {
+    Value n = e.div(e.wg, OH), oh = e.rem(e.wg, OH);
+    Value outRow = e.mul(e.wg, OW * C);
+    Value init = e.f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+    e.loop(0, OW * C, [&](Value i) { e.store(init, 1, e.add(outRow, i)); });
+    Value inImg = e.mul(n, H * W * C);
+    for (int64_t ky = 0; ky < k[0]; ++ky) {
+      Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
+      ifElse(e, inRangeS(e, ih, 0, H), [&] {
+        Value inRow = e.add(inImg, e.mul(ih, W * C));
+        for (int64_t kx = 0; kx < k[1]; ++kx) {
+          int64_t off1 = kx * d[1] - pad[1];
+          auto [owLo, owHi] = validRange(OW, s[1], off1, W);
+          e.loop(owLo, owHi, [&](Value ow) {
+            Value iw = off1 >= 0 ? e.add(e.mul(ow, s[1]), e.idx(off1))
+                                 : signedSub(e, e.mul(ow, s[1]), -off1);
+            Value src = e.add(inRow, e.mul(iw, C));
+            Value dst = e.add(outRow, e.mul(ow, C));
+            e.loop(0, C, [&](Value c) {
+              Value acc = e.load(1, e.add(dst, c)), x = e.load(0, e.add(src, c));
+              Value v = isMax ? arith::MaximumFOp::create(e.b, acc, x).getResult()
+                              : e.fadd(acc, x);
+              e.store(v, 1, e.add(dst, c));
+            });
+          });
+        }
+      });
+    }
+    if (isMax)
+      return;
+    // Average: the window's element count, from the rows and columns it covers.
+    auto count1 = [&](Value o, int64_t kk, int64_t st, int64_t dl, int64_t p0,
+                      int64_t size, int64_t pEnd) {
+      Value cnt = e.idx(0);
+      for (int64_t t = 0; t < kk; ++t) {
+        Value i = signedSub(e, e.add(e.mul(o, st), e.idx(t * dl)), p0);
+        Value ok = includePad ? inRangeS(e, i, -p0, size + pEnd) : inRangeS(e, i, 0, size);
+        cnt = arith::SelectOp::create(e.b, ok, e.add(cnt, e.idx(1)), cnt);
+      }
+      return cnt;
+    };
+    Value rowsIn = count1(oh, k[0], s[0], d[0], pad[0], H, pad[2]);
+    e.loop(0, OW, [&](Value ow) {
+      Value cnt = e.mul(rowsIn, count1(ow, k[1], s[1], d[1], pad[1], W, pad[3]));
+      Value scale = arith::DivFOp::create(
+          e.b, e.f32(1.0f),
+          arith::UIToFPOp::create(e.b, e.b.getF32Type(),
+                                  arith::IndexCastOp::create(e.b, e.b.getI64Type(), cnt)));
+      Value dst = e.add(outRow, e.mul(ow, C));
+      e.loop(0, C, [&](Value c) {
+        e.store(e.fmul(e.load(1, e.add(dst, c)), scale), 1, e.add(dst, c));
+      });
+    });
+  });
+  if (succeeded(r))
+    p.launches.back().layout = "NHWC";
+  return r;
+}
+
+/// NHWC global average pooling: a workgroup per (image, block of channels)
+/// sums the pixels, channels innermost.
+LogicalResult Lowering::globalAvgPoolNhwc(kiln::GlobalAvgPoolOp op) {
+  auto in = shape(op.getInput());
+  int64_t N = in[0], P = in[1] * in[2], C = in[3];
+  int64_t cb = std::min<int64_t>(C, 256), cBlocks = ceilDiv(C, cb);
+  LogicalResult r = launch(op, {op.getInput()}, N * cBlocks, [&](KernelEmitter &e) {
+    Value n = e.div(e.wg, cBlocks), c0 = e.mul(e.rem(e.wg, cBlocks), cb);
+    Value cn = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(C), c0));
+    Value dst = e.add(e.mul(n, C), c0);
+    e.loop(e.idx(0), cn, [&](Value c) { e.store(e.f32(0.0f), 1, e.add(dst, c)); });
+    Value src0 = e.add(e.mul(n, P * C), c0);
+    e.loop(0, P, [&](Value px) {
+      Value src = e.add(src0, e.mul(px, C));
+      e.loop(e.idx(0), cn, [&](Value c) {
+        e.store(e.fadd(e.load(1, e.add(dst, c)), e.load(0, e.add(src, c))), 1, e.add(dst, c));
+      });
+    });
+    Value inv = e.f32(1.0f / static_cast<float>(P));
+    e.loop(e.idx(0), cn, [&](Value c) {
+      e.store(e.fmul(e.load(1, e.add(dst, c)), inv), 1, e.add(dst, c));
+    });
+  });
+  if (succeeded(r))
+    p.launches.back().layout = "NHWC";
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
 // Gemm and MatMul: rows of the output per workgroup, k outer, j inner.
 //===----------------------------------------------------------------------===//
 
@@ -1201,6 +1601,8 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
 //===----------------------------------------------------------------------===//
 
 template <typename PoolOp> LogicalResult Lowering::pool(PoolOp op, bool isMax) {
+  if (op.getLayout() == "nhwc")
+    return poolNhwc(op, isMax);
   auto in = shape(op.getInput()), out = shape(op.getResult());
   int64_t H = in[2], W = in[3], OH = out[2], OW = out[3];
   auto k = op.getKernelShape(), s = op.getStrides(), d = op.getDilations(),
@@ -1248,6 +1650,8 @@ template <typename PoolOp> LogicalResult Lowering::pool(PoolOp op, bool isMax) {
 }
 
 LogicalResult Lowering::globalAvgPool(kiln::GlobalAvgPoolOp op) {
+  if (op.getLayout() == "nhwc")
+    return globalAvgPoolNhwc(op);
   auto in = shape(op.getInput());
   int64_t planes = in[0] * in[1], inner = elems(op.getInput()) / std::max<int64_t>(planes, 1);
   return launch(op, {op.getInput()}, planes, [&](KernelEmitter &e) {
@@ -1679,8 +2083,9 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
   }
   if (auto conv = dyn_cast<kiln::ConvOp>(anchor)) {
     auto out = shape(conv.getResult());
+    bool nhwc = conv.getLayout() == "nhwc";
     for (auto &st : epi.siteStrides)
-      if (st[2] != st[3] * out[3])
+      if (nhwc ? st[1] != st[2] * out[2] : st[2] != st[3] * out[3])
         return op.emitError("conv epilogue operands must be full-size or "
                             "broadcast over both spatial dimensions");
     r = this->conv(conv, &epi);

@@ -3,8 +3,12 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
+
+#include <cstring>
+#include <vector>
 
 using namespace mlir;
 using namespace kiln;
@@ -44,6 +48,45 @@ int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pBegin,
   if (ceilMode && (out - 1) * s >= in + pBegin)
     --out;
   return out;
+}
+
+/// `dense` with its dimensions permuted (result dimension i is input
+/// dimension perm[i]); null for bit-packed (i1) elements.
+DenseElementsAttr transposeElements(DenseElementsAttr dense, ArrayRef<int64_t> perm,
+                                    Type resultType) {
+  auto type = llvm::cast<ShapedType>(resultType);
+  if (dense.isSplat())
+    return dense.reshape(type);
+  unsigned bits = dense.getElementType().getIntOrFloatBitWidth();
+  if (bits % 8 != 0)
+    return {};
+  size_t width = bits / 8;
+  ArrayRef<int64_t> inShape = dense.getType().getShape();
+  int64_t rank = inShape.size(), n = dense.getNumElements();
+  SmallVector<int64_t> inStrides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    inStrides[d] = inStrides[d + 1] * inShape[d + 1];
+  ArrayRef<char> src = dense.getRawData();
+  std::vector<char> dst(n * width);
+  SmallVector<int64_t> idx(rank, 0); // result coordinates, row-major order
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t from = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      from += idx[d] * inStrides[perm[d]];
+    std::memcpy(dst.data() + i * width, src.data() + from * width, width);
+    for (int64_t d = rank - 1; d >= 0 && ++idx[d] == type.getDimSize(d); --d)
+      idx[d] = 0;
+  }
+  return DenseElementsAttr::getFromRawBuffer(type, dst);
+}
+
+/// A layout attribute's value; absent (as while parsing) means "nchw".
+StringRef layoutOf(StringAttr attr) { return attr ? attr.getValue() : "nchw"; }
+
+LogicalResult checkLayout(std::optional<Location> loc, StringRef layout) {
+  if (layout != "nchw" && layout != "nhwc")
+    return failWith(loc, "layout must be \"nchw\" or \"nhwc\", not \"" + layout + "\"");
+  return success();
 }
 
 LogicalResult checkWindowAttrs(std::optional<Location> loc, size_t spatial,
@@ -123,15 +166,22 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   auto in = rankedOf(adaptor.getInput()), w = rankedOf(adaptor.getWeight());
   if (in.getRank() != 4 || w.getRank() != 4)
     return failWith(loc, "expects a rank-4 input and weight");
+  if (failed(checkLayout(loc, layoutOf(adaptor.getLayoutAttr()))))
+    return failure();
   ArrayRef<int64_t> k = w.getShape().drop_front(2);
   if (failed(checkWindowAttrs(loc, 2, k, adaptor.getStrides(),
                               adaptor.getPads(), adaptor.getDilations())))
     return failure();
-  SmallVector<int64_t> shape{in.getDimSize(0), w.getDimSize(0)};
+  bool nhwc = layoutOf(adaptor.getLayoutAttr()) == "nhwc";
+  SmallVector<int64_t> shape{in.getDimSize(0)};
+  if (!nhwc)
+    shape.push_back(w.getDimSize(0));
   for (int i = 0; i < 2; ++i)
-    shape.push_back(windowOut(in.getDimSize(2 + i), k[i], adaptor.getStrides()[i],
-                              adaptor.getDilations()[i], adaptor.getPads()[i],
-                              adaptor.getPads()[2 + i], false));
+    shape.push_back(windowOut(in.getDimSize(nhwc ? 1 + i : 2 + i), k[i],
+                              adaptor.getStrides()[i], adaptor.getDilations()[i],
+                              adaptor.getPads()[i], adaptor.getPads()[2 + i], false));
+  if (nhwc)
+    shape.push_back(w.getDimSize(0));
   inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
 }
@@ -139,14 +189,15 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
 LogicalResult ConvOp::verify() {
   int64_t g = static_cast<int64_t>(getGroup());
   auto in = rankedOf(getInput()), w = rankedOf(getWeight());
-  if (g < 1 || in.getDimSize(1) % g || w.getDimSize(0) % g)
+  int64_t channels = in.getDimSize(getLayout() == "nhwc" ? 3 : 1);
+  if (g < 1 || channels % g || w.getDimSize(0) % g)
     return emitOpError("group ") << g << " must divide the input channels ("
-                                 << in.getDimSize(1) << ") and output channels ("
+                                 << channels << ") and output channels ("
                                  << w.getDimSize(0) << ")";
-  if (w.getDimSize(1) * g != in.getDimSize(1))
+  if (w.getDimSize(1) * g != channels)
     return emitOpError("weight has ")
            << w.getDimSize(1) << " input channels per group; the input has "
-           << in.getDimSize(1) << " channels in " << g << " groups";
+           << channels << " channels in " << g << " groups";
   if (getBias() && (rankedOf(getBias()).getRank() != 1 ||
                     rankedOf(getBias()).getDimSize(0) != w.getDimSize(0)))
     return emitOpError("bias must be a vector of ") << w.getDimSize(0) << " values";
@@ -242,16 +293,23 @@ LogicalResult BatchNormOp::verify() {
 static LogicalResult inferPool(std::optional<Location> loc, Value input,
                                ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
-                               bool ceilMode, SmallVectorImpl<Type> &inferred) {
+                               bool ceilMode, StringRef layout,
+                               SmallVectorImpl<Type> &inferred) {
   auto in = rankedOf(input);
   if (in.getRank() != 4)
-    return failWith(loc, "expects a rank-4 NCHW input");
-  if (failed(checkWindowAttrs(loc, 2, kernel, strides, pads, dilations)))
+    return failWith(loc, "expects a rank-4 input");
+  if (failed(checkLayout(loc, layout)) ||
+      failed(checkWindowAttrs(loc, 2, kernel, strides, pads, dilations)))
     return failure();
-  SmallVector<int64_t> shape{in.getDimSize(0), in.getDimSize(1)};
+  bool nhwc = layout == "nhwc";
+  SmallVector<int64_t> shape{in.getDimSize(0)};
+  if (!nhwc)
+    shape.push_back(in.getDimSize(1));
   for (int i = 0; i < 2; ++i)
-    shape.push_back(windowOut(in.getDimSize(2 + i), kernel[i], strides[i],
+    shape.push_back(windowOut(in.getDimSize(nhwc ? 1 + i : 2 + i), kernel[i], strides[i],
                               dilations[i], pads[i], pads[2 + i], ceilMode));
+  if (nhwc)
+    shape.push_back(in.getDimSize(3));
   inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
 }
@@ -260,7 +318,8 @@ static LogicalResult inferPool(std::optional<Location> loc, Value input,
   LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
                                      Adaptor a, SmallVectorImpl<Type> &inf) {  \
     return inferPool(loc, a.getInput(), a.getKernelShape(), a.getStrides(),    \
-                     a.getPads(), a.getDilations(), a.getCeilMode(), inf);     \
+                     a.getPads(), a.getDilations(), a.getCeilMode(),           \
+                     layoutOf(a.getLayoutAttr()), inf);                                      \
   }                                                                            \
   LogicalResult OP::verify() {                                                 \
     auto out = rankedOf(getResult());                                          \
@@ -279,8 +338,13 @@ LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,
   auto in = rankedOf(adaptor.getInput());
   if (in.getRank() < 3)
     return failWith(loc, "expects an input of rank 3 or more");
+  if (failed(checkLayout(loc, layoutOf(adaptor.getLayoutAttr()))))
+    return failure();
+  bool nhwc = layoutOf(adaptor.getLayoutAttr()) == "nhwc";
+  if (nhwc && in.getRank() != 4)
+    return failWith(loc, "expects a rank-4 input with layout \"nhwc\"");
   SmallVector<int64_t> shape(in.getShape());
-  for (size_t i = 2; i < shape.size(); ++i)
+  for (size_t i = nhwc ? 1 : 2; i < (nhwc ? 3 : shape.size()); ++i)
     shape[i] = 1;
   inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
@@ -462,7 +526,11 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult TransposeOp::verify() { return success(); }
 
-OpFoldResult TransposeOp::fold(FoldAdaptor) {
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  // A constant's transpose is a constant.
+  if (auto dense = llvm::dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    if (auto folded = transposeElements(dense, getPerm(), getType()))
+      return folded;
   // transpose(transpose(x, p), q) -> transpose(x, p[q])
   if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
     SmallVector<int64_t> perm;
@@ -477,6 +545,22 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
     if (static_cast<int64_t>(i) != p)
       return {};
   return getInput();
+}
+
+LogicalResult TransposeOp::canonicalize(TransposeOp op, PatternRewriter &rewriter) {
+  // Dimensions of size > 1 in their original order: only unit dimensions
+  // move, so the row-major element order is unchanged.
+  auto in = rankedOf(op.getInput());
+  int64_t last = -1;
+  for (int64_t p : op.getPerm()) {
+    if (in.getDimSize(p) == 1)
+      continue;
+    if (p < last)
+      return failure();
+    last = p;
+  }
+  rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+  return success();
 }
 
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,

@@ -17,6 +17,12 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 def Kiln_Tensor : StaticShapeTensorOf<[AnyType]>;
 def Kiln_FloatTensor : StaticShapeTensorOf<[F32]>;
 
+/// The order of an NCHW tensor's dimensions in memory: "nchw" or "nhwc".
+def Kiln_LayoutAttr : ConfinedAttr<StrAttr, [AttrConstraint<
+    CPred<"::llvm::is_contained({::llvm::StringRef(\"nchw\"), ::llvm::StringRef(\"nhwc\")}, "
+          "::llvm::cast<::mlir::StringAttr>($_self).getValue())">,
+    "whose value is \"nchw\" or \"nhwc\"">]>;
+
 //===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//
@@ -155,11 +161,14 @@ def Kiln_MinOp : Kiln_BinaryOp<"min", "minimum">;
 //===----------------------------------------------------------------------===//
 
 def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor]> {
-  let summary = "2-D grouped convolution, NCHW input, OIHW weight";
+  let summary = "2-D grouped convolution, NCHW or NHWC input, OIHW weight";
   let description = [{
     `out[n, o, y, x] = bias[o] + sum(in[n, g*C/G + c, y*s0 + ky*d0 - p0,
     x*s1 + kx*d1 - p1] * w[o, c, ky, kx])`, where `g = o / (O/G)` and
     reads outside the input are zero. `pads` is `[top, left, bottom, right]`.
+    `layout` is the order of the input and result dimensions: `nchw` (the
+    default, ONNX's) or `nhwc` (channels last, chosen by
+    `kiln-select-layout`); the weight stays OIHW either way.
 
     ```mlir
     %y = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
@@ -170,7 +179,8 @@ def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$weight,
                        Optional<Kiln_FloatTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
-                       DenseI64ArrayAttr:$dilations, I64Attr:$group);
+                       DenseI64ArrayAttr:$dilations, I64Attr:$group,
+                       DefaultValuedStrAttr<Kiln_LayoutAttr, "nchw">:$layout);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -237,10 +247,11 @@ def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
 
 class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic,
     [Pure, InferTypeOpAdaptor]> {
-  let summary = "2-D " # what # " pooling over NCHW";
+  let summary = "2-D " # what # " pooling over NCHW or NHWC";
   let description = [{
     }] # what # [{ over `kernel_shape` windows; `pads` is
     `[top, left, bottom, right]`; `ceil_mode` rounds the output size up.
+    `layout` (`nchw`, the default, or `nhwc`) orders the input and result.
 
     ```mlir
     %y = kiln.}] # mnemonic # [{ %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
@@ -251,7 +262,8 @@ class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic,
   let arguments = (ins Kiln_FloatTensor:$input, DenseI64ArrayAttr:$kernel_shape,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
-                       BoolAttr:$count_include_pad);
+                       BoolAttr:$count_include_pad,
+                       DefaultValuedStrAttr<Kiln_LayoutAttr, "nchw">:$layout);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
@@ -263,13 +275,17 @@ def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool", "average">;
 def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure, InferTypeOpAdaptor]> {
   let summary = "mean over every spatial dimension";
   let description = [{
+    With `layout = "nhwc"` the input is rank 4, channels last, and the
+    result is `N x 1 x 1 x C`.
+
     ```mlir
-    %y = kiln.global_avg_pool %x : tensor<1x4x8x8xf32>   // tensor<1x4x1x1xf32>
+    %y = kiln.global_avg_pool %x : tensor<1x4x8x8xf32> -> tensor<1x4x1x1xf32>
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$input);
+  let arguments = (ins Kiln_FloatTensor:$input,
+                       DefaultValuedStrAttr<Kiln_LayoutAttr, "nchw">:$layout);
   let results = (outs Kiln_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -381,7 +397,9 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
 def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let summary = "permutes dimensions";
   let description = [{
-    `result.shape[i] = input.shape[perm[i]]`.
+    `result.shape[i] = input.shape[perm[i]]`. Canonicalization turns a
+    transpose that moves only size-1 dimensions into a `kiln.reshape` (the
+    elements keep their order), and folds transposes of constants.
 
     ```mlir
     %y = kiln.transpose %x {perm = array<i64: 0, 2, 3, 1>} : tensor<1x4x8x8xf32> -> tensor<1x8x8x4xf32>
@@ -392,6 +410,7 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizeMethod = 1;
 }
 
 def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor]> {

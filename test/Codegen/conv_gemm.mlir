@@ -1,4 +1,5 @@
-// RUN: kiln-compile %s --emit=kernels | FileCheck %s
+// RUN: kiln-compile %s --emit=kernels --layout=nchw | FileCheck %s
+// RUN: kiln-compile %s --emit=kernels --layout=nhwc --io-layout=nhwc | FileCheck %s --check-prefix=NHWC
 // A convolution with enough channels becomes an implicit GEMM: each
 // workgroup gathers its columns of the im2col matrix on the stack and calls
 // the sgemm ukernel;
@@ -47,3 +48,25 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // CHECK-NOT: memref.alloca
 // CHECK-LABEL: func.func @kiln_k2_conv(
 // CHECK: call @kiln_uk_sgemm_pa
+
+// Channels last (the model's input and output NHWC too, so no transposes):
+// the implicit GEMM multiplies pixel rows of gathered taps (8 contiguous
+// channels per tap, zeros where the window leaves the input) by the
+// weights repacked at compile time as [tap * channel x out channel] (72 x 16).
+// NHWC-NOT: transpose
+// NHWC-LABEL: func.func @kiln_k0_conv(
+// NHWC-SAME: memref<1152xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 2 : i64}
+// NHWC: memref.alloca() : memref<864xf32>
+// NHWC: scf.if
+// NHWC: scf.for %{{.*}} = %{{.*}} to %c8{{.*}} step
+// NHWC: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c16_i64, %{{.*}}, %c16_i64{{.*}}, %c1_i64)
+// Depthwise: a workgroup per output row (2 images x 3 rows), channels innermost.
+// NHWC-LABEL: func.func @kiln_k1_conv(
+// NHWC-SAME: attributes {kiln.workgroups = 6 : i64}
+// NHWC-NOT: call @kiln_uk_sgemm
+// NHWC: scf.for %{{.*}} = %{{.*}} to %c16{{.*}} step
+// NHWC: arith.mulf
+// Pointwise: the input itself is the pixel-row matrix (lda = 16 channels).
+// NHWC-LABEL: func.func @kiln_k2_conv(
+// NHWC-NOT: memref.alloca
+// NHWC: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %{{.*}}, %c16_i64{{.*}}, %{{.*}}, %c16_i64{{.*}}, %c0_i64)

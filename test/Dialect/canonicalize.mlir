@@ -33,3 +33,29 @@ func.func @reshape_constant() -> tensor<2x2xf32> {
   %r = kiln.reshape %c : tensor<4xf32> -> tensor<2x2xf32>
   return %r : tensor<2x2xf32>
 }
+
+// -----
+
+// A transpose that moves only size-1 dimensions keeps the element order: a
+// reshape. The transpose of a constant is a constant.
+// CHECK-LABEL: func @unit_dim_transpose
+func.func @unit_dim_transpose(%x: tensor<1x1x1x8xf32>) -> (tensor<1x8x1x1xf32>, tensor<3x2xf32>) {
+  // CHECK-DAG: %[[C:.*]] = kiln.constant dense<{{\[\[}}1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>
+  // CHECK-DAG: %[[R:.*]] = kiln.reshape %arg0 : tensor<1x1x1x8xf32> -> tensor<1x8x1x1xf32>
+  // CHECK-NOT: kiln.transpose
+  // CHECK: return %[[R]], %[[C]]
+  %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x1x1x8xf32> -> tensor<1x8x1x1xf32>
+  %c = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %ct = kiln.transpose %c {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %t, %ct : tensor<1x8x1x1xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// A transpose that really moves data stays.
+// CHECK-LABEL: func @real_transpose
+func.func @real_transpose(%x: tensor<1x2x1x8xf32>) -> tensor<1x8x2x1xf32> {
+  // CHECK: kiln.transpose
+  %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x2x1x8xf32> -> tensor<1x8x2x1xf32>
+  return %t : tensor<1x8x2x1xf32>
+}

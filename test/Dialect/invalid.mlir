@@ -158,3 +158,19 @@ func.func @attention_mask(%q: tensor<1x4x8xf32>, %m: tensor<3x4xf32>) -> tensor<
   %y = kiln.attention %q, %q, %q, %m {scale = 1.0 : f32} : tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<3x4xf32> -> tensor<1x4x8xf32>
   return %y : tensor<1x4x8xf32>
 }
+
+// -----
+
+func.func @bad_layout(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{attribute 'layout' failed to satisfy constraint: string attribute whose value is "nchw" or "nhwc"}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = "nchw16c"} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return %y : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @nhwc_channels(%x: tensor<1x8x8x3xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x8x8x4xf32> {
+  // expected-error @+1 {{weight has 2 input channels per group; the input has 3 channels}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<4x2x3x3xf32>) -> tensor<1x8x8x4xf32>
+  return %y : tensor<1x8x8x4xf32>
+}

@@ -29,7 +29,7 @@ func.func @cnn(%x: tensor<1x3x8x8xf32>) -> tensor<1x10xf32> {
   %mul = kiln.mul %sub, %bias : tensor<1x4x5x5xf32>, tensor<4x1x1xf32>
   %div = kiln.div %mul, %bias : tensor<1x4x5x5xf32>, tensor<4x1x1xf32>
   // CHECK: kiln.global_avg_pool
-  %g = kiln.global_avg_pool %div : tensor<1x4x5x5xf32>
+  %g = kiln.global_avg_pool %div : tensor<1x4x5x5xf32> -> tensor<1x4x1x1xf32>
   // CHECK: kiln.reshape %{{.*}} : tensor<1x4x1x1xf32> -> tensor<1x4xf32>
   %f = kiln.reshape %g : tensor<1x4x1x1xf32> -> tensor<1x4xf32>
   %cat = kiln.concat %f, %f {axis = 1 : i64} : tensor<1x4xf32>, tensor<1x4xf32> -> tensor<1x8xf32>
@@ -104,4 +104,17 @@ func.func @transformer_ops(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %m: tensor<
   %sum = kiln.add %rm, %rn : tensor<2x4xf32>, tensor<2x1xf32>
   %out = kiln.add %sum, %rx : tensor<2x4xf32>, tensor<1x1xf32>
   return %out : tensor<2x4xf32>
+}
+
+// Channels-last forms: the result shape follows the layout.
+// CHECK-LABEL: func @nhwc
+func.func @nhwc(%x: tensor<1x8x8x3xf32>) -> tensor<1x1x1x4xf32> {
+  %w = kiln.constant dense<0.5> : tensor<4x3x3x3xf32>
+  // CHECK: kiln.conv {{.*}}layout = "nhwc"{{.*}} -> tensor<1x8x8x4xf32>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x8x8x4xf32>
+  // CHECK: kiln.avg_pool {{.*}}layout = "nhwc"{{.*}} : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
+  %p = kiln.avg_pool %c {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = false, layout = "nhwc"} : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
+  // CHECK: kiln.global_avg_pool %{{.*}} {layout = "nhwc"} : tensor<1x4x4x4xf32> -> tensor<1x1x1x4xf32>
+  %g = kiln.global_avg_pool %p {layout = "nhwc"} : tensor<1x4x4x4xf32> -> tensor<1x1x1x4xf32>
+  return %g : tensor<1x1x1x4xf32>
 }

@@ -2,7 +2,9 @@
 """Op numerics against onnxruntime, beyond the node tests: the shapes real
 models have (channels enough for the im2col + sgemm path, batches, strides,
 dilations, groups, broadcasting), and small chains that the graph passes
-fold and fuse. Every case runs at -O0 (no graph passes) and -O3. Fresh random inputs each run
+fold and fuse. Every case runs at -O0 (no graph passes) and -O3, and cases with
+convolutions or pools also with every region forced channels-last (--layout=nhwc)
+and with NHWC model inputs and outputs (--io-layout=nhwc). Fresh random inputs each run
 (seeded), rtol 1e-4 and atol 1e-5 * max(1, max|reference|) -- long fp32
 reductions that cancel to near zero differ by accumulation order only.
 Prints 'N passed, N failed'.
@@ -138,6 +140,8 @@ CASES = {
                               pads=[2, 2], strides=[1]),
     "conv_wide_rows_s2": conv(1, 4, 3, 1300, 8, 3, stride=2),
     "conv_large_k": conv(1, 300, 5, 5, 20, 3),
+    "conv_many_channels": conv(1, 1101, 10, 10, 8, 3),
+    "conv_pointwise_s2_batch2": conv(2, 32, 9, 9, 48, 1, stride=2, pad=[0, 0, 0, 0]),
     "gemm_transB_const": model("Gemm", [("a", (3, 300))], [("w", (70, 300)), ("c", (70,))],
                                None, transB=1),
     "gemm_ukernel_transB": model("Gemm", [("a", (13, 300))], [("w", (70, 300)), ("c", (13, 70))],
@@ -267,12 +271,33 @@ def main():
             atol = ATOL * max(1.0, float(np.abs(ref).max()))
             cmd += ["--compare", f"y={os.path.join(tmp, 'ref.npy')}", "--rtol", str(RTOL),
                     "--atol", f"{atol:.3g}"]
-            for opt in ("-O0", "-O3"):
-                c = subprocess.run([os.path.join(args.bindir, "kiln-compile"), path, opt, "-o",
+            variants = [["-O0"], ["-O3"]]
+            spatial = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"}
+            if any(n.op_type in spatial for n in m.graph.node) and len(ref.shape) == 4:
+                variants += [["-O3", "--layout=nhwc"], ["-O3", "--layout=nhwc", "--io-layout=nhwc"]]
+            elif any(n.op_type in spatial for n in m.graph.node):
+                variants += [["-O3", "--layout=nhwc"]]
+            for flags in variants:
+                run_cmd = cmd
+                if "--io-layout=nhwc" in flags:
+                    # The same data, channels last: inputs and the reference transposed.
+                    run_cmd = [os.path.join(args.bindir, "kiln-run"), os.path.join(tmp, name + ".so")]
+                    for i in sess.get_inputs():
+                        x = feeds[i.name]
+                        if x.ndim == 4:
+                            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+                        np.save(os.path.join(tmp, i.name + "_nhwc.npy"), x)
+                        run_cmd += ["--input", f"{i.name}={os.path.join(tmp, i.name + '_nhwc.npy')}"]
+                    np.save(os.path.join(tmp, "ref_nhwc.npy"),
+                            np.ascontiguousarray(ref.transpose(0, 2, 3, 1)))
+                    run_cmd += ["--compare", f"y={os.path.join(tmp, 'ref_nhwc.npy')}",
+                                "--rtol", str(RTOL), "--atol", f"{atol:.3g}"]
+                c = subprocess.run([os.path.join(args.bindir, "kiln-compile"), path, *flags, "-o",
                                     os.path.join(tmp, name + ".so")], capture_output=True, text=True)
-                r = subprocess.run(cmd, capture_output=True, text=True) if c.returncode == 0 else c
+                r = subprocess.run(run_cmd, capture_output=True, text=True) if c.returncode == 0 else c
                 ok = c.returncode == 0 and r.returncode == 0
-                print(f"{'PASS' if ok else 'FAIL'} {name} {opt}: {(r.stdout + r.stderr).strip()}")
+                print(f"{'PASS' if ok else 'FAIL'} {name} {' '.join(flags)}: "
+                      f"{(r.stdout + r.stderr).strip()}")
                 passed += ok
                 failed += not ok
     print(f"{passed} passed, {failed} failed")

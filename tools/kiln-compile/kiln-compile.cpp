@@ -61,8 +61,14 @@ static cl::opt<unsigned> optLevel("O", cl::desc("optimization level 0-3"), cl::P
                                   cl::init(3));
 static cl::list<std::string> disablePasses("disable-pass",
     cl::desc("skip these graph passes (kiln-fold-batchnorm, kiln-recognize-patterns, "
-             "kiln-fuse), e.g. to measure what each one is worth"),
+             "kiln-select-layout, kiln-fuse), e.g. to measure what each one is worth"),
     cl::CommaSeparated);
+static cl::opt<std::string> layoutOpt("layout",
+    cl::desc("tensor layout of convolutional regions: auto (cost model), nchw, nhwc"),
+    cl::init("auto"));
+static cl::opt<std::string> ioLayout("io-layout",
+    cl::desc("layout of the model's rank-4 inputs and outputs: nchw (ONNX's) or nhwc"),
+    cl::init("nchw"));
 
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "kiln-compile: error: " << msg << "\n";
@@ -178,13 +184,28 @@ int main(int argc, char **argv) {
   };
   for (const std::string &name : disablePasses)
     if (name != "kiln-fold-batchnorm" && name != "kiln-recognize-patterns" &&
-        name != "kiln-fuse")
+        name != "kiln-select-layout" && name != "kiln-fuse")
       return fail("--disable-pass: unknown graph pass '" + name +
-                  "' (kiln-fold-batchnorm, kiln-recognize-patterns, kiln-fuse)");
+                  "' (kiln-fold-batchnorm, kiln-recognize-patterns, kiln-select-layout, "
+                  "kiln-fuse)");
+  if (layoutOpt != "auto" && layoutOpt != "nchw" && layoutOpt != "nhwc")
+    return fail("unknown --layout=" + layoutOpt + " (auto, nchw, nhwc)");
+  if (ioLayout != "nchw" && ioLayout != "nhwc")
+    return fail("unknown --io-layout=" + ioLayout + " (nchw, nhwc)");
   if (enabled("kiln-fold-batchnorm"))
     pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
   if (enabled("kiln-recognize-patterns")) {
     pm.addNestedPass<func::FuncOp>(kiln::createRecognizePatternsPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+  // The interface layout is a contract and holds at every level; the
+  // regions' layout is an optimization.
+  bool chooseLayout = enabled("kiln-select-layout") && layoutOpt != "nchw";
+  if (chooseLayout || ioLayout == "nhwc") {
+    kiln::SelectLayoutPassOptions layoutOptions;
+    layoutOptions.layout = chooseLayout ? layoutOpt.getValue() : "nchw";
+    layoutOptions.ioLayout = ioLayout;
+    pm.addNestedPass<func::FuncOp>(kiln::createSelectLayoutPass(layoutOptions));
     pm.addPass(createCanonicalizerPass());
   }
   pm.addPass(createCSEPass());

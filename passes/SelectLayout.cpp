@@ -1,0 +1,354 @@
+//===- SelectLayout.cpp - NCHW or NHWC for each convolutional region -------===//
+//
+// Convolutions and pools have NCHW and NHWC kernels. Ops that do not care
+// about the order of dimensions (elementwise, broadcasts, concat) connect
+// them into regions; a region is rewritten as a whole, so transposes appear
+// only where a value enters or leaves it, and the canonicalizer folds the
+// ones that meet an inverse transpose, a constant, or move only size-1
+// dimensions.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <array>
+
+using namespace mlir;
+
+namespace kiln {
+#define GEN_PASS_DEF_SELECTLAYOUTPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+constexpr int64_t kToNhwc[] = {0, 2, 3, 1}; // NCHW -> NHWC
+constexpr int64_t kToNchw[] = {0, 3, 1, 2}; // NHWC -> NCHW
+/// Where NCHW dimension d is in NHWC.
+constexpr int64_t kNhwcPos[] = {0, 3, 1, 2};
+
+RankedTensorType tensorOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+bool isRank4F32(Value v) {
+  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getRank() == 4 && t.getElementType().isF32();
+}
+
+RankedTensorType permuted(RankedTensorType t, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(t.getDimSize(p));
+  return RankedTensorType::get(shape, t.getElementType());
+}
+
+/// Ops with an NHWC form.
+bool hasLayout(Operation *op) {
+  if (isa<ConvOp, MaxPoolOp, AvgPoolOp>(op))
+    return true;
+  if (auto gap = dyn_cast<GlobalAvgPoolOp>(op))
+    return isRank4F32(gap.getInput());
+  return false;
+}
+
+/// Ops indifferent to the order of dimensions: a rank-4 result, every
+/// operand rank 4 or broadcast to it (elementwise) or joined on an axis.
+bool isLayoutAgnostic(Operation *op) {
+  if (op->getNumResults() != 1 || !isRank4F32(op->getResult(0)))
+    return false;
+  if (isa<ConcatOp>(op))
+    return llvm::all_of(op->getOperands(), isRank4F32);
+  return isElementwise(op);
+}
+
+//===----------------------------------------------------------------------===//
+// Cost model: estimated nanoseconds of a kernel or a transpose on one core.
+// The constants come from kernels measured on an AVX-512 machine
+// (docs/performance.md); only their ratios matter.
+//===----------------------------------------------------------------------===//
+
+constexpr double kGemmFlopsPerNs = 100.0;   // the ukernel, per core
+constexpr double kCopyBytesPerNs = 8.0;     // contiguous gather or copy
+constexpr double kScatterBytesPerNs = 2.5;  // strided element gathers
+constexpr double kTransposeBytesPerNs = 4.0;
+
+/// N, C, H, W of an op's rank-4 result, whatever its current layout.
+std::array<int64_t, 4> nchwDims(Operation *op) {
+  auto shape = tensorOf(op->getResult(0)).getShape();
+  auto attr = op->getAttrOfType<StringAttr>("layout");
+  if (attr && attr.getValue() == "nhwc")
+    return {shape[0], shape[3], shape[1], shape[2]};
+  return {shape[0], shape[1], shape[2], shape[3]};
+}
+
+double transposeCost(Value v) {
+  return 2.0 * tensorOf(v).getNumElements() * 4 / kTransposeBytesPerNs;
+}
+
+/// A convolution in either layout. Both use the same ukernel for their
+/// matrix products; they differ in how the implicit im2col is gathered
+/// (NCHW: one element at a time, strided by the stride; NHWC: runs of
+/// contiguous channels) and in depthwise convolutions, which NHWC
+/// vectorizes over channels and NCHW over the (short) rows of a plane.
+double convCost(ConvOp op, bool nhwc) {
+  auto w = tensorOf(op.getWeight()).getShape();
+  auto [N, O, OH, OW] = nchwDims(op);
+  int64_t G = static_cast<int64_t>(op.getGroup());
+  int64_t Cg = w[1], KK = w[2] * w[3], P = OH * OW, Og = O / G;
+  double flops = 2.0 * N * O * P * Cg * KK;
+  // Weights that are not constant cannot be packed for the NHWC kernels.
+  bool constWeight = static_cast<bool>(op.getWeight().getDefiningOp<ConstantOp>());
+  if (Cg * KK < 16 || Og < 4) {
+    // Direct loops: NHWC runs over channels (C contiguous), NCHW over
+    // output columns (short rows vectorize poorly).
+    double lanes = nhwc ? std::min<double>(16.0, static_cast<double>(G))
+                        : std::min<double>(16.0, static_cast<double>(OW));
+    if (nhwc && !constWeight)
+      lanes = 1.0;
+    return flops / (2.0 * lanes);
+  }
+  if (nhwc && !constWeight)
+    return flops; // strided scalar weights
+  auto s = op.getStrides();
+  bool pointwise = KK == 1 && s[0] == 1 && s[1] == 1 &&
+                   llvm::all_of(op.getPads(), [](int64_t p) { return p == 0; });
+  double gatherBytes = pointwise ? 0.0 : 4.0 * N * P * Cg * KK * G;
+  return flops / kGemmFlopsPerNs +
+         gatherBytes / (nhwc ? kCopyBytesPerNs : kScatterBytesPerNs);
+}
+
+double kernelCost(Operation *op, bool nhwc) {
+  if (auto conv = dyn_cast<ConvOp>(op))
+    return convCost(conv, nhwc);
+  if (isa<MaxPoolOp, AvgPoolOp>(op)) {
+    // NCHW pools run over output columns; NHWC over channels.
+    auto [N, C, OH, OW] = nchwDims(op);
+    auto k = op->getAttrOfType<DenseI64ArrayAttr>("kernel_shape").asArrayRef();
+    double taps = static_cast<double>(k[0] * k[1]);
+    double lanes = nhwc ? std::min<double>(16.0, static_cast<double>(C))
+                        : std::min<double>(16.0, static_cast<double>(OW)) / 2.0;
+    return tensorOf(op->getResult(0)).getNumElements() * taps / lanes;
+  }
+  return 0.0; // global pooling: reading the input dominates either way
+}
+
+//===----------------------------------------------------------------------===//
+// Regions
+//===----------------------------------------------------------------------===//
+
+struct Region {
+  SmallVector<Operation *> ops; // in program order
+  double nchwCost = 0, nhwcCost = 0;
+  bool hasLayoutOp = false;
+};
+
+/// A value's transpose to the other layout costs nothing when it is a
+/// constant (folded), the inverse of a transpose that produced it, or moves
+/// only size-1 dimensions (a reshape).
+bool onlyUnitDimsMove(RankedTensorType type, ArrayRef<int64_t> perm) {
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (type.getDimSize(p) == 1)
+      continue;
+    if (p < last)
+      return false;
+    last = p;
+  }
+  return true;
+}
+
+/// Whether the NHWC form of `v`, entering a region, is free.
+bool freeToEnter(Value v) {
+  if (v.getDefiningOp<ConstantOp>())
+    return true;
+  if (auto t = v.getDefiningOp<TransposeOp>())
+    if (t.getPerm() == ArrayRef<int64_t>(kToNchw))
+      return true;
+  return onlyUnitDimsMove(tensorOf(v), kToNhwc);
+}
+
+/// Operands that carry the region's layout (a convolution's weight and
+/// bias do not).
+bool carriesLayout(Operation *op, unsigned operandNo) {
+  return !isa<ConvOp>(op) || operandNo == 0;
+}
+
+struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
+  using SelectLayoutPassBase::SelectLayoutPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    if (ioLayout != "nchw" && ioLayout != "nhwc") {
+      fn.emitError("kiln-select-layout: io-layout must be nchw or nhwc, not '")
+          << ioLayout << "'";
+      return signalPassFailure();
+    }
+    if (layout != "auto" && layout != "nchw" && layout != "nhwc") {
+      fn.emitError("kiln-select-layout: layout must be auto, nchw or nhwc, not '")
+          << layout << "'";
+      return signalPassFailure();
+    }
+    if (ioLayout == "nhwc")
+      rewriteInterface(fn);
+    if (layout == "nchw")
+      return;
+    for (Region &r : findRegions(fn)) {
+      if (!r.hasLayoutOp)
+        continue;
+      bool nhwc = layout == "nhwc" || r.nhwcCost < r.nchwCost;
+      if (nhwc)
+        toNhwc(r);
+    }
+  }
+
+  /// Model inputs and outputs of rank 4 become NHWC: the body sees them
+  /// through transposes that the regions' own transposes then cancel.
+  void rewriteInterface(func::FuncOp fn) {
+    Block &entry = fn.getBody().front();
+    OpBuilder b(fn.getContext());
+    b.setInsertionPointToStart(&entry);
+    SmallVector<Type> argTypes;
+    for (BlockArgument arg : entry.getArguments()) {
+      if (isRank4F32(arg)) {
+        auto nchw = tensorOf(arg);
+        arg.setType(permuted(nchw, kToNhwc));
+        auto t = TransposeOp::create(b, arg.getLoc(), arg, ArrayRef<int64_t>(kToNchw));
+        arg.replaceAllUsesExcept(t.getResult(), t);
+      }
+      argTypes.push_back(arg.getType());
+    }
+    SmallVector<Type> resultTypes;
+    for (Block &block : fn.getBody()) {
+      auto ret = dyn_cast<func::ReturnOp>(block.getTerminator());
+      if (!ret)
+        continue;
+      resultTypes.clear();
+      b.setInsertionPoint(ret);
+      for (OpOperand &operand : ret->getOpOperands()) {
+        Value v = operand.get();
+        if (isRank4F32(v))
+          operand.set(TransposeOp::create(b, ret.getLoc(), v, ArrayRef<int64_t>(kToNhwc)));
+        resultTypes.push_back(operand.get().getType());
+      }
+    }
+    fn.setType(FunctionType::get(fn.getContext(), argTypes, resultTypes));
+  }
+
+  /// Layout ops and the layout-agnostic ops between them, grouped by the
+  /// rank-4 values they share.
+  std::vector<Region> findRegions(func::FuncOp fn) {
+    SmallVector<Operation *> candidates;
+    fn.walk([&](Operation *op) {
+      if (hasLayout(op) || isLayoutAgnostic(op))
+        candidates.push_back(op);
+    });
+    llvm::DenseSet<Operation *> isCandidate(candidates.begin(), candidates.end());
+    llvm::EquivalenceClasses<Operation *> classes;
+    for (Operation *op : candidates) {
+      classes.insert(op);
+      for (OpOperand &operand : op->getOpOperands()) {
+        Operation *def = operand.get().getDefiningOp();
+        if (def && isCandidate.contains(def) && isRank4F32(operand.get()) &&
+            carriesLayout(op, operand.getOperandNumber()))
+          classes.unionSets(op, def);
+      }
+    }
+    llvm::MapVector<Operation *, Region> byLeader;
+    for (Operation *op : candidates)
+      byLeader[classes.getLeaderValue(op)].ops.push_back(op);
+    std::vector<Region> regions;
+    for (auto &[leader, region] : byLeader) {
+      llvm::DenseSet<Operation *> members(region.ops.begin(), region.ops.end());
+      for (Operation *op : region.ops) {
+        if (hasLayout(op)) {
+          region.hasLayoutOp = true;
+          region.nchwCost += kernelCost(op, false);
+          region.nhwcCost += kernelCost(op, true);
+        }
+        // Values entering the region are transposed to NHWC.
+        for (OpOperand &operand : op->getOpOperands()) {
+          Value v = operand.get();
+          Operation *def = v.getDefiningOp();
+          if ((def && members.contains(def)) || !carriesLayout(op, operand.getOperandNumber()))
+            continue;
+          if (tensorOf(v).getRank() == 4 && !freeToEnter(v))
+            region.nhwcCost += transposeCost(v);
+        }
+        // Values leaving it are transposed back, once each.
+        Value res = op->getResult(0);
+        bool leaves = llvm::any_of(res.getUsers(), [&](Operation *user) {
+          if (members.contains(user))
+            return false;
+          auto t = dyn_cast<TransposeOp>(user);
+          return !(t && t.getPerm() == ArrayRef<int64_t>(kToNhwc));
+        });
+        if (leaves && !onlyUnitDimsMove(permuted(tensorOf(res), kToNhwc), kToNchw))
+          region.nhwcCost += transposeCost(res);
+      }
+      regions.push_back(std::move(region));
+    }
+    return regions;
+  }
+
+  void toNhwc(Region &r) {
+    llvm::DenseSet<Operation *> members(r.ops.begin(), r.ops.end());
+    OpBuilder b(&getContext());
+    llvm::DenseMap<Value, Value> entering; // outside value -> its NHWC form
+    auto nhwcForm = [&](Operation *user, Value v) -> Value {
+      auto it = entering.find(v);
+      if (it != entering.end())
+        return it->second;
+      b.setInsertionPoint(user);
+      if (Operation *def = v.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(llvm::cast<BlockArgument>(v).getOwner());
+      Value x = v;
+      auto t = tensorOf(v);
+      if (t.getRank() < 4) {
+        // A broadcast operand: leading ones to rank 4, then the same permutation.
+        SmallVector<int64_t> shape(4 - t.getRank(), 1);
+        llvm::append_range(shape, t.getShape());
+        x = ReshapeOp::create(b, v.getLoc(), RankedTensorType::get(shape, t.getElementType()), x);
+      }
+      x = TransposeOp::create(b, v.getLoc(), x, ArrayRef<int64_t>(kToNhwc));
+      entering[v] = x;
+      return x;
+    };
+    for (Operation *op : r.ops) {
+      // Operands: region values are already NHWC; others are transposed.
+      for (OpOperand &operand : op->getOpOperands()) {
+        Value v = operand.get();
+        Operation *def = v.getDefiningOp();
+        if (def && members.contains(def))
+          continue;
+        if (!carriesLayout(op, operand.getOperandNumber()))
+          continue; // weight (OIHW either way) and bias
+        operand.set(nhwcForm(op, v));
+      }
+      Value res = op->getResult(0);
+      SmallVector<OpOperand *> outside;
+      for (OpOperand &use : res.getUses())
+        if (!members.contains(use.getOwner()))
+          outside.push_back(&use);
+      if (hasLayout(op))
+        op->setAttr("layout", b.getStringAttr("nhwc"));
+      if (auto concat = dyn_cast<ConcatOp>(op))
+        concat.setAxis(kNhwcPos[concat.getAxis()]);
+      auto nchw = tensorOf(res);
+      res.setType(permuted(nchw, kToNhwc));
+      if (!outside.empty()) {
+        b.setInsertionPointAfter(op);
+        auto back = TransposeOp::create(b, op->getLoc(), res, ArrayRef<int64_t>(kToNchw));
+        for (OpOperand *use : outside)
+          use->set(back.getResult());
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,79 @@
+// RUN: kiln-opt --split-input-file --kiln-select-layout=layout=nhwc --canonicalize %s | FileCheck %s --check-prefix=NHWC
+// RUN: kiln-opt --split-input-file --kiln-select-layout --canonicalize %s | FileCheck %s --check-prefix=AUTO
+// RUN: kiln-opt --split-input-file --kiln-select-layout="layout=nhwc io-layout=nhwc" --canonicalize %s | FileCheck %s --check-prefix=IO
+// RUN: kiln-opt --split-input-file --kiln-select-layout="layout=nchw io-layout=nhwc" --canonicalize %s | FileCheck %s --check-prefix=IONCHW
+
+// A residual block with pooling: the whole network is one region. In NHWC it
+// keeps one transpose at the input; the per-channel constant is transposed
+// at compile time; the pooled N x 1 x 1 x C result only reshapes back.
+// NHWC-LABEL: func @block
+// NHWC: kiln.constant dense<{{\[\[\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00{{.*}} : tensor<1x1x1x16xf32>
+// NHWC: %[[T:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : tensor<1x16x8x8xf32> -> tensor<1x8x8x16xf32>
+// NHWC: %[[C1:.*]] = kiln.conv %[[T]], %{{.*}}, %{{.*}} {{{.*}}layout = "nhwc"{{.*}}} : (tensor<1x8x8x16xf32>, tensor<16x16x3x3xf32>, tensor<16xf32>) -> tensor<1x8x8x16xf32>
+// NHWC: %[[R1:.*]] = kiln.relu %[[C1]] : tensor<1x8x8x16xf32>
+// NHWC: %[[C2:.*]] = kiln.conv %[[R1]]{{.*}}layout = "nhwc"
+// NHWC: %[[S:.*]] = kiln.mul %[[C2]], %{{.*}} : tensor<1x8x8x16xf32>, tensor<1x1x1x16xf32>
+// NHWC: %[[A:.*]] = kiln.add %[[S]], %[[T]] : tensor<1x8x8x16xf32>, tensor<1x8x8x16xf32>
+// NHWC: %[[P:.*]] = kiln.max_pool %{{.*}} {{{.*}}layout = "nhwc"{{.*}}} : tensor<1x8x8x16xf32> -> tensor<1x4x4x16xf32>
+// NHWC: %[[G:.*]] = kiln.global_avg_pool %[[P]] {layout = "nhwc"} : tensor<1x4x4x16xf32> -> tensor<1x1x1x16xf32>
+// NHWC-NOT: kiln.transpose
+// NHWC: kiln.reshape %[[G]] : tensor<1x1x1x16xf32> -> tensor<1x16xf32>
+// The cost model picks NHWC here (3x3 convolutions gather contiguous channels).
+// AUTO-LABEL: func @block
+// AUTO: layout = "nhwc"
+// With NHWC model inputs there is no transpose at all.
+// IO-LABEL: func @block(%arg0: tensor<1x8x8x16xf32>
+// IO-NOT: kiln.transpose
+// IO: kiln.conv %arg0
+// Forced NCHW regions with NHWC model inputs: one transpose into NCHW.
+// IONCHW-LABEL: func @block(%arg0: tensor<1x8x8x16xf32>
+// IONCHW: kiln.transpose %arg0 {perm = array<i64: 0, 3, 1, 2>}
+// IONCHW-NOT: nhwc
+func.func @block(%x: tensor<1x16x8x8xf32>) -> tensor<1x16xf32> {
+  %w = kiln.constant dense<0.5> : tensor<16x16x3x3xf32>
+  %b = kiln.constant dense<0.1> : tensor<16xf32>
+  %k = kiln.constant dense<[[[1.0]], [[2.0]], [[3.0]], [[4.0]], [[5.0]], [[6.0]], [[7.0]], [[8.0]], [[9.0]], [[10.0]], [[11.0]], [[12.0]], [[13.0]], [[14.0]], [[15.0]], [[16.0]]]> : tensor<16x1x1xf32>
+  %c1 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x8x8xf32>, tensor<16x16x3x3xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
+  %r1 = kiln.relu %c1 : tensor<1x16x8x8xf32>
+  %c2 = kiln.conv %r1, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x16x8x8xf32>, tensor<16x16x3x3xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
+  %s = kiln.mul %c2, %k : tensor<1x16x8x8xf32>, tensor<16x1x1xf32>
+  %a = kiln.add %s, %x : tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>
+  %r2 = kiln.relu %a : tensor<1x16x8x8xf32>
+  %p = kiln.max_pool %r2 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = false} : tensor<1x16x8x8xf32> -> tensor<1x16x4x4xf32>
+  %g = kiln.global_avg_pool %p : tensor<1x16x4x4xf32> -> tensor<1x16x1x1xf32>
+  %f = kiln.reshape %g : tensor<1x16x1x1xf32> -> tensor<1x16xf32>
+  return %f : tensor<1x16xf32>
+}
+
+// -----
+
+// A concat joins two branches on channels: its axis moves to 3. A value
+// that leaves the region for a layout-dependent op (a flattening reshape)
+// is transposed back once.
+// NHWC-LABEL: func @concat_and_exit
+// NHWC: kiln.concat %{{.*}}, %{{.*}} {axis = 3 : i64} : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32> -> tensor<1x4x4x16xf32>
+// NHWC: %[[B:.*]] = kiln.transpose %{{.*}} {perm = array<i64: 0, 3, 1, 2>} : tensor<1x4x4x16xf32> -> tensor<1x16x4x4xf32>
+// NHWC: kiln.reshape %[[B]] : tensor<1x16x4x4xf32> -> tensor<1x256xf32>
+func.func @concat_and_exit(%x: tensor<1x8x4x4xf32>) -> tensor<1x256xf32> {
+  %w = kiln.constant dense<0.5> : tensor<8x8x3x3xf32>
+  %c1 = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x8x4x4xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %c2 = kiln.conv %c1, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x8x4x4xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x4x4xf32>
+  %j = kiln.concat %c1, %c2 {axis = 1 : i64} : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32> -> tensor<1x16x4x4xf32>
+  %f = kiln.reshape %j : tensor<1x16x4x4xf32> -> tensor<1x256xf32>
+  return %f : tensor<1x256xf32>
+}
+
+// -----
+
+// A convolution whose weights are not constants cannot be repacked for the
+// NHWC kernels: the cost model keeps it NCHW. Rank-4 elementwise ops with
+// no convolution or pool are not a region at all.
+// AUTO-LABEL: func @runtime_weights
+// AUTO-NOT: nhwc
+// AUTO-NOT: kiln.transpose
+// AUTO: return
+func.func @runtime_weights(%x: tensor<1x4x16x16xf32>, %w: tensor<4x1x3x3xf32>, %y: tensor<1x4x16x16xf32>) -> (tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>) {
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 4 : i64} : (tensor<1x4x16x16xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x16x16xf32>
+  %e = kiln.sigmoid %y : tensor<1x4x16x16xf32>
+  return %c, %e : tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>
+}
