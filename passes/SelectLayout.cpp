@@ -70,10 +70,13 @@ bool isLayoutAgnostic(Operation *op) {
 // (docs/performance.md); only their ratios matter.
 //===----------------------------------------------------------------------===//
 
-constexpr double kGemmFlopsPerNs = 100.0;   // the ukernel, per core
-constexpr double kCopyBytesPerNs = 8.0;     // contiguous gather or copy
-constexpr double kScatterBytesPerNs = 2.5;  // strided element gathers
+constexpr double kGemmFlopsPerNs = 100.0;    // the sgemm ukernel, either layout
+constexpr double kGatherNchwBytesPerNs = 30.0; // im2col, element by element
+constexpr double kGatherNhwcBytesPerNs = 60.0; // im2col, runs of >= 16 channels
 constexpr double kTransposeBytesPerNs = 4.0;
+/// Depthwise and pooling windows, flops (or window reads) per ns.
+constexpr double kDepthwiseNhwc = 15.0, kDepthwiseNchwS1 = 11.0, kDepthwiseNchwS2 = 6.5;
+constexpr double kPoolNhwc = 4.0, kPoolNchw = 2.0;
 
 /// N, C, H, W of an op's rank-4 result, whatever its current layout.
 std::array<int64_t, 4> nchwDims(Operation *op) {
@@ -90,47 +93,48 @@ double transposeCost(Value v) {
 
 /// A convolution in either layout. Both use the same ukernel for their
 /// matrix products; they differ in how the implicit im2col is gathered
-/// (NCHW: one element at a time, strided by the stride; NHWC: runs of
-/// contiguous channels) and in depthwise convolutions, which NHWC
-/// vectorizes over channels and NCHW over the (short) rows of a plane.
+/// (NCHW: one element at a time; NHWC: runs of contiguous channels, slower
+/// when a pixel has few channels) and in depthwise convolutions, which NHWC
+/// vectorizes over channels and NCHW over the rows of a plane. NHWC tiles
+/// are pixel rows: with few pixels (late layers) they are thin and each
+/// channel tile gathers its rows again, about 20% slower than NCHW there.
 double convCost(ConvOp op, bool nhwc) {
   auto w = tensorOf(op.getWeight()).getShape();
   auto [N, O, OH, OW] = nchwDims(op);
   int64_t G = static_cast<int64_t>(op.getGroup());
   int64_t Cg = w[1], KK = w[2] * w[3], P = OH * OW, Og = O / G;
   double flops = 2.0 * N * O * P * Cg * KK;
-  // Weights that are not constant cannot be packed for the NHWC kernels.
+  // Weights that are not constants cannot be repacked for the NHWC
+  // kernels, which then read them element by element.
   bool constWeight = static_cast<bool>(op.getWeight().getDefiningOp<ConstantOp>());
-  if (Cg * KK < 16 || Og < 4) {
-    // Direct loops: NHWC runs over channels (C contiguous), NCHW over
-    // output columns (short rows vectorize poorly).
-    double lanes = nhwc ? std::min<double>(16.0, static_cast<double>(G))
-                        : std::min<double>(16.0, static_cast<double>(OW));
-    if (nhwc && !constWeight)
-      lanes = 1.0;
-    return flops / (2.0 * lanes);
-  }
   if (nhwc && !constWeight)
-    return flops; // strided scalar weights
+    return flops;
+  if (Cg * KK < 16 || Og < 4) {
+    if (nhwc)
+      return flops / (kDepthwiseNhwc * std::min<double>(1.0, O / 16.0));
+    return flops / (op.getStrides()[0] == 1 ? kDepthwiseNchwS1 : kDepthwiseNchwS2);
+  }
   auto s = op.getStrides();
   bool pointwise = KK == 1 && s[0] == 1 && s[1] == 1 &&
                    llvm::all_of(op.getPads(), [](int64_t p) { return p == 0; });
   double gatherBytes = pointwise ? 0.0 : 4.0 * N * P * Cg * KK * G;
-  return flops / kGemmFlopsPerNs +
-         gatherBytes / (nhwc ? kCopyBytesPerNs : kScatterBytesPerNs);
+  double cost = flops / kGemmFlopsPerNs;
+  if (!nhwc)
+    return cost + gatherBytes / kGatherNchwBytesPerNs;
+  cost += gatherBytes / (kGatherNhwcBytesPerNs * std::min<double>(1.0, Cg / 16.0));
+  return N * P < 128 ? 1.2 * cost : cost;
 }
 
 double kernelCost(Operation *op, bool nhwc) {
   if (auto conv = dyn_cast<ConvOp>(op))
     return convCost(conv, nhwc);
   if (isa<MaxPoolOp, AvgPoolOp>(op)) {
-    // NCHW pools run over output columns; NHWC over channels.
+    // NCHW pools run over output columns (strided window reads); NHWC over
+    // contiguous channels.
     auto [N, C, OH, OW] = nchwDims(op);
     auto k = op->getAttrOfType<DenseI64ArrayAttr>("kernel_shape").asArrayRef();
-    double taps = static_cast<double>(k[0] * k[1]);
-    double lanes = nhwc ? std::min<double>(16.0, static_cast<double>(C))
-                        : std::min<double>(16.0, static_cast<double>(OW)) / 2.0;
-    return tensorOf(op->getResult(0)).getNumElements() * taps / lanes;
+    double reads = static_cast<double>(N * C * OH * OW * k[0] * k[1]);
+    return nhwc ? reads / (kPoolNhwc * std::min<double>(1.0, C / 16.0)) : reads / kPoolNchw;
   }
   return 0.0; // global pooling: reading the input dominates either way
 }
@@ -196,9 +200,9 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
     if (layout == "nchw")
       return;
     for (Region &r : findRegions(fn)) {
-      if (!r.hasLayoutOp)
-        continue;
-      bool nhwc = layout == "nhwc" || r.nhwcCost < r.nchwCost;
+      // Elementwise regions without a convolution or pool change only to
+      // cancel transposes (of NHWC model inputs and outputs).
+      bool nhwc = r.nhwcCost < r.nchwCost || (layout == "nhwc" && r.hasLayoutOp);
       if (nhwc)
         toNhwc(r);
     }
@@ -212,7 +216,11 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
     b.setInsertionPointToStart(&entry);
     SmallVector<Type> argTypes;
     for (BlockArgument arg : entry.getArguments()) {
-      if (isRank4F32(arg)) {
+      // Data, not weights passed as inputs.
+      bool onlyWeight = !arg.use_empty() && llvm::all_of(arg.getUses(), [](OpOperand &use) {
+        return isa<ConvOp>(use.getOwner()) && use.getOperandNumber() == 1;
+      });
+      if (isRank4F32(arg) && !onlyWeight) {
         auto nchw = tensorOf(arg);
         arg.setType(permuted(nchw, kToNhwc));
         auto t = TransposeOp::create(b, arg.getLoc(), arg, ArrayRef<int64_t>(kToNchw));
@@ -262,31 +270,49 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
     std::vector<Region> regions;
     for (auto &[leader, region] : byLeader) {
       llvm::DenseSet<Operation *> members(region.ops.begin(), region.ops.end());
+      llvm::DenseSet<Value> entering;
       for (Operation *op : region.ops) {
         if (hasLayout(op)) {
           region.hasLayoutOp = true;
           region.nchwCost += kernelCost(op, false);
           region.nhwcCost += kernelCost(op, true);
         }
-        // Values entering the region are transposed to NHWC.
+        // Values entering the region are transposed to NHWC, unless they
+        // come from an NHWC -> NCHW transpose (a model input with
+        // --io-layout=nhwc, another region), which NHWC cancels and NCHW
+        // keeps.
         for (OpOperand &operand : op->getOpOperands()) {
           Value v = operand.get();
           Operation *def = v.getDefiningOp();
-          if ((def && members.contains(def)) || !carriesLayout(op, operand.getOperandNumber()))
+          if ((def && members.contains(def)) || !carriesLayout(op, operand.getOperandNumber()) ||
+              tensorOf(v).getRank() != 4 || !entering.insert(v).second)
             continue;
-          if (tensorOf(v).getRank() == 4 && !freeToEnter(v))
+          auto t = v.getDefiningOp<TransposeOp>();
+          if (t && t.getPerm() == ArrayRef<int64_t>(kToNchw)) {
+            if (!onlyUnitDimsMove(tensorOf(t.getInput()), kToNchw))
+              region.nchwCost += transposeCost(v);
+          } else if (!freeToEnter(v)) {
             region.nhwcCost += transposeCost(v);
+          }
         }
-        // Values leaving it are transposed back, once each.
+        // Values leaving it are transposed back, once each; NCHW -> NHWC
+        // transposes after it (a model output with --io-layout=nhwc) cancel.
         Value res = op->getResult(0);
-        bool leaves = llvm::any_of(res.getUsers(), [&](Operation *user) {
+        bool unitOnly = onlyUnitDimsMove(permuted(tensorOf(res), kToNhwc), kToNchw);
+        bool leaves = false, toNhwcUser = false;
+        for (Operation *user : res.getUsers()) {
           if (members.contains(user))
-            return false;
+            continue;
           auto t = dyn_cast<TransposeOp>(user);
-          return !(t && t.getPerm() == ArrayRef<int64_t>(kToNhwc));
-        });
-        if (leaves && !onlyUnitDimsMove(permuted(tensorOf(res), kToNhwc), kToNchw))
+          if (t && t.getPerm() == ArrayRef<int64_t>(kToNhwc))
+            toNhwcUser = true;
+          else
+            leaves = true;
+        }
+        if (leaves && !unitOnly)
           region.nhwcCost += transposeCost(res);
+        if (toNhwcUser && !unitOnly)
+          region.nchwCost += transposeCost(res);
       }
       regions.push_back(std::move(region));
     }

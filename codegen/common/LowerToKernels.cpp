@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -52,9 +53,17 @@ public:
   ArrayRef<Value> bufs;
   Value wg;
 
+  /// Width of the f32 values being built: 1 (scalars) or a vector width
+  /// inside vecLoop bodies; f32() constants follow it, so the elementwise
+  /// scalarOp works unchanged on vectors.
+  int64_t lanes = 1;
+
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
   Value f32(float v) {
-    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+    if (lanes == 1)
+      return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+    auto type = VectorType::get({lanes}, b.getF32Type());
+    return arith::ConstantOp::create(b, DenseElementsAttr::get(type, v));
   }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
@@ -127,6 +136,51 @@ public:
     func::CallOp::create(b, packedA ? "kiln_uk_sgemm_pa" : "kiln_uk_sgemm", TypeRange{},
                          ValueRange{i64(m), i64(n), i64(k), a, i64(lda), bp, i64(ldb), c,
                                     i64(ldc), i64(acc ? 1 : 0)});
+  }
+
+  /// `lanes` contiguous f32 at element `off` of buffer `buf` (a vector when
+  /// lanes > 1).
+  Value vload(int buf, Value off) {
+    if (lanes == 1)
+      return load(buf, off);
+    return vector::LoadOp::create(b, VectorType::get({lanes}, b.getF32Type()), bufs[buf],
+                                  ValueRange{off});
+  }
+  void vstore(Value v, int buf, Value off) {
+    if (lanes == 1)
+      return store(v, buf, off);
+    vector::StoreOp::create(b, v, bufs[buf], ValueRange{off});
+  }
+  /// A scalar repeated over the current lanes.
+  Value splat(Value scalar) {
+    if (lanes == 1)
+      return scalar;
+    return vector::BroadcastOp::create(b, VectorType::get({lanes}, b.getF32Type()), scalar);
+  }
+  /// for i in [lo, hi): body(i) on kVectorLanes elements at a time (lanes
+  /// set accordingly), then one at a time for the rest. For loops over
+  /// contiguous channels, which LLVM would otherwise unroll (constant short
+  /// trip counts) and vectorize across the outer loop with gathers.
+  static constexpr int64_t kVectorLanes = 16;
+  void vecLoop(Value lo, Value hi, const std::function<void(Value)> &body) {
+    Value n = arith::SubIOp::create(b, hi, lo);
+    Value mid = add(lo, mul(arith::DivUIOp::create(b, n, idx(kVectorLanes)), kVectorLanes));
+    int64_t saved = lanes;
+    lanes = kVectorLanes;
+    loop(lo, mid, body, kVectorLanes);
+    lanes = 1;
+    loop(mid, hi, body);
+    lanes = saved;
+  }
+  void vecLoop(int64_t lo, int64_t hi, const std::function<void(Value)> &body) {
+    int64_t mid = lo + (hi - lo) / kVectorLanes * kVectorLanes;
+    int64_t saved = lanes;
+    lanes = kVectorLanes;
+    if (mid > lo)
+      loop(idx(lo), idx(mid), body, kVectorLanes);
+    lanes = 1;
+    loop(mid, hi, body);
+    lanes = saved;
   }
 
   /// The [begin, end) slice of `total` items that this workgroup owns.
@@ -1004,7 +1058,8 @@ static Value convEpilogueNhwc(KernelEmitter &e, const Epilogue *epi, int firstSi
   return epi->apply(e, x, [&](int k) {
     auto &st = epi->siteStrides[k];
     Value off = e.add(e.add(e.mul(n, st[0]), e.mul(pix, st[2])), e.mul(oc, st[3]));
-    return e.load(firstSite + k, off);
+    // Channels are contiguous (stride 1) or broadcast (stride 0).
+    return st[3] == 1 ? e.vload(firstSite + k, off) : e.splat(e.load(firstSite + k, off));
   });
 }
 
@@ -1049,13 +1104,17 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       ids.push_back(bufferOf.lookup(v));
   ids.push_back(outBuf);
   int o = ids.size() - 1;
-  auto [cb, rb] = productTiles(Og, M, G); // columns = channels, rows = pixels
-  std::swap(cb, rb);
-  rb = std::max<int64_t>(6, rb / 6 * 6);
-  cb = std::min(cb, Og);
-  // Rows first, columns within: a workgroup's neighbours share its pixels.
-  int64_t rb0 = std::min<int64_t>(M, 96);
-  rb = std::min(rb, std::max<int64_t>(rb0, 6));
+  // Tiles: up to 144 pixel rows (balanced, in 6-row ukernel groups) by up
+  // to 512 channels (whole 32-column panels); channels split further, down
+  // to 64, until there are enough tiles (late layers have few pixels).
+  int64_t rTiles0 = ceilDiv(M, 144);
+  int64_t rb = rTiles0 == 1 ? M : ceilDiv(ceilDiv(M, rTiles0), 6) * 6;
+  int64_t cb = Og <= 512 ? Og : 512;
+  auto tileCount = [&] { return G * ceilDiv(M, rb) * ceilDiv(Og, cb); };
+  while (tileCount() < kMinTiles && cb > 64)
+    cb = std::max<int64_t>(64, ceilDiv(cb / 2, 32) * 32);
+  while (tileCount() < kMinTiles && rb > 24)
+    rb = std::max<int64_t>(24, ceilDiv(rb / 2, 6) * 6);
   int64_t rTiles = ceilDiv(M, rb), cTiles = ceilDiv(Og, cb);
   // Gather chunks of about 64K floats: whole taps when a tap's channels fit
   // (tpc taps per chunk), otherwise cc channels of one tap.
@@ -1078,8 +1137,8 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     if (hasBias)
       e.loop(e.idx(0), rows, [&](Value r) {
         Value rowOff = e.add(outOff, e.mul(r, O));
-        e.loop(e.idx(0), cols, [&](Value j) {
-          e.store(e.load(2, e.add(oc0, j)), o, e.add(rowOff, j));
+        e.vecLoop(e.idx(0), cols, [&](Value j) {
+          e.vstore(e.vload(2, e.add(oc0, j)), o, e.add(rowOff, j));
         });
       });
     // B rows [k0, k0 + k) of this group, at this tile's columns.
@@ -1141,10 +1200,10 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
         Value px = e.add(r0, r);
         Value img = e.div(px, P), pix = e.rem(px, P);
         Value rowOff = e.add(outOff, e.mul(r, O));
-        e.loop(e.idx(0), cols, [&](Value j) {
+        e.vecLoop(e.idx(0), cols, [&](Value j) {
           Value at = e.add(rowOff, j);
-          e.store(convEpilogueNhwc(e, epi, firstSite, img, pix, e.add(oc0, j), e.load(o, at)),
-                  o, at);
+          e.vstore(convEpilogueNhwc(e, epi, firstSite, img, pix, e.add(oc0, j), e.vload(o, at)),
+                   o, at);
         });
       });
   }, flops);
@@ -1184,18 +1243,28 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
     packedBuf = addConstantData(ArrayRef<char>(reinterpret_cast<const char *>(pk.data()),
                                                pk.size() * sizeof(float)));
   }
+  // Weight (tap t, channel c, output channel oc); `lanes` output channels
+  // from oc on when packed.
   auto weight = [&](KernelEmitter &e, int64_t t, Value c, Value oc) {
     if (packed)
-      return e.load(1, e.add(e.mul(e.add(e.idx(t * Cg), c), O), oc));
+      return e.vload(1, e.add(e.mul(e.add(e.idx(t * Cg), c), O), oc));
     return e.load(1, e.add(e.mul(e.add(e.mul(oc, Cg), c), KK), e.idx(t)));
+  };
+  // Output channels, vectorized when the weights are packed (contiguous).
+  auto channels = [&](KernelEmitter &e, int64_t lo, int64_t hi,
+                      const std::function<void(Value)> &body) {
+    if (packed)
+      e.vecLoop(lo, hi, body);
+    else
+      e.loop(lo, hi, body);
   };
   LogicalResult r = launch(op, ins, N * OH, [&](KernelEmitter &e) {
     Value n = e.div(e.wg, OH), oh = e.rem(e.wg, OH);
     Value outRow = e.mul(e.wg, OW * O);
     e.loop(0, OW, [&](Value ow) {
       Value dst = e.add(outRow, e.mul(ow, O));
-      e.loop(0, O, [&](Value oc) {
-        e.store(hasBias ? e.load(2, oc) : e.f32(0.0f), outBuf, e.add(dst, oc));
+      e.vecLoop(0, O, [&](Value oc) {
+        e.vstore(hasBias ? e.vload(2, oc) : e.f32(0.0f), outBuf, e.add(dst, oc));
       });
     });
     Value inImg = e.mul(n, H * W * C);
@@ -1213,21 +1282,22 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
             Value dst = e.add(outRow, e.mul(ow, O));
             if (Cg == 1 && Og == 1) {
               // Depthwise: channel g reads channel g.
-              e.loop(0, O, [&](Value g) {
-                Value acc = e.load(outBuf, e.add(dst, g));
-                Value x = e.load(0, e.add(src, g));
-                e.store(e.fadd(acc, e.fmul(x, weight(e, t, e.idx(0), g))), outBuf, e.add(dst, g));
+              channels(e, 0, O, [&](Value g) {
+                Value acc = e.vload(outBuf, e.add(dst, g));
+                Value x = e.vload(0, e.add(src, g));
+                e.vstore(e.fadd(acc, e.fmul(x, weight(e, t, e.idx(0), g))), outBuf,
+                         e.add(dst, g));
               });
               return;
             }
             e.loop(0, G, [&](Value g) {
               e.loop(0, Cg, [&](Value c) {
                 Value x = e.load(0, e.add(src, e.add(e.mul(g, Cg), c)));
-                e.loop(0, Og, [&](Value oo) {
+                channels(e, 0, Og, [&](Value oo) {
                   Value oc = e.add(e.mul(g, Og), oo);
                   Value at = e.add(dst, oc);
-                  Value acc = e.load(outBuf, at);
-                  e.store(e.fadd(acc, e.fmul(x, weight(e, t, c, oc))), outBuf, at);
+                  Value acc = e.vload(outBuf, at);
+                  e.vstore(e.fadd(acc, e.fmul(e.splat(x), weight(e, t, c, oc))), outBuf, at);
                 });
               });
             });
@@ -1239,9 +1309,10 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
       e.loop(0, OW, [&](Value ow) {
         Value pix = e.add(e.mul(oh, OW), ow);
         Value dst = e.add(outRow, e.mul(ow, O));
-        e.loop(0, O, [&](Value oc) {
+        e.vecLoop(0, O, [&](Value oc) {
           Value at = e.add(dst, oc);
-          e.store(convEpilogueNhwc(e, epi, firstSite, n, pix, oc, e.load(outBuf, at)), outBuf, at);
+          e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, oc, e.vload(outBuf, at)),
+                   outBuf, at);
         });
       });
   });
@@ -1265,8 +1336,10 @@ template <typename PoolOp> LogicalResult Lowering::poolNhwc(PoolOp op, bool isMa
   LogicalResult r = launch(op, {op.getInput()}, N * OH, [&](KernelEmitter &e) {
     Value n = e.div(e.wg, OH), oh = e.rem(e.wg, OH);
     Value outRow = e.mul(e.wg, OW * C);
-    Value init = e.f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
-    e.loop(0, OW * C, [&](Value i) { e.store(init, 1, e.add(outRow, i)); });
+    e.vecLoop(0, OW * C, [&](Value i) {
+      e.vstore(e.f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0f), 1,
+               e.add(outRow, i));
+    });
     Value inImg = e.mul(n, H * W * C);
     for (int64_t ky = 0; ky < k[0]; ++ky) {
       Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
@@ -1280,11 +1353,11 @@ template <typename PoolOp> LogicalResult Lowering::poolNhwc(PoolOp op, bool isMa
                                  : signedSub(e, e.mul(ow, s[1]), -off1);
             Value src = e.add(inRow, e.mul(iw, C));
             Value dst = e.add(outRow, e.mul(ow, C));
-            e.loop(0, C, [&](Value c) {
-              Value acc = e.load(1, e.add(dst, c)), x = e.load(0, e.add(src, c));
+            e.vecLoop(0, C, [&](Value c) {
+              Value acc = e.vload(1, e.add(dst, c)), x = e.vload(0, e.add(src, c));
               Value v = isMax ? arith::MaximumFOp::create(e.b, acc, x).getResult()
                               : e.fadd(acc, x);
-              e.store(v, 1, e.add(dst, c));
+              e.vstore(v, 1, e.add(dst, c));
             });
           });
         }
@@ -1311,8 +1384,8 @@ template <typename PoolOp> LogicalResult Lowering::poolNhwc(PoolOp op, bool isMa
           arith::UIToFPOp::create(e.b, e.b.getF32Type(),
                                   arith::IndexCastOp::create(e.b, e.b.getI64Type(), cnt)));
       Value dst = e.add(outRow, e.mul(ow, C));
-      e.loop(0, C, [&](Value c) {
-        e.store(e.fmul(e.load(1, e.add(dst, c)), scale), 1, e.add(dst, c));
+      e.vecLoop(0, C, [&](Value c) {
+        e.vstore(e.fmul(e.vload(1, e.add(dst, c)), e.splat(scale)), 1, e.add(dst, c));
       });
     });
   });
@@ -1331,17 +1404,17 @@ LogicalResult Lowering::globalAvgPoolNhwc(kiln::GlobalAvgPoolOp op) {
     Value n = e.div(e.wg, cBlocks), c0 = e.mul(e.rem(e.wg, cBlocks), cb);
     Value cn = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(C), c0));
     Value dst = e.add(e.mul(n, C), c0);
-    e.loop(e.idx(0), cn, [&](Value c) { e.store(e.f32(0.0f), 1, e.add(dst, c)); });
+    e.vecLoop(e.idx(0), cn, [&](Value c) { e.vstore(e.f32(0.0f), 1, e.add(dst, c)); });
     Value src0 = e.add(e.mul(n, P * C), c0);
     e.loop(0, P, [&](Value px) {
       Value src = e.add(src0, e.mul(px, C));
-      e.loop(e.idx(0), cn, [&](Value c) {
-        e.store(e.fadd(e.load(1, e.add(dst, c)), e.load(0, e.add(src, c))), 1, e.add(dst, c));
+      e.vecLoop(e.idx(0), cn, [&](Value c) {
+        e.vstore(e.fadd(e.vload(1, e.add(dst, c)), e.vload(0, e.add(src, c))), 1, e.add(dst, c));
       });
     });
-    Value inv = e.f32(1.0f / static_cast<float>(P));
-    e.loop(e.idx(0), cn, [&](Value c) {
-      e.store(e.fmul(e.load(1, e.add(dst, c)), inv), 1, e.add(dst, c));
+    e.vecLoop(e.idx(0), cn, [&](Value c) {
+      e.vstore(e.fmul(e.vload(1, e.add(dst, c)), e.f32(1.0f / static_cast<float>(P))), 1,
+               e.add(dst, c));
     });
   });
   if (succeeded(r))
@@ -2171,7 +2244,7 @@ LogicalResult Lowering::run() {
     return fn.emitError("expects a single-block function");
   p.kernels = ModuleOp::create(fn.getLoc());
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect,
-                   scf::SCFDialect, func::FuncDialect>();
+                   scf::SCFDialect, func::FuncDialect, vector::VectorDialect>();
   {
     // The runtime's matrix-product ukernel (kiln/runtime.h).
     OpBuilder b(ctx);

@@ -102,6 +102,8 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
 
   PassManager pm(ctx);
   pm.addPass(createSCFToControlFlowPass());
+  // Explicit vectors (channel loops of NHWC kernels) become LLVM vectors.
+  pm.addPass(createConvertVectorToLLVMPass());
   // LLVM intrinsics where LLVM has them (exp, sqrt, ...), libm for the rest.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

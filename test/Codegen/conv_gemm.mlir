@@ -52,20 +52,22 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // Channels last (the model's input and output NHWC too, so no transposes):
 // the implicit GEMM multiplies pixel rows of gathered taps (8 contiguous
 // channels per tap, zeros where the window leaves the input) by the
-// weights repacked at compile time as [tap * channel x out channel] (72 x 16).
+// weights repacked at compile time as [tap * channel x out channel] (72 x 16);
+// the 18 output pixels of both images are one tile.
 // NHWC-NOT: transpose
 // NHWC-LABEL: func.func @kiln_k0_conv(
-// NHWC-SAME: memref<1152xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 2 : i64}
-// NHWC: memref.alloca() : memref<864xf32>
+// NHWC-SAME: memref<1152xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 1 : i64}
+// NHWC: memref.alloca() : memref<1296xf32>
 // NHWC: scf.if
 // NHWC: scf.for %{{.*}} = %{{.*}} to %c8{{.*}} step
 // NHWC: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c16_i64, %{{.*}}, %c16_i64{{.*}}, %c1_i64)
-// Depthwise: a workgroup per output row (2 images x 3 rows), channels innermost.
+// Depthwise: a workgroup per output row (2 images x 3 rows), channels
+// innermost as 16-lane vectors.
 // NHWC-LABEL: func.func @kiln_k1_conv(
 // NHWC-SAME: attributes {kiln.workgroups = 6 : i64}
 // NHWC-NOT: call @kiln_uk_sgemm
-// NHWC: scf.for %{{.*}} = %{{.*}} to %c16{{.*}} step
-// NHWC: arith.mulf
+// NHWC: vector.load %{{.*}} : memref<288xf32>, vector<16xf32>
+// NHWC: arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
 // Pointwise: the input itself is the pixel-row matrix (lda = 16 channels).
 // NHWC-LABEL: func.func @kiln_k2_conv(
 // NHWC-NOT: memref.alloca

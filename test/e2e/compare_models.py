@@ -2,7 +2,8 @@
 """Compiles Kiln's CNNs and compares them with onnxruntime, through both
 artifact paths: the .so run by kiln-run, and model.o + model.h linked into a
 C program (test/e2e/Inputs/run_object.c) that also runs several instances at
-once from several threads; the .so also at -O0 (no graph passes).
+once from several threads; the .so also at -O0 (no graph passes) and, for CNNs,
+with every region channels last and an NHWC input.
 
 Tolerance: |kiln - ort| <= rtol * |ort| + atol with rtol = 1e-4 and
 atol = 1e-5 * max|ort| (deep random-weight nets give large logits; near-zero
@@ -78,6 +79,20 @@ def main():
                      "input=" + os.path.join(tmp, "x.npy"), "--output-dir", out_dir + "_O0"])
                 ok_so = check(".so at -O0 via kiln-run",
                               np.load(os.path.join(out_dir + "_O0", "logits.npy")), ref) and ok_so
+                if len(shape) == 4:
+                    # Every region channels last, and the input NHWC as well
+                    # (--io-layout=nhwc): the layout must not change results.
+                    so_l = os.path.join(tmp, name + "_nhwc.so")
+                    run([os.path.join(args.bindir, "kiln-compile"), path, "--layout=nhwc",
+                         "--io-layout=nhwc", "-o", so_l])
+                    np.save(os.path.join(tmp, "x_nhwc.npy"),
+                            np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
+                    run([os.path.join(args.bindir, "kiln-run"), so_l, "--input",
+                         "input=" + os.path.join(tmp, "x_nhwc.npy"), "--output-dir",
+                         out_dir + "_nhwc"])
+                    ok_so = check(".so with --layout=nhwc --io-layout=nhwc via kiln-run",
+                                  np.load(os.path.join(out_dir + "_nhwc", "logits.npy")),
+                                  ref) and ok_so
                 # .o + .h linked into a C program
                 obj = os.path.join(tmp, name + ".o")
                 run([os.path.join(args.bindir, "kiln-compile"), path, "-o", obj])
