@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What each graph pass is worth: kernels, bytes moved and latency of the same
-models compiled with every pass on, with each pass off in turn, and with none
-(-O0), side by side in one run.
+models compiled with every pass on, with each pass off in turn, with every
+region forced channels-last (what kiln-select-layout's cost model weighed), and
+with none, side by side in one run.
 
 Kernel counts and bytes come from kiln-compile --report (bytes moved = every
 kernel's inputs read once and output written once; "unavoidable" = weights,
@@ -31,8 +32,10 @@ VARIANTS = [
     ("no kiln-fuse", ["--disable-pass=kiln-fuse"]),
     ("no kiln-recognize-patterns", ["--disable-pass=kiln-recognize-patterns"]),
     ("no kiln-fold-batchnorm", ["--disable-pass=kiln-fold-batchnorm"]),
+    ("no kiln-select-layout (NCHW)", ["--disable-pass=kiln-select-layout"]),
+    ("every region NHWC", ["--layout=nhwc"]),
     ("no graph passes", ["--disable-pass=kiln-fuse,kiln-recognize-patterns,"
-                         "kiln-fold-batchnorm"]),
+                         "kiln-fold-batchnorm,kiln-select-layout"]),
 ]
 
 
