@@ -1,4 +1,5 @@
 //===- Fuse.cpp - group anchors and elementwise chains into kiln.fusion ----===//
+#include "passes/ConstantData.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -167,21 +168,32 @@ void wrap(ArrayRef<Operation *> group) {
     op->erase();
 }
 
-/// Attention with the transposes that split heads (of its query, key and
-/// value) and merge them (of its result): the kernel reads and writes those
-/// layouts directly. Key and value rows must stay contiguous.
+/// Attention with the ops that make its query, key and value views of other
+/// tensors (the transposes and reshapes that split heads, the slices of a
+/// joined Q/K/V projection) and the transpose that merges heads after it:
+/// the kernel reads and writes those layouts directly. Key and value rows
+/// must stay contiguous.
 SmallVector<Operation *> attentionGroup(AttentionOp att,
                                         const llvm::SmallPtrSetImpl<Operation *> &taken) {
   SmallVector<Operation *> group;
   for (unsigned i = 0; i < 3; ++i) {
-    auto t = att->getOperand(i).getDefiningOp<TransposeOp>();
-    if (!t || !t->hasOneUse() || taken.contains(t) || t->getBlock() != att->getBlock() ||
-        llvm::is_contained(group, t.getOperation()))
+    SmallVector<Operation *> chain;
+    Value v = att->getOperand(i);
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isa<TransposeOp, ReshapeOp, SliceOp>(def) || !def->hasOneUse() ||
+          taken.contains(def) || def->getBlock() != att->getBlock() ||
+          llvm::is_contained(group, def))
+        break;
+      chain.push_back(def);
+      v = def->getOperand(0);
+    }
+    // The kernel's view of the chain's input must exist (reshapes that
+    // merge non-contiguous dimensions do not), with key and value rows
+    // contiguous.
+    auto view = stridedViewOf(att->getOperand(i), v);
+    if (!view || (i > 0 && view->strides.back() != 1))
       continue;
-    int64_t rank = t.getPerm().size();
-    if (i > 0 && t.getPerm().back() != rank - 1)
-      continue;
-    group.push_back(t);
+    group.append(chain.begin(), chain.end());
   }
   llvm::sort(group, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   group.push_back(att);
@@ -191,8 +203,117 @@ SmallVector<Operation *> attentionGroup(AttentionOp att,
   return group;
 }
 
+//===----------------------------------------------------------------------===//
+// Horizontal fusion: matmuls that share their input
+//===----------------------------------------------------------------------===//
+
+/// Whether `v` reaches an attention operand only through single-use
+/// reshapes and transposes (which the attention kernel reads through).
+bool feedsAttention(Value v) {
+  while (v.hasOneUse()) {
+    Operation *user = *v.getUsers().begin();
+    if (isa<AttentionOp>(user))
+      return true;
+    if (!isa<ReshapeOp, TransposeOp>(user))
+      return false;
+    v = user->getResult(0);
+  }
+  return false;
+}
+
+/// One projection: x @ W (+ b), W a constant matrix, b a constant vector.
+struct Projection {
+  MatMulOp matmul;
+  AddOp bias; // or null
+  Value result() { return bias ? bias.getResult() : matmul.getResult(); }
+};
+
+/// Matmuls of the same input by constant matrices whose results (after an
+/// optional constant bias) all feed attention become one matmul by the
+/// matrices side by side, and slices of its result: one kernel reads the
+/// input once, and the attention kernel reads its query, key and value
+/// slices in place (the Q/K/V projections of a transformer layer).
+void joinProjections(func::FuncOp fn) {
+  llvm::MapVector<Value, SmallVector<Projection>> byInput;
+  fn.walk([&](MatMulOp mm) {
+    auto rhs = llvm::cast<RankedTensorType>(mm.getRhs().getType());
+    auto lhs = llvm::cast<RankedTensorType>(mm.getLhs().getType());
+    if (rhs.getRank() != 2 || lhs.getRank() < 2 || !getF32Constant(mm.getRhs()))
+      return;
+    Projection p{mm, nullptr};
+    if (mm->hasOneUse())
+      if (auto add = dyn_cast<AddOp>(*mm->getUsers().begin())) {
+        Value other = add.getLhs() == mm.getResult() ? add.getRhs() : add.getLhs();
+        auto t = llvm::cast<RankedTensorType>(other.getType());
+        if (add.getType() == mm.getType() && t.getRank() == 1 && getF32Constant(other))
+          p.bias = add;
+      }
+    if (feedsAttention(p.result()))
+      byInput[mm.getLhs()].push_back(p);
+  });
+  for (auto &[x, projections] : byInput) {
+    if (projections.size() < 2)
+      continue;
+    int64_t K = llvm::cast<RankedTensorType>(projections[0].matmul.getRhs().getType()).getDimSize(0);
+    int64_t N = 0;
+    bool anyBias = false;
+    for (Projection &p : projections) {
+      N += llvm::cast<RankedTensorType>(p.matmul.getRhs().getType()).getDimSize(1);
+      anyBias |= static_cast<bool>(p.bias);
+    }
+    // [K x N] weights and an N-vector bias (zeros where a projection has none).
+    std::vector<float> w(K * N), b(N, 0.0f);
+    int64_t col = 0;
+    for (Projection &p : projections) {
+      int64_t n = llvm::cast<RankedTensorType>(p.matmul.getRhs().getType()).getDimSize(1);
+      auto wi = *getF32Constant(p.matmul.getRhs());
+      for (int64_t k = 0; k < K; ++k)
+        std::copy(wi.begin() + k * n, wi.begin() + (k + 1) * n, w.begin() + k * N + col);
+      if (p.bias) {
+        Value bv = p.bias.getLhs() == p.matmul.getResult() ? p.bias.getRhs() : p.bias.getLhs();
+        auto bi = *getF32Constant(bv);
+        std::copy(bi.begin(), bi.end(), b.begin() + col);
+      }
+      col += n;
+    }
+    // Build after the last projection's defining values, before its first use.
+    Operation *first = projections[0].matmul;
+    for (Projection &p : projections)
+      if (p.matmul->isBeforeInBlock(first))
+        first = p.matmul;
+    OpBuilder builder(first);
+    SmallVector<Location> locs;
+    for (Projection &p : projections)
+      locs.push_back(p.matmul.getLoc());
+    Location loc = FusedLoc::get(fn.getContext(), locs);
+    auto f32 = builder.getF32Type();
+    Value wc = makeF32Constant(builder, loc, RankedTensorType::get({K, N}, f32), w, "qkv_weight");
+    Value y = MatMulOp::create(builder, loc, x, wc);
+    if (anyBias) {
+      Value bc = makeF32Constant(builder, loc, RankedTensorType::get({N}, f32), b, "qkv_bias");
+      y = AddOp::create(builder, loc, y, bc);
+    }
+    int64_t rank = llvm::cast<RankedTensorType>(y.getType()).getRank();
+    builder.setInsertionPointAfter(y.getDefiningOp());
+    col = 0;
+    for (Projection &p : projections) {
+      auto type = llvm::cast<RankedTensorType>(p.result().getType());
+      SmallVector<int64_t> offsets(rank, 0), strides(rank, 1);
+      offsets.back() = col;
+      col += type.getShape().back();
+      auto slice = SliceOp::create(builder, p.matmul.getLoc(), y, offsets, type.getShape(), strides);
+      p.result().replaceAllUsesWith(slice.getResult());
+    }
+    for (Projection &p : projections) {
+      if (p.bias)
+        p.bias->erase();
+      p.matmul->erase();
+    }
+  }
+}
 struct FusePass : impl::FusePassBase<FusePass> {
   void runOnOperation() override {
+    joinProjections(getOperation());
     // Cheap elementwise values with several elementwise users: recompute.
     SmallVector<Operation *> shared;
     getOperation().walk([&](Operation *op) {

@@ -145,6 +145,14 @@ def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     offsets. An attention op takes the transposes that split heads off its
     query, key and value and the one that merges them after it.
 
+    Matmuls of one input by constant matrices whose results (after an
+    optional constant bias add) feed attention -- a layer's query, key and
+    value projections -- first become one matmul by the matrices side by
+    side (horizontal fusion; a projection without a bias gets zeros) and
+    `kiln.slice`s of its result. The attention group then takes the slices,
+    head reshapes and transposes of its operands, so its kernel reads Q, K
+    and V in place from the one projection.
+
     A value with several consumers is, by a cost model, either materialized
     (it ends its group) or recomputed inside every consumer's kernel: an
     elementwise value whose users are all elementwise, whose inputs are

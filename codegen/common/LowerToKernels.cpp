@@ -368,6 +368,7 @@ int64_t rowsPerWorkgroup(int64_t inner) {
 struct MatrixView {
   SmallVector<int64_t> batch;
   int64_t row = 0, col = 1;
+  int64_t offset = 0; // of element (0, ..., 0)
 
   static MatrixView contiguous(ArrayRef<int64_t> shape) {
     return permuted(shape, llvm::to_vector(llvm::seq<int64_t>(0, shape.size())));
@@ -380,6 +381,14 @@ struct MatrixView {
       v.batch.push_back(st[perm[i]]);
     v.row = st[perm[perm.size() - 2]];
     v.col = st[perm.back()];
+    return v;
+  }
+  static MatrixView of(const kiln::StridedView &s) {
+    MatrixView v;
+    v.batch.assign(s.strides.begin(), s.strides.end() - 2);
+    v.row = s.strides[s.strides.size() - 2];
+    v.col = s.strides.back();
+    v.offset = s.offset;
     return v;
   }
 };
@@ -454,6 +463,7 @@ private:
                           ArrayRef<MatrixView> views, const MatrixView &outView);
   LogicalResult transpose(kiln::TransposeOp op);
   LogicalResult concat(kiln::ConcatOp op);
+  LogicalResult slice(kiln::SliceOp op);
 };
 
 LogicalResult Lowering::addConstant(kiln::ConstantOp op) {
@@ -1938,6 +1948,8 @@ LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
     Value rows = e.minI(e.idx(nq), arith::SubIOp::create(e.b, e.idx(Sq), q0));
     // Batch offsets of every operand.
     SmallVector<Value> base(views.size() + 2, e.idx(0)); // q, k, v, out, mask
+    for (size_t t = 0; t < 3; ++t)
+      base[t] = e.idx(views[t].offset);
     Value rest = bi;
     for (int64_t d = static_cast<int64_t>(batchShape.size()) - 1; d >= 0; --d) {
       Value coord = d == 0 ? rest : e.rem(rest, batchShape[d]);
@@ -2046,6 +2058,38 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
   });
 }
 
+/// A standalone slice: a strided copy, rows of the last dimension.
+LogicalResult Lowering::slice(kiln::SliceOp op) {
+  auto in = shape(op.getInput()), out = shape(op.getResult());
+  int64_t rank = out.size();
+  auto inStr = stridesOf(in);
+  int64_t base = 0;
+  SmallVector<int64_t> st;
+  for (int64_t d = 0; d < rank; ++d) {
+    base += op.getOffsets()[d] * inStr[d];
+    st.push_back(inStr[d] * op.getStrides()[d]);
+  }
+  if (rank == 0)
+    return elementwise(op, {op.getInput()}, [](KernelEmitter &, ArrayRef<Value> v) { return v[0]; });
+  int64_t inner = out.back(), outer = elems(op.getResult()) / std::max<int64_t>(inner, 1);
+  int64_t perWg = rowsPerWorkgroup(inner);
+  return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
+    auto [lo, hi] = e.share(outer, perWg);
+    e.loop(lo, hi, [&](Value r) {
+      Value off = e.idx(base), rest = r;
+      for (int64_t d = rank - 2; d >= 0; --d) {
+        Value coord = d == 0 ? rest : e.rem(rest, out[d]);
+        if (d > 0) rest = e.div(rest, out[d]);
+        off = e.add(off, e.mul(coord, st[d]));
+      }
+      Value outBase = e.mul(r, inner);
+      e.loop(0, inner, [&](Value j) {
+        e.store(e.load(0, e.add(off, e.mul(j, st[rank - 1]))), 1, e.add(outBase, j));
+      });
+    });
+  });
+}
+
 LogicalResult Lowering::concat(kiln::ConcatOp op) {
   auto out = shape(op.getResult());
   int64_t axis = static_cast<int64_t>(op.getAxis());
@@ -2090,14 +2134,14 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     auto att = cast<kiln::AttentionOp>(*attIt);
     SmallVector<Value> srcs;
     SmallVector<MatrixView> views;
+    // Q, K and V in place: through the transposes, reshapes and slices
+    // that kiln-fuse put in the body.
     for (Value v : {att.getQuery(), att.getKey(), att.getValue()}) {
-      if (auto t = v.getDefiningOp<kiln::TransposeOp>()) {
-        srcs.push_back(t.getInput());
-        views.push_back(MatrixView::permuted(shape(t.getInput()), t.getPerm()));
-      } else {
-        srcs.push_back(v);
-        views.push_back(MatrixView::contiguous(shape(v)));
-      }
+      auto view = kiln::stridedViewOf(v);
+      if (!view)
+        return att.emitError("attention operand is not a strided view of a kernel input");
+      srcs.push_back(view->base);
+      views.push_back(MatrixView::of(*view));
     }
     if (att.getMask())
       srcs.push_back(att.getMask());
@@ -2217,6 +2261,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       })
       .Case<kiln::TransposeOp>([&](auto o) { return transpose(o); })
       .Case<kiln::ConcatOp>([&](auto o) { return concat(o); })
+      .Case<kiln::SliceOp>([&](auto o) { return slice(o); })
       .Default([&](Operation *o) -> LogicalResult {
         if (kiln::isElementwise(o))
           return elementwise(o, SmallVector<Value>(o->getOperands()),

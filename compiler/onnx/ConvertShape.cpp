@@ -324,11 +324,13 @@ LogicalResult convertGather(NodeContext &ctx) {
 }
 
 LogicalResult convertSlice(NodeContext &ctx) {
+  // Starts, ends, axes and steps must be known at compile time; the data
+  // may be a run-time tensor (a kiln.slice) or a compile-time one (sliced
+  // here).
   const HostTensor *data = ctx.hostInput(0);
-  if (!data)
-    return ctx.error("Slice is supported on compile-time values only (shape "
-                     "arithmetic); its data is known only at run time");
-  int64_t rank = data->shape.size();
+  std::vector<int64_t> shape = data ? data->shape
+                                    : std::vector<int64_t>(ctx.inputType(0).getShape());
+  int64_t rank = shape.size();
   std::vector<int64_t> starts, ends, axes, steps;
   if (ctx.opset < 10) {
     starts = ctx.attrInts("starts").value_or(starts);
@@ -359,12 +361,12 @@ LogicalResult convertSlice(NodeContext &ctx) {
   if (ends.size() != starts.size() || axes.size() != starts.size() ||
       steps.size() != starts.size())
     return ctx.error("starts, ends, axes and steps differ in length");
-  std::vector<int64_t> lo(rank, 0), step(rank, 1), count(data->shape);
+  std::vector<int64_t> lo(rank, 0), step(rank, 1), count(shape);
   for (size_t i = 0; i < starts.size(); ++i) {
     auto ax = normalizeAxis(ctx, axes[i], rank);
     if (failed(ax))
       return failure();
-    int64_t d = data->shape[*ax], st = steps[i];
+    int64_t d = shape[*ax], st = steps[i];
     if (st == 0)
       return ctx.error("step 0");
     int64_t s = starts[i] < 0 ? starts[i] + d : starts[i];
@@ -380,6 +382,15 @@ LogicalResult convertSlice(NodeContext &ctx) {
     }
     lo[*ax] = s;
     step[*ax] = st;
+  }
+  if (!data) {
+    for (int64_t d = 0; d < rank; ++d)
+      if (count[d] == 0)
+        lo[d] = 0; // an empty dimension reads nothing
+    auto &b = ctx.builder;
+    return ctx.setResult(ctx.create<kiln::SliceOp>(ctx.input(0), b.getDenseI64ArrayAttr(lo),
+                                                   b.getDenseI64ArrayAttr(count),
+                                                   b.getDenseI64ArrayAttr(step)));
   }
   HostTensor r;
   r.elementType = data->elementType;

@@ -27,6 +27,22 @@ namespace kiln {
 /// position of its operands (numpy broadcasting): arithmetic and
 /// activations. Such ops fuse into epilogues and elementwise kernels.
 bool isElementwise(mlir::Operation *op);
+
+/// Where a tensor's elements lie in the buffer of another: element i (a
+/// coordinate per dimension) is at offset + sum(i[d] * strides[d]) of
+/// `base`'s row-major buffer.
+struct StridedView {
+  mlir::Value base;
+  int64_t offset = 0;
+  llvm::SmallVector<int64_t> strides;
+};
+
+/// The view of `v` through the kiln.transpose, kiln.slice and kiln.reshape
+/// ops that produce it (back to `stop`, or to the first value made by
+/// another op or a block argument); nullopt when a reshape merges
+/// dimensions that are not contiguous in the view. Kernels read such views
+/// in place.
+std::optional<StridedView> stridedViewOf(mlir::Value v, mlir::Value stop = {});
 } // namespace kiln
 
 #endif // KILN_DIALECT_KILNDIALECT_H

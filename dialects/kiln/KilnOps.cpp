@@ -563,6 +563,42 @@ LogicalResult TransposeOp::canonicalize(TransposeOp op, PatternRewriter &rewrite
   return success();
 }
 
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(adaptor.getInput());
+  ArrayRef<int64_t> sizes = adaptor.getSizes();
+  if (static_cast<int64_t>(sizes.size()) != in.getRank() ||
+      static_cast<int64_t>(adaptor.getOffsets().size()) != in.getRank() ||
+      static_cast<int64_t>(adaptor.getStrides().size()) != in.getRank())
+    return failWith(loc, "expects one offset, size and stride per dimension");
+  inferred.push_back(RankedTensorType::get(sizes, in.getElementType()));
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  auto in = rankedOf(getInput());
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t off = getOffsets()[d], size = getSizes()[d], stride = getStrides()[d];
+    if (size < 0 || stride == 0)
+      return emitOpError("dimension ") << d << ": sizes must be non-negative and strides "
+                                       << "non-zero";
+    int64_t last = off + (size - 1) * stride, n = in.getDimSize(d);
+    if (size > 0 && (off < 0 || off >= n || last < 0 || last >= n))
+      return emitOpError("dimension ") << d << ": the slice reads outside the input's "
+                                       << n << " elements";
+  }
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType() &&
+      llvm::all_of(getOffsets(), [](int64_t o) { return o == 0; }) &&
+      llvm::all_of(getStrides(), [](int64_t s) { return s == 1; }))
+    return getInput();
+  return {};
+}
+
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

@@ -413,6 +413,28 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasCanonicalizeMethod = 1;
 }
 
+def Kiln_SliceOp : Kiln_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "a strided box of a tensor";
+  let description = [{
+    `result[i...] = input[offsets + i * strides]` per dimension, for
+    `i < sizes`; strides are non-zero (negative ones read backwards). ONNX
+    Slice on run-time data imports to it; `kiln-fuse` makes slices when it
+    joins matmuls that share an input (the query, key and value projections)
+    into one, and an attention kernel reads its slices in place.
+
+    ```mlir
+    %q = kiln.slice %qkv {offsets = array<i64: 0, 0, 768>, sizes = array<i64: 1, 128, 768>,
+           strides = array<i64: 1, 1, 1>} : tensor<1x128x2304xf32> -> tensor<1x128x768xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$strides);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let summary = "joins tensors along one axis";
   let description = [{

@@ -59,3 +59,13 @@ func.func @real_transpose(%x: tensor<1x2x1x8xf32>) -> tensor<1x8x2x1xf32> {
   %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x2x1x8xf32> -> tensor<1x8x2x1xf32>
   return %t : tensor<1x8x2x1xf32>
 }
+
+// -----
+
+// A slice of everything, in order, is its input.
+// CHECK-LABEL: func @whole_slice
+func.func @whole_slice(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {
+  // CHECK-NEXT: return %arg0
+  %y = kiln.slice %x {offsets = array<i64: 0, 0>, sizes = array<i64: 2, 6>, strides = array<i64: 1, 1>} : tensor<2x6xf32> -> tensor<2x6xf32>
+  return %y : tensor<2x6xf32>
+}

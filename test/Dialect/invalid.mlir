@@ -174,3 +174,19 @@ func.func @nhwc_channels(%x: tensor<1x8x8x3xf32>, %w: tensor<4x2x3x3xf32>) -> te
   %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<4x2x3x3xf32>) -> tensor<1x8x8x4xf32>
   return %y : tensor<1x8x8x4xf32>
 }
+
+// -----
+
+func.func @slice_outside(%x: tensor<2x6xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{dimension 1: the slice reads outside the input's 6 elements}}
+  %y = kiln.slice %x {offsets = array<i64: 0, 2>, sizes = array<i64: 2, 3>, strides = array<i64: 1, 2>} : tensor<2x6xf32> -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @slice_zero_stride(%x: tensor<2x6xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{dimension 1: sizes must be non-negative and strides non-zero}}
+  %y = kiln.slice %x {offsets = array<i64: 0, 2>, sizes = array<i64: 2, 3>, strides = array<i64: 1, 0>} : tensor<2x6xf32> -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}

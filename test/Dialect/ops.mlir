@@ -118,3 +118,10 @@ func.func @nhwc(%x: tensor<1x8x8x3xf32>) -> tensor<1x1x1x4xf32> {
   %g = kiln.global_avg_pool %p {layout = "nhwc"} : tensor<1x4x4x4xf32> -> tensor<1x1x1x4xf32>
   return %g : tensor<1x1x1x4xf32>
 }
+
+// CHECK-LABEL: func @slice
+func.func @slice(%x: tensor<2x6x10xf32>) -> tensor<2x2x3xf32> {
+  // CHECK: kiln.slice %arg0 {offsets = array<i64: 0, 1, 9>, sizes = array<i64: 2, 2, 3>, strides = array<i64: 1, 2, -3>} : tensor<2x6x10xf32> -> tensor<2x2x3xf32>
+  %y = kiln.slice %x {offsets = array<i64: 0, 1, 9>, sizes = array<i64: 2, 2, 3>, strides = array<i64: 1, 2, -3>} : tensor<2x6x10xf32> -> tensor<2x2x3xf32>
+  return %y : tensor<2x2x3xf32>
+}

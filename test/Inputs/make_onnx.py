@@ -90,6 +90,21 @@ def unsupported():
     return m
 
 
+def slice_runtime():
+    """Slice of a run-time tensor with constant starts/ends/axes/steps."""
+    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="cut")]
+    inits = [init("st", np.array([1, -1], np.int64)), init("en", np.array([5, -8], np.int64)),
+             init("ax", np.array([1, 2], np.int64)), init("sp", np.array([2, -3], np.int64))]
+    return model(nodes, [vi("x", [2, 6, 10])], [vi("y", None)], inits)
+
+
+def slice_dynamic_starts():
+    """Slice whose starts are known only at run time."""
+    nodes = [helper.make_node("Slice", ["x", "dyn", "en"], ["y"], name="cut_dyn")]
+    return model(nodes, [vi("x", [2, 6, 10]), vi("dyn", [1], TensorProto.INT64)],
+                 [vi("y", None)], [init("en", np.array([3], np.int64))])
+
+
 def dynamic_batch():
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     return model(nodes, [vi("x", ["N", 3])], [vi("y", ["N", 3])])
@@ -173,7 +188,8 @@ def transformer_ops():
 
 CASES = {f.__name__: f for f in [transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
-                                 old_opset, new_opset, legacy_broadcast, conv1d]}
+                                 old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
+                                 slice_dynamic_starts]}
 OUT_CASES = {"external_inside": external_inside, "external_outside": external_outside}
 
 if __name__ == "__main__":

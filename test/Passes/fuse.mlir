@@ -178,3 +178,58 @@ func.func @recompute_into_epilogue(%a: tensor<8x16xf32>, %w: tensor<16x4xf32>, %
   %y2 = kiln.sub %g2, %s : tensor<8x4xf32>, tensor<8x4xf32>
   return %y1, %y2 : tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// Horizontal fusion: the Q, K and V projections of one input (constant
+// weights; biases, V without one) become one matmul by the weights side by
+// side plus one bias add (zeros for V); the attention kernel takes the
+// slices, head reshapes and transposes and reads its operands in place.
+// CHECK-LABEL: func @qkv_projections
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense_resource<qkv_weight> : tensor<8x24xf32>
+// CHECK-DAG: %[[B:.*]] = kiln.constant dense_resource<qkv_bias> : tensor<24xf32>
+// CHECK: %[[P:.*]] = kiln.fusion %arg0, %[[W]], %[[B]]
+// CHECK: kiln.matmul {{.*}} : tensor<1x4x8xf32>, tensor<8x24xf32>
+// CHECK-NEXT: kiln.add {{.*}} : tensor<1x4x24xf32>, tensor<24xf32>
+// CHECK: kiln.fusion %[[P]] : (tensor<1x4x24xf32>) -> tensor<1x2x4x4xf32>
+// CHECK: kiln.slice %{{.*}} {offsets = array<i64: 0, 0, 0>, sizes = array<i64: 1, 4, 8>
+// CHECK: kiln.slice %{{.*}} {offsets = array<i64: 0, 0, 8>, sizes = array<i64: 1, 4, 8>
+// CHECK: kiln.slice %{{.*}} {offsets = array<i64: 0, 0, 16>, sizes = array<i64: 1, 4, 8>
+// CHECK: kiln.attention
+// CHECK-NEXT: kiln.yield
+// CHECK: qkv_bias: "0x04000000{{(0000803F)+(00000040)+(00000000)+}}"
+func.func @qkv_projections(%x: tensor<1x4x8xf32>) -> tensor<1x2x4x4xf32> {
+  %wq = kiln.constant dense<0.5> : tensor<8x8xf32>
+  %wk = kiln.constant dense<0.25> : tensor<8x8xf32>
+  %wv = kiln.constant dense<2.0> : tensor<8x8xf32>
+  %bq = kiln.constant dense<1.0> : tensor<8xf32>
+  %bk = kiln.constant dense<2.0> : tensor<8xf32>
+  %q0 = kiln.matmul %x, %wq : tensor<1x4x8xf32>, tensor<8x8xf32>
+  %q1 = kiln.add %q0, %bq : tensor<1x4x8xf32>, tensor<8xf32>
+  %k0 = kiln.matmul %x, %wk : tensor<1x4x8xf32>, tensor<8x8xf32>
+  %k1 = kiln.add %k0, %bk : tensor<1x4x8xf32>, tensor<8xf32>
+  %v0 = kiln.matmul %x, %wv : tensor<1x4x8xf32>, tensor<8x8xf32>
+  %q2 = kiln.reshape %q1 : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
+  %k2 = kiln.reshape %k1 : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
+  %v2 = kiln.reshape %v0 : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
+  %q = kiln.transpose %q2 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x4xf32> -> tensor<1x2x4x4xf32>
+  %k = kiln.transpose %k2 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x4xf32> -> tensor<1x2x4x4xf32>
+  %v = kiln.transpose %v2 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x4xf32> -> tensor<1x2x4x4xf32>
+  %a = kiln.attention %q, %k, %v {scale = 0.5 : f32} : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32> -> tensor<1x2x4x4xf32>
+  return %a : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Matmuls that share an input but do not feed attention stay apart (their
+// slices would be copies).
+// CHECK-LABEL: func @shared_input_no_attention
+// CHECK-NOT: kiln.slice
+// CHECK-COUNT-2: kiln.matmul
+func.func @shared_input_no_attention(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %w1 = kiln.constant dense<0.5> : tensor<8x8xf32>
+  %w2 = kiln.constant dense<0.25> : tensor<8x8xf32>
+  %a = kiln.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x8xf32>
+  %b = kiln.matmul %x, %w2 : tensor<4x8xf32>, tensor<8x8xf32>
+  return %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
+}

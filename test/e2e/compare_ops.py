@@ -105,6 +105,48 @@ def attention_chain(b, h, sq, sk, d, mask=True, scale_first=False):
     return chain(ins, weights, nodes)
 
 
+def graph(inputs, floats, ints, nodes):
+    """A model from explicit nodes (op, inputs, outputs, attrs); float
+    initializers random, int64 ones given; the output is y."""
+    inits = [numpy_helper.from_array(rng.standard_normal(sh).astype(np.float32), n)
+             for n, sh in floats]
+    inits += [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in ints]
+    made = [helper.make_node(op, i, o, name=f"{op.lower()}{k}", **a)
+            for k, (op, i, o, a) in enumerate(nodes)]
+    g = helper.make_graph(made, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, sh)
+                                      for n, sh in inputs],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def projected_attention(seq, hidden, heads, bias=(True, True, True)):
+    """Self-attention with Q, K, V projections of one input (kiln-fuse joins
+    them into one matmul; the attention kernel reads the slices in place);
+    a projection without bias gets zeros in the joined bias."""
+    dh = hidden // heads
+    nodes, floats = [], []
+    for i, name in enumerate("qkv"):
+        floats.append((f"w{name}", (hidden, hidden)))
+        src = f"{name}0"
+        nodes.append(("MatMul", ["x", f"w{name}"], [src], {}))
+        if bias[i]:
+            floats.append((f"b{name}", (hidden,)))
+            nodes.append(("Add", [src, f"b{name}"], [f"{name}1"], {}))
+            src = f"{name}1"
+        nodes.append(("Reshape", [src, "heads"], [f"{name}2"], {}))
+        perm = [0, 2, 3, 1] if name == "k" else [0, 2, 1, 3]
+        nodes.append(("Transpose", [f"{name}2"], [f"{name}3"], {"perm": perm}))
+    floats.append(("scale", ()))
+    nodes += [("MatMul", ["q3", "k3"], ["s0"], {}), ("Mul", ["s0", "scale"], ["s1"], {}),
+              ("Softmax", ["s1"], ["p"], {"axis": -1}), ("MatMul", ["p", "v3"], ["o"], {}),
+              ("Transpose", ["o"], ["o1"], {"perm": [0, 2, 1, 3]}),
+              ("Reshape", ["o1", "merged"], ["y"], {})]
+    return graph([("x", (1, seq, hidden))], floats,
+                 [("heads", [1, seq, heads, dh]), ("merged", [1, seq, hidden])], nodes)
+
+
 LN = [("g", (64,)), ("bb", (64,)), ("c_2", ()), ("c_1e-5", ())]
 LN_NODES = [("ReduceMean", ["x"], {"axes": [-1]}), ("Sub", ["x", "t0"], {}),
             ("Pow", ["t1", "c_2"], {}), ("ReduceMean", ["t2"], {"axes": [-1]}),
@@ -197,6 +239,14 @@ CASES = {
         ("Mul", ["t1", "c_0.35"], {}), ("Softmax", ["t2"], {"axis": -1}),
         ("MatMul", ["t3", "v"], {})]),
     "attention_scaled_q_no_mask": attention_chain(2, 3, 17, 17, 8, mask=False, scale_first=True),
+    "attention_qkv_projections": projected_attention(40, 48, 3),
+    "attention_qkv_partly_biased": projected_attention(33, 32, 2, bias=(False, True, False)),
+    # Slice of run-time data (starts/ends/axes/steps known): a strided copy,
+    # negative steps read backwards.
+    "slice_runtime_steps": graph([("x", (2, 6, 9, 10))], [],
+                                 [("st", [1, -1, 0]), ("en", [5, -9, 9]), ("ax", [1, 3, 2]),
+                                  ("sp", [2, -3, 2])],
+                                 [("Slice", ["x", "st", "en", "ax", "sp"], ["y"], {})]),
     "layer_norm_decomposed": chain([("x", (2, 12, 64))], LN, LN_NODES),
     "gelu_erf_decomposed": chain([("x", (3, 200))], [("c_1.4142135623730951", ()), ("c_1", ()),
                                                       ("c_0.5", ())], GELU_ERF),
