@@ -95,7 +95,10 @@ bool recomputeInUsers(Operation *op) {
         (isAnchor(def) || isElementwise(def)))
       return false;
   }
-  int64_t users = std::distance(op->getUsers().begin(), op->getUsers().end());
+  llvm::SmallPtrSet<Operation *, 4> distinct(op->getUsers().begin(), op->getUsers().end());
+  int64_t users = distinct.size();
+  if (users < 2)
+    return false; // one user reading it twice (d * d) fuses it once
   return (users - 1) * flopsPerElement(op) < 16 * (users + 1);
 }
 
@@ -166,6 +169,30 @@ void wrap(ArrayRef<Operation *> group) {
   last->getResult(0).replaceAllUsesWith(fusion.getResult());
   for (Operation *op : llvm::reverse(group))
     op->erase();
+}
+
+/// Used, by one op only (maybe as several of its operands: d * d).
+bool hasOneUser(Value v) {
+  return !v.use_empty() && llvm::all_equal(v.getUsers());
+}
+
+bool isReduction(Operation *op) {
+  return isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op);
+}
+
+/// The elementwise ops that compute a reduction's input and nothing else
+/// (single use, the input's shape), producers first: the reduction kernel
+/// evaluates them per element it reads.
+void reductionPrologue(Value v, const llvm::SmallPtrSetImpl<Operation *> &taken,
+                       Block *block, SmallVectorImpl<Operation *> &out) {
+  Operation *def = v.getDefiningOp();
+  if (!def || !isElementwise(def) || !hasOneUser(v) || taken.contains(def) ||
+      def->getBlock() != block || llvm::is_contained(out, def))
+    return;
+  for (Value operand : def->getOperands())
+    if (operand.getType() == v.getType())
+      reductionPrologue(operand, taken, block, out);
+  out.push_back(def);
 }
 
 /// Attention with the ops that make its query, key and value views of other
@@ -330,7 +357,7 @@ struct FusePass : impl::FusePassBase<FusePass> {
     for (bool anchorsPhase : {true, false})
     for (Block &block : getOperation().getBody()) {
       for (Operation &op : block) {
-        if (anchorsPhase != (isAnchor(&op) || isa<AttentionOp>(&op)))
+        if (anchorsPhase != (isAnchor(&op) || isa<AttentionOp>(&op) || isReduction(&op)))
           continue;
         if (auto att = dyn_cast<AttentionOp>(&op)) {
           auto group = attentionGroup(att, taken);
@@ -340,10 +367,13 @@ struct FusePass : impl::FusePassBase<FusePass> {
             groups.push_back(group);
           continue;
         }
-        if (taken.contains(&op) || !(isAnchor(&op) || isElementwise(&op)))
+        if (taken.contains(&op) || !(isAnchor(&op) || isElementwise(&op) || isReduction(&op)))
           continue;
         Operation *anchor = isAnchor(&op) ? &op : nullptr;
-        SmallVector<Operation *> group{&op};
+        SmallVector<Operation *> group;
+        if (isReduction(&op))
+          reductionPrologue(op.getOperand(0), taken, &block, group);
+        group.push_back(&op);
         Value chain = op.getResult(0);
         while (chain.hasOneUse()) {
           Operation *user = *chain.getUsers().begin();

@@ -145,6 +145,12 @@ def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     offsets. An attention op takes the transposes that split heads off its
     query, key and value and the one that merges them after it.
 
+    A reduction (`kiln.reduce_*`) is an anchor too: the single-user
+    elementwise ops that compute its input (of the input's shape; `x * x`,
+    `exp(x - max)`, `(x - mean)^2`) join as a prologue evaluated per element
+    read, and elementwise consumers of its result's shape as an epilogue
+    (RMSNorm's `mean(x*x) + eps -> sqrt` is one kernel).
+
     Matmuls of one input by constant matrices whose results (after an
     optional constant bias add) feed attention -- a layer's query, key and
     value projections -- first become one matmul by the matrices side by

@@ -457,7 +457,8 @@ private:
   LogicalResult globalAvgPool(kiln::GlobalAvgPoolOp op);
   LogicalResult batchNorm(kiln::BatchNormOp op);
   LogicalResult softmax(kiln::SoftmaxOp op);
-  LogicalResult reduce(Operation *op);
+  LogicalResult reduce(Operation *op, const Epilogue *pro = nullptr,
+                       const Epilogue *epi = nullptr);
   LogicalResult layerNorm(kiln::LayerNormOp op);
   LogicalResult attention(kiln::AttentionOp op, ArrayRef<Value> sources,
                           ArrayRef<MatrixView> views, const MatrixView &outView);
@@ -1800,68 +1801,123 @@ LogicalResult Lowering::softmax(kiln::SoftmaxOp op) {
 
 /// Reductions: dimensions of size 1 drop out and neighbours of the same kind
 /// (kept or reduced) merge; kept coordinates decode once per output element
-/// and the reduced ones run as nested loops.
-LogicalResult Lowering::reduce(Operation *op) {
-  Value input = op->getOperand(0);
+/// and the reduced ones run as nested loops. Inside a kiln.fusion, `pro`
+/// computes the reduced input element by element from its sites (read at
+/// input coordinates; x*x, exp(x - max), ...) and `epi` finishes each
+/// output (+ eps, sqrt, ...): one kernel, nothing in between in memory.
+LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogue *epi) {
+  Value input = op->getOperand(0), result = op->getResult(0);
   auto in = shape(input);
   ArrayRef<int64_t> axes = llvm::TypeSwitch<Operation *, ArrayRef<int64_t>>(op)
       .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp,
             kiln::ReduceMinOp>([](auto r) { return r.getAxes(); });
-  struct Group { int64_t size, stride; bool reduced; };
+  // Element strides of every read (the input, or each prologue site), per
+  // group of input dimensions.
+  SmallVector<Value> reads = pro ? SmallVector<Value>(pro->siteArgs) : SmallVector<Value>{input};
+  size_t nReads = reads.size();
+  SmallVector<std::vector<int64_t>> readStr;
+  for (size_t k = 0; k < nReads; ++k)
+    readStr.push_back(pro ? pro->siteStrides[k] : stridesOf(in));
+  struct Group { int64_t size; SmallVector<int64_t> strides; bool reduced; };
   SmallVector<Group> groups;
-  auto inStr = stridesOf(in);
   for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d) {
     if (in[d] == 1)
       continue;
     bool red = llvm::is_contained(axes, d);
-    if (!groups.empty() && groups.back().reduced == red &&
-        groups.back().stride == in[d] * inStr[d]) {
+    SmallVector<int64_t> st;
+    for (size_t k = 0; k < nReads; ++k)
+      st.push_back(readStr[k][d]);
+    bool merge = !groups.empty() && groups.back().reduced == red;
+    for (size_t k = 0; merge && k < nReads; ++k)
+      merge = groups.back().strides[k] == in[d] * st[k];
+    if (merge) {
       groups.back().size *= in[d];
-      groups.back().stride = inStr[d];
+      groups.back().strides = st;
     } else {
-      groups.push_back({in[d], inStr[d], red});
+      groups.push_back({in[d], st, red});
     }
   }
-  int64_t outN = elems(op->getResult(0)), redN = 1;
+  int64_t outN = elems(result), redN = 1;
   for (auto &g : groups)
     if (g.reduced)
       redN *= g.size;
   bool isMax = isa<kiln::ReduceMaxOp>(op), isMin = isa<kiln::ReduceMinOp>(op);
   float init = isMax ? -std::numeric_limits<float>::infinity()
                      : isMin ? std::numeric_limits<float>::infinity() : 0.0f;
+  SmallVector<Value> ins(reads);
+  if (epi)
+    ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
+  SmallVector<Value> all(ins);
+  all.push_back(result);
+  if (failed(checkF32(op, all)))
+    return failure();
+  SmallVector<int> ids;
+  for (Value v : ins)
+    ids.push_back(bufferOf.lookup(v));
+  int out = newBuffer(Buffer::Arena, std::max<int64_t>(outN, 1) * 4);
+  ids.push_back(out);
+  int oArg = ids.size() - 1;
+  auto outShape = shape(result);
   int64_t perWg = std::max<int64_t>(1, kWorkgroupElems / std::max<int64_t>(redN, 1));
-  return launch(op, {input}, ceilDiv(outN, perWg), [&](KernelEmitter &e) {
+  int64_t flops = estimateFlops(op) + redN * outN * (pro ? static_cast<int64_t>(pro->ops.size()) : 0);
+  emitKernel(op->getLoc(), op->getName().stripDialect(), ids, ceilDiv(outN, perWg),
+             [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outN, perWg);
     e.loop(lo, hi, [&](Value o) {
       // The kept coordinates of output element o, innermost first.
-      Value base = e.idx(0), rest = o;
+      SmallVector<Value> base(nReads, e.idx(0));
+      Value rest = o;
       for (int64_t g = groups.size() - 1; g >= 0; --g) {
         if (groups[g].reduced)
           continue;
         Value coord = e.rem(rest, groups[g].size);
         rest = e.div(rest, groups[g].size);
-        base = e.add(base, e.mul(coord, groups[g].stride));
+        for (size_t k = 0; k < nReads; ++k)
+          base[k] = e.add(base[k], e.mul(coord, groups[g].strides[k]));
       }
-      std::function<Value(size_t, Value, Value)> nest = [&](size_t g, Value off,
-                                                            Value acc) -> Value {
+      std::function<Value(size_t, SmallVector<Value>, Value)> nest =
+          [&](size_t g, SmallVector<Value> off, Value acc) -> Value {
         while (g < groups.size() && !groups[g].reduced)
           ++g;
         if (g == groups.size()) {
-          Value x = e.load(0, off);
+          Value x = pro ? pro->apply(e, Value(), [&](int k) { return e.load(k, off[k]); })
+                        : e.load(0, off[0]);
           if (isMax) return arith::MaximumFOp::create(e.b, acc, x).getResult();
           if (isMin) return arith::MinimumFOp::create(e.b, acc, x).getResult();
           return e.fadd(acc, x, true);
         }
         return e.reduce(e.idx(0), e.idx(groups[g].size), acc, [&](Value iv, Value a) {
-          return nest(g + 1, e.add(off, e.mul(iv, groups[g].stride)), a);
+          SmallVector<Value> next;
+          for (size_t k = 0; k < nReads; ++k)
+            next.push_back(e.add(off[k], e.mul(iv, groups[g].strides[k])));
+          return nest(g + 1, next, a);
         });
       };
       Value r = nest(0, base, e.f32(init));
       if (isa<kiln::ReduceMeanOp>(op))
         r = e.fmul(r, e.f32(1.0f / static_cast<float>(std::max<int64_t>(redN, 1))));
-      e.store(r, 1, o);
+      if (epi) {
+        // Output coordinates, for the epilogue's sites.
+        SmallVector<Value> coords(outShape.size());
+        Value left = o;
+        for (int64_t d = static_cast<int64_t>(outShape.size()) - 1; d >= 0; --d) {
+          coords[d] = d == 0 ? left : e.rem(left, outShape[d]);
+          if (d > 0)
+            left = e.div(left, outShape[d]);
+        }
+        r = epi->apply(e, r, [&](int k) {
+          Value at = e.idx(0);
+          for (size_t d = 0; d < coords.size(); ++d)
+            if (epi->siteStrides[k][d])
+              at = e.add(at, e.mul(coords[d], epi->siteStrides[k][d]));
+          return e.load(static_cast<int>(nReads) + k, at);
+        });
+      }
+      e.store(r, oArg, o);
     });
-  });
+  }, flops);
+  bufferOf[result] = out;
+  return success();
 }
 
 LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
@@ -2161,6 +2217,42 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     if (failed(attention(att, srcs, views, outView)))
       return failure();
     bufferOf[op.getResult()] = bufferOf.lookup(att.getResult());
+    Launch &l = p.launches.back();
+    l.nodes.clear();
+    collectNodeNames(op.getLoc(), l.nodes);
+    l.what.clear();
+    for (Operation *o : ops)
+      l.what += (l.what.empty() ? "" : "+") + o->getName().stripDialect().str();
+    return success();
+  }
+
+  // A reduction with its elementwise prologue (computing its input) and
+  // epilogue.
+  auto redIt = llvm::find_if(ops, [](Operation *o) {
+    return isa<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp>(o);
+  });
+  if (redIt != ops.end()) {
+    Operation *red = *redIt;
+    Epilogue pro, post;
+    pro.ops.assign(ops.begin(), redIt);
+    pro.yielded = red->getOperand(0);
+    post.ops.assign(redIt + 1, ops.end());
+    post.start = red->getResult(0);
+    post.yielded = body.getTerminator()->getOperand(0);
+    for (Operation *o : pro.ops)
+      if (!kiln::isElementwise(o) || o->getResult(0).getType() != red->getOperand(0).getType())
+        return o->emitError("cannot be fused here: a reduction's prologue holds elementwise "
+                            "ops of its input's shape");
+    for (Operation *o : post.ops)
+      if (!kiln::isElementwise(o) || o->getResult(0).getType() != op.getType())
+        return o->emitError("cannot be fused here: a reduction's epilogue holds elementwise "
+                            "ops of its result's shape");
+    pro.collect();
+    post.collect();
+    if (failed(reduce(red, pro.ops.empty() ? nullptr : &pro,
+                      post.ops.empty() ? nullptr : &post)))
+      return failure();
+    bufferOf[op.getResult()] = bufferOf.lookup(red->getResult(0));
     Launch &l = p.launches.back();
     l.nodes.clear();
     collectNodeNames(op.getLoc(), l.nodes);

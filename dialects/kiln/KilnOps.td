@@ -457,10 +457,13 @@ def Kiln_FusionOp : Kiln_Op<"fusion", [IsolatedFromAbove,
   let summary = "a group of ops that becomes one kernel";
   let description = [{
     The body computes the result from the block arguments (one per input).
-    It is either a chain of elementwise ops, or one convolution, gemm or
-    matmul (the anchor) followed by elementwise ops applied to its output
-    while the output tile is still in cache (its epilogue). Made by
-    `kiln-fuse`; codegen emits one kernel per fusion.
+    It is a chain of elementwise ops; or one convolution, gemm or matmul
+    (the anchor) followed by elementwise ops applied to its output while
+    the output tile is still in cache (its epilogue); or a reduction with
+    the elementwise ops computing its input (prologue) and consuming its
+    result; or an attention op with the transposes, reshapes and slices
+    through which it reads its operands in place and the transpose of its
+    result. Made by `kiln-fuse`; codegen emits one kernel per fusion.
 
     ```mlir
     %y = kiln.fusion %x, %w, %b, %r : (tensor<1x8x4x4xf32>, tensor<8x8x3x3xf32>,

@@ -233,3 +233,30 @@ func.func @shared_input_no_attention(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, t
   %b = kiln.matmul %x, %w2 : tensor<4x8xf32>, tensor<8x8xf32>
   return %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A reduction with its elementwise producers (computing its input, here
+// (x - mean)^2 with the mean broadcast; d * d reads d twice but d has one
+// user) and consumers (+ eps, sqrt): one kernel. The broadcast mean comes
+// from an earlier reduction, which stays its own kernel.
+// CHECK-LABEL: func @reduction_prologue_epilogue
+// CHECK: %[[M:.*]] = kiln.reduce_mean %arg0
+// CHECK: kiln.fusion %arg0, %[[M]], %{{.*}} : {{.*}} -> tensor<2x1xf32> {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[D:.*]] = kiln.sub
+// CHECK-NEXT: %[[S:.*]] = kiln.mul %[[D]], %[[D]]
+// CHECK-NEXT: %[[V:.*]] = kiln.reduce_mean %[[S]]
+// CHECK-NEXT: %[[E:.*]] = kiln.add %[[V]]
+// CHECK-NEXT: %[[R:.*]] = kiln.sqrt %[[E]]
+// CHECK-NEXT: kiln.yield %[[R]]
+func.func @reduction_prologue_epilogue(%x: tensor<2x16xf32>) -> tensor<2x1xf32> {
+  %eps = kiln.constant dense<1.0e-5> : tensor<f32>
+  %m = kiln.reduce_mean %x {axes = array<i64: 1>, keepdims = true} : tensor<2x16xf32> -> tensor<2x1xf32>
+  %d = kiln.sub %x, %m : tensor<2x16xf32>, tensor<2x1xf32>
+  %s = kiln.mul %d, %d : tensor<2x16xf32>, tensor<2x16xf32>
+  %v = kiln.reduce_mean %s {axes = array<i64: 1>, keepdims = true} : tensor<2x16xf32> -> tensor<2x1xf32>
+  %e = kiln.add %v, %eps : tensor<2x1xf32>, tensor<f32>
+  %r = kiln.sqrt %e : tensor<2x1xf32>
+  return %r : tensor<2x1xf32>
+}

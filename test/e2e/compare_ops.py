@@ -239,6 +239,20 @@ CASES = {
         ("Mul", ["t1", "c_0.35"], {}), ("Softmax", ["t2"], {"axis": -1}),
         ("MatMul", ["t3", "v"], {})]),
     "attention_scaled_q_no_mask": attention_chain(2, 3, 17, 17, 8, mask=False, scale_first=True),
+    # Reductions fused with their elementwise producers and consumers (not
+    # recognized patterns): RMSNorm's mean(x*x) + eps -> sqrt in one kernel,
+    # a variance around a broadcast mean, a max-shifted log-sum-exp.
+    "rmsnorm": chain([("x", (2, 7, 48))], [("g", (48,)), ("c_1e-6", ())], [
+        ("Mul", ["x", "x"], {}), ("ReduceMean", ["t0"], {"axes": [-1]}),
+        ("Add", ["t1", "c_1e-6"], {}), ("Sqrt", ["t2"], {}), ("Div", ["x", "t3"], {}),
+        ("Mul", ["t4", "g"], {})]),
+    "variance_broadcast_mean": chain([("x", (3, 5, 16))], [], [
+        ("ReduceMean", ["x"], {"axes": [0, 2], "keepdims": 1}), ("Sub", ["x", "t0"], {}),
+        ("Mul", ["t1", "t1"], {}), ("ReduceMean", ["t2"], {"axes": [0, 2], "keepdims": 0}),
+        ("Sqrt", ["t3"], {})]),
+    "logsumexp": chain([("x", (4, 33))], [], [
+        ("ReduceMax", ["x"], {"axes": [1]}), ("Sub", ["x", "t0"], {}), ("Exp", ["t1"], {}),
+        ("ReduceMean", ["t2"], {"axes": [1]}), ("Log", ["t3"], {}), ("Add", ["t4", "t0"], {})]),
     "attention_qkv_projections": projected_attention(40, 48, 3),
     "attention_qkv_partly_biased": projected_attention(33, 32, 2, bias=(False, True, False)),
     # Slice of run-time data (starts/ends/axes/steps known): a strided copy,
