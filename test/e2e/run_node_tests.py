@@ -3,8 +3,9 @@
 pytorch-operator, simple) for Kiln's ops.
 
 For every node test whose ops Kiln supports, compile model.onnx with
-kiln-compile, run it with kiln-run on each stored input set and compare each
-stored output (rtol/atol below). Tests listed in node_tests_unsupported.txt
+kiln-compile at -O0 (no graph passes) and at the default -O3, run both with
+kiln-run on each stored input set and compare each stored output (rtol/atol
+below). Tests listed in node_tests_unsupported.txt
 must instead be rejected with a diagnostic (never a crash); every other
 selected test must pass. Prints one line per failure and a closing
 'N passed, N failed' line.
@@ -64,26 +65,29 @@ def select(roots):
 
 
 def run_one(d, bindir, workdir):
+    """Compiles the test at -O0 (no graph passes) and the default level and
+    runs both on every stored input set."""
     name = os.path.basename(d)
     m = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
     inits = {i.name for i in m.graph.initializer}
     ins = [i.name for i in m.graph.input if i.name not in inits]
     outs = [o.name for o in m.graph.output]
-    so = os.path.join(workdir, name + ".so")
-    r = subprocess.run([os.path.join(bindir, "kiln-compile"), os.path.join(d, "model.onnx"),
-                        "-o", so], capture_output=True, text=True)
-    if r.returncode != 0:
-        crashed = r.returncode < 0 or "Stack dump" in r.stderr or "Assertion" in r.stderr
-        return name, ("crash" if crashed else "rejected"), r.stderr.strip()
-    for ds in sorted(glob.glob(os.path.join(d, "test_data_set_*"))):
-        cmd = [os.path.join(bindir, "kiln-run"), so, "--rtol", str(RTOL), "--atol", str(ATOL)]
-        for i, n in enumerate(ins):
-            cmd += ["--input", f"{n}={os.path.join(ds, f'input_{i}.pb')}"]
-        for i, n in enumerate(outs):
-            cmd += ["--compare", f"{n}={os.path.join(ds, f'output_{i}.pb')}"]
-        r = subprocess.run(cmd, capture_output=True, text=True)
+    for level in ("-O0", "-O3"):
+        so = os.path.join(workdir, name + level + ".so")
+        r = subprocess.run([os.path.join(bindir, "kiln-compile"), os.path.join(d, "model.onnx"),
+                            level, "-o", so], capture_output=True, text=True)
         if r.returncode != 0:
-            return name, "mismatch", (r.stdout + r.stderr).strip()
+            crashed = r.returncode < 0 or "Stack dump" in r.stderr or "Assertion" in r.stderr
+            return name, ("crash" if crashed else "rejected"), r.stderr.strip()
+        for ds in sorted(glob.glob(os.path.join(d, "test_data_set_*"))):
+            cmd = [os.path.join(bindir, "kiln-run"), so, "--rtol", str(RTOL), "--atol", str(ATOL)]
+            for i, n in enumerate(ins):
+                cmd += ["--input", f"{n}={os.path.join(ds, f'input_{i}.pb')}"]
+            for i, n in enumerate(outs):
+                cmd += ["--compare", f"{n}={os.path.join(ds, f'output_{i}.pb')}"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                return name, "mismatch", f"{level}: " + (r.stdout + r.stderr).strip()
     return name, "pass", ""
 
 
