@@ -60,7 +60,9 @@ def RecognizePatternsPass : Pass<"kiln-recognize-patterns", "mlir::func::FuncOp"
       alpha 1/6, beta 1/2, and `x * clip(x + 3, 0, 6) / 6` -> `kiln.hard_swish`.
     - Attention: `softmax(Q @ K^T * s [+ mask]) @ V` (scale by mul or div, on
       the scores or on Q) -> `kiln.attention`; the `K^T` transpose of the
-      exporter cancels against the one the op needs.
+      exporter cancels against the one the op needs. A mask written as
+      `where(c, scores, fill)` (constant condition, fill <= -1e30: -inf or
+      float32's lowest) becomes the additive mask `c ? 0 : fill` first.
 
     Before:
     ```mlir

@@ -512,12 +512,75 @@ struct AttentionPattern : OpRewritePattern<MatMulOp> {
   }
 };
 
+/// A masked softmax's `where(c, s, fill)` with a constant condition and a
+/// constant fill of at most -1e30 (-inf, the dtype's lowest, as exporters
+/// write it) is `s + (c ? 0 : fill)`: masked scores are still -inf or
+/// rounded to the fill, their exponentials 0 either way. The additive mask
+/// then feeds the attention pattern.
+struct WhereMaskPattern : OpRewritePattern<WhereOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(WhereOp where, PatternRewriter &rw) const override {
+    if (!where->hasOneUse() || !isa<SoftmaxOp>(*where->getUsers().begin()) ||
+        where.getLhs().getType() != where.getType())
+      return failure();
+    auto cond = getF32Constant(where.getCondition());
+    auto fill = getF32Constant(where.getRhs());
+    if (!cond || !fill || !llvm::all_of(*fill, [](float f) { return f <= -1e30f; }))
+      return failure();
+    auto ct = typeOf(where.getCondition()), ft = typeOf(where.getRhs());
+    // The mask has the broadcast shape of condition and fill.
+    size_t rank = std::max(ct.getRank(), ft.getRank());
+    SmallVector<int64_t> shape(rank, 1);
+    auto aligned = [&](RankedTensorType t) {
+      SmallVector<int64_t> s(rank - t.getRank(), 1);
+      llvm::append_range(s, t.getShape());
+      return s;
+    };
+    auto cs = aligned(ct), fs = aligned(ft);
+    for (size_t i = 0; i < rank; ++i) {
+      if (cs[i] != fs[i] && cs[i] != 1 && fs[i] != 1)
+        return failure();
+      shape[i] = std::max(cs[i], fs[i]);
+    }
+    auto rowMajor = [&](ArrayRef<int64_t> sh) {
+      SmallVector<int64_t> st(sh.size(), 1);
+      for (int64_t d = static_cast<int64_t>(sh.size()) - 2; d >= 0; --d)
+        st[d] = st[d + 1] * sh[d + 1];
+      return st;
+    };
+    auto cst = rowMajor(cs), fst = rowMajor(fs);
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    std::vector<float> mask(n);
+    SmallVector<int64_t> idx(rank, 0);
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t oc = 0, of = 0;
+      for (size_t i = 0; i < rank; ++i) {
+        oc += cs[i] == 1 ? 0 : idx[i] * cst[i];
+        of += fs[i] == 1 ? 0 : idx[i] * fst[i];
+      }
+      mask[e] = (*cond)[oc] != 0.0f ? 0.0f : (*fill)[of];
+      for (int64_t i = static_cast<int64_t>(rank) - 1; i >= 0; --i) {
+        if (++idx[i] < shape[i])
+          break;
+        idx[i] = 0;
+      }
+    }
+    auto m = makeF32Constant(rw, where.getLoc(),
+                             RankedTensorType::get(shape, rw.getF32Type()), mask, "where_mask");
+    rw.replaceOpWithNewOp<AddOp>(where, where.getLhs(), m.getResult());
+    return success();
+  }
+};
+
 struct RecognizePatternsPass
     : impl::RecognizePatternsPassBase<RecognizePatternsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<SoftmaxPattern, LayerNormPattern, LayerNormAffinePattern, GeluPattern,
-                 SiluPattern, HardSigmoidPattern, HardSwishPattern, AttentionPattern>(
+                 SiluPattern, HardSigmoidPattern, HardSwishPattern, WhereMaskPattern,
+                 AttentionPattern>(
         &getContext());
     // (The greedy driver also folds: the transposes created for K^T cancel
     // the exporter's.)

@@ -280,6 +280,10 @@ Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
         }
         return e.fmul(e.fmul(v[0], e.f32(0.5f)), e.fadd(e.f32(1.0f), t));
       })
+      .Case<kiln::WhereOp>([&](auto) {
+        Value cond = arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, v[0], e.f32(0.0f));
+        return arith::SelectOp::create(b, cond, v[1], v[2]);
+      })
       .Case<kiln::ClipOp>([&](auto c) {
         Value x = arith::MaximumFOp::create(b, v[0], e.f32(c.getMin().convertToFloat()));
         return arith::MinimumFOp::create(b, x, e.f32(c.getMax().convertToFloat()));

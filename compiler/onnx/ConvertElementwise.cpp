@@ -8,6 +8,7 @@
 #include "compiler/onnx/ImporterImpl.h"
 #include "compiler/onnx/NodeContext.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -199,7 +200,65 @@ LogicalResult convertIdentity(NodeContext &ctx) {
 
 } // namespace
 
+/// Where(condition, X, Y). The condition must be known at compile time (a
+/// constant or shape arithmetic; Kiln's kernels have no bool tensors): it
+/// becomes an f32 0/1 constant of a kiln.where. All three known: evaluated
+/// here.
+LogicalResult convertWhere(NodeContext &ctx) {
+  const HostTensor *c = ctx.hostInput(0);
+  if (!c)
+    return ctx.error("Where needs its condition at compile time (a constant or shape "
+                     "arithmetic); run-time bool tensors are not supported");
+  const HostTensor *x = ctx.hostInput(1), *y = ctx.hostInput(2);
+  if (x && y) {
+    // Numpy broadcasting of three shapes.
+    const HostTensor *ts[3] = {c, x, y};
+    size_t rank = std::max({c->shape.size(), x->shape.size(), y->shape.size()});
+    std::vector<int64_t> out(rank, 1);
+    std::vector<std::vector<int64_t>> st(3, std::vector<int64_t>(rank, 0));
+    for (int k = 0; k < 3; ++k) {
+      auto strides = stridesOf(ts[k]->shape);
+      size_t pad = rank - ts[k]->shape.size();
+      for (size_t i = pad; i < rank; ++i) {
+        int64_t d = ts[k]->shape[i - pad];
+        if (d != 1 && out[i] != 1 && out[i] != d)
+          return ctx.error("operand shapes do not broadcast");
+        if (d != 1) {
+          out[i] = d;
+          st[k][i] = strides[i - pad];
+        }
+      }
+    }
+    HostTensor r;
+    r.elementType = x->elementType;
+    r.shape = out;
+    std::vector<int64_t> idx(rank, 0);
+    for (int64_t e = 0, n = r.numElements(); e < n; ++e) {
+      int64_t off[3] = {0, 0, 0};
+      for (int k = 0; k < 3; ++k)
+        for (size_t i = 0; i < rank; ++i)
+          off[k] += idx[i] * st[k][i];
+      r.values.push_back(c->values[off[0]] != 0 ? x->values[off[1]] : y->values[off[2]]);
+      for (int64_t i = static_cast<int64_t>(rank) - 1; i >= 0; --i) {
+        if (++idx[i] < out[i])
+          break;
+        idx[i] = 0;
+      }
+    }
+    ctx.setHostOutput(0, std::move(r));
+    return success();
+  }
+  HostTensor cond = *c;
+  cond.rawF32.clear();
+  cond.elementType = ctx.builder.getF32Type();
+  for (double &v : cond.values)
+    v = v != 0 ? 1.0 : 0.0;
+  Value cv = Importer::materialize(ctx.builder, cond, ctx.node.input(0) + ".f32");
+  return ctx.setResult(ctx.create<kiln::WhereOp>(cv, ctx.input(1), ctx.input(2)));
+}
+
 void registerElementwiseConverters(llvm::StringMap<Converter> &t) {
+  t["Where"] = convertWhere;
   t["Add"] = [](NodeContext &c) { return convertBinary<kiln::AddOp>(c, addF); };
   t["Sub"] = [](NodeContext &c) { return convertBinary<kiln::SubOp>(c, subF); };
   t["Mul"] = [](NodeContext &c) { return convertBinary<kiln::MulOp>(c, mulF); };

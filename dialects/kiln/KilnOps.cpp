@@ -156,6 +156,18 @@ KILN_BINARY_INFER(MaxOp)
 KILN_BINARY_INFER(MinOp)
 #undef KILN_BINARY_INFER
 
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto c = rankedOf(adaptor.getCondition()), l = rankedOf(adaptor.getLhs()),
+       r = rankedOf(adaptor.getRhs());
+  SmallVector<int64_t> lr, shape;
+  if (failed(broadcast(l.getShape(), r.getShape(), lr)) ||
+      failed(broadcast(c.getShape(), lr, shape)))
+    return failWith(loc, "operand shapes do not broadcast");
+  inferred.push_back(RankedTensorType::get(shape, l.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ConvOp
 //===----------------------------------------------------------------------===//

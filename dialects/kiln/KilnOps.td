@@ -156,6 +156,25 @@ def Kiln_PowOp : Kiln_BinaryOp<"pow", "power (lhs raised to rhs)">;
 def Kiln_MaxOp : Kiln_BinaryOp<"max", "maximum">;
 def Kiln_MinOp : Kiln_BinaryOp<"min", "minimum">;
 
+def Kiln_WhereOp : Kiln_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise choice: condition != 0 ? lhs : rhs";
+  let description = [{
+    ONNX Where with the condition as f32 (non-zero is true; the importer
+    turns a compile-time bool condition into 0/1); the three shapes
+    broadcast as in numpy.
+
+    ```mlir
+    %y = kiln.where %c, %x, %fill : tensor<1x1x4x4xf32>, tensor<1x2x4x4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$condition, Kiln_FloatTensor:$lhs,
+                       Kiln_FloatTensor:$rhs);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` type($rhs)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//

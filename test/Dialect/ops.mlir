@@ -125,3 +125,10 @@ func.func @slice(%x: tensor<2x6x10xf32>) -> tensor<2x2x3xf32> {
   %y = kiln.slice %x {offsets = array<i64: 0, 1, 9>, sizes = array<i64: 2, 2, 3>, strides = array<i64: 1, 2, -3>} : tensor<2x6x10xf32> -> tensor<2x2x3xf32>
   return %y : tensor<2x2x3xf32>
 }
+
+// CHECK-LABEL: func @where
+func.func @where(%c: tensor<4x1xf32>, %x: tensor<4x8xf32>, %f: tensor<f32>) -> tensor<4x8xf32> {
+  // CHECK: kiln.where %arg0, %arg1, %arg2 : tensor<4x1xf32>, tensor<4x8xf32>, tensor<f32>
+  %y = kiln.where %c, %x, %f : tensor<4x1xf32>, tensor<4x8xf32>, tensor<f32>
+  return %y : tensor<4x8xf32>
+}

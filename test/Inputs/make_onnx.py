@@ -98,6 +98,20 @@ def slice_runtime():
     return model(nodes, [vi("x", [2, 6, 10])], [vi("y", None)], inits)
 
 
+def where_const_cond():
+    """Where with a constant bool condition broadcast over a run-time input."""
+    nodes = [helper.make_node("Where", ["c", "x", "fill"], ["y"], name="pick")]
+    inits = [init("c", np.array([[True, False, True]])),
+             init("fill", np.array(-1.5, np.float32))]
+    return model(nodes, [vi("x", [2, 3])], [vi("y", None)], inits)
+
+
+def where_runtime_cond():
+    """Where whose condition is a run-time bool input."""
+    nodes = [helper.make_node("Where", ["c", "x", "x"], ["y"], name="pick_rt")]
+    return model(nodes, [vi("c", [2, 3], TensorProto.BOOL), vi("x", [2, 3])], [vi("y", None)])
+
+
 def slice_dynamic_starts():
     """Slice whose starts are known only at run time."""
     nodes = [helper.make_node("Slice", ["x", "dyn", "en"], ["y"], name="cut_dyn")]
@@ -189,7 +203,7 @@ def transformer_ops():
 CASES = {f.__name__: f for f in [transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
                                  old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
-                                 slice_dynamic_starts]}
+                                 slice_dynamic_starts, where_const_cond, where_runtime_cond]}
 OUT_CASES = {"external_inside": external_inside, "external_outside": external_outside}
 
 if __name__ == "__main__":

@@ -245,3 +245,42 @@ func.func @plain_clip(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = kiln.clip %m {min = 0.0 : f32, max = 1.0 : f32} : tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// A causal mask through Where (constant condition, fill -inf or float32's
+// lowest): an additive mask of 0 and the fill, then one attention op.
+// CHECK-LABEL: func @attention_where_mask
+// CHECK: %[[M:.*]] = kiln.constant dense_resource<where_mask> : tensor<1x1x4x4xf32>
+// CHECK: kiln.attention %arg0, %{{.*}}, %arg2, %[[M]] {scale = 5.000000e-01 : f32}
+// CHECK-NOT: kiln.where
+// CHECK: where_mask: "0x0400000000000000FFFF7FFFFFFF7FFFFFFF7FFF00000000000000
+func.func @attention_where_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %c = kiln.constant dense<[[[[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]]]]> : tensor<1x1x4x4xf32>
+  %fill = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %kt = kiln.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x4x8xf32> -> tensor<1x2x8x4xf32>
+  %s = kiln.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>
+  %ss = kiln.mul %s, %half : tensor<1x2x4x4xf32>, tensor<f32>
+  %w = kiln.where %c, %ss, %fill : tensor<1x1x4x4xf32>, tensor<1x2x4x4xf32>, tensor<f32>
+  %p = kiln.softmax %w {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = kiln.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// A moderate fill (-10) is not an additive mask (masked scores would still
+// count): the where stays.
+// CHECK-LABEL: func @where_moderate_fill
+// CHECK: kiln.where
+// CHECK-NOT: kiln.attention
+func.func @where_moderate_fill(%q: tensor<1x4x8xf32>, %k: tensor<1x8x4xf32>, %v: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> {
+  %c = kiln.constant dense<1.0> : tensor<4x4xf32>
+  %fill = kiln.constant dense<-10.0> : tensor<f32>
+  %s = kiln.matmul %q, %k : tensor<1x4x8xf32>, tensor<1x8x4xf32>
+  %w = kiln.where %c, %s, %fill : tensor<4x4xf32>, tensor<1x4x4xf32>, tensor<f32>
+  %p = kiln.softmax %w {axis = 2 : i64} : tensor<1x4x4xf32>
+  %o = kiln.matmul %p, %v : tensor<1x4x4xf32>, tensor<1x4x8xf32>
+  return %o : tensor<1x4x8xf32>
+}

@@ -105,12 +105,14 @@ def attention_chain(b, h, sq, sk, d, mask=True, scale_first=False):
     return chain(ins, weights, nodes)
 
 
-def graph(inputs, floats, ints, nodes):
+def graph(inputs, floats, ints, nodes, given=()):
     """A model from explicit nodes (op, inputs, outputs, attrs); float
-    initializers random, int64 ones given; the output is y."""
+    initializers random, int64 ones and `given` arrays as they are; the
+    output is y."""
     inits = [numpy_helper.from_array(rng.standard_normal(sh).astype(np.float32), n)
              for n, sh in floats]
     inits += [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in ints]
+    inits += [numpy_helper.from_array(a, n) for n, a in given]
     made = [helper.make_node(op, i, o, name=f"{op.lower()}{k}", **a)
             for k, (op, i, o, a) in enumerate(nodes)]
     g = helper.make_graph(made, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, sh)
@@ -255,6 +257,23 @@ CASES = {
         ("ReduceMean", ["t2"], {"axes": [1]}), ("Log", ["t3"], {}), ("Add", ["t4", "t0"], {})]),
     "attention_qkv_projections": projected_attention(40, 48, 3),
     "attention_qkv_partly_biased": projected_attention(33, 32, 2, bias=(False, True, False)),
+    # Where with a constant condition: a causal mask on attention scores
+    # (fill = float32's lowest, as exporters write it; recognized as an
+    # additive mask inside the attention kernel), and a plain choice between
+    # two run-time tensors.
+    "attention_where_causal_mask": graph(
+        [("q", (1, 2, 24, 16)), ("k", (1, 2, 24, 16)), ("v", (1, 2, 24, 16))], [], [],
+        [("Transpose", ["k"], ["kt"], {"perm": [0, 1, 3, 2]}),
+         ("MatMul", ["q", "kt"], ["s0"], {}), ("Div", ["s0", "sqrt_d"], ["s1"], {}),
+         ("Where", ["causal", "s1", "lowest"], ["s2"], {}),
+         ("Softmax", ["s2"], ["p"], {"axis": -1}), ("MatMul", ["p", "v"], ["y"], {})],
+        given=[("causal", np.tril(np.ones((24, 24), bool))[None, None]),
+               ("sqrt_d", np.array(4.0, np.float32)),
+               ("lowest", np.array(np.finfo(np.float32).min, np.float32))]),
+    "where_constant_condition": graph(
+        [("x", (3, 5, 7)), ("z", (5, 1))], [], [],
+        [("Where", ["c", "x", "z"], ["y"], {})],
+        given=[("c", rng.random((5, 7)) > 0.5)]),
     # Slice of run-time data (starts/ends/axes/steps known): a strided copy,
     # negative steps read backwards.
     "slice_runtime_steps": graph([("x", (2, 6, 9, 10))], [],

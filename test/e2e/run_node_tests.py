@@ -28,7 +28,7 @@ SUPPORTED_OPS = {
     "Shape", "Gather", "Unsqueeze", "Squeeze", "Slice", "Cast",
     "Exp", "Log", "Sqrt", "Erf", "Neg", "Reciprocal", "Abs", "Pow", "Max", "Min",
     "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "ReduceSum", "ReduceMean",
-    "ReduceMax", "ReduceMin", "LayerNormalization",
+    "ReduceMax", "ReduceMin", "LayerNormalization", "Where",
 }
 # The ops this slice is about: a test is selected if it exercises one of them.
 SLICE_OPS = SUPPORTED_OPS - {"Constant", "Identity", "Shape", "Gather", "Unsqueeze",
