@@ -18,6 +18,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# The CUDA toolkit (NVRTC, cuda_fp16.h) comes with the machine image, not from
+# Debian; it cannot be downloaded here, so say clearly when it is missing.
+if ! ls /usr/local/cuda*/lib64/libnvrtc.so >/dev/null 2>&1 && ! ldconfig -p | grep -q libnvrtc.so; then
+  echo "install-deps: error: the CUDA toolkit (libnvrtc.so, include/cuda_fp16.h) is not installed;" \
+       "Kiln's CUDA target compiles kernels with NVRTC (no GPU needed)" >&2
+  exit 1
+fi
+
 here=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3}
 if ! "$PY" - "$here/scripts/requirements.txt" <<'PYEOF' 2>/dev/null

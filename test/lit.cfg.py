@@ -18,6 +18,8 @@ for var in ["HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONPA
         config.environment[var] = os.environ[var]
 
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%cxx", config.cxx))
+config.substitutions.append(("%cuda_include", config.cuda_include))
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
 config.substitutions.append(("%kiln_bin", config.kiln_tools_dir))
 config.substitutions.append(("%kiln_lib", config.kiln_lib_dir))

@@ -1,0 +1,362 @@
+//===- kiln_cuda_emu.h - run CUDA C++ kernels on the CPU --------*- C++ -*-===//
+//
+// Include this before a CUDA C++ source to compile it with the host C++
+// compiler (g++/clang++, C++20): the kernels then run on the CPU with CUDA's
+// semantics, so the CUDA code Kiln emits is tested on machines without a GPU.
+//
+//   - A grid's blocks run in parallel on host threads, one block at a time
+//     per host thread; a block's threads are fibers (ucontext) on that host
+//     thread, switched only at barriers, so code between barriers runs
+//     without interleaving -- a legal CUDA schedule.
+//   - __syncthreads() is a block barrier; warp operations (__shfl*_sync,
+//     __syncwarp, __ballot_sync, __any_sync, __all_sync) exchange values
+//     among the 32 threads of a warp in lockstep (every lane deposits, then
+//     every lane reads).
+//   - __shared__ variables live once per executing block (thread_local
+//     storage of the host thread running the block); dynamic shared memory
+//     (extern __shared__) is sized by the launch.
+//   - atomics are host atomics (blocks run concurrently); __half and
+//     __nv_bfloat16 come from the toolkit's cuda_fp16.h/cuda_bf16.h, which
+//     work in host code.
+//
+// Launch: kiln_emu::launch(kernel, grid, block, sharedBytes, args...).
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CUDA_EMU_H
+#define KILN_CUDA_EMU_H
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <ucontext.h>
+
+// CUDA keywords in host code (before the toolkit's headers, which keep
+// definitions they find).
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static thread_local
+#define __constant__ static
+#define __launch_bounds__(...)
+
+// dim3, uint3, float4, ...; __half and __nv_bfloat16 with their host
+// implementations. (Included before the built-in variable macros below,
+// whose names these headers use.)
+#include <vector_types.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace kiln_emu {
+
+constexpr unsigned kWarpSize = 32;
+
+/// One emulated thread: a fiber with its own stack.
+struct Fiber {
+  ucontext_t ctx;
+  std::unique_ptr<char[]> stack;
+  dim3 threadIdx;
+  bool done = false;
+  int waiting = 0; // 0 running, 1 at a block barrier, 2 at a warp barrier
+};
+
+/// The block running on this host thread.
+struct Block {
+  dim3 blockIdx, blockDim, gridDim;
+  std::vector<Fiber> fibers;
+  ucontext_t scheduler;
+  unsigned current = 0;
+  std::vector<char> dynamicShared;
+  // Warp exchange slots: one 8-byte value per thread.
+  std::vector<uint64_t> lanes;
+  std::function<void()> body;
+};
+
+inline thread_local Block *tlsBlock = nullptr;
+
+inline Block &block() { return *tlsBlock; }
+inline Fiber &fiber() { return block().fibers[block().current]; }
+
+[[noreturn]] inline void fail(const char *what) {
+  std::fprintf(stderr, "kiln cuda-emu: %s\n", what);
+  std::abort();
+}
+
+/// Back to the scheduler, in state `why` (1 block barrier, 2 warp barrier).
+inline void yieldAt(int why) {
+  Fiber &f = fiber();
+  f.waiting = why;
+  swapcontext(&f.ctx, &block().scheduler);
+}
+
+inline void fiberEntry() {
+  block().body();
+  fiber().done = true;
+  setcontext(&block().scheduler);
+}
+
+/// Runs every fiber of the block until all finish. A fiber runs until it
+/// finishes or waits at a barrier; a barrier opens when every thread it
+/// concerns (the block, or the warp) waits there or has finished.
+inline void schedule(Block &b) {
+  unsigned n = b.fibers.size();
+  for (;;) {
+    bool progressed = false, allDone = true;
+    for (unsigned i = 0; i < n; ++i) {
+      Fiber &f = b.fibers[i];
+      if (f.done)
+        continue;
+      allDone = false;
+      if (f.waiting)
+        continue;
+      b.current = i;
+      swapcontext(&b.scheduler, &f.ctx);
+      progressed = true;
+    }
+    if (allDone)
+      return;
+    // Open warp barriers whose live lanes all wait there.
+    bool opened = false;
+    for (unsigned w = 0; w * kWarpSize < n; ++w) {
+      unsigned lo = w * kWarpSize, hi = std::min(n, lo + kWarpSize);
+      bool ready = true, any = false;
+      for (unsigned i = lo; i < hi; ++i) {
+        Fiber &f = b.fibers[i];
+        if (f.done)
+          continue;
+        if (f.waiting != 2) {
+          ready = false;
+          break;
+        }
+        any = true;
+      }
+      if (ready && any) {
+        for (unsigned i = lo; i < hi; ++i)
+          b.fibers[i].waiting = 0;
+        opened = true;
+      }
+    }
+    if (opened)
+      continue;
+    // The block barrier: every live thread waits at it.
+    bool ready = true, any = false;
+    for (Fiber &f : b.fibers) {
+      if (f.done)
+        continue;
+      if (f.waiting != 1)
+        ready = false;
+      any = true;
+    }
+    if (ready && any) {
+      for (Fiber &f : b.fibers)
+        f.waiting = 0;
+      continue;
+    }
+    if (!progressed)
+      fail("deadlock: threads wait at different barriers (a __syncthreads in divergent code?)");
+  }
+}
+
+/// Runs one block of `body` (the kernel call with its arguments).
+inline void runBlock(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes,
+                     const std::function<void()> &body) {
+  constexpr size_t kStack = 64 * 1024;
+  Block b;
+  b.blockIdx = blockIdx;
+  b.gridDim = grid;
+  b.blockDim = blockDim;
+  b.body = body;
+  b.dynamicShared.assign(sharedBytes, 0);
+  unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  b.fibers.resize(n);
+  b.lanes.assign(n, 0);
+  Block *saved = tlsBlock;
+  tlsBlock = &b;
+  for (unsigned i = 0; i < n; ++i) {
+    Fiber &f = b.fibers[i];
+    f.threadIdx = dim3(i % blockDim.x, (i / blockDim.x) % blockDim.y,
+                       i / (blockDim.x * blockDim.y));
+    f.stack.reset(new char[kStack]);
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = f.stack.get();
+    f.ctx.uc_stack.ss_size = kStack;
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, fiberEntry, 0);
+  }
+  schedule(b);
+  tlsBlock = saved;
+}
+
+/// Launches kernel<<<grid, block, sharedBytes>>>(args...) and waits: blocks
+/// are claimed by up to hardware_concurrency host threads.
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 blockDim, size_t sharedBytes,
+            Args... args) {
+  if (blockDim.x * blockDim.y * blockDim.z == 0 || blockDim.x * blockDim.y * blockDim.z > 1024)
+    fail("block size must be 1..1024 threads");
+  size_t blocks = size_t(grid.x) * grid.y * grid.z;
+  std::function<void()> body = [=] { kernel(args...); };
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < blocks;) {
+      dim3 idx(i % grid.x, (i / grid.x) % grid.y, i / (size_t(grid.x) * grid.y));
+      runBlock(idx, grid, blockDim, sharedBytes, body);
+    }
+  };
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  unsigned nThreads = static_cast<unsigned>(std::min<size_t>(hw, blocks));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < nThreads; ++t)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &t : pool)
+    t.join();
+}
+
+/// The lane's slot, for warp exchanges.
+inline unsigned linearTid() {
+  const dim3 &t = fiber().threadIdx;
+  const dim3 &d = block().blockDim;
+  return t.x + d.x * (t.y + d.y * t.z);
+}
+
+/// Every lane of the warp deposits `bits`, then reads lane `src`'s.
+inline uint64_t exchange(uint64_t bits, unsigned src) {
+  unsigned me = linearTid(), base = me / kWarpSize * kWarpSize;
+  block().lanes[me] = bits;
+  yieldAt(2);
+  unsigned from = base + src;
+  uint64_t out = from < block().fibers.size() ? block().lanes[from] : bits;
+  yieldAt(2); // nobody overwrites its slot before every lane has read
+  return out;
+}
+
+template <typename T> uint64_t toBits(T v) {
+  static_assert(sizeof(T) <= 8, "warp shuffles move up to 8 bytes");
+  uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+template <typename T> T fromBits(uint64_t b) {
+  T v;
+  std::memcpy(&v, &b, sizeof(T));
+  return v;
+}
+
+} // namespace kiln_emu
+
+// Built-in variables.
+#define threadIdx (::kiln_emu::fiber().threadIdx)
+#define blockIdx (::kiln_emu::block().blockIdx)
+#define blockDim (::kiln_emu::block().blockDim)
+#define gridDim (::kiln_emu::block().gridDim)
+#define warpSize 32
+
+inline void __syncthreads() { kiln_emu::yieldAt(1); }
+inline void __syncwarp(unsigned = 0xffffffffu) { kiln_emu::yieldAt(2); }
+
+template <typename T> T __shfl_sync(unsigned, T v, int src, int width = 32) {
+  unsigned lane = kiln_emu::linearTid() % 32;
+  unsigned seg = lane / width * width;
+  return kiln_emu::fromBits<T>(kiln_emu::exchange(kiln_emu::toBits(v), seg + (src % width)));
+}
+template <typename T> T __shfl_down_sync(unsigned, T v, unsigned d, int width = 32) {
+  unsigned lane = kiln_emu::linearTid() % 32, seg = lane / width * width;
+  unsigned src = lane + d < seg + width ? lane + d : lane;
+  return kiln_emu::fromBits<T>(kiln_emu::exchange(kiln_emu::toBits(v), src));
+}
+template <typename T> T __shfl_up_sync(unsigned, T v, unsigned d, int width = 32) {
+  unsigned lane = kiln_emu::linearTid() % 32, seg = lane / width * width;
+  unsigned src = lane >= seg + d ? lane - d : lane;
+  return kiln_emu::fromBits<T>(kiln_emu::exchange(kiln_emu::toBits(v), src));
+}
+template <typename T> T __shfl_xor_sync(unsigned, T v, int m, int width = 32) {
+  unsigned lane = kiln_emu::linearTid() % 32, seg = lane / width * width;
+  unsigned src = (lane ^ m) < seg + width ? (lane ^ m) : lane;
+  return kiln_emu::fromBits<T>(kiln_emu::exchange(kiln_emu::toBits(v), src));
+}
+/// Bit i set when lane i's predicate is true (live lanes of the warp).
+inline unsigned __ballot_sync(unsigned, int pred) {
+  unsigned me = kiln_emu::linearTid(), base = me / 32 * 32;
+  auto &b = kiln_emu::block();
+  b.lanes[me] = pred ? 1 : 0;
+  kiln_emu::yieldAt(2);
+  unsigned bits = 0;
+  for (unsigned i = base; i < std::min<size_t>(base + 32, b.fibers.size()); ++i)
+    if (!b.fibers[i].done && b.lanes[i])
+      bits |= 1u << (i - base);
+  kiln_emu::yieldAt(2);
+  return bits;
+}
+inline int __any_sync(unsigned m, int pred) { return __ballot_sync(m, pred) != 0; }
+inline int __all_sync(unsigned m, int pred) {
+  unsigned me = kiln_emu::linearTid(), base = me / 32 * 32;
+  unsigned live = 0;
+  auto &b = kiln_emu::block();
+  for (unsigned i = base; i < std::min<size_t>(base + 32, b.fibers.size()); ++i)
+    if (!b.fibers[i].done)
+      live |= 1u << (i - base);
+  return __ballot_sync(m, pred) == live;
+}
+
+// Atomics: blocks run on several host threads.
+template <typename T> T atomicAdd(T *p, T v) {
+  return std::atomic_ref<T>(*p).fetch_add(v);
+}
+template <typename T> T atomicMax(T *p, T v) {
+  std::atomic_ref<T> r(*p);
+  T old = r.load();
+  while (old < v && !r.compare_exchange_weak(old, v)) {
+  }
+  return old;
+}
+template <typename T> T atomicMin(T *p, T v) {
+  std::atomic_ref<T> r(*p);
+  T old = r.load();
+  while (v < old && !r.compare_exchange_weak(old, v)) {
+  }
+  return old;
+}
+template <typename T> T atomicExch(T *p, T v) { return std::atomic_ref<T>(*p).exchange(v); }
+template <typename T> T atomicCAS(T *p, T cmp, T v) {
+  std::atomic_ref<T>(*p).compare_exchange_strong(cmp, v);
+  return cmp;
+}
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+/// Dynamic shared memory: `extern __shared__ T name[];` becomes
+/// `KILN_EMU_DYNAMIC_SHARED(T, name);` in emulated sources -- host C++ has no
+/// unsized thread-local arrays. Kiln's emitted CUDA uses the macro on both
+/// targets (defined for NVRTC in the generated prelude).
+#define KILN_EMU_DYNAMIC_SHARED(T, name)                                       \
+  T *name = reinterpret_cast<T *>(::kiln_emu::block().dynamicShared.data())
+
+// Device math that host libm spells differently.
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __saturatef(float x) { return std::fmin(std::fmax(x, 0.0f), 1.0f); }
+inline float __int_as_float(int x) { return kiln_emu::fromBits<float>(static_cast<uint32_t>(x)); }
+inline int __float_as_int(float x) { return static_cast<int>(static_cast<uint32_t>(kiln_emu::toBits(x))); }
+template <typename T> T __ldg(const T *p) { return *p; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __clz(int x) { return x ? __builtin_clz(static_cast<unsigned>(x)) : 32; }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+
+// Half intrinsics that cuda_fp16.h declares for device code only: exact
+// product and sum in double, one rounding to half.
+inline __half __hfma(__half a, __half b, __half c) {
+  return __double2half(static_cast<double>(__half2float(a)) * __half2float(b) +
+                       __half2float(c));
+}
+
+#endif // KILN_CUDA_EMU_H
