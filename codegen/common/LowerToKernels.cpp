@@ -151,6 +151,18 @@ public:
       return store(v, buf, off);
     vector::StoreOp::create(b, v, bufs[buf], ValueRange{off});
   }
+  /// vload/vstore on any memref (stack scratch).
+  Value vloadM(Value m, Value off) {
+    if (lanes == 1)
+      return loadM(m, off);
+    return vector::LoadOp::create(b, VectorType::get({lanes}, b.getF32Type()), m,
+                                  ValueRange{off});
+  }
+  void vstoreM(Value v, Value m, Value off) {
+    if (lanes == 1)
+      return storeM(v, m, off);
+    vector::StoreOp::create(b, v, m, ValueRange{off});
+  }
   /// A scalar repeated over the current lanes.
   Value splat(Value scalar) {
     if (lanes == 1)
@@ -1273,9 +1285,49 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
     else
       e.loop(lo, hi, body);
   };
+  // Depthwise with packed weights: the KH input rows this output row reads
+  // are copied, zero-padded, into a stack buffer; then every output pixel's
+  // taps accumulate in registers (16 channels at a time, taps unrolled, no
+  // bounds checks) and the epilogue applies before the one store.
+  int64_t padL = pad[1], Wp = W + pad[1] + pad[3];
+  bool dwRegisters = packed && Cg == 1 && Og == 1 && KH * KW <= 64 && KH * Wp * C <= 65536;
   LogicalResult r = launch(op, ins, N * OH, [&](KernelEmitter &e) {
     Value n = e.div(e.wg, OH), oh = e.rem(e.wg, OH);
     Value outRow = e.mul(e.wg, OW * O);
+    if (dwRegisters) {
+      Value rows = e.scratch(KH * Wp * C);
+      Value inImg = e.mul(n, H * W * C);
+      for (int64_t ky = 0; ky < KH; ++ky) {
+        Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
+        int64_t dst = ky * Wp * C;
+        auto zero = [&](int64_t from, int64_t to) {
+          e.vecLoop(from, to, [&](Value i) { e.vstoreM(e.f32(0.0f), rows, i); });
+        };
+        ifElse(e, inRangeS(e, ih, 0, H), [&] {
+          Value src = e.add(inImg, e.mul(ih, W * C));
+          zero(dst, dst + padL * C);
+          e.vecLoop(0, W * C, [&](Value i) {
+            e.vstoreM(e.vload(0, e.add(src, i)), rows, e.add(i, e.idx(dst + padL * C)));
+          });
+          zero(dst + (padL + W) * C, dst + Wp * C);
+        }, [&] { zero(dst, dst + Wp * C); });
+      }
+      e.loop(0, OW, [&](Value ow) {
+        Value pix = e.add(e.mul(oh, OW), ow);
+        Value dst = e.add(outRow, e.mul(ow, O));
+        Value col0 = e.mul(ow, s[1] * C);
+        e.vecLoop(0, C, [&](Value c) {
+          Value acc = hasBias ? e.vload(2, c) : e.f32(0.0f);
+          for (int64_t ky = 0; ky < KH; ++ky)
+            for (int64_t kx = 0; kx < KW; ++kx) {
+              Value at = e.add(col0, e.add(c, e.idx((ky * Wp + kx * d[1]) * C)));
+              acc = e.fadd(acc, e.fmul(e.vloadM(rows, at), weight(e, ky * KW + kx, e.idx(0), c)));
+            }
+          e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, c, acc), outBuf, e.add(dst, c));
+        });
+      });
+      return;
+    }
     e.loop(0, OW, [&](Value ow) {
       Value dst = e.add(outRow, e.mul(ow, O));
       e.vecLoop(0, O, [&](Value oc) {

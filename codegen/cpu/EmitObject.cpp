@@ -79,6 +79,9 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                                               const CpuOptions &options,
                                               std::string &error) {
   ModuleOp kernels = *p.kernels;
+  if (options.externalKernels) // compiled elsewhere; keep only the schedule
+    for (Operation &op : llvm::make_early_inc_range(kernels.getBody()->getOperations()))
+      op.erase();
   MLIRContext *ctx = kernels.getContext();
   ctx->loadDialect<LLVM::LLVMDialect>();
   DialectRegistry registry;
@@ -150,6 +153,12 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   std::vector<llvm::Function *> entries;
   size_t maxArgs = 1;
   for (const Launch &l : p.launches) {
+    if (options.externalKernels) {
+      entries.push_back(llvm::Function::Create(entryTy, llvm::GlobalValue::ExternalLinkage,
+                                               l.kernel + "_entry", *mod));
+      maxArgs = std::max(maxArgs, l.buffers.size());
+      continue;
+    }
     llvm::Function *k = mod->getFunction(l.kernel);
     if (!k) {
       error = "kernel " + l.kernel + " vanished during lowering";

@@ -19,6 +19,10 @@ struct CpuOptions {
   /// Also export `kiln_model`, a pointer to the descriptor under a fixed
   /// name, so a loader can dlopen a .so without knowing the model name.
   bool exportGenericEntry = false;
+  /// The kernels' entry thunks (`<kernel>_entry(args, wg)`) are defined
+  /// elsewhere (the CUDA emulation build, --target=cuda-emu): only the
+  /// schedule, weights and descriptor are emitted here.
+  bool externalKernels = false;
 };
 
 /// Lowers the program's kernels to LLVM IR and adds the host schedule, the

@@ -91,7 +91,7 @@ std::string generateHeader(const codegen::Program &p) {
 }
 
 bool linkSharedLibrary(llvm::StringRef objectPath, llvm::StringRef out,
-                       std::string &error) {
+                       std::string &error, llvm::ArrayRef<std::string> extraObjects) {
   // The runtime archive sits in ../lib beside the kiln-compile binary.
   static int anchor;
   std::string exe = llvm::sys::fs::getMainExecutable("kiln-compile", &anchor);
@@ -111,12 +111,40 @@ bool linkSharedLibrary(llvm::StringRef objectPath, llvm::StringRef out,
     return false;
   }
   std::string wa = "-Wl,--whole-archive", nwa = "-Wl,--no-whole-archive";
-  llvm::SmallVector<llvm::StringRef> args{*cxx, "-shared", "-o", out, objectPath,
-                                          wa, lib, nwa, "-lm", "-lpthread"};
+  llvm::SmallVector<llvm::StringRef> args{*cxx, "-shared", "-o", out, objectPath};
+  for (const std::string &o : extraObjects)
+    args.push_back(o);
+  args.append({wa, lib, nwa, "-lm", "-lpthread"});
   std::string msg;
   int rc = llvm::sys::ExecuteAndWait(*cxx, args, std::nullopt, {}, 0, 0, &msg);
   if (rc != 0) {
     error = "linking " + out.str() + " failed" + (msg.empty() ? "" : ": " + msg);
+    return false;
+  }
+  return true;
+}
+
+} // namespace kiln::pipeline
+
+namespace kiln::pipeline {
+
+bool compileEmulation(llvm::StringRef sourcePath, llvm::StringRef objectPath, int optLevel,
+                      std::string &error) {
+  const char *cxxEnv = std::getenv("KILN_CXX");
+  auto cxx = llvm::sys::findProgramByName(cxxEnv ? cxxEnv : "c++");
+  if (!cxx) {
+    error = "cannot find a C++ compiler for the CUDA emulation build (c++; set KILN_CXX)";
+    return false;
+  }
+  std::string opt = optLevel == 0 ? "-O0" : "-O1"; // tests: compile time matters most
+  std::string emuInc = "-I" KILN_EMU_INCLUDE_DIR, cudaInc = "-I" KILN_CUDA_INCLUDE_DIR;
+  llvm::SmallVector<llvm::StringRef> args{*cxx, "-std=c++20", opt, "-fPIC", "-w", emuInc,
+                                          cudaInc, "-c", sourcePath, "-o", objectPath};
+  std::string msg;
+  int rc = llvm::sys::ExecuteAndWait(*cxx, args, std::nullopt, {}, 0, 0, &msg);
+  if (rc != 0) {
+    error = "compiling the CUDA emulation build " + sourcePath.str() + " failed" +
+            (msg.empty() ? "" : ": " + msg);
     return false;
   }
   return true;

@@ -78,6 +78,7 @@ struct Block {
   // Warp exchange slots: one 8-byte value per thread.
   std::vector<uint64_t> lanes;
   std::function<void()> body;
+  bool direct = false; // one thread on the host thread's own stack
 };
 
 inline thread_local Block *tlsBlock = nullptr;
@@ -92,6 +93,8 @@ inline Fiber &fiber() { return block().fibers[block().current]; }
 
 /// Back to the scheduler, in state `why` (1 block barrier, 2 warp barrier).
 inline void yieldAt(int why) {
+  if (block().direct)
+    return; // a lone thread passes every barrier
   Fiber &f = fiber();
   f.waiting = why;
   swapcontext(&f.ctx, &block().scheduler);
@@ -192,6 +195,24 @@ inline void runBlock(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes
     makecontext(&f.ctx, fiberEntry, 0);
   }
   schedule(b);
+  tlsBlock = saved;
+}
+
+/// Runs `body` as the only thread of block `blockIdx` (blockDim 1), on the
+/// calling thread's stack: kernels whose threads are independent (Kiln's
+/// workgroup-per-thread kernels) need no fibers.
+template <typename F> void runSingleThread(dim3 blockIdx, dim3 grid, F &&body) {
+  Block b;
+  b.blockIdx = blockIdx;
+  b.gridDim = grid;
+  b.blockDim = dim3(1);
+  b.direct = true;
+  b.fibers.resize(1);
+  b.fibers[0].threadIdx = dim3(0, 0, 0);
+  b.lanes.assign(1, 0);
+  Block *saved = tlsBlock;
+  tlsBlock = &b;
+  body();
   tlsBlock = saved;
 }
 

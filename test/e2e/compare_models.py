@@ -2,8 +2,10 @@
 """Compiles Kiln's CNNs and compares them with onnxruntime, through both
 artifact paths: the .so run by kiln-run, and model.o + model.h linked into a
 C program (test/e2e/Inputs/run_object.c) that also runs several instances at
-once from several threads; the .so also at -O0 (no graph passes) and, for CNNs,
-with every region channels last and an NHWC input.
+once from several threads; the .so also at -O0 (no graph passes), for CNNs
+with every region channels last and an NHWC input, and for the CUDA target:
+its kernels compile with NVRTC for sm_80/sm_90 and run through the CPU
+emulation (--target=cuda-emu).
 
 Tolerance: |kiln - ort| <= rtol * |ort| + atol with rtol = 1e-4 and
 atol = 1e-5 * max|ort| (deep random-weight nets give large logits; near-zero
@@ -93,6 +95,20 @@ def main():
                     ok_so = check(".so with --layout=nhwc --io-layout=nhwc via kiln-run",
                                   np.load(os.path.join(out_dir + "_nhwc", "logits.npy")),
                                   ref) and ok_so
+                # The CUDA target: every kernel compiles with NVRTC for sm_80 and
+                # sm_90, and the same CUDA C++ runs through the emulation
+                # (--target=cuda-emu) against the reference.
+                run([os.path.join(args.bindir, "kiln-compile"), path, "--target=cuda",
+                     "--cuda-arch=sm_80,sm_90", "--emit=cuda-src", "-o",
+                     os.path.join(tmp, name + ".cu")])
+                so_e = os.path.join(tmp, name + "_emu.so")
+                run([os.path.join(args.bindir, "kiln-compile"), path, "--target=cuda-emu",
+                     "-o", so_e])
+                run([os.path.join(args.bindir, "kiln-run"), so_e, "--input",
+                     "input=" + os.path.join(tmp, "x.npy"), "--output-dir", out_dir + "_emu"])
+                ok_so = check(".so with --target=cuda-emu via kiln-run",
+                              np.load(os.path.join(out_dir + "_emu", "logits.npy")),
+                              ref) and ok_so
                 # .o + .h linked into a C program
                 obj = os.path.join(tmp, name + ".o")
                 run([os.path.join(args.bindir, "kiln-compile"), path, "-o", obj])

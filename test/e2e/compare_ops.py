@@ -4,7 +4,8 @@ models have (channels enough for the im2col + sgemm path, batches, strides,
 dilations, groups, broadcasting), and small chains that the graph passes
 fold and fuse. Every case runs at -O0 (no graph passes) and -O3, and cases with
 convolutions or pools also with every region forced channels-last (--layout=nhwc)
-and with NHWC model inputs and outputs (--io-layout=nhwc). Fresh random inputs each run
+and with NHWC model inputs and outputs (--io-layout=nhwc); every case also runs its
+CUDA kernels through the CPU emulation (--target=cuda-emu). Fresh random inputs each run
 (seeded), rtol 1e-4 and atol 1e-5 * max(1, max|reference|) -- long fp32
 reductions that cancel to near zero differ by accumulation order only.
 Prints 'N passed, N failed'.
@@ -354,7 +355,7 @@ def main():
             atol = ATOL * max(1.0, float(np.abs(ref).max()))
             cmd += ["--compare", f"y={os.path.join(tmp, 'ref.npy')}", "--rtol", str(RTOL),
                     "--atol", f"{atol:.3g}"]
-            variants = [["-O0"], ["-O3"]]
+            variants = [["-O0"], ["-O3"], ["-O3", "--target=cuda-emu"]]
             spatial = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"}
             if any(n.op_type in spatial for n in m.graph.node) and len(ref.shape) == 4:
                 variants += [["-O3", "--layout=nhwc"], ["-O3", "--layout=nhwc", "--io-layout=nhwc"]]

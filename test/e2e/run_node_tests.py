@@ -3,9 +3,9 @@
 pytorch-operator, simple) for Kiln's ops.
 
 For every node test whose ops Kiln supports, compile model.onnx with
-kiln-compile at -O0 (no graph passes) and at the default -O3, run both with
-kiln-run on each stored input set and compare each stored output (rtol/atol
-below). Tests listed in node_tests_unsupported.txt
+kiln-compile at -O0 (no graph passes), at the default -O3, and for the CUDA
+target through the CPU emulation (--target=cuda-emu), run each with kiln-run on
+each stored input set and compare each stored output (rtol/atol below). Tests listed in node_tests_unsupported.txt
 must instead be rejected with a diagnostic (never a crash); every other
 selected test must pass. Prints one line per failure and a closing
 'N passed, N failed' line.
@@ -72,7 +72,7 @@ def run_one(d, bindir, workdir):
     inits = {i.name for i in m.graph.initializer}
     ins = [i.name for i in m.graph.input if i.name not in inits]
     outs = [o.name for o in m.graph.output]
-    for level in ("-O0", "-O3"):
+    for level in ("-O0", "-O3", "--target=cuda-emu"):
         so = os.path.join(workdir, name + level + ".so")
         r = subprocess.run([os.path.join(bindir, "kiln-compile"), os.path.join(d, "model.onnx"),
                             level, "-o", so], capture_output=True, text=True)

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Program.h"
 #include "codegen/cpu/EmitObject.h"
+#include "codegen/cuda/EmitCuda.h"
+#include "codegen/cuda/Nvrtc.h"
 #include "compiler/onnx/Importer.h"
 #include "compiler/pipeline/Artifact.h"
 #include "compiler/pipeline/Report.h"
@@ -46,8 +48,13 @@ static cl::list<std::string> shapes("shape",
     cl::desc("static shape for an input: NAME=1x3x224x224 (repeatable)"));
 static cl::opt<std::string> mcpu("mcpu", cl::desc("target CPU (native: this host's features)"),
                                  cl::init("native"));
-static cl::opt<std::string> target("target", cl::desc("cpu (cuda and cuda-emu come later)"),
-                                   cl::init("cpu"));
+static cl::opt<std::string> target("target",
+    cl::desc("cpu; cuda-emu (the CUDA C++ kernels compiled for and run on this CPU through "
+             "the emulation header, for tests); cuda (--emit=cuda-src only, so far)"),
+    cl::init("cpu"));
+static cl::list<std::string> cudaArchs("cuda-arch",
+    cl::desc("with --target=cuda: compile the kernels with NVRTC for these (sm_80,sm_90,...)"),
+    cl::CommaSeparated);
 static cl::opt<std::string> modelName("name", cl::desc("C identifier prefix of the model (default: the output's stem)"),
                                       cl::init(""));
 static cl::opt<std::string> reportPath("report",
@@ -119,11 +126,18 @@ static bool writeFile(llvm::StringRef path, llvm::StringRef data) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "Kiln ahead-of-time model compiler\n");
-  if (target != "cpu")
-    return fail("--target=" + target + " is not available yet; use --target=cpu");
+  if (target != "cpu" && target != "cuda" && target != "cuda-emu")
+    return fail("unknown --target=" + target + " (cpu, cuda, cuda-emu)");
+  bool cudaTarget = target != "cpu";
   if (!emit.empty() && emit != "mlir" && emit != "mlir-import" && emit != "kernels" &&
-      emit != "llvm")
-    return fail("unknown --emit=" + emit + " (mlir-import, mlir, kernels, llvm)");
+      emit != "llvm" && emit != "cuda-src")
+    return fail("unknown --emit=" + emit + " (mlir-import, mlir, kernels, llvm, cuda-src)");
+  if (emit == "cuda-src" && !cudaTarget)
+    return fail("--emit=cuda-src needs --target=cuda or --target=cuda-emu");
+  if (target == "cuda" && emit.empty())
+    return fail("--target=cuda writes sources only so far (--emit=cuda-src); artifacts that "
+                "run on GPUs come with the CUDA runtime (docs/cuda.md). For tests, "
+                "--target=cuda-emu builds a .so that runs the CUDA kernels on this CPU");
   llvm::StringRef out = outputPath;
   bool wantSo = out.ends_with(".so"), wantObj = out.ends_with(".o");
   if (emit.empty() && !wantSo && !wantObj)
@@ -246,10 +260,29 @@ int main(int argc, char **argv) {
   if (emit == "kernels")
     return printTo([&](llvm::raw_ostream &os) { program.kernels->print(os); });
 
+  std::string cudaSource;
+  if (cudaTarget) {
+    std::string error;
+    cudaSource = kiln::cuda::emitCudaSource(program, error);
+    if (cudaSource.empty())
+      return fail(inputPath + ": " + error);
+    for (const std::string &arch : cudaArchs) {
+      auto r = kiln::cuda::compile(cudaSource, program.name + ".cu", arch);
+      if (!r.ok)
+        return fail("NVRTC failed for " + arch + ":\n" + r.log);
+    }
+    if (emit == "cuda-src")
+      return printTo([&](llvm::raw_ostream &os) { os << cudaSource; });
+    if (wantObj)
+      return fail("--target=cuda-emu builds a .so (the emulation needs the host C++ "
+                  "compiler's object linked in)");
+  }
+
   kiln::codegen::CpuOptions cpu;
   cpu.mcpu = mcpu;
   cpu.optLevel = optLevel;
   cpu.exportGenericEntry = wantSo;
+  cpu.externalKernels = target == "cuda-emu";
   llvm::LLVMContext llvmCtx;
   std::string error;
   auto llvmModule = kiln::codegen::buildLLVMModule(program, llvmCtx, cpu, error);
@@ -271,8 +304,25 @@ int main(int argc, char **argv) {
   std::string tmpObj = out.str() + ".tmp.o";
   if (!writeFile(tmpObj, bytes))
     return 1;
-  bool ok = kiln::pipeline::linkSharedLibrary(tmpObj, out, error);
+  std::vector<std::string> extra;
+  if (target == "cuda-emu") {
+    // The kernels: CUDA C++ compiled by the host compiler against the
+    // emulation header.
+    std::string src = out.str() + ".emu.cpp", obj = out.str() + ".emu.o";
+    if (!writeFile(src, kiln::cuda::emitEmulationSource(program, cudaSource)))
+      return 1;
+    bool built = kiln::pipeline::compileEmulation(src, obj, optLevel, error);
+    llvm::sys::fs::remove(src);
+    if (!built) {
+      llvm::sys::fs::remove(tmpObj);
+      return fail(error);
+    }
+    extra.push_back(obj);
+  }
+  bool ok = kiln::pipeline::linkSharedLibrary(tmpObj, out, error, extra);
   llvm::sys::fs::remove(tmpObj);
+  for (const std::string &o : extra)
+    llvm::sys::fs::remove(o);
   if (!ok)
     return fail(error);
   return 0;

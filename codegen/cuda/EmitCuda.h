@@ -1,0 +1,39 @@
+//===- EmitCuda.h - kernels as CUDA C++ ---------------------------*- C++ -*-===//
+//
+// The first CUDA code generator (issue 4, docs/cuda.md): every kernel of a
+// lowered Program (scf/arith/math/memref/vector loop nests over flat
+// buffers) printed as an `extern "C" __global__` CUDA C++ function in which
+// each thread runs one workgroup. Correct for every op the CPU target
+// supports -- workgroups are independent by construction -- and compiled
+// by NVRTC for real GPUs and by the host compiler against the emulation
+// header (--target=cuda-emu); op families get block-level GPU kernels in
+// later increments.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_CUDA_EMITCUDA_H
+#define KILN_CODEGEN_CUDA_EMITCUDA_H
+
+#include "codegen/common/Program.h"
+
+#include <string>
+
+namespace kiln::cuda {
+
+/// Threads per block of the workgroup-per-thread kernels.
+constexpr int kThreadsPerBlock = 64;
+
+/// CUDA C++ for every kernel of `p` (self-contained: a prelude with the
+/// device matrix-product helpers, then one __global__ function per launch,
+/// each preceded by a comment naming its ops and ONNX nodes). Empty and
+/// `error` set when a kernel uses an operation the printer does not know.
+std::string emitCudaSource(const codegen::Program &p, std::string &error);
+
+/// Host C++ for --target=cuda-emu: includes the emulation header and the
+/// source above, and defines each launch's entry thunk
+/// `void <kernel>_entry(void *const *args, int64_t wg)` (the CPU target's
+/// calling convention) running workgroup `wg` as one emulated CUDA thread.
+std::string emitEmulationSource(const codegen::Program &p, const std::string &cudaSource);
+
+} // namespace kiln::cuda
+
+#endif // KILN_CODEGEN_CUDA_EMITCUDA_H
