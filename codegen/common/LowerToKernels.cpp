@@ -464,6 +464,8 @@ private:
   LogicalResult conv(kiln::ConvOp op, const Epilogue *epi = nullptr);
   LogicalResult convDirect(kiln::ConvOp op, const Epilogue *epi = nullptr);
   LogicalResult convNhwc(kiln::ConvOp op, const Epilogue *epi = nullptr);
+  SmallVector<int> convArgs(kiln::ConvOp op, int wBuf, int inBuf, const Epilogue *epi,
+                            int outBuf, int &firstSite);
   LogicalResult convNhwcDirect(kiln::ConvOp op, const Epilogue *epi = nullptr);
   template <typename PoolOp> LogicalResult poolNhwc(PoolOp op, bool isMax);
   LogicalResult globalAvgPoolNhwc(kiln::GlobalAvgPoolOp op);
@@ -708,6 +710,21 @@ std::pair<int64_t, int64_t> productTiles(int64_t rows, int64_t cols, int64_t bat
   return {rb, cb};
 }
 
+/// A matrix-product conv kernel's arguments: weights, input, the bias if
+/// any, the epilogue's sites (from `firstSite` on), the output.
+SmallVector<int> Lowering::convArgs(kiln::ConvOp op, int wBuf, int inBuf, const Epilogue *epi,
+                                    int outBuf, int &firstSite) {
+  SmallVector<int> ids{wBuf, inBuf};
+  if (op.getBias())
+    ids.push_back(bufferOf.lookup(op.getBias()));
+  firstSite = ids.size();
+  if (epi)
+    for (Value v : epi->siteArgs)
+      ids.push_back(bufferOf.lookup(v));
+  ids.push_back(outBuf);
+  return ids;
+}
+
 LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   if (op.getLayout() == "nhwc")
     return convNhwc(op, epi);
@@ -756,14 +773,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   // im2col tensor in memory).
   bool hasBias = static_cast<bool>(op.getBias());
   int outBuf = newBuffer(Buffer::Arena, N * O * P * 4);
-  SmallVector<int> ids{wBuf, inBuf};
-  if (hasBias)
-    ids.push_back(bufferOf.lookup(op.getBias()));
-  int firstSite = ids.size();
-  if (epi)
-    for (Value v : epi->siteArgs)
-      ids.push_back(bufferOf.lookup(v));
-  ids.push_back(outBuf);
+  int firstSite;
+  SmallVector<int> ids = convArgs(op, wBuf, inBuf, epi, outBuf, firstSite);
   int o = ids.size() - 1;
   auto [rb, cb] = productTiles(Og, P, N * G);
   // Gathered column tiles of whole output rows: every row's zero and copy
@@ -1122,14 +1133,8 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   }
   bool hasBias = static_cast<bool>(op.getBias());
   int outBuf = newBuffer(Buffer::Arena, M * O * 4);
-  SmallVector<int> ids{wBuf, bufferOf.lookup(op.getInput())};
-  if (hasBias)
-    ids.push_back(bufferOf.lookup(op.getBias()));
-  int firstSite = ids.size();
-  if (epi)
-    for (Value v : epi->siteArgs)
-      ids.push_back(bufferOf.lookup(v));
-  ids.push_back(outBuf);
+  int firstSite;
+  SmallVector<int> ids = convArgs(op, wBuf, bufferOf.lookup(op.getInput()), epi, outBuf, firstSite);
   int o = ids.size() - 1;
   // Tiles: up to 144 pixel rows (balanced, in 6-row ukernel groups) by up
   // to 512 channels (whole 32-column panels); channels split further, down
