@@ -111,10 +111,6 @@ private:
       return vt.getNumElements();
     return 1;
   }
-  /// A value's lane l (vectors are arrays of floats).
-  std::string at(Value v, bool vec) {
-    return lanes(v.getType()) > 1 ? name(v) + ".v[l]" : (vec ? name(v) : name(v));
-  }
   static std::string cType(Type t) {
     if (t.isIndex() || t.isInteger(64))
       return "i64";
