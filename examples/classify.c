@@ -3,7 +3,7 @@
  * Build (see examples/CMakeLists.txt):
  *   kiln-compile small_cnn.onnx -o small_cnn.o      # writes small_cnn.o + small_cnn.h
  *   cc -DKILN_MODEL=small_cnn -include small_cnn.h classify.c small_cnn.o \
- *      libkiln_runtime.a -lstdc++ -lm -lpthread
+ *      libkiln_runtime.a -lstdc++ -lm -lpthread -ldl
  *
  * Runs the model on a deterministic synthetic image (or a raw float32 file
  * given as the first argument), prints the top-5 classes and the latency.

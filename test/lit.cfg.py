@@ -26,3 +26,19 @@ config.substitutions.append(("%kiln_lib", config.kiln_lib_dir))
 config.substitutions.append(("%kiln_obj", config.kiln_obj_root))
 config.substitutions.append(("%make_onnx", config.python_executable + " " +
                              os.path.join(config.kiln_src_root, "test", "Inputs", "make_onnx.py")))
+
+# A usable CUDA GPU here? (CI machines have none: the CUDA tests then check
+# the "no CUDA device" path; on a GPU machine they run the kernels for real.)
+def _cuda_device_count():
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        if cuda.cuInit(0) != 0:
+            return 0
+        n = ctypes.c_int(0)
+        return n.value if cuda.cuDeviceGetCount(ctypes.byref(n)) == 0 else 0
+    except OSError:
+        return 0
+
+if _cuda_device_count() > 0:
+    config.available_features.add("cuda-device")

@@ -68,6 +68,9 @@ public:
   Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
   Value mul(Value x, int64_t c) { return c == 1 ? x : mul(x, idx(c)); }
+  Value gpuIndex(StringRef fn) {
+    return func::CallOp::create(b, fn, TypeRange{b.getIndexType()}, ValueRange{}).getResult(0);
+  }
   Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, x, idx(c)); }
   Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, x, idx(c)); }
   Value minI(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
@@ -102,8 +105,8 @@ public:
   }
   /// acc = init; for iv in [lo, hi): acc = body(iv, acc); return acc
   Value reduce(Value lo, Value hi, Value init,
-               const std::function<Value(Value, Value)> &body) {
-    auto f = scf::ForOp::create(b, lo, hi, idx(1), ValueRange{init});
+               const std::function<Value(Value, Value)> &body, int64_t step = 1) {
+    auto f = scf::ForOp::create(b, lo, hi, idx(step), ValueRange{init});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(f.getBody());
     Value r = body(f.getInductionVar(), f.getRegionIterArgs()[0]);
@@ -193,6 +196,55 @@ public:
     lanes = 1;
     loop(mid, hi, body);
     lanes = saved;
+  }
+
+  // GPU-shaped kernels (Program::gpu): calls to helpers the CUDA prelude
+  // defines (codegen/cuda/EmitCuda.cpp).
+  /// This thread's index in its block, and the block's index in the grid.
+  Value tid() { return gpuIndex("kiln_gpu_tid"); }
+  Value bid() { return gpuIndex("kiln_gpu_bid"); }
+  /// __syncthreads(): every thread of the block, in uniform control flow.
+  void barrier() { func::CallOp::create(b, "kiln_gpu_barrier", TypeRange{}, ValueRange{}); }
+  /// The value of lane (lane ^ mask) of this warp.
+  Value shflXor(Value v, int64_t mask) {
+    return func::CallOp::create(b, "kiln_gpu_shfl_xor", TypeRange{b.getF32Type()},
+                                ValueRange{v, i64(mask)})
+        .getResult(0);
+  }
+  /// An f32 array in the block's shared memory (address space 3).
+  Value shared(int64_t n) {
+    return memref::AllocaOp::create(
+        b, MemRefType::get({n}, b.getF32Type(), MemRefLayoutAttrInterface{},
+                           b.getI64IntegerAttr(3)));
+  }
+  /// if (cond) then()
+  void ifThen(Value cond, const std::function<void()> &then) {
+    auto i = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(i.thenBlock()->getTerminator());
+    then();
+  }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+  }
+  /// The reduction of `v` over the block (kBlockReduceThreads threads):
+  /// butterfly shuffles within each warp, then every thread combines the
+  /// warps' results from `scratch` (>= threads / 32 floats of shared
+  /// memory). Every thread gets the result; ends with a barrier so the
+  /// scratch can be reused.
+  Value blockReduce(Value v, int64_t threads, Value scratch,
+                    const std::function<Value(Value, Value)> &combine, float identity) {
+    for (int64_t m = 16; m >= 1; m /= 2)
+      v = combine(v, shflXor(v, m));
+    Value t = tid();
+    ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rem(t, 32), idx(0)),
+           [&] { storeM(v, scratch, div(t, 32)); });
+    barrier();
+    Value r = f32(identity);
+    for (int64_t w = 0; w < threads / 32; ++w)
+      r = combine(r, loadM(scratch, idx(w)));
+    barrier();
+    return r;
   }
 
   /// The [begin, end) slice of `total` items that this workgroup owns.
@@ -453,6 +505,21 @@ private:
                        const std::function<void(KernelEmitter &)> &body,
                        std::optional<int> outBuffer = std::nullopt);
   LogicalResult lowerOp(Operation *op);
+  /// launch() for a GPU-shaped kernel: `blocks` blocks of `threads` threads;
+  /// `sync`: the threads use barriers or shuffles.
+  LogicalResult gpuLaunch(Operation *op, ArrayRef<Value> ins, int64_t blocks, int64_t threads,
+                          bool sync, const std::function<void(KernelEmitter &)> &body,
+                          std::optional<int> outBuffer = std::nullopt);
+  /// C = A.B for `batches` products of [M x K].[K x N] as a tiled SIMT
+  /// kernel; see the definition.
+  using GpuBase = std::function<std::pair<Value, Value>(KernelEmitter &, Value)>;
+  using GpuAt = std::function<Value(KernelEmitter &, Value, Value, Value)>;
+  using GpuFinish = std::function<void(KernelEmitter &, Value, Value, Value, Value)>;
+  LogicalResult gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t batches, int64_t M,
+                          int64_t N, int64_t K, const GpuBase &bases, const GpuAt &aAt,
+                          const GpuAt &bAt, const GpuFinish &finish);
+  LogicalResult gpuRows(Operation *op, ArrayRef<Value> ins, int64_t rows,
+                        const std::function<void(KernelEmitter &, Value, int64_t)> &body);
 
   // Op families.
   LogicalResult elementwise(Operation *op, ArrayRef<Value> ins,
@@ -620,6 +687,118 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
 }
 
 //===----------------------------------------------------------------------===//
+// GPU-shaped kernels (the CUDA target, Program::gpu). The threads of a block
+// share its work: tid()/bid() index them, barriers order shared-memory
+// traffic, shuffles reduce within warps. codegen/cuda prints these like any
+// kernel; ops without a GPU builder keep their CPU loop nest, one workgroup
+// per GPU thread.
+//===----------------------------------------------------------------------===//
+
+/// Threads per block of the GPU-shaped kernels.
+constexpr int64_t kGpuThreads = 256;
+/// Grid-stride kernels launch at most this many blocks (enough for every SM
+/// of an H100 several times over).
+constexpr int64_t kGpuMaxBlocks = 8192;
+/// Matrix-product tiles: kGpuTile x kGpuTile outputs per block, each of the
+/// 16 x 16 threads owning a 4 x 4 patch; K in steps of kGpuTileK.
+constexpr int64_t kGpuTile = 64, kGpuTileK = 16;
+
+LogicalResult Lowering::gpuLaunch(Operation *op, ArrayRef<Value> ins, int64_t blocks,
+                                  int64_t threads, bool sync,
+                                  const std::function<void(KernelEmitter &)> &body,
+                                  std::optional<int> outBuffer) {
+  if (failed(launch(op, ins, blocks, body, outBuffer)))
+    return failure();
+  Launch &l = p.launches.back();
+  l.gpuShaped = true;
+  l.grid[0] = static_cast<uint32_t>(blocks);
+  l.block[0] = static_cast<uint32_t>(threads);
+  l.blockSync = sync;
+  return success();
+}
+
+/// The tiled SIMT matrix product. Block (batch, tile) computes a 64 x 64
+/// tile of C: per step of 16 along K, the block stages A's 64 x 16 and B's
+/// 16 x 64 panels in shared memory (each thread loads 4 + 4 elements,
+/// coalesced along the operand's contiguous dimension, zero outside the
+/// matrices), then each thread accumulates its 4 x 4 outputs in registers.
+/// `bases(e, batch)` gives the batch's element offsets in A and B;
+/// `aAt(e, base, i, k)`, `bAt(e, base, k, j)` element offsets;
+/// `finish(e, batch, i, j, acc)` stores output (i, j) (epilogue included).
+LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t batches,
+                                  int64_t M, int64_t N, int64_t K, const GpuBase &bases,
+                                  const GpuAt &aAt, const GpuAt &bAt, const GpuFinish &finish) {
+  constexpr int64_t T = kGpuTile, TK = kGpuTileK, R = T / 16; // R x R outputs per thread
+  int64_t tilesM = ceilDiv(M, T), tilesN = ceilDiv(N, T);
+  int64_t blocks = std::max<int64_t>(batches * tilesM * tilesN, 1);
+  return gpuLaunch(op, ins, blocks, kGpuThreads, true, [&](KernelEmitter &e) {
+    ImplicitLocOpBuilder &b = e.b;
+    Value blk = e.bid(), t = e.tid();
+    Value bi = e.div(blk, tilesM * tilesN), tile = e.rem(blk, tilesM * tilesN);
+    Value i0 = e.mul(e.div(tile, tilesN), T), j0 = e.mul(e.rem(tile, tilesN), T);
+    Value tx = e.rem(t, 16), ty = e.div(t, 16);
+    auto [aBase, bBase] = bases(e, bi);
+    Value As = e.shared(TK * T), Bs = e.shared(TK * T);
+    SmallVector<Value> init(R * R, e.f32(0.0f));
+    auto loop = scf::ForOp::create(b, e.idx(0), e.idx(ceilDiv(K, TK)), e.idx(1), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value k0 = e.mul(loop.getInductionVar(), TK);
+      // Stage the panels: A as As[kk][row], B as Bs[kk][col].
+      auto guarded = [&](int buf, Value r, int64_t rLimit, Value c, int64_t cLimit,
+                         const std::function<Value(Value, Value)> &at) {
+        Value ok = arith::AndIOp::create(b, e.ult(r, e.idx(rLimit)), e.ult(c, e.idx(cLimit)));
+        Value rc = e.minI(r, e.idx(std::max<int64_t>(rLimit - 1, 0)));
+        Value cc = e.minI(c, e.idx(std::max<int64_t>(cLimit - 1, 0)));
+        return arith::SelectOp::create(b, ok, e.load(buf, at(rc, cc)), e.f32(0.0f)).getResult();
+      };
+      for (int64_t r = 0; r < TK * T / kGpuThreads; ++r) {
+        Value el = e.add(t, e.idx(r * kGpuThreads));
+        Value row = e.div(el, TK), kk = e.rem(el, TK);
+        e.storeM(guarded(0, e.add(i0, row), M, e.add(k0, kk), K,
+                         [&](Value i, Value k) { return aAt(e, aBase, i, k); }),
+                 As, e.add(e.mul(kk, T), row));
+        Value kb = e.div(el, T), col = e.rem(el, T);
+        e.storeM(guarded(1, e.add(k0, kb), K, e.add(j0, col), N,
+                         [&](Value k, Value j) { return bAt(e, bBase, k, j); }),
+                 Bs, e.add(e.mul(kb, T), col));
+      }
+      e.barrier();
+      SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+      Value aRow = e.mul(ty, R), bCol = e.mul(tx, R);
+      for (int64_t kk = 0; kk < TK; ++kk) {
+        SmallVector<Value> av, bv;
+        for (int64_t r = 0; r < R; ++r) {
+          av.push_back(e.loadM(As, e.add(aRow, e.idx(kk * T + r))));
+          bv.push_back(e.loadM(Bs, e.add(bCol, e.idx(kk * T + r))));
+        }
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t c = 0; c < R; ++c)
+            acc[r * R + c] = e.fadd(acc[r * R + c], e.fmul(av[r], bv[c]));
+      }
+      e.barrier();
+      scf::YieldOp::create(b, acc);
+    }
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < R; ++c) {
+        Value i = e.add(i0, e.add(e.mul(ty, R), e.idx(r)));
+        Value j = e.add(j0, e.add(e.mul(tx, R), e.idx(c)));
+        Value in = arith::AndIOp::create(b, e.ult(i, e.idx(M)), e.ult(j, e.idx(N)));
+        e.ifThen(in, [&] { finish(e, bi, i, j, loop.getResult(r * R + c)); });
+      }
+  });
+}
+
+/// One block per row of `rows` (softmax, layer norm): body(e, row, threads)
+/// strides the row's elements over the block's threads.
+LogicalResult Lowering::gpuRows(Operation *op, ArrayRef<Value> ins, int64_t rows,
+                                const std::function<void(KernelEmitter &, Value, int64_t)> &body) {
+  return gpuLaunch(op, ins, std::max<int64_t>(rows, 1), kGpuThreads, true,
+                   [&](KernelEmitter &e) { body(e, e.bid(), kGpuThreads); });
+}
+
+//===----------------------------------------------------------------------===//
 // Elementwise with broadcasting: rows of the output's last dimension.
 //===----------------------------------------------------------------------===//
 
@@ -652,6 +831,49 @@ LogicalResult Lowering::elementwise(
         c[i] = 0;
     dense.push_back(st == c);
     strides.push_back(st);
+  }
+  if (p.gpu) {
+    // A grid-stride loop over the output, consecutive threads on
+    // consecutive elements (coalesced); 16-byte accesses (4 lanes) when
+    // every operand is dense or a single broadcast element.
+    int64_t total = outer * inner;
+    auto scalarSite = [&](size_t k) {
+      return llvm::all_of(strides[k], [](int64_t v) { return v == 0; });
+    };
+    bool vec = total % 4 == 0;
+    for (size_t k = 0; k < ins.size(); ++k)
+      vec = vec && (dense[k] || scalarSite(k));
+    int64_t lanes = vec ? 4 : 1, n = total / lanes;
+    int64_t blocks = std::clamp<int64_t>(ceilDiv(n, kGpuThreads), 1, kGpuMaxBlocks);
+    return gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
+      Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
+      e.loop(first, e.idx(n), [&](Value i) {
+        Value at = e.mul(i, lanes);
+        SmallVector<Value> offs(ins.size());
+        for (size_t k = 0; k < ins.size(); ++k) {
+          if (dense[k] || scalarSite(k)) {
+            offs[k] = dense[k] ? at : e.idx(0);
+            continue;
+          }
+          Value off = e.idx(0), rest = at;
+          for (int64_t d = rank - 1; d >= 0; --d) {
+            Value coord = d == 0 ? rest : e.rem(rest, outShape[d]);
+            if (d > 0)
+              rest = e.div(rest, outShape[d]);
+            if (strides[k][d])
+              off = e.add(off, e.mul(coord, strides[k][d]));
+          }
+          offs[k] = off;
+        }
+        e.lanes = lanes;
+        SmallVector<Value> vals;
+        for (size_t k = 0; k < ins.size(); ++k)
+          vals.push_back(scalarSite(k) && !dense[k] ? e.splat(e.load(k, offs[k]))
+                                                    : e.vload(k, offs[k]));
+        e.vstore(fn(e, vals), ins.size(), at);
+        e.lanes = 1;
+      }, blocks * kGpuThreads);
+    }, outBuffer);
   }
   int64_t rows = rowsPerWorkgroup(inner);
   return launch(op, ins, ceilDiv(outer, rows), [&](KernelEmitter &e) {
@@ -1535,6 +1757,20 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
     return v;
   };
 
+  if (p.gpu)
+    return gpuMatmul(
+        op, ins, 1, M, N, K,
+        [&](KernelEmitter &e, Value) { return std::pair<Value, Value>{e.idx(0), e.idx(0)}; },
+        [&](KernelEmitter &e, Value, Value i, Value k) {
+          return tA ? e.add(e.mul(k, M), i) : e.add(e.mul(i, K), k);
+        },
+        [&](KernelEmitter &e, Value, Value k, Value j) {
+          return tB ? e.add(e.mul(j, K), k) : e.add(e.mul(k, N), j);
+        },
+        [&](KernelEmitter &e, Value, Value i, Value j, Value acc) {
+          e.store(finishGemm(e, i, j, acc), outBuf, e.add(e.mul(i, N), j));
+        });
+
   // The sgemm ukernel needs A as [M, K] and B as [K, N] in memory: B as
   // given, or a constant B^T transposed once at compile time.
   int bBuf = bufferOf.lookup(op.getB());
@@ -1699,6 +1935,39 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
   if (epi && (shape(op.getLhs()).size() < 2 || shape(op.getRhs()).size() < 2))
     return op.emitError("matmul epilogues need operands of rank 2 or more");
 
+  if (p.gpu)
+    return gpuMatmul(
+        op, ins, batches, rowsPerBatch, N, K,
+        [&](KernelEmitter &e, Value bi) {
+          return flat ? std::pair<Value, Value>{e.idx(0), e.idx(0)} : batchOffsets(e, bi);
+        },
+        [&](KernelEmitter &e, Value base, Value i, Value k) {
+          return e.add(base, e.add(e.mul(i, K), k));
+        },
+        [&](KernelEmitter &e, Value base, Value k, Value j) {
+          return e.add(base, e.add(e.mul(k, N), j));
+        },
+        [&](KernelEmitter &e, Value bi, Value i, Value j, Value acc) {
+          Value gr = e.add(e.mul(bi, rowsPerBatch), i);
+          Value y = acc;
+          if (epi)
+            y = epi->apply(e, acc, [&](int k) {
+              auto &st = epi->siteStrides[k];
+              Value off = e.add(e.mul(e.rem(gr, M), st[rank - 2]), e.mul(j, st[rank - 1]));
+              Value rest = e.div(gr, M);
+              for (int64_t d = rank - 3; d >= 0; --d) {
+                int64_t size = shape(op.getResult())[d];
+                Value coord = d == 0 ? rest : e.rem(rest, size);
+                if (d > 0)
+                  rest = e.div(rest, size);
+                if (st[d])
+                  off = e.add(off, e.mul(coord, st[d]));
+              }
+              return e.load(2 + k, off);
+            });
+          e.store(y, o, e.add(e.mul(gr, N), j));
+        });
+
   bool f32 = llvm::all_of(ins, [](Value v) {
     return llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32();
   });
@@ -1838,6 +2107,30 @@ LogicalResult Lowering::softmax(kiln::SoftmaxOp op) {
   for (int64_t i = 0; i < axis; ++i) outer *= sh[i];
   for (int64_t i = axis + 1; i < static_cast<int64_t>(sh.size()); ++i) inner *= sh[i];
   int64_t lines = outer * inner;
+  if (p.gpu)
+    // A block per line: the maximum and the sum of exponentials reduced
+    // over the block (shuffles, then shared memory), each thread striding
+    // over the line.
+    return gpuRows(op, {op.getInput()}, lines, [&](KernelEmitter &e, Value line, int64_t n) {
+      Value base = e.add(e.mul(e.div(line, inner), D * inner), e.rem(line, inner));
+      auto at = [&](Value dd) { return e.add(base, e.mul(dd, inner)); };
+      Value scratch = e.shared(n / 32);
+      auto maxOf = [&](Value a, Value c) { return arith::MaximumFOp::create(e.b, a, c).getResult(); };
+      auto sumOf = [&](Value a, Value c) { return e.fadd(a, c); };
+      float ninf = -std::numeric_limits<float>::infinity();
+      Value part = e.reduce(e.tid(), e.idx(D), e.f32(ninf), [&](Value dd, Value acc) {
+        return maxOf(acc, e.load(0, at(dd)));
+      }, n);
+      Value mx = e.blockReduce(part, n, scratch, maxOf, ninf);
+      part = e.reduce(e.tid(), e.idx(D), e.f32(0.0f), [&](Value dd, Value acc) {
+        Value ex = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, e.load(0, at(dd)), mx));
+        e.store(ex, 1, at(dd));
+        return e.fadd(acc, ex);
+      }, n);
+      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.blockReduce(part, n, scratch, sumOf, 0.0f));
+      // Each thread rescales the elements it wrote itself: no barrier needed.
+      e.loop(e.tid(), e.idx(D), [&](Value dd) { e.store(e.fmul(e.load(1, at(dd)), inv), 1, at(dd)); }, n);
+    });
   int64_t perWg = rowsPerWorkgroup(D);
   return launch(op, {op.getInput()}, ceilDiv(lines, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(lines, perWg);
@@ -1995,6 +2288,34 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
   bool scaleFull = elems(op.getScale()) == D && D != 1;
   bool biasFull = hasBias && elems(op.getBias()) == D && D != 1;
   int out = ins.size();
+  if (p.gpu)
+    // A block per row: the sum and the sum of squared deviations reduced
+    // over the block, each thread striding over the row.
+    return gpuRows(op, ins, rows, [&](KernelEmitter &e, Value r, int64_t n) {
+      Value base = e.mul(r, D);
+      Value scratch = e.shared(n / 32);
+      auto sumOf = [&](Value a, Value c) { return e.fadd(a, c); };
+      Value invD = e.f32(1.0f / static_cast<float>(D));
+      Value part = e.reduce(e.tid(), e.idx(D), e.f32(0.0f), [&](Value j, Value acc) {
+        return e.fadd(acc, e.load(0, e.add(base, j)));
+      }, n);
+      Value mean = e.fmul(e.blockReduce(part, n, scratch, sumOf, 0.0f), invD);
+      part = e.reduce(e.tid(), e.idx(D), e.f32(0.0f), [&](Value j, Value acc) {
+        Value d = arith::SubFOp::create(e.b, e.load(0, e.add(base, j)), mean);
+        return e.fadd(acc, e.fmul(d, d));
+      }, n);
+      Value var = e.fmul(e.blockReduce(part, n, scratch, sumOf, 0.0f), invD);
+      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f),
+                                        math::SqrtOp::create(e.b, e.fadd(var, e.f32(eps))));
+      e.loop(e.tid(), e.idx(D), [&](Value j) {
+        Value at = e.add(base, j);
+        Value y = e.fmul(arith::SubFOp::create(e.b, e.load(0, at), mean), inv);
+        y = e.fmul(y, e.load(1, scaleFull ? j : e.idx(0)));
+        if (hasBias)
+          y = e.fadd(y, e.load(2, biasFull ? j : e.idx(0)));
+        e.store(y, out, at);
+      }, n);
+    });
   int64_t perWg = rowsPerWorkgroup(D);
   return launch(op, ins, ceilDiv(rows, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(rows, perWg);
@@ -2451,6 +2772,18 @@ LogicalResult Lowering::run() {
     for (StringRef name : {"kiln_uk_sgemm", "kiln_uk_sgemm_pa"}) {
       auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
       decl.setPrivate();
+    }
+    if (p.gpu) {
+      // The GPU-shaped kernels' thread index, block index, barrier and
+      // warp shuffle (defined by the CUDA prelude).
+      Type index = b.getIndexType(), f32 = b.getF32Type();
+      auto declare = [&](StringRef name, TypeRange in, TypeRange out) {
+        func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(in, out)).setPrivate();
+      };
+      declare("kiln_gpu_tid", {}, {index});
+      declare("kiln_gpu_bid", {}, {index});
+      declare("kiln_gpu_barrier", {}, {});
+      declare("kiln_gpu_shfl_xor", {f32, b.getI64Type()}, {f32});
     }
   }
 

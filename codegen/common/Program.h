@@ -46,6 +46,16 @@ struct Launch {
   int64_t bytesWritten = 0;       // the output buffer
   bool contraction = false;       // conv, gemm, matmul or attention inside
   std::string layout = "row-major"; // of its tensors: NCHW for conv/pool kernels
+  // CUDA targets: the launch geometry the CUDA code generator chose, and
+  // whether the kernel's threads synchronize (barriers, warp operations).
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t sharedBytes = 0;
+  bool blockSync = false;
+  /// Built for the GPU (its threads share the work of a block: tid/bid,
+  /// barriers, shuffles, shared memory) rather than one workgroup per
+  /// thread; its geometry above is set by the lowering.
+  bool gpuShaped = false;
 };
 
 struct Program {
@@ -56,6 +66,10 @@ struct Program {
   std::vector<TensorInfo> inputs, outputs;
   std::vector<char> weights;      // all constants, 64-byte aligned offsets
   int64_t arenaBytes = 0;
+  /// Lower for the CUDA target: op families with GPU-shaped builders
+  /// (elementwise, matrix products, softmax, layer norm) use them; the rest
+  /// keep the CPU loop nests, run one workgroup per GPU thread.
+  bool gpu = false;
 };
 
 /// Lowers `module` (func.func @main of kiln ops, static shapes) into kernels

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/EmitObject.h"
+#include "kiln/runtime.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -73,13 +74,151 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const CpuOptions &o,
   return tm;
 }
 
+
+/// run(arena, inputs, outputs, pool): entry thunks `void entry(void *const
+/// *args, int64_t wg)` per launch, then the launch schedule.
+llvm::Function *emitCpuSchedule(Program &p, llvm::Module &m, llvm::GlobalVariable *weights) {
+  llvm::LLVMContext &lc = m.getContext();
+  llvm::IRBuilder<> b(lc);
+  llvm::Type *ptrTy = b.getPtrTy(), *i64 = b.getInt64Ty();
+  auto internal = llvm::GlobalValue::InternalLinkage;
+  llvm::Module *mod = &m;
+  // Entry thunks: void entry(void *const *args, int64_t wg).
+  auto *entryTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, i64}, false);
+  auto *pforTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, ptrTy, ptrTy, i64}, false);
+  llvm::FunctionCallee pfor = mod->getOrInsertFunction("kiln_rt_parallel_for", pforTy);
+  std::vector<llvm::Function *> entries;
+  size_t maxArgs = 1;
+  for (const Launch &l : p.launches) {
+    llvm::Function *k = mod->getFunction(l.kernel);
+    auto *e = llvm::Function::Create(entryTy, internal, l.kernel + "_entry", *mod);
+    b.SetInsertPoint(llvm::BasicBlock::Create(lc, "entry", e));
+    std::vector<llvm::Value *> args;
+    for (size_t i = 0; i < l.buffers.size(); ++i)
+      args.push_back(b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, e->getArg(0), i)));
+    args.push_back(e->getArg(1));
+    b.CreateCall(k, args);
+    b.CreateRetVoid();
+    entries.push_back(e);
+    maxArgs = std::max(maxArgs, l.buffers.size());
+  }
+
+  // run(arena, inputs, outputs, pool): the launch schedule.
+  auto *runTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, ptrTy, ptrTy, ptrTy}, false);
+  auto *run = llvm::Function::Create(runTy, internal, p.name + "_run_impl", *mod);
+  b.SetInsertPoint(llvm::BasicBlock::Create(lc, "entry", run));
+  llvm::Value *argv = b.CreateAlloca(llvm::ArrayType::get(ptrTy, maxArgs));
+  for (auto [li, l] : llvm::enumerate(p.launches)) {
+    for (auto [ai, id] : llvm::enumerate(l.buffers)) {
+      const Buffer &buf = p.buffers[id];
+      llvm::Value *ptr = nullptr;
+      switch (buf.kind) {
+      case Buffer::Input:
+        ptr = b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, run->getArg(1), buf.index));
+        break;
+      case Buffer::Output:
+        ptr = b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, run->getArg(2), buf.index));
+        break;
+      case Buffer::Constant:
+        ptr = b.CreateConstGEP1_64(b.getInt8Ty(), weights, buf.offset);
+        break;
+      case Buffer::Arena:
+        ptr = b.CreateConstGEP1_64(b.getInt8Ty(), run->getArg(0), buf.offset);
+        break;
+      }
+      b.CreateStore(ptr, b.CreateConstGEP1_64(ptrTy, argv, ai));
+    }
+    b.CreateCall(pfor, {run->getArg(3), entries[li], argv,
+                        b.getInt64(l.workgroups)});
+  }
+  b.CreateRetVoid();
+  return run;
+}
+
+/// The kiln_device_program of a CUDA or CUDA-emu model: buffers, launches
+/// with their geometry, and the images (CUDA) or block entry points (emu).
+llvm::Constant *emitDeviceProgram(Program &p, llvm::Module &m, llvm::GlobalVariable *weights,
+                                  const CpuOptions &options) {
+  llvm::LLVMContext &lc = m.getContext();
+  llvm::IRBuilder<> b(lc);
+  llvm::Type *ptrTy = b.getPtrTy(), *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
+  auto internal = llvm::GlobalValue::InternalLinkage;
+  auto global = [&](llvm::Constant *init, const std::string &name) {
+    return new llvm::GlobalVariable(m, init->getType(), true, internal, init, name);
+  };
+  auto *bufTy = llvm::StructType::get(lc, {i32, i32, i64});
+  std::vector<llvm::Constant *> bufs;
+  for (const Buffer &buf : p.buffers) {
+    int32_t kind = buf.kind == Buffer::Input      ? KILN_BUFFER_INPUT
+                   : buf.kind == Buffer::Output   ? KILN_BUFFER_OUTPUT
+                   : buf.kind == Buffer::Constant ? KILN_BUFFER_WEIGHTS
+                                                  : KILN_BUFFER_ARENA;
+    int64_t value = buf.kind == Buffer::Input || buf.kind == Buffer::Output ? buf.index
+                                                                            : buf.offset;
+    bufs.push_back(llvm::ConstantStruct::get(bufTy, {b.getInt32(kind), b.getInt32(0),
+                                                     b.getInt64(value)}));
+  }
+  auto *bufArrTy = llvm::ArrayType::get(bufTy, bufs.size());
+  auto *buffers = global(llvm::ConstantArray::get(bufArrTy, bufs), p.name + "_device_buffers");
+
+  auto *dim3Ty = llvm::ArrayType::get(i32, 3);
+  auto dim3 = [&](const uint32_t *d) {
+    return llvm::ConstantArray::get(dim3Ty, {b.getInt32(d[0]), b.getInt32(d[1]), b.getInt32(d[2])});
+  };
+  auto *launchTy = llvm::StructType::get(lc, {ptrTy, dim3Ty, dim3Ty, i32, i32, ptrTy, i64});
+  std::vector<llvm::Constant *> launches, blocks;
+  auto *entryTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, i64}, false);
+  for (const Launch &l : p.launches) {
+    std::vector<uint32_t> ids(l.buffers.begin(), l.buffers.end());
+    auto *args = global(llvm::ConstantDataArray::get(lc, ids), l.kernel + "_device_args");
+    launches.push_back(llvm::ConstantStruct::get(
+        launchTy, {b.CreateGlobalString(l.kernel, l.kernel + "_device_name", 0, &m),
+                   dim3(l.grid), dim3(l.block), b.getInt32(l.sharedBytes),
+                   b.getInt32(ids.size()), args, b.getInt64(l.workgroups)}));
+    if (options.device == CpuOptions::Device::CudaEmu)
+      blocks.push_back(llvm::Function::Create(entryTy, llvm::GlobalValue::ExternalLinkage,
+                                              l.kernel + "_block", m));
+  }
+  auto *launchArrTy = llvm::ArrayType::get(launchTy, launches.size());
+  auto *launchTable =
+      global(llvm::ConstantArray::get(launchArrTy, launches), p.name + "_device_launches");
+  llvm::Constant *emuBlocks = llvm::ConstantPointerNull::get(b.getPtrTy());
+  if (!blocks.empty()) {
+    auto *arrTy = llvm::ArrayType::get(ptrTy, blocks.size());
+    emuBlocks = global(llvm::ConstantArray::get(arrTy, blocks), p.name + "_emu_blocks");
+  }
+
+  auto *imageTy = llvm::StructType::get(lc, {i32, i32, ptrTy, i64});
+  std::vector<llvm::Constant *> images;
+  for (const CpuOptions::CudaImage &img : options.cudaImages) {
+    auto *data = llvm::ConstantDataArray::getRaw(img.bytes, img.bytes.size(), b.getInt8Ty());
+    auto *g = global(data, p.name + (img.ptx ? "_ptx_" : "_cubin_sm") + std::to_string(img.arch));
+    g->setAlignment(llvm::Align(64));
+    images.push_back(llvm::ConstantStruct::get(
+        imageTy, {b.getInt32(img.arch), b.getInt32(img.ptx ? 1 : 0), g,
+                  b.getInt64(img.bytes.size())}));
+  }
+  auto *imageArrTy = llvm::ArrayType::get(imageTy, images.size());
+  auto *imageTable = global(llvm::ConstantArray::get(imageArrTy, images), p.name + "_cuda_images");
+
+  auto *progTy = llvm::StructType::get(lc, {i32, i32, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy, ptrTy});
+  llvm::Constant *weightsC = weights ? static_cast<llvm::Constant *>(weights)
+                                     : llvm::ConstantPointerNull::get(b.getPtrTy());
+  return global(llvm::ConstantStruct::get(
+                    progTy, {b.getInt32(bufs.size()), b.getInt32(launches.size()), buffers,
+                             launchTable, b.getInt32(images.size()), b.getInt32(0), imageTable,
+                             emuBlocks, weightsC}),
+                p.name + "_device_program");
+}
+
 } // namespace
 
 std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                                               const CpuOptions &options,
                                               std::string &error) {
   ModuleOp kernels = *p.kernels;
-  if (options.externalKernels) // compiled elsewhere; keep only the schedule
+  bool device = options.device != CpuOptions::Device::Cpu;
+  if (device) // compiled elsewhere; keep only the schedule
     for (Operation &op : llvm::make_early_inc_range(kernels.getBody()->getOperations()))
       op.erase();
   MLIRContext *ctx = kernels.getContext();
@@ -146,65 +285,18 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
     weights->setAlignment(llvm::Align(64));
   }
 
-  // Entry thunks: void entry(void *const *args, int64_t wg).
-  auto *entryTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, i64}, false);
-  auto *pforTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, ptrTy, ptrTy, i64}, false);
-  llvm::FunctionCallee pfor = mod->getOrInsertFunction("kiln_rt_parallel_for", pforTy);
-  std::vector<llvm::Function *> entries;
-  size_t maxArgs = 1;
-  for (const Launch &l : p.launches) {
-    if (options.externalKernels) {
-      entries.push_back(llvm::Function::Create(entryTy, llvm::GlobalValue::ExternalLinkage,
-                                               l.kernel + "_entry", *mod));
-      maxArgs = std::max(maxArgs, l.buffers.size());
-      continue;
-    }
-    llvm::Function *k = mod->getFunction(l.kernel);
-    if (!k) {
-      error = "kernel " + l.kernel + " vanished during lowering";
-      return nullptr;
-    }
-    auto *e = llvm::Function::Create(entryTy, internal, l.kernel + "_entry", *mod);
-    b.SetInsertPoint(llvm::BasicBlock::Create(lc, "entry", e));
-    std::vector<llvm::Value *> args;
-    for (size_t i = 0; i < l.buffers.size(); ++i)
-      args.push_back(b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, e->getArg(0), i)));
-    args.push_back(e->getArg(1));
-    b.CreateCall(k, args);
-    b.CreateRetVoid();
-    entries.push_back(e);
-    maxArgs = std::max(maxArgs, l.buffers.size());
-  }
-
-  // run(arena, inputs, outputs, pool): the launch schedule.
-  auto *runTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, ptrTy, ptrTy, ptrTy}, false);
-  auto *run = llvm::Function::Create(runTy, internal, p.name + "_run_impl", *mod);
-  b.SetInsertPoint(llvm::BasicBlock::Create(lc, "entry", run));
-  llvm::Value *argv = b.CreateAlloca(llvm::ArrayType::get(ptrTy, maxArgs));
-  for (auto [li, l] : llvm::enumerate(p.launches)) {
-    for (auto [ai, id] : llvm::enumerate(l.buffers)) {
-      const Buffer &buf = p.buffers[id];
-      llvm::Value *ptr = nullptr;
-      switch (buf.kind) {
-      case Buffer::Input:
-        ptr = b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, run->getArg(1), buf.index));
-        break;
-      case Buffer::Output:
-        ptr = b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, run->getArg(2), buf.index));
-        break;
-      case Buffer::Constant:
-        ptr = b.CreateConstGEP1_64(b.getInt8Ty(), weights, buf.offset);
-        break;
-      case Buffer::Arena:
-        ptr = b.CreateConstGEP1_64(b.getInt8Ty(), run->getArg(0), buf.offset);
-        break;
+  llvm::Function *run = nullptr;
+  llvm::Constant *deviceProgram = llvm::ConstantPointerNull::get(b.getPtrTy());
+  if (!device) {
+    for (const Launch &l : p.launches)
+      if (!mod->getFunction(l.kernel)) {
+        error = "kernel " + l.kernel + " vanished during lowering";
+        return nullptr;
       }
-      b.CreateStore(ptr, b.CreateConstGEP1_64(ptrTy, argv, ai));
-    }
-    b.CreateCall(pfor, {run->getArg(3), entries[li], argv,
-                        b.getInt64(l.workgroups)});
+    run = emitCpuSchedule(p, *mod, weights);
   }
-  b.CreateRetVoid();
+  else
+    deviceProgram = emitDeviceProgram(p, *mod, weights, options);
 
   // The model descriptor (layout of kiln_model_desc in kiln/runtime.h).
   auto *tensorTy = llvm::StructType::get(lc, {ptrTy, i32, i32, ptrTy});
@@ -242,13 +334,20 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   auto *kernelFlops = new llvm::GlobalVariable(*mod, flopsInit->getType(), true, internal,
                                                flopsInit, p.name + "_kernel_flops");
   auto *descTy = llvm::StructType::get(
-      lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy});
+      lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
+           ptrTy});
+  int32_t deviceKind = options.device == CpuOptions::Device::Cuda      ? KILN_DEVICE_CUDA
+                       : options.device == CpuOptions::Device::CudaEmu ? KILN_DEVICE_CUDA_EMU
+                                                                       : KILN_DEVICE_CPU;
+  llvm::Constant *runC = run ? static_cast<llvm::Constant *>(run)
+                             : llvm::ConstantPointerNull::get(b.getPtrTy());
   auto *desc = llvm::ConstantStruct::get(
-      descTy, {b.getInt32(1), b.getInt32(p.inputs.size()),
+      descTy, {b.getInt32(KILN_ABI_VERSION), b.getInt32(p.inputs.size()),
                b.getInt32(p.outputs.size()), b.getInt32(p.launches.size()),
                b.CreateGlobalString(p.name, p.name + "_name", 0, mod.get()),
                inputs, outputs, b.getInt64(p.arenaBytes),
-               b.getInt64(p.weights.size()), run, kernelNames, kernelFlops});
+               b.getInt64(p.weights.size()), runC, kernelNames, kernelFlops,
+               b.getInt32(deviceKind), b.getInt32(0), deviceProgram});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

@@ -19,10 +19,18 @@ struct CpuOptions {
   /// Also export `kiln_model`, a pointer to the descriptor under a fixed
   /// name, so a loader can dlopen a .so without knowing the model name.
   bool exportGenericEntry = false;
-  /// The kernels' entry thunks (`<kernel>_entry(args, wg)`) are defined
-  /// elsewhere (the CUDA emulation build, --target=cuda-emu): only the
-  /// schedule, weights and descriptor are emitted here.
-  bool externalKernels = false;
+  /// Where the kernels run. CPU: the kernels are compiled here and `run`
+  /// launches them on the thread pool. CUDA and CUDA-emu: no host kernels;
+  /// the descriptor carries the device schedule (kiln_device_program) and,
+  /// for CUDA, `cudaImages`; for CUDA-emu, the block entry points
+  /// `<kernel>_block(args, b)` defined by the emulation build.
+  enum class Device { Cpu, Cuda, CudaEmu } device = Device::Cpu;
+  struct CudaImage {
+    uint32_t arch = 80; // sm_80 / compute_80
+    bool ptx = false;
+    std::string bytes;
+  };
+  std::vector<CudaImage> cudaImages;
 };
 
 /// Lowers the program's kernels to LLVM IR and adds the host schedule, the

@@ -24,14 +24,16 @@ constexpr int kThreadsPerBlock = 64;
 
 /// CUDA C++ for every kernel of `p` (self-contained: a prelude with the
 /// device matrix-product helpers, then one __global__ function per launch,
-/// each preceded by a comment naming its ops and ONNX nodes). Empty and
-/// `error` set when a kernel uses an operation the printer does not know.
-std::string emitCudaSource(const codegen::Program &p, std::string &error);
+/// each preceded by a comment naming its ops and ONNX nodes). Sets each
+/// launch's grid, block and shared memory. Empty and `error` set when a
+/// kernel uses an operation the printer does not know.
+std::string emitCudaSource(codegen::Program &p, std::string &error);
 
 /// Host C++ for --target=cuda-emu: includes the emulation header and the
-/// source above, and defines each launch's entry thunk
-/// `void <kernel>_entry(void *const *args, int64_t wg)` (the CPU target's
-/// calling convention) running workgroup `wg` as one emulated CUDA thread.
+/// source above, and defines each launch's block entry point
+/// `void <kernel>_block(void *const *args, int64_t b)` running block `b` of
+/// the launch's grid (the runtime calls it from its thread pool, the way
+/// the CUDA driver runs a real launch's blocks).
 std::string emitEmulationSource(const codegen::Program &p, const std::string &cudaSource);
 
 } // namespace kiln::cuda

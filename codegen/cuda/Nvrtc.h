@@ -36,6 +36,20 @@ CompileResult compile(const std::string &source, const std::string &name,
                       const std::string &arch,
                       const std::vector<std::string> &includeDirs = {});
 
+/// As compile(), through the kernel cache: results are kept by a hash of
+/// the source, the architecture and NVRTC's version in $KILN_CACHE_DIR
+/// (default $XDG_CACHE_HOME/kiln or ~/.cache/kiln), under cuda/. Only
+/// successful compilations are cached. `hit` tells whether it was one.
+CompileResult compileCached(const std::string &source, const std::string &name,
+                            const std::string &arch, bool *hit = nullptr);
+
+/// compileCached() for every architecture, in parallel (one thread each).
+std::vector<CompileResult> compileAll(const std::string &source, const std::string &name,
+                                      const std::vector<std::string> &archs, int *hits = nullptr);
+
+/// The cache folder ("" when none can be used).
+std::string cacheDir();
+
 /// NVRTC's version as "major.minor".
 std::string version();
 

@@ -58,6 +58,22 @@ int64_t tensorBytes(const codegen::TensorInfo &t) {
   return n;
 }
 
+/// Roofline time on an H100, microseconds: the larger of moving the
+/// kernel's bytes at full bandwidth and doing its flops at the fp32 peak.
+double h100Microseconds(const codegen::Launch &l, bool &computeBound) {
+  double mem = double(l.bytesRead + l.bytesWritten) / kH100BytesPerSecond;
+  double math = double(l.flops) / kH100Fp32FlopsPerSecond;
+  computeBound = math > mem;
+  return std::max(mem, math) * 1e6;
+}
+
+std::string dims(const uint32_t *d) {
+  std::string s = std::to_string(d[0]);
+  if (d[1] != 1 || d[2] != 1)
+    s += "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+  return s;
+}
+
 std::string mib(int64_t bytes) {
   return llvm::formatv("{0:f2} MiB", bytes / (1024.0 * 1024.0)).str();
 }
@@ -65,7 +81,7 @@ std::string mib(int64_t bytes) {
 } // namespace
 
 bool writeReport(const std::string &path, const codegen::Program &p,
-                 const codegen::Program *unfused, std::string &error) {
+                 const codegen::Program *unfused, std::string &error, const CudaReport *cuda) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
   if (ec) {
@@ -102,6 +118,31 @@ bool writeReport(const std::string &path, const codegen::Program &p,
        << mib(p.weights.size()) << "; inputs: " << mib(inBytes)
        << "; outputs: " << mib(outBytes) << "\n"
        << "- recomputed values: none\n";
+    if (cuda) {
+      os << "\n## CUDA kernels (" << cuda->target << ")\n\n"
+         << "Resources from ptxas for " << (cuda->resourcesArch.empty() ? "-" : cuda->resourcesArch)
+         << "; the estimate is a roofline on an H100 (3.35 TB/s, 67 TFLOP/s fp32, 989 TFLOP/s "
+            "bf16 dense): max(bytes / bandwidth, flops / peak), without launch overhead.\n\n"
+         << "| # | kernel | grid | block | registers | spill st/ld (B) | stack (B) | smem (B) "
+            "| MFLOP | bytes | H100 est. (us) | bound |\n"
+         << "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+      double total = 0;
+      for (auto [i, l] : llvm::enumerate(p.launches)) {
+        auto it = cuda->resources.find(l.kernel);
+        CudaReport::Resources r = it == cuda->resources.end() ? CudaReport::Resources{} : it->second;
+        bool compute = false;
+        double us = h100Microseconds(l, compute);
+        total += us;
+        os << "| " << i << " | " << l.kernel << " | " << dims(l.grid) << " | " << dims(l.block)
+           << " | " << r.registers << " | " << r.spillStores << "/" << r.spillLoads << " | "
+           << r.stackBytes << " | " << std::max<int64_t>(r.sharedBytes, l.sharedBytes) << " | "
+           << llvm::formatv("{0:f3}", l.flops / 1e6) << " | " << l.bytesRead + l.bytesWritten
+           << " | " << llvm::formatv("{0:f2}", us) << " | " << (compute ? "compute" : "memory")
+           << " |\n";
+      }
+      os << "\nEstimated H100 time for one run: " << llvm::formatv("{0:f1}", total)
+         << " us (sum of the kernels' roofline times).\n";
+    }
     if (unfused) {
       Totals u = totalsOf(*unfused);
       os << "\n## Without fusion\n\n"
@@ -114,11 +155,12 @@ bool writeReport(const std::string &path, const codegen::Program &p,
   }
 
   llvm::json::Array kernels;
+  double cudaTotal = 0;
   for (const auto &l : p.launches) {
     llvm::json::Array nodes;
     for (auto &n : l.nodes)
       nodes.push_back(n);
-    kernels.push_back(llvm::json::Object{{"name", l.kernel},
+    llvm::json::Object k{{"name", l.kernel},
                                          {"ops", l.what},
                                          {"onnx_nodes", std::move(nodes)},
                                          {"layout", l.layout},
@@ -126,11 +168,29 @@ bool writeReport(const std::string &path, const codegen::Program &p,
                                          {"workgroups", l.workgroups},
                                          {"flops", l.flops},
                                          {"bytes_read", l.bytesRead},
-                                         {"bytes_written", l.bytesWritten}});
+                                         {"bytes_written", l.bytesWritten}};
+    if (cuda) {
+      auto it = cuda->resources.find(l.kernel);
+      CudaReport::Resources r = it == cuda->resources.end() ? CudaReport::Resources{} : it->second;
+      bool compute = false;
+      double us = h100Microseconds(l, compute);
+      cudaTotal += us;
+      k["cuda"] = llvm::json::Object{
+          {"grid", llvm::json::Array{l.grid[0], l.grid[1], l.grid[2]}},
+          {"block", llvm::json::Array{l.block[0], l.block[1], l.block[2]}},
+          {"registers", r.registers},
+          {"spill_store_bytes", r.spillStores},
+          {"spill_load_bytes", r.spillLoads},
+          {"stack_bytes", r.stackBytes},
+          {"shared_bytes", std::max<int64_t>(r.sharedBytes, l.sharedBytes)},
+          {"h100_estimate_us", us},
+          {"bound", compute ? "compute" : "memory"}};
+    }
+    kernels.push_back(std::move(k));
   }
   llvm::json::Object root{
       {"model", p.name},
-      {"target", "cpu"},
+      {"target", cuda ? cuda->target : "cpu"},
       {"kernels", std::move(kernels)},
       {"totals", totalsJson(t)},
       {"memory", llvm::json::Object{{"arena_bytes", p.arenaBytes},
@@ -140,6 +200,9 @@ bool writeReport(const std::string &path, const codegen::Program &p,
       {"recomputed", llvm::json::Array{}}};
   if (unfused)
     root["unfused_totals"] = totalsJson(totalsOf(*unfused));
+  if (cuda)
+    root["cuda"] = llvm::json::Object{{"resources_arch", cuda->resourcesArch},
+                                      {"h100_estimate_us", cudaTotal}};
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
   return true;
 }

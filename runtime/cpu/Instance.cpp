@@ -1,10 +1,12 @@
 //===- Instance.cpp - model instances: arena, input checks, run ------------===//
 #include "kiln/runtime.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/cuda/DeviceRun.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 #include <thread>
@@ -13,6 +15,7 @@ struct kiln_instance {
   const kiln_model_desc *model = nullptr;
   void *arena = nullptr;
   kiln::rt::ThreadPool *pool = nullptr;
+  std::unique_ptr<kiln::rt::DeviceRun> device; // CUDA and cuda-emu models
   std::string error;
 };
 
@@ -109,7 +112,10 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
     return KILN_ERROR_OUT_OF_MEMORY;
   }
   inst->model = model;
-  if (model->arena_bytes) {
+  bool onDevice = model->device_kind != KILN_DEVICE_CPU;
+  if (model->device_kind == KILN_DEVICE_CUDA)
+    threads = 1; // the host only enqueues work
+  if (model->arena_bytes && !onDevice) {
     size_t bytes = (model->arena_bytes + 63) / 64 * 64;
     inst->arena = std::aligned_alloc(64, bytes);
     if (!inst->arena) {
@@ -125,7 +131,20 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
     delete inst;
     return KILN_ERROR_OUT_OF_MEMORY;
   }
-  inst->pool->enableProfile(options && options->profile);
+  inst->pool->enableProfile(options && options->profile && !onDevice);
+  if (onDevice) {
+    kiln_options o{};
+    if (options)
+      o = *options;
+    kiln_status st = KILN_OK;
+    std::string error;
+    inst->device = kiln::rt::DeviceRun::create(*model, o, *inst->pool, st, error);
+    if (!inst->device) {
+      lastError = "model '" + std::string(model->name) + "': " + error;
+      kiln_instance_destroy(inst);
+      return st;
+    }
+  }
   *out = inst;
   return KILN_OK;
 }
@@ -146,7 +165,9 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
     if (st == KILN_OK)
       st = checkTensors(inst, "output", m->outputs, m->num_outputs, outputs,
                         numOutputs, outs);
-    if (st == KILN_OK) {
+    if (st == KILN_OK && inst->device) {
+      st = inst->device->run(ins, outs, inst->error);
+    } else if (st == KILN_OK) {
       inst->pool->beginRun();
       m->run(inst->arena, ins, outs, inst->pool);
     }
@@ -161,6 +182,7 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
 void kiln_instance_destroy(kiln_instance *inst) {
   if (!inst)
     return;
+  inst->device.reset(); // before the pool its emulated launches use
   delete inst->pool;
   std::free(inst->arena);
   delete inst;
@@ -180,8 +202,9 @@ kiln_status kiln_instance_profile(const kiln_instance *inst, const double **ms,
                                   size_t *count) {
   if (!inst || !ms || !count)
     return KILN_ERROR_INVALID_ARGUMENT;
-  *ms = inst->pool->profile().data();
-  *count = inst->pool->profile().size();
+  const std::vector<double> &p = inst->device ? inst->device->profile() : inst->pool->profile();
+  *ms = p.data();
+  *count = p.size();
   return KILN_OK;
 }
 

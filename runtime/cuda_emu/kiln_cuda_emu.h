@@ -62,7 +62,7 @@ constexpr unsigned kWarpSize = 32;
 /// One emulated thread: a fiber with its own stack.
 struct Fiber {
   ucontext_t ctx;
-  std::unique_ptr<char[]> stack;
+  char *stack = nullptr; // from the host thread's stack pool
   dim3 threadIdx;
   bool done = false;
   int waiting = 0; // 0 running, 1 at a block barrier, 2 at a warp barrier
@@ -78,8 +78,11 @@ struct Block {
   // Warp exchange slots: one 8-byte value per thread.
   std::vector<uint64_t> lanes;
   std::function<void()> body;
-  bool direct = false; // one thread on the host thread's own stack
+  bool direct = false; // threads run one after another on the host stack
 };
+
+/// Fiber stacks, kept per host thread across blocks and launches.
+inline thread_local std::vector<std::unique_ptr<char[]>> tlsStacks;
 
 inline thread_local Block *tlsBlock = nullptr;
 
@@ -93,8 +96,11 @@ inline Fiber &fiber() { return block().fibers[block().current]; }
 
 /// Back to the scheduler, in state `why` (1 block barrier, 2 warp barrier).
 inline void yieldAt(int why) {
-  if (block().direct)
+  if (block().direct) {
+    if (block().fibers.size() > 1)
+      fail("a barrier or warp operation in a kernel launched as independent threads");
     return; // a lone thread passes every barrier
+  }
   Fiber &f = fiber();
   f.waiting = why;
   swapcontext(&f.ctx, &block().scheduler);
@@ -183,13 +189,15 @@ inline void runBlock(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes
   b.lanes.assign(n, 0);
   Block *saved = tlsBlock;
   tlsBlock = &b;
+  while (tlsStacks.size() < n)
+    tlsStacks.emplace_back(new char[kStack]);
   for (unsigned i = 0; i < n; ++i) {
     Fiber &f = b.fibers[i];
     f.threadIdx = dim3(i % blockDim.x, (i / blockDim.x) % blockDim.y,
                        i / (blockDim.x * blockDim.y));
-    f.stack.reset(new char[kStack]);
+    f.stack = tlsStacks[i].get();
     getcontext(&f.ctx);
-    f.ctx.uc_stack.ss_sp = f.stack.get();
+    f.ctx.uc_stack.ss_sp = f.stack;
     f.ctx.uc_stack.ss_size = kStack;
     f.ctx.uc_link = nullptr;
     makecontext(&f.ctx, fiberEntry, 0);
@@ -213,6 +221,38 @@ template <typename F> void runSingleThread(dim3 blockIdx, dim3 grid, F &&body) {
   Block *saved = tlsBlock;
   tlsBlock = &b;
   body();
+  tlsBlock = saved;
+}
+
+/// Runs block `blockIdx` of a launch of `body` (the kernel call). Threads
+/// that never synchronize (`independent`: no barriers, no warp operations)
+/// run one after another on the host thread's own stack; the others are
+/// fibers switched at barriers. Kiln's runtime calls this once per block
+/// from its thread pool (the generated `<kernel>_block` entry points).
+template <typename F>
+void runBlockOf(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes, bool independent,
+                F &&body) {
+  if (!independent) {
+    runBlock(blockIdx, grid, blockDim, sharedBytes, std::function<void()>(body));
+    return;
+  }
+  Block b;
+  b.blockIdx = blockIdx;
+  b.gridDim = grid;
+  b.blockDim = blockDim;
+  b.direct = true;
+  b.dynamicShared.assign(sharedBytes, 0);
+  unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  b.fibers.resize(n);
+  b.lanes.assign(n, 0);
+  Block *saved = tlsBlock;
+  tlsBlock = &b;
+  for (unsigned i = 0; i < n; ++i) {
+    b.fibers[i].threadIdx = dim3(i % blockDim.x, (i / blockDim.x) % blockDim.y,
+                                 i / (blockDim.x * blockDim.y));
+    b.current = i;
+    body();
+  }
   tlsBlock = saved;
 }
 

@@ -4,8 +4,10 @@ artifact paths: the .so run by kiln-run, and model.o + model.h linked into a
 C program (test/e2e/Inputs/run_object.c) that also runs several instances at
 once from several threads; the .so also at -O0 (no graph passes), for CNNs
 with every region channels last and an NHWC input, and for the CUDA target:
-its kernels compile with NVRTC for sm_80/sm_90 and run through the CPU
-emulation (--target=cuda-emu).
+a --target=cuda artifact with sm_80/sm_90 CUBINs (NVRTC, no spills) that
+runs on a GPU when there is one (--cuda-run) and otherwise must refuse
+cleanly with "no CUDA device", and the same CUDA C++ run through the CPU
+emulation (--target=cuda-emu), directly and as a replayed CUDA graph.
 
 Tolerance: |kiln - ort| <= rtol * |ort| + atol with rtol = 1e-4 and
 atol = 1e-5 * max|ort| (deep random-weight nets give large logits; near-zero
@@ -50,6 +52,10 @@ def main():
     ap.add_argument("--bindir", required=True)
     ap.add_argument("--libdir", required=True)
     ap.add_argument("--include", required=True, help="runtime/include")
+    ap.add_argument("--cuda-arch", default="sm_80,sm_90",
+                    help="architectures of the --target=cuda artifact")
+    ap.add_argument("--cuda-run", action="store_true",
+                    help="a CUDA GPU is present: run the --target=cuda artifact on it")
     ap.add_argument("models", nargs="*",
                     default=["small_cnn", "resnet18", "mobilenetv2", "bert_layer", "gpt2_block"])
     args = ap.parse_args()
@@ -95,20 +101,37 @@ def main():
                     ok_so = check(".so with --layout=nhwc --io-layout=nhwc via kiln-run",
                                   np.load(os.path.join(out_dir + "_nhwc", "logits.npy")),
                                   ref) and ok_so
-                # The CUDA target: every kernel compiles with NVRTC for sm_80 and
-                # sm_90, and the same CUDA C++ runs through the emulation
-                # (--target=cuda-emu) against the reference.
+                # The CUDA target: an artifact whose kernels compile with NVRTC
+                # for sm_80 and sm_90 without spills; it runs on a GPU when
+                # there is one and refuses cleanly otherwise.
+                so_c = os.path.join(tmp, name + "_cuda.so")
                 run([os.path.join(args.bindir, "kiln-compile"), path, "--target=cuda",
-                     "--cuda-arch=sm_80,sm_90", "--emit=cuda-src", "-o",
-                     os.path.join(tmp, name + ".cu")])
+                     "--cuda-arch=" + args.cuda_arch, "--cuda-no-spills", "-o", so_c])
+                cuda_cmd = [os.path.join(args.bindir, "kiln-run"), so_c, "--input",
+                            "input=" + os.path.join(tmp, "x.npy")]
+                if args.cuda_run:
+                    for extra in ([], ["--cuda-graphs"]):
+                        d = out_dir + "_cuda" + "".join(extra)
+                        run(cuda_cmd + extra + ["--output-dir", d])
+                        ok_so = check(".so with --target=cuda " + " ".join(extra),
+                                      np.load(os.path.join(d, "logits.npy")), ref) and ok_so
+                else:
+                    r = subprocess.run(cuda_cmd, capture_output=True, text=True)
+                    refused = r.returncode == 1 and "no CUDA device" in r.stderr
+                    print(f"  .so with --target=cuda without a GPU: "
+                          f"{'refused cleanly' if refused else 'UNEXPECTED: ' + r.stderr.strip()}")
+                    ok_so = refused and ok_so
+                # The same CUDA C++ through the emulation (--target=cuda-emu),
+                # directly and captured once as a graph, then replayed.
                 so_e = os.path.join(tmp, name + "_emu.so")
                 run([os.path.join(args.bindir, "kiln-compile"), path, "--target=cuda-emu",
                      "-o", so_e])
-                run([os.path.join(args.bindir, "kiln-run"), so_e, "--input",
-                     "input=" + os.path.join(tmp, "x.npy"), "--output-dir", out_dir + "_emu"])
-                ok_so = check(".so with --target=cuda-emu via kiln-run",
-                              np.load(os.path.join(out_dir + "_emu", "logits.npy")),
-                              ref) and ok_so
+                for extra in ([], ["--cuda-graphs"]):
+                    d = out_dir + "_emu" + "".join(extra)
+                    run([os.path.join(args.bindir, "kiln-run"), so_e, "--input",
+                         "input=" + os.path.join(tmp, "x.npy"), "--output-dir", d] + extra)
+                    ok_so = check(".so with --target=cuda-emu via kiln-run " + " ".join(extra),
+                                  np.load(os.path.join(d, "logits.npy")), ref) and ok_so
                 # .o + .h linked into a C program
                 obj = os.path.join(tmp, name + ".o")
                 run([os.path.join(args.bindir, "kiln-compile"), path, "-o", obj])
@@ -116,7 +139,7 @@ def main():
                 run(["cc", "-O2", f"-DKILN_MODEL={name}", "-I", args.include, "-include",
                      os.path.join(tmp, name + ".h"), os.path.join(HERE, "Inputs", "run_object.c"),
                      obj, os.path.join(args.libdir, "libkiln_runtime.a"), "-lstdc++", "-lm",
-                     "-lpthread", "-o", exe])
+                     "-lpthread", "-ldl", "-o", exe])
                 outf = os.path.join(tmp, name + ".out.f32")
                 print("  " + run([exe, os.path.join(tmp, "x.f32"), outf, "4"]).strip())
                 got = np.fromfile(outf, np.float32).reshape(ref.shape)

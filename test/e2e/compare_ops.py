@@ -331,6 +331,9 @@ CASES = {
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bindir", required=True)
+    ap.add_argument("--cuda-target", default="cuda-emu",
+                    help="the CUDA variant of every case: cuda-emu here, cuda on a GPU machine")
+    ap.add_argument("--only-cuda", action="store_true", help="run the CUDA variant only")
     args = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -355,12 +358,14 @@ def main():
             atol = ATOL * max(1.0, float(np.abs(ref).max()))
             cmd += ["--compare", f"y={os.path.join(tmp, 'ref.npy')}", "--rtol", str(RTOL),
                     "--atol", f"{atol:.3g}"]
-            variants = [["-O0"], ["-O3"], ["-O3", "--target=cuda-emu"]]
+            variants = [["-O0"], ["-O3"], ["-O3", "--target=" + args.cuda_target]]
             spatial = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"}
             if any(n.op_type in spatial for n in m.graph.node) and len(ref.shape) == 4:
                 variants += [["-O3", "--layout=nhwc"], ["-O3", "--layout=nhwc", "--io-layout=nhwc"]]
             elif any(n.op_type in spatial for n in m.graph.node):
                 variants += [["-O3", "--layout=nhwc"]]
+            if args.only_cuda:
+                variants = [["-O3", "--target=" + args.cuda_target]]
             for flags in variants:
                 run_cmd = cmd
                 if "--io-layout=nhwc" in flags:

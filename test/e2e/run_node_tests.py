@@ -64,7 +64,10 @@ def select(roots):
     return tests
 
 
-def run_one(d, bindir, workdir):
+LEVELS = ("-O0", "-O3", "--target=cuda-emu")
+
+
+def run_one(d, bindir, workdir, levels=LEVELS):
     """Compiles the test at -O0 (no graph passes) and the default level and
     runs both on every stored input set."""
     name = os.path.basename(d)
@@ -72,7 +75,7 @@ def run_one(d, bindir, workdir):
     inits = {i.name for i in m.graph.initializer}
     ins = [i.name for i in m.graph.input if i.name not in inits]
     outs = [o.name for o in m.graph.output]
-    for level in ("-O0", "-O3", "--target=cuda-emu"):
+    for level in levels:
         so = os.path.join(workdir, name + level + ".so")
         r = subprocess.run([os.path.join(bindir, "kiln-compile"), os.path.join(d, "model.onnx"),
                             level, "-o", so], capture_output=True, text=True)
@@ -96,6 +99,9 @@ def main():
     ap.add_argument("--bindir", required=True)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--list", action="store_true", help="print the selected tests")
+    ap.add_argument("--levels", default=",".join(LEVELS),
+                    help="comma-separated kiln-compile flag sets, each run on every test "
+                         "(bench/gpu.py passes --target=cuda on a GPU machine)")
     args = ap.parse_args()
     tests = select(data_roots())
     if args.list:
@@ -105,7 +111,7 @@ def main():
         expected_rejects = {l.split("#")[0].strip() for l in f} - {""}
     passed = failed = 0
     with tempfile.TemporaryDirectory() as work, cf.ThreadPoolExecutor(args.jobs) as pool:
-        for name, status, detail in pool.map(lambda d: run_one(d, args.bindir, work), tests):
+        for name, status, detail in pool.map(lambda d: run_one(d, args.bindir, work, args.levels.split(",")), tests):
             if name in expected_rejects:
                 ok = status == "rejected"
                 why = "expected a clean rejection, got " + status

@@ -32,6 +32,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cstdlib>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -49,12 +50,18 @@ static cl::list<std::string> shapes("shape",
 static cl::opt<std::string> mcpu("mcpu", cl::desc("target CPU (native: this host's features)"),
                                  cl::init("native"));
 static cl::opt<std::string> target("target",
-    cl::desc("cpu; cuda-emu (the CUDA C++ kernels compiled for and run on this CPU through "
-             "the emulation header, for tests); cuda (--emit=cuda-src only, so far)"),
+    cl::desc("cpu; cuda (CUDA C++ kernels compiled with NVRTC into CUBIN/PTX images embedded "
+             "in the artifact, run through the CUDA driver); cuda-emu (the same CUDA C++ "
+             "compiled for and run on this CPU through the emulation header, for tests)"),
     cl::init("cpu"));
 static cl::list<std::string> cudaArchs("cuda-arch",
-    cl::desc("with --target=cuda: compile the kernels with NVRTC for these (sm_80,sm_90,...)"),
+    cl::desc("CUDA architectures to compile for with NVRTC: sm_XY (a CUBIN) or compute_XY "
+             "(PTX the driver JIT-compiles on newer GPUs). Default for --target=cuda: "
+             "sm_80,sm_86,sm_89,sm_90,compute_80, or $KILN_CUDA_ARCH when set"),
     cl::CommaSeparated);
+static cl::opt<bool> cudaNoSpills("cuda-no-spills",
+    cl::desc("fail when ptxas reports register spills in any CUDA kernel (a warning otherwise)"),
+    cl::init(false));
 static cl::opt<std::string> modelName("name", cl::desc("C identifier prefix of the model (default: the output's stem)"),
                                       cl::init(""));
 static cl::opt<std::string> reportPath("report",
@@ -134,10 +141,6 @@ int main(int argc, char **argv) {
     return fail("unknown --emit=" + emit + " (mlir-import, mlir, kernels, llvm, cuda-src)");
   if (emit == "cuda-src" && !cudaTarget)
     return fail("--emit=cuda-src needs --target=cuda or --target=cuda-emu");
-  if (target == "cuda" && emit.empty())
-    return fail("--target=cuda writes sources only so far (--emit=cuda-src); artifacts that "
-                "run on GPUs come with the CUDA runtime (docs/cuda.md). For tests, "
-                "--target=cuda-emu builds a .so that runs the CUDA kernels on this CPU");
   llvm::StringRef out = outputPath;
   bool wantSo = out.ends_with(".so"), wantObj = out.ends_with(".o");
   if (emit.empty() && !wantSo && !wantObj)
@@ -231,6 +234,7 @@ int main(int argc, char **argv) {
   if (!reportPath.empty() && enabled("kiln-fuse")) {
     OwningOpRef<ModuleOp> copy = module->clone();
     unfused.name = "unfused";
+    unfused.gpu = cudaTarget;
     haveUnfused = succeeded(kiln::codegen::lowerToKernels(*copy, unfused));
   }
   if (enabled("kiln-fuse")) {
@@ -247,42 +251,102 @@ int main(int argc, char **argv) {
   program.name = modelName.empty()
                      ? (emit.empty() ? kiln::pipeline::modelNameFromPath(out) : "model")
                      : kiln::pipeline::modelNameFromPath(modelName + ".x");
+  program.gpu = cudaTarget;
   if (failed(kiln::codegen::lowerToKernels(*module, program)))
     return 1;
   if (failed(verify(*program.kernels)))
     return fail("internal error: the generated kernels do not verify");
-  if (!reportPath.empty()) {
+  auto writeReport = [&](const kiln::pipeline::CudaReport *cuda) {
     std::string error;
-    if (!kiln::pipeline::writeReport(reportPath, program,
-                                     haveUnfused ? &unfused : nullptr, error))
-      return fail(error);
-  }
+    if (!reportPath.empty() &&
+        !kiln::pipeline::writeReport(reportPath, program, haveUnfused ? &unfused : nullptr,
+                                     error, cuda))
+      return fail(error) == 0;
+    return true;
+  };
+  if ((!cudaTarget || emit == "kernels") && !writeReport(nullptr))
+    return 1;
   if (emit == "kernels")
     return printTo([&](llvm::raw_ostream &os) { program.kernels->print(os); });
 
   std::string cudaSource;
+  kiln::codegen::CpuOptions cpu;
   if (cudaTarget) {
     std::string error;
     cudaSource = kiln::cuda::emitCudaSource(program, error);
     if (cudaSource.empty())
       return fail(inputPath + ": " + error);
-    for (const std::string &arch : cudaArchs) {
-      auto r = kiln::cuda::compile(cudaSource, program.name + ".cu", arch);
-      if (!r.ok)
-        return fail("NVRTC failed for " + arch + ":\n" + r.log);
+    std::vector<std::string> archs(cudaArchs.begin(), cudaArchs.end());
+    if (archs.empty() && target == "cuda" && emit.empty()) {
+      archs = {"sm_80", "sm_86", "sm_89", "sm_90", "compute_80"};
+      if (const char *env = std::getenv("KILN_CUDA_ARCH"); env && *env) {
+        archs.clear();
+        llvm::SmallVector<llvm::StringRef> parts;
+        llvm::StringRef(env).split(parts, ',', -1, false);
+        for (llvm::StringRef a : parts)
+          archs.push_back(a.trim().str());
+      }
     }
+    std::vector<uint32_t> archNumbers;
+    for (const std::string &a : archs) {
+      llvm::StringRef digits(a);
+      unsigned n = 0;
+      if (!(digits.consume_front("sm_") || digits.consume_front("compute_")) ||
+          digits.getAsInteger(10, n) || n < 50)
+        return fail("--cuda-arch: '" + a + "' is not sm_XY or compute_XY (e.g. sm_80, compute_80)");
+      archNumbers.push_back(n);
+    }
+    // ptxas resources for the report come from a CUBIN: sm_90 (H100) when
+    // none was asked for.
+    bool reportOnly = false;
+    if (!reportPath.empty() && llvm::none_of(archs, [](const std::string &a) {
+          return llvm::StringRef(a).starts_with("sm_");
+        })) {
+      archs.push_back("sm_90");
+      archNumbers.push_back(90);
+      reportOnly = true;
+    }
+    auto results = kiln::cuda::compileAll(cudaSource, program.name + ".cu", archs);
+    kiln::pipeline::CudaReport report;
+    report.target = target;
+    for (auto [i, r] : llvm::enumerate(results)) {
+      if (!r.ok)
+        return fail("NVRTC failed for " + archs[i] + " (the generated CUDA C++ is written "
+                    "by --emit=cuda-src):\n" + r.log);
+      bool spilled = false;
+      for (const kiln::cuda::KernelResources &k : r.kernels)
+        if (k.spillStores || k.spillLoads) {
+          llvm::errs() << "kiln-compile: " << (cudaNoSpills ? "error" : "warning") << ": "
+                       << archs[i] << ": kernel " << k.name << " spills (" << k.spillStores
+                       << " bytes stored, " << k.spillLoads << " loaded)\n";
+          spilled = true;
+        }
+      if (spilled && cudaNoSpills)
+        return 1;
+      if (report.resourcesArch.empty() && !r.kernels.empty()) {
+        report.resourcesArch = archs[i];
+        for (const kiln::cuda::KernelResources &k : r.kernels)
+          report.resources[k.name] = {k.registers, k.spillStores, k.spillLoads, k.stackBytes,
+                                      k.sharedBytes};
+      }
+      if (target == "cuda" && !(reportOnly && i + 1 == results.size()))
+        cpu.cudaImages.push_back({archNumbers[i], llvm::StringRef(archs[i]).starts_with("compute_"),
+                                  std::string(r.binary.begin(), r.binary.end())});
+    }
+    if (!writeReport(&report))
+      return 1;
     if (emit == "cuda-src")
       return printTo([&](llvm::raw_ostream &os) { os << cudaSource; });
-    if (wantObj)
+    if (wantObj && target == "cuda-emu")
       return fail("--target=cuda-emu builds a .so (the emulation needs the host C++ "
                   "compiler's object linked in)");
   }
 
-  kiln::codegen::CpuOptions cpu;
   cpu.mcpu = mcpu;
   cpu.optLevel = optLevel;
   cpu.exportGenericEntry = wantSo;
-  cpu.externalKernels = target == "cuda-emu";
+  using Device = kiln::codegen::CpuOptions::Device;
+  cpu.device = target == "cuda" ? Device::Cuda : target == "cuda-emu" ? Device::CudaEmu : Device::Cpu;
   llvm::LLVMContext llvmCtx;
   std::string error;
   auto llvmModule = kiln::codegen::buildLLVMModule(program, llvmCtx, cpu, error);

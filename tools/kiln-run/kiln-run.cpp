@@ -39,7 +39,9 @@ struct Api {
 int usage() {
   std::fprintf(stderr,
                "usage: kiln-run MODEL.so --input NAME=FILE(.npy|.pb) ... [--output-dir DIR]\n"
-               "       [--compare NAME=REF --rtol R --atol A] [--bench N] [--threads T] [--profile]\n");
+               "       [--compare NAME=REF --rtol R --atol A] [--bench N] [--threads T] [--profile]\n"
+               "       [--cuda-graphs] [--cuda-device N]\n"
+               "       kiln-run MODEL.so --info   (what the artifact holds: tensors, device, images)\n");
   return 2;
 }
 
@@ -72,8 +74,8 @@ int main(int argc, char **argv) {
   std::vector<std::pair<std::string, std::string>> inputs, compares;
   std::string outDir;
   double rtol = 1e-4, atol = 1e-5;
-  int bench = 0, threads = 0;
-  bool profile = false;
+  int bench = 0, threads = 0, cudaDevice = 0;
+  bool profile = false, cudaGraphs = false, info = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&](std::string &dst) {
@@ -88,6 +90,10 @@ int main(int argc, char **argv) {
       (a == "--input" ? inputs : compares).push_back({k, f});
     } else if (a == "--profile") {
       profile = true;
+    } else if (a == "--cuda-graphs") {
+      cudaGraphs = true;
+    } else if (a == "--info") {
+      info = true;
     } else if (a == "--output-dir") {
       if (!next(outDir)) return usage();
     } else if (a == "--rtol" || a == "--atol") {
@@ -96,12 +102,12 @@ int main(int argc, char **argv) {
       double d = std::strtod(v.c_str(), &end);
       if (*end || d < 0) return fail(a + " expects a non-negative number");
       (a == "--rtol" ? rtol : atol) = d;
-    } else if (a == "--bench" || a == "--threads") {
+    } else if (a == "--bench" || a == "--threads" || a == "--cuda-device") {
       if (!next(v)) return usage();
       char *end;
       long n = std::strtol(v.c_str(), &end, 10);
       if (*end || n < 0) return fail(a + " expects a non-negative integer");
-      (a == "--bench" ? bench : threads) = static_cast<int>(n);
+      (a == "--bench" ? bench : a == "--threads" ? threads : cudaDevice) = static_cast<int>(n);
     } else {
       return fail("unknown argument '" + a + "'");
     }
@@ -124,6 +130,35 @@ int main(int argc, char **argv) {
     return fail("'" + modelPath + "' is not a model compiled by kiln-compile (missing symbols)");
   api.model = *modelPtr;
   const kiln_model_desc *m = api.model;
+  if (m->abi_version != KILN_ABI_VERSION)
+    return fail("'" + modelPath + "' was built for runtime ABI " + std::to_string(m->abi_version) +
+                "; this kiln-run reads ABI " + std::to_string(KILN_ABI_VERSION) + " (recompile it)");
+  if (info) {
+    static const char *kinds[] = {"cpu", "cuda", "cuda-emu"};
+    std::printf("model %s: %s, %u kernels, arena %llu bytes, weights %llu bytes\n", m->name,
+                m->device_kind >= 0 && m->device_kind <= 2 ? kinds[m->device_kind] : "unknown",
+                m->num_kernels, (unsigned long long)m->arena_bytes,
+                (unsigned long long)m->weights_bytes);
+    for (uint32_t j = 0; j < m->num_inputs + m->num_outputs; ++j) {
+      const kiln_tensor_desc &t = j < m->num_inputs ? m->inputs[j] : m->outputs[j - m->num_inputs];
+      std::printf("  %s %s: %s %s\n", j < m->num_inputs ? "input" : "output", t.name,
+                  kiln::tools::dtypeName(t.dtype),
+                  shapeStr(std::vector<int64_t>(t.shape, t.shape + t.rank)).c_str());
+    }
+    if (const kiln_device_program *d = m->device) {
+      for (uint32_t j = 0; j < d->num_images; ++j)
+        std::printf("  image %s_%u (%s, %llu bytes)\n", d->images[j].is_ptx ? "compute" : "sm",
+                    d->images[j].arch, d->images[j].is_ptx ? "PTX" : "CUBIN",
+                    (unsigned long long)d->images[j].bytes);
+      for (uint32_t j = 0; j < d->num_launches; ++j) {
+        const kiln_device_launch &l = d->launches[j];
+        std::printf("  launch %s<<<(%u,%u,%u), (%u,%u,%u), %u>>> %u buffers\n", l.kernel,
+                    l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
+                    l.shared_bytes, l.num_args);
+      }
+    }
+    return 0;
+  }
 
   // Inputs, by name.
   std::vector<HostArray> in(m->num_inputs);
@@ -163,7 +198,7 @@ int main(int argc, char **argv) {
     outT[j] = {out[j].data.data(), d.dtype, d.rank, out[j].shape.data()};
   }
 
-  kiln_options opts{threads, profile ? 1 : 0};
+  kiln_options opts{threads, profile ? 1 : 0, cudaGraphs ? 1 : 0, cudaDevice};
   kiln_instance *inst = nullptr;
   if (api.create(m, &opts, &inst) != KILN_OK)
     return fail(std::string("cannot create the model instance: ") + api.lastError());

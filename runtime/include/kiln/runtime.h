@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 1
+#define KILN_ABI_VERSION 2
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -27,7 +27,9 @@ typedef enum kiln_status {
   KILN_ERROR_SHAPE_MISMATCH = 3,   /* an input/output has the wrong shape */
   KILN_ERROR_OUT_OF_MEMORY = 4,
   KILN_ERROR_ABI_MISMATCH = 5,     /* model built for another runtime ABI */
-  KILN_ERROR_INTERNAL = 6
+  KILN_ERROR_INTERNAL = 6,
+  KILN_ERROR_NO_DEVICE = 7,        /* a CUDA model and no usable CUDA device */
+  KILN_ERROR_DEVICE = 8            /* the CUDA driver reported an error */
 } kiln_status;
 
 typedef enum kiln_dtype {
@@ -50,6 +52,65 @@ typedef struct kiln_tensor_desc {
 /** A kernel entry: runs one workgroup of a kernel on its arguments. */
 typedef void (*kiln_kernel_fn)(void *const *args, int64_t workgroup);
 
+/** Where a model's kernels run. */
+typedef enum kiln_device_kind {
+  KILN_DEVICE_CPU = 0,
+  KILN_DEVICE_CUDA = 1,     /* CUBIN/PTX images run through the CUDA driver */
+  KILN_DEVICE_CUDA_EMU = 2  /* the same CUDA kernels compiled for this CPU */
+} kiln_device_kind;
+
+/** A buffer a device kernel reads or writes. */
+typedef enum kiln_buffer_kind {
+  KILN_BUFFER_INPUT = 0,   /* value: the input's index */
+  KILN_BUFFER_OUTPUT = 1,  /* value: the output's index */
+  KILN_BUFFER_WEIGHTS = 2, /* value: byte offset in the weights blob */
+  KILN_BUFFER_ARENA = 3    /* value: byte offset in the activation arena */
+} kiln_buffer_kind;
+
+typedef struct kiln_buffer_ref {
+  int32_t kind; /* kiln_buffer_kind */
+  int32_t reserved;
+  int64_t value;
+} kiln_buffer_ref;
+
+/** One kernel launch of a device schedule: kernel<<<grid, block, shared>>>
+ *  with the buffers `args` (indices into the program's buffers) followed by
+ *  one int64 parameter, `workgroups`. */
+typedef struct kiln_device_launch {
+  const char *kernel;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_bytes;
+  uint32_t num_args;
+  const uint32_t *args;
+  int64_t workgroups;
+} kiln_device_launch;
+
+/** A compiled image of every kernel: CUBIN for sm_<arch>, or PTX for
+ *  compute_<arch> (JIT-compiled by the driver on newer GPUs). */
+typedef struct kiln_cuda_image {
+  uint32_t arch; /* 80 for sm_80 / compute_80 */
+  uint32_t is_ptx;
+  const void *data;
+  uint64_t bytes;
+} kiln_cuda_image;
+
+/** The device side of a CUDA or cuda-emu model: buffers, the launch
+ *  schedule, and the code (images for CUDA, host entry points for cuda-emu:
+ *  emu_blocks[i](args, b) runs block b of launch i, args as the launch's
+ *  buffer addresses). The weights are uploaded once per instance. */
+typedef struct kiln_device_program {
+  uint32_t num_buffers;
+  uint32_t num_launches; /* == the model's num_kernels */
+  const kiln_buffer_ref *buffers;
+  const kiln_device_launch *launches;
+  uint32_t num_images;
+  uint32_t reserved;
+  const kiln_cuda_image *images;
+  const kiln_kernel_fn *emu_blocks;
+  const void *weights;
+} kiln_device_program;
+
 /** What kiln-compile emits for a model (`<name>_desc`). */
 typedef struct kiln_model_desc {
   uint32_t abi_version;
@@ -67,12 +128,20 @@ typedef struct kiln_model_desc {
   const char *const *kernel_names;
   /** num_kernels entries: floating-point operations of each launch. */
   const int64_t *kernel_flops;
+  /** kiln_device_kind; for CUDA and cuda-emu models `run` is null and
+   *  `device` holds the schedule. */
+  int32_t device_kind;
+  int32_t reserved;
+  const kiln_device_program *device;
 } kiln_model_desc;
 
 /** Options for kiln_instance_create; a null pointer means defaults. */
 typedef struct kiln_options {
   int32_t num_threads; /* 0: one per available core */
   int32_t profile;     /* non-zero: time every kernel launch of each run */
+  int32_t cuda_graphs; /* CUDA models: capture the whole run (copies and
+                          launches) once as a CUDA graph and replay it */
+  int32_t cuda_device; /* CUDA models: the device ordinal (default 0) */
 } kiln_options;
 
 /** A caller's tensor: data plus the dtype and shape it claims to have. */
