@@ -513,11 +513,14 @@ private:
   /// C = A.B for `batches` products of [M x K].[K x N] as a tiled SIMT
   /// kernel; see the definition.
   using GpuBase = std::function<std::pair<Value, Value>(KernelEmitter &, Value)>;
-  using GpuAt = std::function<Value(KernelEmitter &, Value, Value, Value)>;
+  /// An operand element's offset, and a condition (null: always) under
+  /// which it exists (zero otherwise: a convolution's padding).
+  using GpuAt = std::function<std::pair<Value, Value>(KernelEmitter &, Value, Value, Value)>;
   using GpuFinish = std::function<void(KernelEmitter &, Value, Value, Value, Value)>;
   LogicalResult gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t batches, int64_t M,
                           int64_t N, int64_t K, const GpuBase &bases, const GpuAt &aAt,
                           const GpuAt &bAt, const GpuFinish &finish);
+  LogicalResult gpuConv(kiln::ConvOp op, const Epilogue *epi);
   LogicalResult gpuRows(Operation *op, ArrayRef<Value> ins, int64_t rows,
                         const std::function<void(KernelEmitter &, Value, int64_t)> &body);
 
@@ -747,11 +750,14 @@ LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t ba
       Value k0 = e.mul(loop.getInductionVar(), TK);
       // Stage the panels: A as As[kk][row], B as Bs[kk][col].
       auto guarded = [&](int buf, Value r, int64_t rLimit, Value c, int64_t cLimit,
-                         const std::function<Value(Value, Value)> &at) {
+                         const std::function<std::pair<Value, Value>(Value, Value)> &at) {
         Value ok = arith::AndIOp::create(b, e.ult(r, e.idx(rLimit)), e.ult(c, e.idx(cLimit)));
         Value rc = e.minI(r, e.idx(std::max<int64_t>(rLimit - 1, 0)));
         Value cc = e.minI(c, e.idx(std::max<int64_t>(cLimit - 1, 0)));
-        return arith::SelectOp::create(b, ok, e.load(buf, at(rc, cc)), e.f32(0.0f)).getResult();
+        auto [off, valid] = at(rc, cc);
+        if (valid)
+          ok = arith::AndIOp::create(b, ok, valid);
+        return arith::SelectOp::create(b, ok, e.load(buf, off), e.f32(0.0f)).getResult();
       };
       for (int64_t r = 0; r < TK * T / kGpuThreads; ++r) {
         Value el = e.add(t, e.idx(r * kGpuThreads));
@@ -947,6 +953,66 @@ SmallVector<int> Lowering::convArgs(kiln::ConvOp op, int wBuf, int inBuf, const 
   return ids;
 }
 
+/// NCHW convolution as an implicit GEMM on the tiled matrix product: per
+/// (image, group), C[o][p] = sum_k W[o][k] * col[k][p] with k = (channel,
+/// ky, kx) and p = (oh, ow); col is never materialized -- the B panel
+/// loads gather input pixels (zero in the padding) straight from the
+/// input. Bias and the fused epilogue are applied as each output is stored.
+LogicalResult Lowering::gpuConv(kiln::ConvOp op, const Epilogue *epi) {
+  auto in = shape(op.getInput()), w = shape(op.getWeight()), out = shape(op.getResult());
+  int64_t N = in[0], C = in[1], H = in[2], W = in[3];
+  int64_t O = out[1], OH = out[2], OW = out[3], KH = w[2], KW = w[3];
+  int64_t G = static_cast<int64_t>(op.getGroup()), Cg = C / G, Og = O / G;
+  int64_t KK = KH * KW, P = OH * OW, Kdim = Cg * KK;
+  auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
+  SmallVector<Value> ins{op.getWeight(), op.getInput()};
+  bool hasBias = static_cast<bool>(op.getBias());
+  if (hasBias)
+    ins.push_back(op.getBias());
+  int firstSite = ins.size();
+  if (epi)
+    ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
+  int outArg = ins.size();
+  return gpuMatmul(
+      op, ins, N * G, Og, P, Kdim,
+      [&](KernelEmitter &e, Value bi) {
+        Value g = e.rem(bi, G), n = e.div(bi, G);
+        return std::pair<Value, Value>{e.mul(e.mul(g, Og), Kdim),
+                                       e.mul(e.add(e.mul(n, C), e.mul(g, Cg)), H * W)};
+      },
+      [&](KernelEmitter &e, Value base, Value o, Value k) {
+        return std::pair<Value, Value>{e.add(base, e.add(e.mul(o, Kdim), k)), {}};
+      },
+      [&](KernelEmitter &e, Value base, Value k, Value pix) {
+        ImplicitLocOpBuilder &b = e.b;
+        Value c = e.div(k, KK), tap = e.rem(k, KK);
+        Value ky = e.div(tap, KW), kx = e.rem(tap, KW);
+        Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
+        // ih = oh*s0 + ky*d0 - p0 (signed), iw likewise.
+        Value ih = arith::SubIOp::create(b, e.add(e.mul(oh, s[0]), e.mul(ky, d[0])), e.idx(pad[0]));
+        Value iw = arith::SubIOp::create(b, e.add(e.mul(ow, s[1]), e.mul(kx, d[1])), e.idx(pad[1]));
+        auto inside = [&](Value v, int64_t hi) {
+          Value a = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, v, e.idx(0));
+          Value c2 = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, v, e.idx(hi));
+          return arith::AndIOp::create(b, a, c2).getResult();
+        };
+        Value valid = arith::AndIOp::create(b, inside(ih, H), inside(iw, W));
+        auto clamp = [&](Value v, int64_t hi) {
+          return arith::MaxSIOp::create(b, arith::MinSIOp::create(b, v, e.idx(hi - 1)), e.idx(0))
+              .getResult();
+        };
+        Value off = e.add(base, e.add(e.mul(c, H * W), e.add(e.mul(clamp(ih, H), W), clamp(iw, W))));
+        return std::pair<Value, Value>{off, valid};
+      },
+      [&](KernelEmitter &e, Value bi, Value o, Value pix, Value acc) {
+        Value g = e.rem(bi, G), n = e.div(bi, G);
+        Value oc = e.add(e.mul(g, Og), o);
+        Value v = hasBias ? e.fadd(acc, e.load(2, oc)) : acc;
+        v = convEpilogue(e, epi, firstSite, n, oc, pix, v);
+        e.store(v, outArg, e.add(e.mul(e.add(e.mul(n, O), oc), P), pix));
+      });
+}
+
 LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   if (op.getLayout() == "nhwc")
     return convNhwc(op, epi);
@@ -961,6 +1027,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   // better there.
   if (Kdim < 16 || Og < 4)
     return convDirect(op, epi);
+  if (p.gpu)
+    return gpuConv(op, epi);
   if (failed(checkF32(op, {op.getInput(), op.getWeight(), op.getResult()})))
     return failure();
   auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
@@ -1762,10 +1830,10 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
         op, ins, 1, M, N, K,
         [&](KernelEmitter &e, Value) { return std::pair<Value, Value>{e.idx(0), e.idx(0)}; },
         [&](KernelEmitter &e, Value, Value i, Value k) {
-          return tA ? e.add(e.mul(k, M), i) : e.add(e.mul(i, K), k);
+          return std::pair<Value, Value>{tA ? e.add(e.mul(k, M), i) : e.add(e.mul(i, K), k), {}};
         },
         [&](KernelEmitter &e, Value, Value k, Value j) {
-          return tB ? e.add(e.mul(j, K), k) : e.add(e.mul(k, N), j);
+          return std::pair<Value, Value>{tB ? e.add(e.mul(j, K), k) : e.add(e.mul(k, N), j), {}};
         },
         [&](KernelEmitter &e, Value, Value i, Value j, Value acc) {
           e.store(finishGemm(e, i, j, acc), outBuf, e.add(e.mul(i, N), j));
@@ -1942,10 +2010,10 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
           return flat ? std::pair<Value, Value>{e.idx(0), e.idx(0)} : batchOffsets(e, bi);
         },
         [&](KernelEmitter &e, Value base, Value i, Value k) {
-          return e.add(base, e.add(e.mul(i, K), k));
+          return std::pair<Value, Value>{e.add(base, e.add(e.mul(i, K), k)), {}};
         },
         [&](KernelEmitter &e, Value base, Value k, Value j) {
-          return e.add(base, e.add(e.mul(k, N), j));
+          return std::pair<Value, Value>{e.add(base, e.add(e.mul(k, N), j)), {}};
         },
         [&](KernelEmitter &e, Value bi, Value i, Value j, Value acc) {
           Value gr = e.add(e.mul(bi, rowsPerBatch), i);
@@ -2022,42 +2090,58 @@ template <typename PoolOp> LogicalResult Lowering::pool(PoolOp op, bool isMax) {
   auto k = op.getKernelShape(), s = op.getStrides(), d = op.getDilations(),
        pad = op.getPads();
   bool includePad = op.getCountIncludePad();
+  // The pooled value at (oh, ow) of the plane starting at inPlane.
+  auto window = [&](KernelEmitter &e, Value inPlane, Value oh, Value ow) {
+    Value init = e.f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+    Value acc = init, count = e.f32(0.0f);
+    for (int64_t ky = 0; ky < k[0]; ++ky)
+      for (int64_t kx = 0; kx < k[1]; ++kx) {
+        // ih = oh*s0 + ky*d0 - p0, iw likewise; signed index arithmetic.
+        Value ih = arith::SubIOp::create(e.b, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), e.idx(pad[0]));
+        Value iw = arith::SubIOp::create(e.b, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), e.idx(pad[1]));
+        auto inRange = [&](Value v, int64_t lo, int64_t hi) {
+          Value a = arith::CmpIOp::create(e.b, arith::CmpIPredicate::sge, v, e.idx(lo));
+          Value c = arith::CmpIOp::create(e.b, arith::CmpIPredicate::slt, v, e.idx(hi));
+          return arith::AndIOp::create(e.b, a, c).getResult();
+        };
+        Value valid = arith::AndIOp::create(e.b, inRange(ih, 0, H), inRange(iw, 0, W));
+        // Clamp the address so the load is always in bounds, then select.
+        Value ihc = arith::MaxSIOp::create(e.b, arith::MinSIOp::create(e.b, ih, e.idx(H - 1)), e.idx(0));
+        Value iwc = arith::MaxSIOp::create(e.b, arith::MinSIOp::create(e.b, iw, e.idx(W - 1)), e.idx(0));
+        Value x = e.load(0, e.add(inPlane, e.add(e.mul(ihc, W), iwc)));
+        if (isMax) {
+          Value m = arith::MaximumFOp::create(e.b, acc, x);
+          acc = arith::SelectOp::create(e.b, valid, m, acc);
+        } else {
+          acc = arith::SelectOp::create(e.b, valid, e.fadd(acc, x), acc);
+          Value counted = includePad
+              ? arith::AndIOp::create(e.b, inRange(ih, -pad[0], H + pad[2]),
+                                      inRange(iw, -pad[1], W + pad[3])).getResult()
+              : valid;
+          count = arith::SelectOp::create(e.b, counted, e.fadd(count, e.f32(1.0f)), count);
+        }
+      }
+    if (!isMax)
+      acc = arith::DivFOp::create(e.b, acc, count);
+    return acc;
+  };
+  if (p.gpu) {
+    // A grid-stride loop over the output elements, a thread per window.
+    int64_t total = in[0] * in[1] * OH * OW;
+    int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
+    return gpuLaunch(op, {op.getInput()}, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
+      Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
+      e.loop(first, e.idx(total), [&](Value i) {
+        Value plane = e.div(i, OH * OW), pix = e.rem(i, OH * OW);
+        e.store(window(e, e.mul(plane, H * W), e.div(pix, OW), e.rem(pix, OW)), 1, i);
+      }, blocks * kGpuThreads);
+    });
+  }
   return launch(op, {op.getInput()}, in[0] * in[1], [&](KernelEmitter &e) {
     Value inPlane = e.mul(e.wg, H * W), outPlane = e.mul(e.wg, OH * OW);
     e.loop(0, OH, [&](Value oh) {
       e.loop(0, OW, [&](Value ow) {
-        Value init = e.f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
-        Value acc = init, count = e.f32(0.0f);
-        for (int64_t ky = 0; ky < k[0]; ++ky)
-          for (int64_t kx = 0; kx < k[1]; ++kx) {
-            // ih = oh*s0 + ky*d0 - p0, iw likewise; signed index arithmetic.
-            Value ih = arith::SubIOp::create(e.b, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), e.idx(pad[0]));
-            Value iw = arith::SubIOp::create(e.b, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), e.idx(pad[1]));
-            auto inRange = [&](Value v, int64_t lo, int64_t hi) {
-              Value a = arith::CmpIOp::create(e.b, arith::CmpIPredicate::sge, v, e.idx(lo));
-              Value c = arith::CmpIOp::create(e.b, arith::CmpIPredicate::slt, v, e.idx(hi));
-              return arith::AndIOp::create(e.b, a, c).getResult();
-            };
-            Value valid = arith::AndIOp::create(e.b, inRange(ih, 0, H), inRange(iw, 0, W));
-            // Clamp the address so the load is always in bounds, then select.
-            Value ihc = arith::MaxSIOp::create(e.b, arith::MinSIOp::create(e.b, ih, e.idx(H - 1)), e.idx(0));
-            Value iwc = arith::MaxSIOp::create(e.b, arith::MinSIOp::create(e.b, iw, e.idx(W - 1)), e.idx(0));
-            Value x = e.load(0, e.add(inPlane, e.add(e.mul(ihc, W), iwc)));
-            if (isMax) {
-              Value m = arith::MaximumFOp::create(e.b, acc, x);
-              acc = arith::SelectOp::create(e.b, valid, m, acc);
-            } else {
-              acc = arith::SelectOp::create(e.b, valid, e.fadd(acc, x), acc);
-              Value counted = includePad
-                  ? arith::AndIOp::create(e.b, inRange(ih, -pad[0], H + pad[2]),
-                                          inRange(iw, -pad[1], W + pad[3])).getResult()
-                  : valid;
-              count = arith::SelectOp::create(e.b, counted, e.fadd(count, e.f32(1.0f)), count);
-            }
-          }
-        if (!isMax)
-          acc = arith::DivFOp::create(e.b, acc, count);
-        e.store(acc, 1, e.add(outPlane, e.add(e.mul(oh, OW), ow)));
+        e.store(window(e, inPlane, oh, ow), 1, e.add(outPlane, e.add(e.mul(oh, OW), ow)));
       });
     });
   });
@@ -2068,6 +2152,19 @@ LogicalResult Lowering::globalAvgPool(kiln::GlobalAvgPoolOp op) {
     return globalAvgPoolNhwc(op);
   auto in = shape(op.getInput());
   int64_t planes = in[0] * in[1], inner = elems(op.getInput()) / std::max<int64_t>(planes, 1);
+  if (p.gpu)
+    // A block per plane: its sum reduced over the block.
+    return gpuRows(op, {op.getInput()}, planes, [&](KernelEmitter &e, Value plane, int64_t n) {
+      Value base = e.mul(plane, inner);
+      Value part = e.reduce(e.tid(), e.idx(inner), e.f32(0.0f), [&](Value i, Value acc) {
+        return e.fadd(acc, e.load(0, e.add(base, i)));
+      }, n);
+      Value sum = e.blockReduce(part, n, e.shared(n / 32),
+                                [&](Value a, Value c) { return e.fadd(a, c); }, 0.0f);
+      e.ifThen(arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, e.tid(), e.idx(0)), [&] {
+        e.store(arith::DivFOp::create(e.b, sum, e.f32(static_cast<float>(inner))), 1, plane);
+      });
+    });
   return launch(op, {op.getInput()}, planes, [&](KernelEmitter &e) {
     Value base = e.mul(e.wg, inner);
     Value sum = e.reduce(e.idx(0), e.idx(inner), e.f32(0.0f), [&](Value i, Value acc) {

@@ -58,13 +58,20 @@ int64_t tensorBytes(const codegen::TensorInfo &t) {
   return n;
 }
 
+/// The fraction of an H100's SMs the launch's grid occupies.
+double smFill(const codegen::Launch &l) {
+  double blocks = double(l.grid[0]) * l.grid[1] * l.grid[2];
+  return std::min(1.0, blocks / kH100Sms);
+}
+
 /// Roofline time on an H100, microseconds: the larger of moving the
-/// kernel's bytes at full bandwidth and doing its flops at the fp32 peak.
+/// kernel's bytes at full bandwidth and doing its flops at the fp32 peak,
+/// divided by the fraction of SMs the grid occupies.
 double h100Microseconds(const codegen::Launch &l, bool &computeBound) {
   double mem = double(l.bytesRead + l.bytesWritten) / kH100BytesPerSecond;
   double math = double(l.flops) / kH100Fp32FlopsPerSecond;
   computeBound = math > mem;
-  return std::max(mem, math) * 1e6;
+  return std::max(mem, math) / smFill(l) * 1e6;
 }
 
 std::string dims(const uint32_t *d) {
@@ -122,10 +129,11 @@ bool writeReport(const std::string &path, const codegen::Program &p,
       os << "\n## CUDA kernels (" << cuda->target << ")\n\n"
          << "Resources from ptxas for " << (cuda->resourcesArch.empty() ? "-" : cuda->resourcesArch)
          << "; the estimate is a roofline on an H100 (3.35 TB/s, 67 TFLOP/s fp32, 989 TFLOP/s "
-            "bf16 dense): max(bytes / bandwidth, flops / peak), without launch overhead.\n\n"
+            "bf16 dense): max(bytes / bandwidth, flops / peak) divided by the fraction of the "
+            "132 SMs the grid fills (blocks / 132, at most 1), without launch overhead.\n\n"
          << "| # | kernel | grid | block | registers | spill st/ld (B) | stack (B) | smem (B) "
-            "| MFLOP | bytes | H100 est. (us) | bound |\n"
-         << "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+            "| MFLOP | bytes | SM fill | H100 est. (us) | bound |\n"
+         << "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
       double total = 0;
       for (auto [i, l] : llvm::enumerate(p.launches)) {
         auto it = cuda->resources.find(l.kernel);
@@ -137,7 +145,8 @@ bool writeReport(const std::string &path, const codegen::Program &p,
            << " | " << r.registers << " | " << r.spillStores << "/" << r.spillLoads << " | "
            << r.stackBytes << " | " << std::max<int64_t>(r.sharedBytes, l.sharedBytes) << " | "
            << llvm::formatv("{0:f3}", l.flops / 1e6) << " | " << l.bytesRead + l.bytesWritten
-           << " | " << llvm::formatv("{0:f2}", us) << " | " << (compute ? "compute" : "memory")
+           << " | " << llvm::formatv("{0:f2}", smFill(l)) << " | " << llvm::formatv("{0:f2}", us)
+           << " | " << (compute ? "compute" : "memory")
            << " |\n";
       }
       os << "\nEstimated H100 time for one run: " << llvm::formatv("{0:f1}", total)
@@ -183,6 +192,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
           {"spill_load_bytes", r.spillLoads},
           {"stack_bytes", r.stackBytes},
           {"shared_bytes", std::max<int64_t>(r.sharedBytes, l.sharedBytes)},
+          {"sm_fill", smFill(l)},
           {"h100_estimate_us", us},
           {"bound", compute ? "compute" : "memory"}};
     }

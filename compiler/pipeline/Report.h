@@ -25,6 +25,7 @@ struct CudaReport {
 constexpr double kH100BytesPerSecond = 3.35e12;
 constexpr double kH100Fp32FlopsPerSecond = 67e12;
 constexpr double kH100Bf16FlopsPerSecond = 989e12;
+constexpr double kH100Sms = 132; // a grid of fewer blocks leaves SMs idle
 
 /// Writes FILE.json or FILE.md: every kernel with its ops, ONNX nodes,
 /// layout, dtypes, flops and bytes; totals; memory; and, when `unfused` is

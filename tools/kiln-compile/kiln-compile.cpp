@@ -217,7 +217,10 @@ int main(int argc, char **argv) {
   }
   // The interface layout is a contract and holds at every level; the
   // regions' layout is an optimization.
-  bool chooseLayout = enabled("kiln-select-layout") && layoutOpt != "nchw";
+  // The CUDA target's convolutions are NCHW implicit GEMMs: its regions
+  // stay NCHW unless the user asks for NHWC.
+  bool chooseLayout = enabled("kiln-select-layout") && layoutOpt != "nchw" &&
+                      !(cudaTarget && layoutOpt == "auto");
   if (chooseLayout || ioLayout == "nhwc") {
     kiln::SelectLayoutPassOptions layoutOptions;
     layoutOptions.layout = chooseLayout ? layoutOpt.getValue() : "nchw";
