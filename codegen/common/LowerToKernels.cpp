@@ -205,6 +205,8 @@ public:
   Value bid() { return gpuIndex("kiln_gpu_bid"); }
   /// __syncthreads(): every thread of the block, in uniform control flow.
   void barrier() { func::CallOp::create(b, "kiln_gpu_barrier", TypeRange{}, ValueRange{}); }
+  /// __syncwarp(): the 32 threads of this warp (shared-memory ordering).
+  void syncWarp() { func::CallOp::create(b, "kiln_gpu_syncwarp", TypeRange{}, ValueRange{}); }
   /// The value of lane (lane ^ mask) of this warp.
   Value shflXor(Value v, int64_t mask) {
     return func::CallOp::create(b, "kiln_gpu_shfl_xor", TypeRange{b.getF32Type()},
@@ -521,6 +523,9 @@ private:
                           int64_t N, int64_t K, const GpuBase &bases, const GpuAt &aAt,
                           const GpuAt &bAt, const GpuFinish &finish);
   LogicalResult gpuConv(kiln::ConvOp op, const Epilogue *epi);
+  LogicalResult gpuConvDirect(kiln::ConvOp op, const Epilogue *epi);
+  LogicalResult gpuAttention(kiln::AttentionOp op, ArrayRef<Value> sources,
+                             ArrayRef<MatrixView> views, const MatrixView &outView);
   LogicalResult gpuRows(Operation *op, ArrayRef<Value> ins, int64_t rows,
                         const std::function<void(KernelEmitter &, Value, int64_t)> &body);
 
@@ -703,8 +708,10 @@ constexpr int64_t kGpuThreads = 256;
 /// of an H100 several times over).
 constexpr int64_t kGpuMaxBlocks = 8192;
 /// Matrix-product tiles: kGpuTile x kGpuTile outputs per block, each of the
-/// 16 x 16 threads owning a 4 x 4 patch; K in steps of kGpuTileK.
-constexpr int64_t kGpuTile = 64, kGpuTileK = 16;
+/// 16 x 16 threads owning a 4 x 4 patch; K in steps of kGpuTileK. Products
+/// whose 64 x 64 grid would leave SMs idle (fewer than kGpuFullGrid blocks)
+/// take 32 x 32 tiles (2 x 2 per thread): four times the blocks.
+constexpr int64_t kGpuTile = 64, kGpuTileK = 16, kGpuFullGrid = 132;
 
 LogicalResult Lowering::gpuLaunch(Operation *op, ArrayRef<Value> ins, int64_t blocks,
                                   int64_t threads, bool sync,
@@ -731,7 +738,10 @@ LogicalResult Lowering::gpuLaunch(Operation *op, ArrayRef<Value> ins, int64_t bl
 LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t batches,
                                   int64_t M, int64_t N, int64_t K, const GpuBase &bases,
                                   const GpuAt &aAt, const GpuAt &bAt, const GpuFinish &finish) {
-  constexpr int64_t T = kGpuTile, TK = kGpuTileK, R = T / 16; // R x R outputs per thread
+  int64_t T = kGpuTile;
+  if (batches * ceilDiv(M, T) * ceilDiv(N, T) < kGpuFullGrid)
+    T = kGpuTile / 2;
+  const int64_t TK = kGpuTileK, R = T / 16; // R x R outputs per thread
   int64_t tilesM = ceilDiv(M, T), tilesN = ceilDiv(N, T);
   int64_t blocks = std::max<int64_t>(batches * tilesM * tilesN, 1);
   return gpuLaunch(op, ins, blocks, kGpuThreads, true, [&](KernelEmitter &e) {
@@ -1013,6 +1023,177 @@ LogicalResult Lowering::gpuConv(kiln::ConvOp op, const Epilogue *epi) {
       });
 }
 
+/// Depthwise and thin-group NCHW convolution: a grid-stride loop over the
+/// outputs, each thread summing its window over its group's channels.
+LogicalResult Lowering::gpuConvDirect(kiln::ConvOp op, const Epilogue *epi) {
+  auto in = shape(op.getInput()), w = shape(op.getWeight()), out = shape(op.getResult());
+  int64_t C = in[1], H = in[2], W = in[3];
+  int64_t O = out[1], OH = out[2], OW = out[3], KH = w[2], KW = w[3];
+  int64_t G = static_cast<int64_t>(op.getGroup()), Cg = C / G, Og = O / G, P = OH * OW;
+  auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
+  SmallVector<Value> ins{op.getWeight(), op.getInput()};
+  bool hasBias = static_cast<bool>(op.getBias());
+  if (hasBias)
+    ins.push_back(op.getBias());
+  int firstSite = ins.size();
+  if (epi)
+    ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
+  int outArg = ins.size();
+  int64_t total = elems(op.getResult());
+  int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
+  return gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
+    ImplicitLocOpBuilder &b = e.b;
+    Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
+    e.loop(first, e.idx(total), [&](Value i) {
+      Value pix = e.rem(i, P), rest = e.div(i, P);
+      Value oc = e.rem(rest, O), n = e.div(rest, O);
+      Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
+      Value inBase = e.mul(e.add(e.mul(n, C), e.mul(e.div(oc, Og), Cg)), H * W);
+      Value acc = e.reduce(e.idx(0), e.idx(Cg), hasBias ? e.load(2, oc) : e.f32(0.0f),
+                           [&](Value c, Value acc) {
+        Value plane = e.add(inBase, e.mul(c, H * W));
+        Value wBase = e.mul(e.add(e.mul(oc, Cg), c), KH * KW);
+        for (int64_t ky = 0; ky < KH; ++ky)
+          for (int64_t kx = 0; kx < KW; ++kx) {
+            Value ih = arith::SubIOp::create(b, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), e.idx(pad[0]));
+            Value iw = arith::SubIOp::create(b, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), e.idx(pad[1]));
+            auto inside = [&](Value v, int64_t hi) {
+              Value a = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, v, e.idx(0));
+              Value c2 = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, v, e.idx(hi));
+              return arith::AndIOp::create(b, a, c2).getResult();
+            };
+            auto clamp = [&](Value v, int64_t hi) {
+              return arith::MaxSIOp::create(b, arith::MinSIOp::create(b, v, e.idx(hi - 1)), e.idx(0))
+                  .getResult();
+            };
+            Value valid = arith::AndIOp::create(b, inside(ih, H), inside(iw, W));
+            Value x = e.load(1, e.add(plane, e.add(e.mul(clamp(ih, H), W), clamp(iw, W))));
+            x = arith::SelectOp::create(b, valid, x, e.f32(0.0f));
+            acc = e.fadd(acc, e.fmul(x, e.load(0, e.add(wBase, e.idx(ky * KW + kx)))));
+          }
+        return acc;
+      });
+      e.store(convEpilogue(e, epi, firstSite, n, oc, pix, acc), outArg, i);
+    }, blocks * kGpuThreads);
+  });
+}
+
+/// Attention as one kernel, flash style: a warp per query row (8 rows per
+/// block), keys in blocks of 32 -- lane j scores key j, the row's running
+/// maximum and sum are kept across blocks (online softmax, warp shuffles),
+/// the probabilities go through shared memory to every lane, and each lane
+/// accumulates its own output columns (lane, lane + 32, ...) in registers.
+/// Scores never reach memory.
+LogicalResult Lowering::gpuAttention(kiln::AttentionOp op, ArrayRef<Value> sources,
+                                     ArrayRef<MatrixView> views, const MatrixView &outView) {
+  auto q = shape(op.getQuery()), k = shape(op.getKey()), v = shape(op.getValue());
+  int64_t r = q.size();
+  int64_t Sq = q[r - 2], D = q[r - 1], Sk = k[r - 2], Dv = v[r - 1];
+  SmallVector<int64_t> batchShape(q.begin(), q.end() - 2);
+  int64_t B = 1;
+  for (int64_t dd : batchShape)
+    B *= dd;
+  float scale = op.getScale().convertToFloat();
+  bool hasMask = static_cast<bool>(op.getMask());
+  SmallVector<int64_t> scoreShape(q);
+  scoreShape.back() = Sk;
+  std::vector<int64_t> maskStr;
+  if (hasMask)
+    maskStr = numpyStrides(shape(op.getMask()), scoreShape);
+  constexpr int64_t kWarps = kGpuThreads / 32;
+  int64_t qBlocks = ceilDiv(Sq, kWarps), cols = ceilDiv(std::max<int64_t>(Dv, 1), 32);
+  int oArg = sources.size();
+  const float negInf = -std::numeric_limits<float>::infinity();
+  LogicalResult res = gpuLaunch(op, sources, B * qBlocks, kGpuThreads, true, [&](KernelEmitter &e) {
+    ImplicitLocOpBuilder &b = e.b;
+    Value blk = e.bid(), t = e.tid();
+    Value warp = e.div(t, 32), lane = e.rem(t, 32);
+    Value bi = e.div(blk, qBlocks);
+    Value row = e.add(e.mul(e.rem(blk, qBlocks), kWarps), warp);
+    SmallVector<Value> base(5, e.idx(0)); // q, k, v, out, mask
+    for (size_t i = 0; i < 3; ++i)
+      base[i] = e.idx(views[i].offset);
+    Value rest = bi;
+    for (int64_t dd = static_cast<int64_t>(batchShape.size()) - 1; dd >= 0; --dd) {
+      Value coord = dd == 0 ? rest : e.rem(rest, batchShape[dd]);
+      if (dd > 0)
+        rest = e.div(rest, batchShape[dd]);
+      for (size_t i = 0; i < 3; ++i)
+        base[i] = e.add(base[i], e.mul(coord, views[i].batch[dd]));
+      base[3] = e.add(base[3], e.mul(coord, outView.batch[dd]));
+      if (hasMask && maskStr[dd])
+        base[4] = e.add(base[4], e.mul(coord, maskStr[dd]));
+    }
+    Value probs = e.shared(kWarps * 32);
+    Value pRow = e.mul(warp, 32);
+    auto maxOf = [&](Value a, Value c) { return arith::MaximumFOp::create(b, a, c).getResult(); };
+    // The whole warp takes this branch or not: its shuffles stay uniform.
+    e.ifThen(e.ult(row, e.idx(Sq)), [&] {
+      Value qRow = e.add(base[0], e.mul(row, views[0].row));
+      Value maskRow = hasMask ? e.add(base[4], e.mul(row, maskStr[r - 2])) : Value();
+      SmallVector<Value> init{e.f32(negInf), e.f32(0.0f)};
+      for (int64_t c = 0; c < cols; ++c)
+        init.push_back(e.f32(0.0f));
+      auto keys = scf::ForOp::create(b, e.idx(0), e.idx(Sk), e.idx(32), init);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(keys.getBody());
+        Value kb = keys.getInductionVar();
+        Value mOld = keys.getRegionIterArgs()[0], lOld = keys.getRegionIterArgs()[1];
+        Value key = e.add(kb, lane);
+        Value valid = e.ult(key, e.idx(Sk));
+        Value keyc = e.minI(key, e.idx(Sk - 1));
+        Value kRow = e.add(base[1], e.mul(keyc, views[1].row));
+        Value sc = e.reduce(e.idx(0), e.idx(D), e.f32(0.0f), [&](Value dd, Value acc) {
+          Value qv = e.load(0, e.add(qRow, e.mul(dd, views[0].col)));
+          return e.fadd(acc, e.fmul(qv, e.load(1, e.add(kRow, dd))));
+        });
+        sc = e.fmul(sc, e.f32(scale));
+        if (hasMask)
+          sc = e.fadd(sc, e.load(3, e.add(maskRow, e.mul(keyc, maskStr[r - 1]))));
+        sc = arith::SelectOp::create(b, valid, sc, e.f32(negInf));
+        Value bmax = sc;
+        for (int64_t m = 16; m >= 1; m /= 2)
+          bmax = maxOf(bmax, e.shflXor(bmax, m));
+        Value mNew = maxOf(mOld, bmax);
+        // A row masked with -inf everywhere so far keeps a finite reference.
+        Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, mNew, e.f32(negInf));
+        Value mRef = arith::SelectOp::create(b, isInf, e.f32(0.0f), mNew);
+        Value corr = math::ExpOp::create(b, arith::SubFOp::create(b, mOld, mRef));
+        Value pj = math::ExpOp::create(b, arith::SubFOp::create(b, sc, mRef));
+        Value psum = pj;
+        for (int64_t m = 16; m >= 1; m /= 2)
+          psum = e.fadd(psum, e.shflXor(psum, m));
+        e.syncWarp(); // the previous block's probabilities are read
+        e.storeM(pj, probs, e.add(pRow, lane));
+        e.syncWarp();
+        Value n = e.minI(e.idx(32), arith::SubIOp::create(b, e.idx(Sk), kb));
+        SmallVector<Value> next{mNew, e.fadd(e.fmul(lOld, corr), psum)};
+        for (int64_t c = 0; c < cols; ++c) {
+          Value col = e.add(lane, e.idx(32 * c));
+          Value colc = e.minI(col, e.idx(Dv - 1));
+          Value a = e.fmul(keys.getRegionIterArgs()[2 + c], corr);
+          a = e.reduce(e.idx(0), n, a, [&](Value j, Value acc) {
+            Value vv = e.load(2, e.add(e.add(base[2], e.mul(e.add(kb, j), views[2].row)), colc));
+            return e.fadd(acc, e.fmul(e.loadM(probs, e.add(pRow, j)), vv));
+          });
+          next.push_back(a);
+        }
+        scf::YieldOp::create(b, next);
+      }
+      Value inv = arith::DivFOp::create(b, e.f32(1.0f), keys.getResult(1));
+      Value oRow = e.add(base[3], e.mul(row, outView.row));
+      for (int64_t c = 0; c < cols; ++c) {
+        Value col = e.add(lane, e.idx(32 * c));
+        e.ifThen(e.ult(col, e.idx(Dv)), [&] {
+          e.store(e.fmul(keys.getResult(2 + c), inv), oArg, e.add(oRow, e.mul(col, outView.col)));
+        });
+      }
+    });
+  });
+  return res;
+}
+
 LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   if (op.getLayout() == "nhwc")
     return convNhwc(op, epi);
@@ -1026,7 +1207,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   // reduction and too few rows for a matrix product: the direct loop nest is
   // better there.
   if (Kdim < 16 || Og < 4)
-    return convDirect(op, epi);
+    return p.gpu ? gpuConvDirect(op, epi) : convDirect(op, epi);
   if (p.gpu)
     return gpuConv(op, epi);
   if (failed(checkF32(op, {op.getInput(), op.getWeight(), op.getResult()})))
@@ -2467,6 +2648,8 @@ LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
     return failure();
   if (views[1].col != 1 || views[2].col != 1)
     return op.emitError("attention needs key and value rows contiguous");
+  if (p.gpu)
+    return gpuAttention(op, sources, views, outView);
   SmallVector<int> ids;
   for (Value src : sources)
     ids.push_back(bufferOf.lookup(src));
@@ -2880,6 +3063,7 @@ LogicalResult Lowering::run() {
       declare("kiln_gpu_tid", {}, {index});
       declare("kiln_gpu_bid", {}, {index});
       declare("kiln_gpu_barrier", {}, {});
+      declare("kiln_gpu_syncwarp", {}, {});
       declare("kiln_gpu_shfl_xor", {f32, b.getI64Type()}, {f32});
     }
   }

@@ -36,6 +36,7 @@ typedef long long i64;
 __device__ inline i64 kiln_gpu_tid() { return threadIdx.x; }
 __device__ inline i64 kiln_gpu_bid() { return blockIdx.x; }
 __device__ inline void kiln_gpu_barrier() { __syncthreads(); }
+__device__ inline void kiln_gpu_syncwarp() { __syncwarp(); }
 __device__ inline float kiln_gpu_shfl_xor(float v, i64 mask) {
   return __shfl_xor_sync(0xffffffffu, v, (int)mask);
 }

@@ -2,6 +2,12 @@
 // RUN: kiln-compile %s --target=cuda --emit=cuda-src --cuda-arch=sm_80 --cuda-no-spills | FileCheck %s --check-prefix=SRC
 // RUN: kiln-compile %s --target=cuda-emu -o %t.so
 // RUN: kiln-run %t.so --info | FileCheck %s --check-prefix=INFO
+// The emulated CUDA kernels against the CPU target on random inputs.
+// RUN: kiln-compile %s -o %t.cpu.so
+// RUN: %python -c "import numpy as np; g = np.random.default_rng(3); [np.save('%t.' + n + '.npy', g.standard_normal(s).astype(np.float32)) for n, s in [('x', (2, 16, 8, 8)), ('a', (96, 64)), ('r', (4, 100))]]"
+// RUN: kiln-run %t.cpu.so --input x=%t.x.npy --input a=%t.a.npy --input r=%t.r.npy --output-dir %t.ref
+// RUN: kiln-run %t.so --input x=%t.x.npy --input a=%t.a.npy --input r=%t.r.npy --compare c=%t.ref/c.npy --compare g=%t.ref/g.npy --compare s=%t.ref/s.npy --compare l=%t.ref/l.npy --compare e=%t.ref/e.npy --compare dw=%t.ref/dw.npy --compare t=%t.ref/t.npy --compare att=%t.ref/att.npy --rtol 1e-4 --atol 1e-5 | FileCheck %s --check-prefix=NUM
+// NUM-COUNT-8: compare {{[a-z]+}}: ok
 // The CUDA target's GPU-shaped kernels (Program::gpu): the block's threads
 // share the work through kiln_gpu_tid/bid, barriers, warp shuffles and
 // shared memory (address space 3). Numerics: test/e2e runs every op case,
@@ -11,7 +17,8 @@ func.func @main(%x: tensor<2x16x8x8xf32> {kiln.name = "x"}, %a: tensor<96x64xf32
                 %r: tensor<4x100xf32> {kiln.name = "r"})
     -> (tensor<2x16x8x8xf32> {kiln.name = "c"}, tensor<96x48xf32> {kiln.name = "g"},
         tensor<4x100xf32> {kiln.name = "s"}, tensor<4x100xf32> {kiln.name = "l"},
-        tensor<96x64xf32> {kiln.name = "e"}, tensor<2x16x8x8xf32> {kiln.name = "dw"}) {
+        tensor<96x64xf32> {kiln.name = "e"}, tensor<2x16x8x8xf32> {kiln.name = "dw"},
+        tensor<64x96xf32> {kiln.name = "t"}, tensor<1x2x48x64xf32> {kiln.name = "att"}) {
   %w = kiln.constant dense<0.25> : tensor<16x16x3x3xf32>
   %c = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x16x8x8xf32>, tensor<16x16x3x3xf32>) -> tensor<2x16x8x8xf32>
   %b = kiln.constant dense<0.5> : tensor<48x64xf32>
@@ -22,21 +29,25 @@ func.func @main(%x: tensor<2x16x8x8xf32> {kiln.name = "x"}, %a: tensor<96x64xf32
   %e = kiln.sigmoid %a : tensor<96x64xf32>
   %wd = kiln.constant dense<0.5> : tensor<16x1x3x3xf32>
   %dw = kiln.conv %x, %wd {dilations = array<i64: 1, 1>, group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x16x8x8xf32>, tensor<16x1x3x3xf32>) -> tensor<2x16x8x8xf32>
-  return %c, %g, %s, %l, %e, %dw : tensor<2x16x8x8xf32>, tensor<96x48xf32>, tensor<4x100xf32>, tensor<4x100xf32>, tensor<96x64xf32>, tensor<2x16x8x8xf32>
+  %t = kiln.transpose %a {perm = array<i64: 1, 0>} : tensor<96x64xf32> -> tensor<64x96xf32>
+  %qk = kiln.reshape %a : tensor<96x64xf32> -> tensor<1x2x48x64xf32>
+  %att = kiln.attention %qk, %qk, %qk {scale = 0.125 : f32} : tensor<1x2x48x64xf32>, tensor<1x2x48x64xf32>, tensor<1x2x48x64xf32> -> tensor<1x2x48x64xf32>
+  return %c, %g, %s, %l, %e, %dw, %t, %att : tensor<2x16x8x8xf32>, tensor<96x48xf32>, tensor<4x100xf32>, tensor<4x100xf32>, tensor<96x64xf32>, tensor<2x16x8x8xf32>, tensor<64x96xf32>, tensor<1x2x48x64xf32>
 }
 
-// The implicit-GEMM conv: panels staged in shared memory between barriers.
+// The implicit-GEMM conv: panels staged in shared memory between barriers
+// (32 x 32 tiles here: 64 x 64 ones would leave most SMs idle).
 // CHECK-LABEL: func.func @kiln_k0_conv(
 // CHECK: call @kiln_gpu_bid() : () -> index
 // CHECK: call @kiln_gpu_tid() : () -> index
-// CHECK: memref.alloca() : memref<1024xf32, 3>
+// CHECK: memref.alloca() : memref<512xf32, 3>
 // CHECK: scf.for
 // CHECK: arith.cmpi sge
 // CHECK: call @kiln_gpu_barrier() : () -> ()
 // CHECK: call @kiln_gpu_barrier() : () -> ()
 // CHECK: scf.if
 // CHECK-LABEL: func.func @kiln_k1_gemm(
-// CHECK: memref.alloca() : memref<1024xf32, 3>
+// CHECK: memref.alloca() : memref<512xf32, 3>
 // CHECK-NOT: call @kiln_uk_sgemm
 // CHECK: call @kiln_gpu_barrier
 // Softmax and layer norm: a block per row, butterfly shuffles.
@@ -50,29 +61,44 @@ func.func @main(%x: tensor<2x16x8x8xf32> {kiln.name = "x"}, %a: tensor<96x64xf32
 // CHECK: scf.for {{.*}} step %c{{[0-9_a-z]+}}
 // CHECK: vector.load {{.*}} : memref<6144xf32>, vector<4xf32>
 // CHECK: vector.store
+// Depthwise conv: a thread per output, its window summed directly.
 // CHECK-LABEL: func.func @kiln_k5_conv(
+// CHECK: call @kiln_gpu_tid
+// CHECK-NOT: memref.alloca
+// CHECK: arith.cmpi sge
+// CHECK-LABEL: func.func @kiln_k6_transpose(
 // CHECK-NOT: kiln_gpu_
 // CHECK: return
+// Attention: a warp per query row, keys 32 at a time with an online softmax
+// (shuffles), probabilities shared through the warp's slice of shared memory.
+// CHECK-LABEL: func.func @kiln_k7_attention(
+// CHECK: memref.alloca() : memref<256xf32, 3>
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: call @kiln_gpu_shfl_xor
+// CHECK: math.exp
+// CHECK: call @kiln_gpu_syncwarp() : () -> ()
 
 // SRC: __device__ inline i64 kiln_gpu_tid() { return threadIdx.x; }
 // SRC: extern "C" __global__ void kiln_k0_conv(
 // SRC-NOT: const i64 wg =
-// SRC: __shared__ float s{{[0-9]+}}[1024];
+// SRC: __shared__ float s{{[0-9]+}}[512];
 // SRC: kiln_gpu_barrier();
 // SRC: extern "C" __global__ void kiln_k2_softmax(
 // SRC: kiln_gpu_shfl_xor(
 // SRC: extern "C" __global__ void kiln_k4_sigmoid(
 // SRC: float4 t = *(const float4 *)&
 // SRC: *(float4 *)&b1[{{.*}}] = make_float4(
-// Families without a GPU builder (here a depthwise conv) run their CPU loop
-// nest, one workgroup per thread.
-// SRC: extern "C" __global__ void kiln_k5_conv(
+// Families without a GPU builder (here a transpose) run their CPU loop nest,
+// one workgroup per thread.
+// SRC: extern "C" __global__ void kiln_k6_transpose(
 // SRC-NEXT: const i64 wg = (i64)blockIdx.x * blockDim.x + threadIdx.x;
 // SRC-NEXT: if (wg >= workgroups)
 
-// INFO: launch kiln_k0_conv<<<(2,1,1), (256,1,1), 0>>> 3 buffers
-// INFO: launch kiln_k1_gemm<<<(2,1,1), (256,1,1), 0>>> 3 buffers
+// INFO: launch kiln_k0_conv<<<(4,1,1), (256,1,1), 0>>> 3 buffers
+// INFO: launch kiln_k1_gemm<<<(6,1,1), (256,1,1), 0>>> 3 buffers
 // INFO: launch kiln_k2_softmax<<<(4,1,1), (256,1,1), 0>>> 2 buffers
 // INFO: launch kiln_k3_layer_norm<<<(4,1,1), (256,1,1), 0>>> 3 buffers
 // INFO: launch kiln_k4_sigmoid<<<(6,1,1), (256,1,1), 0>>> 2 buffers
-// INFO: launch kiln_k5_conv<<<(1,1,1), (64,1,1), 0>>> 3 buffers
+// INFO: launch kiln_k5_conv<<<(8,1,1), (256,1,1), 0>>> 3 buffers
+// INFO: launch kiln_k6_transpose<<<(1,1,1), (64,1,1), 0>>> 2 buffers
+// INFO: launch kiln_k7_attention<<<(12,1,1), (256,1,1), 0>>> 4 buffers
