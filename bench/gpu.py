@@ -25,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
@@ -82,22 +81,13 @@ def kiln_ms(bindir, so, x_path, runs, graphs):
     return float(re.search(r"median ([0-9.]+) ms", out).group(1))
 
 
-def ort_ms(sess, x, runs):
-    for _ in range(5):
-        sess.run(None, {"input": x})
-    t = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        sess.run(None, {"input": x})
-        t.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(t)
-
-
 def bench(bindir, models, runs, rounds, env):
     import numpy as np
     import onnx
     import onnxruntime as ort
     from kiln_models import MODELS
+    sys.path.insert(0, HERE)
+    from compare import ort_round as ort_ms  # the same timing loop as the CPU benchmark
     have_cuda_ep = "CUDAExecutionProvider" in ort.get_available_providers()
     if not have_cuda_ep:
         print("onnxruntime has no CUDAExecutionProvider (pip install onnxruntime-gpu): "

@@ -68,12 +68,26 @@ public:
   Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
   Value mul(Value x, int64_t c) { return c == 1 ? x : mul(x, idx(c)); }
+  /// base + sum_d coord_d * strides[d], coord being `linear` decoded
+  /// row-major over `shape` (dimensions with stride 0 cost nothing).
+  Value offsetOf(Value linear, ArrayRef<int64_t> shape, ArrayRef<int64_t> strides, Value base) {
+    Value off = base, rest = linear;
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      Value coord = d == 0 ? rest : rem(rest, shape[d]);
+      if (d > 0)
+        rest = div(rest, shape[d]);
+      if (strides[d])
+        off = add(off, mul(coord, strides[d]));
+    }
+    return off;
+  }
   Value gpuIndex(StringRef fn) {
     return func::CallOp::create(b, fn, TypeRange{b.getIndexType()}, ValueRange{}).getResult(0);
   }
   Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, x, idx(c)); }
   Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, x, idx(c)); }
   Value minI(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
+  Value maxI(Value x, Value y) { return arith::MaxUIOp::create(b, x, y); }
   Value load(int buf, Value i) { return memref::LoadOp::create(b, bufs[buf], i); }
   /// A workgroup-private f32 scratch buffer on the stack.
   Value scratch(int64_t n) {
@@ -526,6 +540,9 @@ private:
   LogicalResult gpuConvDirect(kiln::ConvOp op, const Epilogue *epi);
   LogicalResult gpuAttention(kiln::AttentionOp op, ArrayRef<Value> sources,
                              ArrayRef<MatrixView> views, const MatrixView &outView);
+  /// A grid-stride loop over `total` items, body(e, i) for each.
+  LogicalResult gpuForEach(Operation *op, ArrayRef<Value> ins, int64_t total,
+                           const std::function<void(KernelEmitter &, Value)> &body);
   LogicalResult gpuRows(Operation *op, ArrayRef<Value> ins, int64_t rows,
                         const std::function<void(KernelEmitter &, Value, int64_t)> &body);
 
@@ -806,6 +823,15 @@ LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t ba
   });
 }
 
+LogicalResult Lowering::gpuForEach(Operation *op, ArrayRef<Value> ins, int64_t total,
+                                   const std::function<void(KernelEmitter &, Value)> &body) {
+  int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
+  return gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
+    Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
+    e.loop(first, e.idx(total), [&](Value i) { body(e, i); }, blocks * kGpuThreads);
+  });
+}
+
 /// One block per row of `rows` (softmax, layer norm): body(e, row, threads)
 /// strides the row's elements over the block's threads.
 LogicalResult Lowering::gpuRows(Operation *op, ArrayRef<Value> ins, int64_t rows,
@@ -871,15 +897,7 @@ LogicalResult Lowering::elementwise(
             offs[k] = dense[k] ? at : e.idx(0);
             continue;
           }
-          Value off = e.idx(0), rest = at;
-          for (int64_t d = rank - 1; d >= 0; --d) {
-            Value coord = d == 0 ? rest : e.rem(rest, outShape[d]);
-            if (d > 0)
-              rest = e.div(rest, outShape[d]);
-            if (strides[k][d])
-              off = e.add(off, e.mul(coord, strides[k][d]));
-          }
-          offs[k] = off;
+          offs[k] = e.offsetOf(at, outShape, strides[k], e.idx(0));
         }
         e.lanes = lanes;
         SmallVector<Value> vals;
@@ -902,15 +920,8 @@ LogicalResult Lowering::elementwise(
           base.push_back(e.mul(r, inner));
           continue;
         }
-        Value off = e.idx(0), rest = r;
-        for (int64_t d = rank - 2; d >= 0; --d) {
-          Value coord = d == 0 ? rest : e.rem(rest, outShape[d]);
-          if (d > 0)
-            rest = e.div(rest, outShape[d]);
-          if (strides[k][d])
-            off = e.add(off, e.mul(coord, strides[k][d]));
-        }
-        base.push_back(off);
+        base.push_back(e.offsetOf(r, ArrayRef<int64_t>(outShape).drop_back(), strides[k],
+                                  e.idx(0)));
       }
       Value outBase = e.mul(r, inner);
       e.loop(0, inner, [&](Value j) {
@@ -2359,6 +2370,16 @@ LogicalResult Lowering::batchNorm(kiln::BatchNormOp op) {
   auto in = shape(op.getInput());
   int64_t C = in[1], rows = in[0] * C, inner = elems(op.getInput()) / std::max<int64_t>(rows, 1);
   float eps = op.getEpsilon().convertToFloat();
+  if (p.gpu)
+    return gpuForEach(op, {op.getInput(), op.getScale(), op.getBias(), op.getMean(), op.getVariance()},
+                      elems(op.getInput()), [&](KernelEmitter &e, Value i) {
+      Value c = e.rem(e.div(i, inner), C);
+      Value inv = arith::DivFOp::create(
+          e.b, e.f32(1.0f), math::SqrtOp::create(e.b, e.fadd(e.load(4, c), e.f32(eps))));
+      Value scale = e.fmul(e.load(1, c), inv);
+      Value shift = arith::SubFOp::create(e.b, e.load(2, c), e.fmul(e.load(3, c), scale));
+      e.store(e.fadd(e.fmul(e.load(0, i), scale), shift), 5, i);
+    });
   int64_t perWg = rowsPerWorkgroup(inner);
   return launch(op, {op.getInput(), op.getScale(), op.getBias(), op.getMean(), op.getVariance()},
                 ceilDiv(rows, perWg), [&](KernelEmitter &e) {
@@ -2492,62 +2513,115 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
   auto outShape = shape(result);
   int64_t perWg = std::max<int64_t>(1, kWorkgroupElems / std::max<int64_t>(redN, 1));
   int64_t flops = estimateFlops(op) + redN * outN * (pro ? static_cast<int64_t>(pro->ops.size()) : 0);
-  emitKernel(op->getLoc(), op->getName().stripDialect(), ids, ceilDiv(outN, perWg),
-             [&](KernelEmitter &e) {
-    auto [lo, hi] = e.share(outN, perWg);
-    e.loop(lo, hi, [&](Value o) {
-      // The kept coordinates of output element o, innermost first.
-      SmallVector<Value> base(nReads, e.idx(0));
-      Value rest = o;
-      for (int64_t g = groups.size() - 1; g >= 0; --g) {
-        if (groups[g].reduced)
-          continue;
-        Value coord = e.rem(rest, groups[g].size);
-        rest = e.div(rest, groups[g].size);
+  // The kept coordinates of output element o, as read offsets.
+  auto keptBase = [&](KernelEmitter &e, Value o) {
+    SmallVector<Value> base(nReads, e.idx(0));
+    Value rest = o;
+    for (int64_t g = groups.size() - 1; g >= 0; --g) {
+      if (groups[g].reduced)
+        continue;
+      Value coord = e.rem(rest, groups[g].size);
+      rest = e.div(rest, groups[g].size);
+      for (size_t k = 0; k < nReads; ++k)
+        base[k] = e.add(base[k], e.mul(coord, groups[g].strides[k]));
+    }
+    return base;
+  };
+  auto combine = [&](KernelEmitter &e, Value acc, Value x) -> Value {
+    if (isMax) return arith::MaximumFOp::create(e.b, acc, x).getResult();
+    if (isMin) return arith::MinimumFOp::create(e.b, acc, x).getResult();
+    return e.fadd(acc, x, !p.gpu);
+  };
+  // The reduced element at read offsets `off` (through the prologue).
+  auto element = [&](KernelEmitter &e, ArrayRef<Value> off) {
+    return pro ? pro->apply(e, Value(), [&](int k) { return e.load(k, off[k]); })
+               : e.load(0, off[0]);
+  };
+  // Mean scaling, the epilogue, the store of output o.
+  auto finishOut = [&](KernelEmitter &e, Value o, Value r) {
+    if (isa<kiln::ReduceMeanOp>(op))
+      r = e.fmul(r, e.f32(1.0f / static_cast<float>(std::max<int64_t>(redN, 1))));
+    if (epi) {
+      // Output coordinates, for the epilogue's sites.
+      SmallVector<Value> coords(outShape.size());
+      Value left = o;
+      for (int64_t d = static_cast<int64_t>(outShape.size()) - 1; d >= 0; --d) {
+        coords[d] = d == 0 ? left : e.rem(left, outShape[d]);
+        if (d > 0)
+          left = e.div(left, outShape[d]);
+      }
+      r = epi->apply(e, r, [&](int k) {
+        Value at = e.idx(0);
+        for (size_t d = 0; d < coords.size(); ++d)
+          if (epi->siteStrides[k][d])
+            at = e.add(at, e.mul(coords[d], epi->siteStrides[k][d]));
+        return e.load(static_cast<int>(nReads) + k, at);
+      });
+    }
+    e.store(r, oArg, o);
+  };
+  // Nested loops over the reduced groups (one thread, one output).
+  auto serial = [&](KernelEmitter &e, Value o) {
+    std::function<Value(size_t, SmallVector<Value>, Value)> nest =
+        [&](size_t g, SmallVector<Value> off, Value acc) -> Value {
+      while (g < groups.size() && !groups[g].reduced)
+        ++g;
+      if (g == groups.size())
+        return combine(e, acc, element(e, off));
+      return e.reduce(e.idx(0), e.idx(groups[g].size), acc, [&](Value iv, Value a) {
+        SmallVector<Value> next;
         for (size_t k = 0; k < nReads; ++k)
-          base[k] = e.add(base[k], e.mul(coord, groups[g].strides[k]));
+          next.push_back(e.add(off[k], e.mul(iv, groups[g].strides[k])));
+        return nest(g + 1, next, a);
+      });
+    };
+    finishOut(e, o, nest(0, keptBase(e, o), e.f32(init)));
+  };
+  if (p.gpu) {
+    // Long reductions: a block per output, the block's threads striding over
+    // the reduced elements, then a block reduction. Short ones: a thread per
+    // output in a grid-stride loop.
+    bool perBlock = redN >= 128;
+    int64_t blocks = perBlock ? std::max<int64_t>(outN, 1)
+                              : std::clamp<int64_t>(ceilDiv(outN, kGpuThreads), 1, kGpuMaxBlocks);
+    emitKernel(op->getLoc(), op->getName().stripDialect(), ids, blocks, [&](KernelEmitter &e) {
+      if (!perBlock) {
+        Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
+        e.loop(first, e.idx(outN), [&](Value o) { serial(e, o); }, blocks * kGpuThreads);
+        return;
       }
-      std::function<Value(size_t, SmallVector<Value>, Value)> nest =
-          [&](size_t g, SmallVector<Value> off, Value acc) -> Value {
-        while (g < groups.size() && !groups[g].reduced)
-          ++g;
-        if (g == groups.size()) {
-          Value x = pro ? pro->apply(e, Value(), [&](int k) { return e.load(k, off[k]); })
-                        : e.load(0, off[0]);
-          if (isMax) return arith::MaximumFOp::create(e.b, acc, x).getResult();
-          if (isMin) return arith::MinimumFOp::create(e.b, acc, x).getResult();
-          return e.fadd(acc, x, true);
-        }
-        return e.reduce(e.idx(0), e.idx(groups[g].size), acc, [&](Value iv, Value a) {
-          SmallVector<Value> next;
+      Value o = e.bid();
+      SmallVector<Value> base = keptBase(e, o);
+      Value part = e.reduce(e.tid(), e.idx(redN), e.f32(init), [&](Value ri, Value acc) {
+        SmallVector<Value> off(base);
+        Value rest = ri;
+        for (int64_t g = groups.size() - 1; g >= 0; --g) {
+          if (!groups[g].reduced)
+            continue;
+          Value coord = e.rem(rest, groups[g].size);
+          rest = e.div(rest, groups[g].size);
           for (size_t k = 0; k < nReads; ++k)
-            next.push_back(e.add(off[k], e.mul(iv, groups[g].strides[k])));
-          return nest(g + 1, next, a);
-        });
-      };
-      Value r = nest(0, base, e.f32(init));
-      if (isa<kiln::ReduceMeanOp>(op))
-        r = e.fmul(r, e.f32(1.0f / static_cast<float>(std::max<int64_t>(redN, 1))));
-      if (epi) {
-        // Output coordinates, for the epilogue's sites.
-        SmallVector<Value> coords(outShape.size());
-        Value left = o;
-        for (int64_t d = static_cast<int64_t>(outShape.size()) - 1; d >= 0; --d) {
-          coords[d] = d == 0 ? left : e.rem(left, outShape[d]);
-          if (d > 0)
-            left = e.div(left, outShape[d]);
+            off[k] = e.add(off[k], e.mul(coord, groups[g].strides[k]));
         }
-        r = epi->apply(e, r, [&](int k) {
-          Value at = e.idx(0);
-          for (size_t d = 0; d < coords.size(); ++d)
-            if (epi->siteStrides[k][d])
-              at = e.add(at, e.mul(coords[d], epi->siteStrides[k][d]));
-          return e.load(static_cast<int>(nReads) + k, at);
-        });
-      }
-      e.store(r, oArg, o);
-    });
-  }, flops);
+        return combine(e, acc, element(e, off));
+      }, kGpuThreads);
+      Value r = e.blockReduce(part, kGpuThreads, e.shared(kGpuThreads / 32),
+                              [&](Value a, Value x) { return combine(e, a, x); }, init);
+      e.ifThen(arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, e.tid(), e.idx(0)),
+               [&] { finishOut(e, o, r); });
+    }, flops);
+    Launch &l = p.launches.back();
+    l.gpuShaped = true;
+    l.grid[0] = static_cast<uint32_t>(blocks);
+    l.block[0] = kGpuThreads;
+    l.blockSync = perBlock;
+  } else {
+    emitKernel(op->getLoc(), op->getName().stripDialect(), ids, ceilDiv(outN, perWg),
+               [&](KernelEmitter &e) {
+      auto [lo, hi] = e.share(outN, perWg);
+      e.loop(lo, hi, [&](Value o) { serial(e, o); });
+    }, flops);
+  }
   bufferOf[result] = out;
   return success();
 }
@@ -2757,6 +2831,14 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
   if (rank == 0)
     return elementwise(op, {op.getInput()}, [](KernelEmitter &, ArrayRef<Value> v) { return v[0]; });
   auto inStr = stridesOf(in);
+  if (p.gpu)
+    // A thread per output element (writes coalesced).
+    return gpuForEach(op, {op.getInput()}, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
+      SmallVector<int64_t> st;
+      for (int64_t d = 0; d < rank; ++d)
+        st.push_back(inStr[perm[d]]);
+      e.store(e.load(0, e.offsetOf(i, out, st, e.idx(0))), 1, i);
+    });
   int64_t inner = out.back(), outer = elems(op.getResult()) / std::max<int64_t>(inner, 1);
   int64_t perWg = rowsPerWorkgroup(inner);
   return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
@@ -2789,6 +2871,10 @@ LogicalResult Lowering::slice(kiln::SliceOp op) {
   }
   if (rank == 0)
     return elementwise(op, {op.getInput()}, [](KernelEmitter &, ArrayRef<Value> v) { return v[0]; });
+  if (p.gpu)
+    return gpuForEach(op, {op.getInput()}, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
+      e.store(e.load(0, e.offsetOf(i, out, st, e.idx(base))), 1, i);
+    });
   int64_t inner = out.back(), outer = elems(op.getResult()) / std::max<int64_t>(inner, 1);
   int64_t perWg = rowsPerWorkgroup(inner);
   return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
@@ -2817,6 +2903,27 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
   int64_t outRow = out[axis] * inner;
   int64_t perWg = rowsPerWorkgroup(outRow);
   SmallVector<Value> ins(op.getInputs());
+  if (p.gpu)
+    // A thread per output element: which input holds it is decided by its
+    // position along the axis (a chain of selects, in bounds always).
+    return gpuForEach(op, ins, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
+      Value o = e.div(i, outRow), j = e.rem(i, outRow);
+      Value v = e.f32(0.0f);
+      int64_t at = 0;
+      for (size_t k = 0; k < ins.size(); ++k) {
+        int64_t len = shape(ins[k])[axis] * inner;
+        if (len == 0)
+          continue;
+        Value in = arith::AndIOp::create(
+            e.b, arith::CmpIOp::create(e.b, arith::CmpIPredicate::uge, j, e.idx(at)),
+            e.ult(j, e.idx(at + len)));
+        Value jk = e.minI(arith::SubIOp::create(e.b, e.maxI(j, e.idx(at)), e.idx(at)),
+                          e.idx(len - 1));
+        v = arith::SelectOp::create(e.b, in, e.load(k, e.add(e.mul(o, len), jk)), v);
+        at += len;
+      }
+      e.store(v, ins.size(), i);
+    });
   return launch(op, ins, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outer, perWg);
     e.loop(lo, hi, [&](Value o) {

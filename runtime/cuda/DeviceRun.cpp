@@ -18,10 +18,9 @@ public:
   virtual ~DeviceBackend() = default;
   std::string name;
   virtual bool makeCurrent(std::string &error) = 0;
+  /// Device memory and pinned host memory, freed with the backend.
   virtual bool alloc(size_t bytes, uint64_t &addr, std::string &error) = 0;
-  virtual void release(uint64_t addr) = 0;
   virtual bool allocHost(size_t bytes, void *&ptr, std::string &error) = 0;
-  virtual void releaseHost(void *ptr) = 0;
   /// Synchronous, outside any capture (the weights, at creation).
   virtual bool uploadNow(uint64_t dst, const void *src, size_t bytes, std::string &error) = 0;
   // Stream-ordered (and captured while capturing).
@@ -63,7 +62,10 @@ public:
   EmuBackend(const kiln_model_desc &m, ThreadPool &pool) : model(m), pool(pool) {
     name = "cuda-emu (the CUDA kernels compiled for this CPU)";
   }
-  ~EmuBackend() override = default;
+  ~EmuBackend() override {
+    for (void *p : allocations)
+      std::free(p);
+  }
 
   bool makeCurrent(std::string &) override { return true; }
   bool alloc(size_t bytes, uint64_t &addr, std::string &error) override {
@@ -72,18 +74,17 @@ public:
       error = "cuda-emu: cannot allocate " + std::to_string(bytes) + " bytes of device memory";
       return false;
     }
+    allocations.push_back(p);
     addr = reinterpret_cast<uint64_t>(p);
     return true;
   }
-  void release(uint64_t addr) override { std::free(reinterpret_cast<void *>(addr)); }
   bool allocHost(size_t bytes, void *&ptr, std::string &error) override {
-    uint64_t a;
+    uint64_t a = 0;
     if (!alloc(bytes, a, error))
       return false;
     ptr = reinterpret_cast<void *>(a);
     return true;
   }
-  void releaseHost(void *ptr) override { std::free(ptr); }
   bool uploadNow(uint64_t dst, const void *src, size_t bytes, std::string &) override {
     std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
     return true;
@@ -142,6 +143,7 @@ private:
   }
   const kiln_model_desc &model;
   ThreadPool &pool;
+  std::vector<void *> allocations;
   std::vector<std::chrono::steady_clock::time_point> marks;
   bool capturing = false;
   std::vector<std::function<void()>> graph;
@@ -264,29 +266,11 @@ public:
     addr = p;
     return true;
   }
-  void release(uint64_t addr) override {
-    for (auto &p : allocations)
-      if (p == addr) {
-        api->memFree(p);
-        p = allocations.back();
-        allocations.pop_back();
-        return;
-      }
-  }
   bool allocHost(size_t bytes, void *&ptr, std::string &error) override {
     if (!check(api->memAllocHost(&ptr, bytes ? bytes : 1), "cuMemAllocHost", error))
       return false;
     hostAllocations.push_back(ptr);
     return true;
-  }
-  void releaseHost(void *ptr) override {
-    for (auto &p : hostAllocations)
-      if (p == ptr) {
-        api->memFreeHost(p);
-        p = hostAllocations.back();
-        hostAllocations.pop_back();
-        return;
-      }
   }
   bool uploadNow(uint64_t dst, const void *src, size_t bytes, std::string &error) override {
     return check(api->memcpyHtoD(dst, src, bytes), "cuMemcpyHtoD", error);

@@ -174,27 +174,34 @@ inline void schedule(Block &b) {
   }
 }
 
+/// A block's indices, dynamic shared memory and threads (their threadIdx).
+inline void initBlock(Block &b, dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes) {
+  b.blockIdx = blockIdx;
+  b.gridDim = grid;
+  b.blockDim = blockDim;
+  b.dynamicShared.assign(sharedBytes, 0);
+  unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  b.fibers.resize(n);
+  b.lanes.assign(n, 0);
+  for (unsigned i = 0; i < n; ++i)
+    b.fibers[i].threadIdx = dim3(i % blockDim.x, (i / blockDim.x) % blockDim.y,
+                                 i / (blockDim.x * blockDim.y));
+}
+
 /// Runs one block of `body` (the kernel call with its arguments).
 inline void runBlock(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes,
                      const std::function<void()> &body) {
   constexpr size_t kStack = 64 * 1024;
   Block b;
-  b.blockIdx = blockIdx;
-  b.gridDim = grid;
-  b.blockDim = blockDim;
+  initBlock(b, blockIdx, grid, blockDim, sharedBytes);
   b.body = body;
-  b.dynamicShared.assign(sharedBytes, 0);
-  unsigned n = blockDim.x * blockDim.y * blockDim.z;
-  b.fibers.resize(n);
-  b.lanes.assign(n, 0);
+  unsigned n = b.fibers.size();
   Block *saved = tlsBlock;
   tlsBlock = &b;
   while (tlsStacks.size() < n)
     tlsStacks.emplace_back(new char[kStack]);
   for (unsigned i = 0; i < n; ++i) {
     Fiber &f = b.fibers[i];
-    f.threadIdx = dim3(i % blockDim.x, (i / blockDim.x) % blockDim.y,
-                       i / (blockDim.x * blockDim.y));
     f.stack = tlsStacks[i].get();
     getcontext(&f.ctx);
     f.ctx.uc_stack.ss_sp = f.stack;
@@ -211,13 +218,8 @@ inline void runBlock(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes
 /// workgroup-per-thread kernels) need no fibers.
 template <typename F> void runSingleThread(dim3 blockIdx, dim3 grid, F &&body) {
   Block b;
-  b.blockIdx = blockIdx;
-  b.gridDim = grid;
-  b.blockDim = dim3(1);
+  initBlock(b, blockIdx, grid, dim3(1), 0);
   b.direct = true;
-  b.fibers.resize(1);
-  b.fibers[0].threadIdx = dim3(0, 0, 0);
-  b.lanes.assign(1, 0);
   Block *saved = tlsBlock;
   tlsBlock = &b;
   body();
@@ -237,19 +239,11 @@ void runBlockOf(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes, boo
     return;
   }
   Block b;
-  b.blockIdx = blockIdx;
-  b.gridDim = grid;
-  b.blockDim = blockDim;
+  initBlock(b, blockIdx, grid, blockDim, sharedBytes);
   b.direct = true;
-  b.dynamicShared.assign(sharedBytes, 0);
-  unsigned n = blockDim.x * blockDim.y * blockDim.z;
-  b.fibers.resize(n);
-  b.lanes.assign(n, 0);
   Block *saved = tlsBlock;
   tlsBlock = &b;
-  for (unsigned i = 0; i < n; ++i) {
-    b.fibers[i].threadIdx = dim3(i % blockDim.x, (i / blockDim.x) % blockDim.y,
-                                 i / (blockDim.x * blockDim.y));
+  for (unsigned i = 0; i < b.fibers.size(); ++i) {
     b.current = i;
     body();
   }
