@@ -16,6 +16,7 @@ struct kiln_instance {
   void *arena = nullptr;
   kiln::rt::ThreadPool *pool = nullptr;
   std::unique_ptr<kiln::rt::DeviceRun> device; // CUDA and cuda-emu models
+  std::string deviceName;
   std::string error;
 };
 
@@ -144,6 +145,9 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
       kiln_instance_destroy(inst);
       return st;
     }
+    inst->deviceName = inst->device->deviceName();
+  } else {
+    inst->deviceName = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
   }
   *out = inst;
   return KILN_OK;
@@ -196,6 +200,10 @@ const char *kiln_last_error(void) { return lastError.c_str(); }
 
 const kiln_model_desc *kiln_instance_model(const kiln_instance *inst) {
   return inst ? inst->model : nullptr;
+}
+
+const char *kiln_instance_device(const kiln_instance *inst) {
+  return inst ? inst->deviceName.c_str() : "null instance";
 }
 
 kiln_status kiln_instance_profile(const kiln_instance *inst, const double **ms,

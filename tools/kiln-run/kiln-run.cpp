@@ -34,6 +34,7 @@ struct Api {
   decltype(&kiln_instance_error) error = nullptr;
   decltype(&kiln_last_error) lastError = nullptr;
   decltype(&kiln_instance_profile) profile = nullptr;
+  decltype(&kiln_instance_device) device = nullptr;
 };
 
 int usage() {
@@ -125,8 +126,9 @@ int main(int argc, char **argv) {
   api.error = reinterpret_cast<decltype(api.error)>(dlsym(lib, "kiln_instance_error"));
   api.lastError = reinterpret_cast<decltype(api.lastError)>(dlsym(lib, "kiln_last_error"));
   api.profile = reinterpret_cast<decltype(api.profile)>(dlsym(lib, "kiln_instance_profile"));
+  api.device = reinterpret_cast<decltype(api.device)>(dlsym(lib, "kiln_instance_device"));
   if (!modelPtr || !api.create || !api.run || !api.destroy || !api.error || !api.lastError ||
-      !api.profile)
+      !api.profile || !api.device)
     return fail("'" + modelPath + "' is not a model compiled by kiln-compile (missing symbols)");
   api.model = *modelPtr;
   const kiln_model_desc *m = api.model;
@@ -280,8 +282,8 @@ int main(int argc, char **argv) {
     }
     if (!ms.empty()) {
       std::sort(ms.begin(), ms.end());
-      std::printf("latency over %d runs: median %.3f ms, min %.3f ms\n", bench,
-                  ms[ms.size() / 2], ms.front());
+      std::printf("latency over %d runs: median %.3f ms, min %.3f ms (%s)\n", bench,
+                  ms[ms.size() / 2], ms.front(), api.device(inst));
     }
   }
   if (profile) {

@@ -168,6 +168,9 @@ const char *kiln_instance_error(const kiln_instance *instance);
 /** The message of this thread's last failed kiln_instance_create. */
 const char *kiln_last_error(void);
 const kiln_model_desc *kiln_instance_model(const kiln_instance *instance);
+/** Where the instance runs: "cpu (2 threads)", "NVIDIA H100 80GB HBM3 (sm_90,
+ *  CUBIN sm_90)", "cuda-emu (...)". */
+const char *kiln_instance_device(const kiln_instance *instance);
 /** With options.profile set: the milliseconds each kernel launch took in the
  *  last run, in launch order (model->num_kernels entries). */
 kiln_status kiln_instance_profile(const kiln_instance *instance,
