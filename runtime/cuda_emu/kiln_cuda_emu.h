@@ -35,6 +35,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <ucontext.h>
@@ -413,5 +414,90 @@ inline __half __hfma(__half a, __half b, __half c) {
   return __double2half(static_cast<double>(__half2float(a)) * __half2float(b) +
                        __half2float(c));
 }
+
+// Tensor cores: nvcuda::wmma (mma.h declares it for device code only).
+// Each lane holds the whole tile (a valid fragment layout: the real one is
+// unspecified, and element-wise loops over x[0, num_elements) work the same);
+// every operation is warp-synchronous like on a GPU, and mma_sync multiplies
+// exactly (products of half/bf16 inputs are exact in float) with float
+// accumulation.
+namespace nvcuda::wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K> struct fragment_shape;
+template <int M, int N, int K> struct fragment_shape<matrix_a, M, N, K> { static constexpr int rows = M, cols = K; };
+template <int M, int N, int K> struct fragment_shape<matrix_b, M, N, K> { static constexpr int rows = K, cols = N; };
+template <int M, int N, int K> struct fragment_shape<accumulator, M, N, K> { static constexpr int rows = M, cols = N; };
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> class fragment {
+public:
+  static constexpr int rows = fragment_shape<Use, M, N, K>::rows;
+  static constexpr int cols = fragment_shape<Use, M, N, K>::cols;
+  static constexpr int num_elements = rows * cols;
+  T x[num_elements]; // row-major
+};
+
+template <typename Use, int M, int N, int K, typename T, typename L>
+inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const T &v) {
+  for (int i = 0; i < f.num_elements; ++i)
+    f.x[i] = v;
+}
+
+template <typename F, typename T> inline void loadTile(F &f, const T *p, unsigned ldm, bool colMajor) {
+  kiln_emu::yieldAt(2); // warp-synchronous: every lane's earlier writes are visible
+  for (int r = 0; r < F::rows; ++r)
+    for (int c = 0; c < F::cols; ++c)
+      f.x[r * F::cols + c] = colMajor ? p[c * ldm + r] : p[r * ldm + c];
+  kiln_emu::yieldAt(2);
+}
+
+template <typename Use, int M, int N, int K, typename T, typename L>
+inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f, const T *p, unsigned ldm) {
+  loadTile(f, p, ldm, std::is_same_v<L, col_major>);
+}
+template <int M, int N, int K, typename T>
+inline void load_matrix_sync(fragment<accumulator, M, N, K, T> &f, const T *p, unsigned ldm,
+                             layout_t layout) {
+  loadTile(f, p, ldm, layout == mem_col_major);
+}
+
+template <int M, int N, int K, typename T>
+inline void store_matrix_sync(T *p, const fragment<accumulator, M, N, K, T> &f, unsigned ldm,
+                              layout_t layout) {
+  kiln_emu::yieldAt(2);
+  // Every lane holds the same tile: one lane writes it.
+  if (kiln_emu::linearTid() % kiln_emu::kWarpSize == 0 || kiln_emu::block().direct)
+    for (int r = 0; r < M; ++r)
+      for (int c = 0; c < N; ++c)
+        (layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.x[r * N + c];
+  kiln_emu::yieldAt(2);
+}
+
+template <typename T> inline float toFloat(const T &v) { return static_cast<float>(v); }
+inline float toFloat(const __half &v) { return __half2float(v); }
+inline float toFloat(const __nv_bfloat16 &v) { return __bfloat162float(v); }
+
+template <int M, int N, int K, typename TA, typename LA, typename TB, typename LB, typename TC>
+inline void mma_sync(fragment<accumulator, M, N, K, TC> &d, const fragment<matrix_a, M, N, K, TA, LA> &a,
+                     const fragment<matrix_b, M, N, K, TB, LB> &b,
+                     const fragment<accumulator, M, N, K, TC> &c) {
+  kiln_emu::yieldAt(2);
+  fragment<accumulator, M, N, K, TC> out;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float acc = toFloat(c.x[i * N + j]);
+      for (int k = 0; k < K; ++k)
+        acc += toFloat(a.x[i * K + k]) * toFloat(b.x[k * N + j]);
+      out.x[i * N + j] = static_cast<TC>(acc);
+    }
+  d = out;
+  kiln_emu::yieldAt(2);
+}
+} // namespace nvcuda::wmma
 
 #endif // KILN_CUDA_EMU_H

@@ -1,10 +1,11 @@
 // CUDA kernels that exercise what the emulation must get right: shared
 // memory and block barriers, warp shuffles and votes, atomics across blocks,
-// dynamic shared memory, half/bfloat16 conversions. The same source compiles
+// dynamic shared memory, half/bfloat16 conversions, tensor cores (wmma). The same source compiles
 // with NVRTC (kiln-nvrtc) and, after runtime/cuda_emu/kiln_cuda_emu.h, with
 // the host compiler (emu_main.cpp).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <mma.h>
 
 #ifndef KILN_EMU_DYNAMIC_SHARED
 #define KILN_EMU_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
@@ -87,4 +88,29 @@ extern "C" __global__ void low_precision(const float *x, float *h, float *b, flo
   h[i] = __half2float(hx);
   b[i] = __bfloat162float(__float2bfloat16(x[i]));
   fma[i] = __half2float(__hfma(hx, __float2half(2.0f), __float2half(1.0f)));
+}
+
+// Tensor cores: C[M x N] = A[M x K] . B[K x N] with A and B rounded to
+// bfloat16 and float accumulation; a warp per 16 x 16 tile of C, K in steps
+// of 16 staged through shared memory.
+extern "C" __global__ void wmma_bf16(const float *a, const float *b, float *c, int K, int N) {
+  using namespace nvcuda;
+  __shared__ __nv_bfloat16 as[16 * 16], bs[16 * 16];
+  int tm = blockIdx.y * 16, tn = blockIdx.x * 16, lane = threadIdx.x;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 0.0f);
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    for (int i = lane; i < 256; i += 32) {
+      as[i] = __float2bfloat16(a[(tm + i / 16) * K + k0 + i % 16]);
+      bs[i] = __float2bfloat16(b[(k0 + i / 16) * N + tn + i % 16]);
+    }
+    __syncwarp();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
+    wmma::load_matrix_sync(fa, as, 16);
+    wmma::load_matrix_sync(fb, bs, 16);
+    wmma::mma_sync(acc, fa, fb, acc);
+    __syncwarp();
+  }
+  wmma::store_matrix_sync(c + tm * N + tn, acc, N, wmma::mem_row_major);
 }

@@ -92,6 +92,23 @@ int main() {
       expect(close(f[i], 2 * hw + 1, 2e-3), "half fma", f[i], 2 * hw + 1);
     }
   }
+  // wmma_bf16: the product of the bfloat16-rounded inputs, float accumulation.
+  {
+    int M = 32, N = 48, K = 64;
+    std::vector<float> a(M * K), b(K * N), c(M * N, -1.0f);
+    for (float &v : a) v = normal(gen);
+    for (float &v : b) v = normal(gen);
+    kiln_emu::launch(wmma_bf16, dim3(N / 16, M / 16), dim3(32), 0, a.data(), b.data(), c.data(),
+                     K, N);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double want = 0;
+        for (int k = 0; k < K; ++k)
+          want += double(__bfloat162float(__float2bfloat16(a[i * K + k]))) *
+                  __bfloat162float(__float2bfloat16(b[k * N + j]));
+        expect(close(c[i * N + j], want, 1e-4), "wmma_bf16", c[i * N + j], want);
+      }
+  }
   std::printf("cuda-emu: %d checks passed, %d failed\n", checks - failures, failures);
   return failures ? 1 : 0;
 }
