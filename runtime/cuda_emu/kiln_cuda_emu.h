@@ -214,19 +214,6 @@ inline void runBlock(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes
   tlsBlock = saved;
 }
 
-/// Runs `body` as the only thread of block `blockIdx` (blockDim 1), on the
-/// calling thread's stack: kernels whose threads are independent (Kiln's
-/// workgroup-per-thread kernels) need no fibers.
-template <typename F> void runSingleThread(dim3 blockIdx, dim3 grid, F &&body) {
-  Block b;
-  initBlock(b, blockIdx, grid, dim3(1), 0);
-  b.direct = true;
-  Block *saved = tlsBlock;
-  tlsBlock = &b;
-  body();
-  tlsBlock = saved;
-}
-
 /// Runs block `blockIdx` of a launch of `body` (the kernel call). Threads
 /// that never synchronize (`independent`: no barriers, no warp operations)
 /// run one after another on the host thread's own stack; the others are
