@@ -1,13 +1,14 @@
 //===- EmitCuda.h - kernels as CUDA C++ ---------------------------*- C++ -*-===//
 //
-// The first CUDA code generator (issue 4, docs/cuda.md): every kernel of a
-// lowered Program (scf/arith/math/memref/vector loop nests over flat
-// buffers) printed as an `extern "C" __global__` CUDA C++ function in which
-// each thread runs one workgroup. Correct for every op the CPU target
-// supports -- workgroups are independent by construction -- and compiled
-// by NVRTC for real GPUs and by the host compiler against the emulation
-// header (--target=cuda-emu); op families get block-level GPU kernels in
-// later increments.
+// The CUDA code generator (issue 4, docs/cuda.md): every kernel of a
+// lowered Program (scf/arith/math/memref/vector over flat buffers) printed
+// as an `extern "C" __global__` CUDA C++ function. GPU-shaped kernels
+// (Program::gpu; Launch::gpuShaped) spell their thread and block indices,
+// barriers, shuffles and shared memory through the kiln_gpu_* helpers of the
+// prelude; the others run one workgroup per thread (correct for every op:
+// workgroups are independent by construction). Compiled by NVRTC for real
+// GPUs and by the host compiler against the emulation header
+// (--target=cuda-emu).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_CUDA_EMITCUDA_H
