@@ -974,6 +974,41 @@ SmallVector<int> Lowering::convArgs(kiln::ConvOp op, int wBuf, int inBuf, const 
   return ids;
 }
 
+/// The input element of output pixel (oh, ow) under kernel tap (ky, kx) of
+/// an NCHW convolution: its offset in the input plane (clamped in bounds)
+/// and whether it lies inside the image rather than in the padding.
+std::pair<Value, Value> convTap(KernelEmitter &e, Value oh, Value ow, Value ky, Value kx,
+                                ArrayRef<int64_t> s, ArrayRef<int64_t> d, ArrayRef<int64_t> pad,
+                                int64_t H, int64_t W) {
+  ImplicitLocOpBuilder &b = e.b;
+  // ih = oh*s0 + ky*d0 - p0 (signed), iw likewise.
+  Value ih = arith::SubIOp::create(b, e.add(e.mul(oh, s[0]), e.mul(ky, d[0])), e.idx(pad[0]));
+  Value iw = arith::SubIOp::create(b, e.add(e.mul(ow, s[1]), e.mul(kx, d[1])), e.idx(pad[1]));
+  auto inside = [&](Value v, int64_t hi) {
+    Value lo = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, v, e.idx(0));
+    Value up = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, v, e.idx(hi));
+    return arith::AndIOp::create(b, lo, up).getResult();
+  };
+  auto clamp = [&](Value v, int64_t hi) {
+    return arith::MaxSIOp::create(b, arith::MinSIOp::create(b, v, e.idx(hi - 1)), e.idx(0))
+        .getResult();
+  };
+  Value valid = arith::AndIOp::create(b, inside(ih, H), inside(iw, W));
+  return {e.add(e.mul(clamp(ih, H), W), clamp(iw, W)), valid};
+}
+
+/// A GPU conv kernel's operands: weight, input, the bias if any, then the
+/// epilogue's sites (from `firstSite` on); the output follows them.
+SmallVector<Value> gpuConvOperands(kiln::ConvOp op, const Epilogue *epi, int &firstSite) {
+  SmallVector<Value> ins{op.getWeight(), op.getInput()};
+  if (op.getBias())
+    ins.push_back(op.getBias());
+  firstSite = ins.size();
+  if (epi)
+    ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
+  return ins;
+}
+
 /// NCHW convolution as an implicit GEMM on the tiled matrix product: per
 /// (image, group), C[o][p] = sum_k W[o][k] * col[k][p] with k = (channel,
 /// ky, kx) and p = (oh, ow); col is never materialized -- the B panel
@@ -986,13 +1021,9 @@ LogicalResult Lowering::gpuConv(kiln::ConvOp op, const Epilogue *epi) {
   int64_t G = static_cast<int64_t>(op.getGroup()), Cg = C / G, Og = O / G;
   int64_t KK = KH * KW, P = OH * OW, Kdim = Cg * KK;
   auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
-  SmallVector<Value> ins{op.getWeight(), op.getInput()};
   bool hasBias = static_cast<bool>(op.getBias());
-  if (hasBias)
-    ins.push_back(op.getBias());
-  int firstSite = ins.size();
-  if (epi)
-    ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
+  int firstSite;
+  SmallVector<Value> ins = gpuConvOperands(op, epi, firstSite);
   int outArg = ins.size();
   return gpuMatmul(
       op, ins, N * G, Og, P, Kdim,
@@ -1005,25 +1036,10 @@ LogicalResult Lowering::gpuConv(kiln::ConvOp op, const Epilogue *epi) {
         return std::pair<Value, Value>{e.add(base, e.add(e.mul(o, Kdim), k)), {}};
       },
       [&](KernelEmitter &e, Value base, Value k, Value pix) {
-        ImplicitLocOpBuilder &b = e.b;
         Value c = e.div(k, KK), tap = e.rem(k, KK);
-        Value ky = e.div(tap, KW), kx = e.rem(tap, KW);
-        Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
-        // ih = oh*s0 + ky*d0 - p0 (signed), iw likewise.
-        Value ih = arith::SubIOp::create(b, e.add(e.mul(oh, s[0]), e.mul(ky, d[0])), e.idx(pad[0]));
-        Value iw = arith::SubIOp::create(b, e.add(e.mul(ow, s[1]), e.mul(kx, d[1])), e.idx(pad[1]));
-        auto inside = [&](Value v, int64_t hi) {
-          Value a = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, v, e.idx(0));
-          Value c2 = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, v, e.idx(hi));
-          return arith::AndIOp::create(b, a, c2).getResult();
-        };
-        Value valid = arith::AndIOp::create(b, inside(ih, H), inside(iw, W));
-        auto clamp = [&](Value v, int64_t hi) {
-          return arith::MaxSIOp::create(b, arith::MinSIOp::create(b, v, e.idx(hi - 1)), e.idx(0))
-              .getResult();
-        };
-        Value off = e.add(base, e.add(e.mul(c, H * W), e.add(e.mul(clamp(ih, H), W), clamp(iw, W))));
-        return std::pair<Value, Value>{off, valid};
+        auto [at, valid] = convTap(e, e.div(pix, OW), e.rem(pix, OW), e.div(tap, KW),
+                                   e.rem(tap, KW), s, d, pad, H, W);
+        return std::pair<Value, Value>{e.add(base, e.add(e.mul(c, H * W), at)), valid};
       },
       [&](KernelEmitter &e, Value bi, Value o, Value pix, Value acc) {
         Value g = e.rem(bi, G), n = e.div(bi, G);
@@ -1042,13 +1058,9 @@ LogicalResult Lowering::gpuConvDirect(kiln::ConvOp op, const Epilogue *epi) {
   int64_t O = out[1], OH = out[2], OW = out[3], KH = w[2], KW = w[3];
   int64_t G = static_cast<int64_t>(op.getGroup()), Cg = C / G, Og = O / G, P = OH * OW;
   auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
-  SmallVector<Value> ins{op.getWeight(), op.getInput()};
   bool hasBias = static_cast<bool>(op.getBias());
-  if (hasBias)
-    ins.push_back(op.getBias());
-  int firstSite = ins.size();
-  if (epi)
-    ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
+  int firstSite;
+  SmallVector<Value> ins = gpuConvOperands(op, epi, firstSite);
   int outArg = ins.size();
   int64_t total = elems(op.getResult());
   int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
@@ -1066,19 +1078,8 @@ LogicalResult Lowering::gpuConvDirect(kiln::ConvOp op, const Epilogue *epi) {
         Value wBase = e.mul(e.add(e.mul(oc, Cg), c), KH * KW);
         for (int64_t ky = 0; ky < KH; ++ky)
           for (int64_t kx = 0; kx < KW; ++kx) {
-            Value ih = arith::SubIOp::create(b, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), e.idx(pad[0]));
-            Value iw = arith::SubIOp::create(b, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), e.idx(pad[1]));
-            auto inside = [&](Value v, int64_t hi) {
-              Value a = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, v, e.idx(0));
-              Value c2 = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, v, e.idx(hi));
-              return arith::AndIOp::create(b, a, c2).getResult();
-            };
-            auto clamp = [&](Value v, int64_t hi) {
-              return arith::MaxSIOp::create(b, arith::MinSIOp::create(b, v, e.idx(hi - 1)), e.idx(0))
-                  .getResult();
-            };
-            Value valid = arith::AndIOp::create(b, inside(ih, H), inside(iw, W));
-            Value x = e.load(1, e.add(plane, e.add(e.mul(clamp(ih, H), W), clamp(iw, W))));
+            auto [at, valid] = convTap(e, oh, ow, e.idx(ky), e.idx(kx), s, d, pad, H, W);
+            Value x = e.load(1, e.add(plane, at));
             x = arith::SelectOp::create(b, valid, x, e.f32(0.0f));
             acc = e.fadd(acc, e.fmul(x, e.load(0, e.add(wBase, e.idx(ky * KW + kx)))));
           }
