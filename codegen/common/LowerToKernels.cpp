@@ -477,6 +477,58 @@ struct MatrixView {
   }
 };
 
+/// The sizes of an attention (batch..., Sq x D queries, Sk keys, Dv value
+/// columns), its mask's strides in score coordinates, and where each
+/// operand's batch starts.
+struct AttentionLayout {
+  int64_t rank = 0, Sq = 0, D = 0, Sk = 0, Dv = 0, batches = 1;
+  SmallVector<int64_t> batchShape;
+  float scale = 1.0f;
+  bool hasMask = false;
+  std::vector<int64_t> maskStr;
+
+  static AttentionLayout of(kiln::AttentionOp op) {
+    auto shapeOf = [](Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); };
+    auto q = shapeOf(op.getQuery());
+    AttentionLayout a;
+    a.rank = q.size();
+    a.Sq = q[a.rank - 2];
+    a.D = q[a.rank - 1];
+    a.Sk = shapeOf(op.getKey())[a.rank - 2];
+    a.Dv = shapeOf(op.getValue())[a.rank - 1];
+    a.batchShape.assign(q.begin(), q.end() - 2);
+    for (int64_t d : a.batchShape)
+      a.batches *= d;
+    a.scale = op.getScale().convertToFloat();
+    a.hasMask = static_cast<bool>(op.getMask());
+    if (a.hasMask) {
+      SmallVector<int64_t> scoreShape(q);
+      scoreShape.back() = a.Sk;
+      a.maskStr = numpyStrides(shapeOf(op.getMask()), scoreShape);
+    }
+    return a;
+  }
+  /// Offsets of batch `bi` in q, k, v (their views), the output and the mask.
+  SmallVector<Value> bases(KernelEmitter &e, Value bi, ArrayRef<MatrixView> views,
+                           const MatrixView &outView) const {
+    SmallVector<Value> base(5, e.idx(0));
+    for (size_t t = 0; t < 3; ++t)
+      base[t] = e.idx(views[t].offset);
+    Value rest = bi;
+    for (int64_t d = static_cast<int64_t>(batchShape.size()) - 1; d >= 0; --d) {
+      Value coord = d == 0 ? rest : e.rem(rest, batchShape[d]);
+      if (d > 0)
+        rest = e.div(rest, batchShape[d]);
+      for (size_t t = 0; t < 3; ++t)
+        base[t] = e.add(base[t], e.mul(coord, views[t].batch[d]));
+      base[3] = e.add(base[3], e.mul(coord, outView.batch[d]));
+      if (hasMask && maskStr[d])
+        base[4] = e.add(base[4], e.mul(coord, maskStr[d]));
+    }
+    return base;
+  }
+};
+
 class Lowering {
 public:
   Lowering(ModuleOp src, Program &p) : src(src), p(p), ctx(src.getContext()) {}
@@ -1098,44 +1150,21 @@ LogicalResult Lowering::gpuConvDirect(kiln::ConvOp op, const Epilogue *epi) {
 /// Scores never reach memory.
 LogicalResult Lowering::gpuAttention(kiln::AttentionOp op, ArrayRef<Value> sources,
                                      ArrayRef<MatrixView> views, const MatrixView &outView) {
-  auto q = shape(op.getQuery()), k = shape(op.getKey()), v = shape(op.getValue());
-  int64_t r = q.size();
-  int64_t Sq = q[r - 2], D = q[r - 1], Sk = k[r - 2], Dv = v[r - 1];
-  SmallVector<int64_t> batchShape(q.begin(), q.end() - 2);
-  int64_t B = 1;
-  for (int64_t dd : batchShape)
-    B *= dd;
-  float scale = op.getScale().convertToFloat();
-  bool hasMask = static_cast<bool>(op.getMask());
-  SmallVector<int64_t> scoreShape(q);
-  scoreShape.back() = Sk;
-  std::vector<int64_t> maskStr;
-  if (hasMask)
-    maskStr = numpyStrides(shape(op.getMask()), scoreShape);
+  AttentionLayout a = AttentionLayout::of(op);
+  int64_t r = a.rank, Sq = a.Sq, D = a.D, Sk = a.Sk, Dv = a.Dv;
+  bool hasMask = a.hasMask;
+  const std::vector<int64_t> &maskStr = a.maskStr;
   constexpr int64_t kWarps = kGpuThreads / 32;
   int64_t qBlocks = ceilDiv(Sq, kWarps), cols = ceilDiv(std::max<int64_t>(Dv, 1), 32);
   int oArg = sources.size();
   const float negInf = -std::numeric_limits<float>::infinity();
-  LogicalResult res = gpuLaunch(op, sources, B * qBlocks, kGpuThreads, true, [&](KernelEmitter &e) {
+  LogicalResult res = gpuLaunch(op, sources, a.batches * qBlocks, kGpuThreads, true, [&](KernelEmitter &e) {
     ImplicitLocOpBuilder &b = e.b;
     Value blk = e.bid(), t = e.tid();
     Value warp = e.div(t, 32), lane = e.rem(t, 32);
     Value bi = e.div(blk, qBlocks);
     Value row = e.add(e.mul(e.rem(blk, qBlocks), kWarps), warp);
-    SmallVector<Value> base(5, e.idx(0)); // q, k, v, out, mask
-    for (size_t i = 0; i < 3; ++i)
-      base[i] = e.idx(views[i].offset);
-    Value rest = bi;
-    for (int64_t dd = static_cast<int64_t>(batchShape.size()) - 1; dd >= 0; --dd) {
-      Value coord = dd == 0 ? rest : e.rem(rest, batchShape[dd]);
-      if (dd > 0)
-        rest = e.div(rest, batchShape[dd]);
-      for (size_t i = 0; i < 3; ++i)
-        base[i] = e.add(base[i], e.mul(coord, views[i].batch[dd]));
-      base[3] = e.add(base[3], e.mul(coord, outView.batch[dd]));
-      if (hasMask && maskStr[dd])
-        base[4] = e.add(base[4], e.mul(coord, maskStr[dd]));
-    }
+    SmallVector<Value> base = a.bases(e, bi, views, outView); // q, k, v, out, mask
     Value probs = e.shared(kWarps * 32);
     Value pRow = e.mul(warp, 32);
     auto maxOf = [&](Value a, Value c) { return arith::MaximumFOp::create(b, a, c).getResult(); };
@@ -1160,7 +1189,7 @@ LogicalResult Lowering::gpuAttention(kiln::AttentionOp op, ArrayRef<Value> sourc
           Value qv = e.load(0, e.add(qRow, e.mul(dd, views[0].col)));
           return e.fadd(acc, e.fmul(qv, e.load(1, e.add(kRow, dd))));
         });
-        sc = e.fmul(sc, e.f32(scale));
+        sc = e.fmul(sc, e.f32(a.scale));
         if (hasMask)
           sc = e.fadd(sc, e.load(3, e.add(maskRow, e.mul(keyc, maskStr[r - 1]))));
         sc = arith::SelectOp::create(b, valid, sc, e.f32(negInf));
@@ -2706,19 +2735,11 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
 /// block. Scores exist one block at a time, on the stack.
 LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
                                   ArrayRef<MatrixView> views, const MatrixView &outView) {
-  auto q = shape(op.getQuery()), k = shape(op.getKey()), v = shape(op.getValue());
-  int64_t r = q.size();
-  int64_t Sq = q[r - 2], D = q[r - 1], Sk = k[r - 2], Dv = v[r - 1];
-  SmallVector<int64_t> batchShape(q.begin(), q.end() - 2);
-  int64_t B = 1;
-  for (int64_t d : batchShape) B *= d;
-  float scale = op.getScale().convertToFloat();
-  bool hasMask = static_cast<bool>(op.getMask());
-  SmallVector<int64_t> scoreShape(q);
-  scoreShape.back() = Sk;
-  std::vector<int64_t> maskStr;
-  if (hasMask)
-    maskStr = numpyStrides(shape(op.getMask()), scoreShape);
+  AttentionLayout a = AttentionLayout::of(op);
+  int64_t r = a.rank, Sq = a.Sq, D = a.D, Sk = a.Sk, Dv = a.Dv;
+  float scale = a.scale;
+  bool hasMask = a.hasMask;
+  const std::vector<int64_t> &maskStr = a.maskStr;
   if (failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(sources, op->getResults())))))
     return failure();
   if (views[1].col != 1 || views[2].col != 1)
@@ -2735,24 +2756,12 @@ LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
   int64_t nq = std::min(kQueryRows, std::max<int64_t>(Sq, 1));
   int64_t qBlocks = ceilDiv(Sq, nq);
   const float negInf = -std::numeric_limits<float>::infinity();
-  emitKernel(op.getLoc(), "attention", ids, B * qBlocks, [&](KernelEmitter &e) {
+  emitKernel(op.getLoc(), "attention", ids, a.batches * qBlocks, [&](KernelEmitter &e) {
     Value bi = e.div(e.wg, qBlocks);
     Value q0 = e.mul(e.rem(e.wg, qBlocks), nq);
     Value rows = e.minI(e.idx(nq), arith::SubIOp::create(e.b, e.idx(Sq), q0));
     // Batch offsets of every operand.
-    SmallVector<Value> base(views.size() + 2, e.idx(0)); // q, k, v, out, mask
-    for (size_t t = 0; t < 3; ++t)
-      base[t] = e.idx(views[t].offset);
-    Value rest = bi;
-    for (int64_t d = static_cast<int64_t>(batchShape.size()) - 1; d >= 0; --d) {
-      Value coord = d == 0 ? rest : e.rem(rest, batchShape[d]);
-      if (d > 0) rest = e.div(rest, batchShape[d]);
-      for (size_t t = 0; t < 3; ++t)
-        base[t] = e.add(base[t], e.mul(coord, views[t].batch[d]));
-      base[3] = e.add(base[3], e.mul(coord, outView.batch[d]));
-      if (hasMask && maskStr[d])
-        base[4] = e.add(base[4], e.mul(coord, maskStr[d]));
-    }
+    SmallVector<Value> base = a.bases(e, bi, views, outView); // q, k, v, out, mask
     Value QT = e.scratch(D * nq), ST = e.scratch(kKeyBlock * nq);
     Value P = e.scratch(nq * kKeyBlock), acc = e.scratch(nq * std::max<int64_t>(Dv, 1));
     Value mRow = e.scratch(nq), lRow = e.scratch(nq);
