@@ -2670,6 +2670,15 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
   bool scaleFull = elems(op.getScale()) == D && D != 1;
   bool biasFull = hasBias && elems(op.getBias()) == D && D != 1;
   int out = ins.size();
+  // Element j of the row at `base`, normalized, scaled, shifted and stored.
+  auto normalize = [&](KernelEmitter &e, Value base, Value j, Value mean, Value inv) {
+    Value at = e.add(base, j);
+    Value y = e.fmul(arith::SubFOp::create(e.b, e.load(0, at), mean), inv);
+    y = e.fmul(y, e.load(1, scaleFull ? j : e.idx(0)));
+    if (hasBias)
+      y = e.fadd(y, e.load(2, biasFull ? j : e.idx(0)));
+    e.store(y, out, at);
+  };
   if (p.gpu)
     // A block per row: the sum and the sum of squared deviations reduced
     // over the block, each thread striding over the row.
@@ -2689,14 +2698,7 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
       Value var = e.fmul(e.blockReduce(part, n, scratch, sumOf, 0.0f), invD);
       Value inv = arith::DivFOp::create(e.b, e.f32(1.0f),
                                         math::SqrtOp::create(e.b, e.fadd(var, e.f32(eps))));
-      e.loop(e.tid(), e.idx(D), [&](Value j) {
-        Value at = e.add(base, j);
-        Value y = e.fmul(arith::SubFOp::create(e.b, e.load(0, at), mean), inv);
-        y = e.fmul(y, e.load(1, scaleFull ? j : e.idx(0)));
-        if (hasBias)
-          y = e.fadd(y, e.load(2, biasFull ? j : e.idx(0)));
-        e.store(y, out, at);
-      }, n);
+      e.loop(e.tid(), e.idx(D), [&](Value j) { normalize(e, base, j, mean, inv); }, n);
     });
   int64_t perWg = rowsPerWorkgroup(D);
   return launch(op, ins, ceilDiv(rows, perWg), [&](KernelEmitter &e) {
@@ -2715,14 +2717,7 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
       Value inv = arith::DivFOp::create(
           e.b, e.f32(1.0f),
           math::SqrtOp::create(e.b, e.fadd(e.fmul(sq, invD), e.f32(eps))));
-      e.loop(0, D, [&](Value j) {
-        Value at = e.add(base, j);
-        Value y = e.fmul(arith::SubFOp::create(e.b, e.load(0, at), mean), inv);
-        y = e.fmul(y, e.load(1, scaleFull ? j : e.idx(0)));
-        if (hasBias)
-          y = e.fadd(y, e.load(2, biasFull ? j : e.idx(0)));
-        e.store(y, out, at);
-      });
+      e.loop(0, D, [&](Value j) { normalize(e, base, j, mean, inv); });
     });
   });
 }

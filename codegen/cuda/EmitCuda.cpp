@@ -423,26 +423,30 @@ private:
             results.push_back(n);
           }
           line() << "if (" << name(i.getCondition()) << ") {\n";
-          ++indent;
-          for (Operation &inner : i.thenBlock()->without_terminator())
-            if (failed(operation(&inner)))
-              return failure();
-          yieldInto(i.thenBlock()->getTerminator(), results);
-          --indent;
+          if (failed(branch(i.thenBlock(), results)))
+            return failure();
           if (i.elseBlock() &&
               (!i.elseBlock()->without_terminator().empty() || !results.empty())) {
             line() << "} else {\n";
-            ++indent;
-            for (Operation &inner : i.elseBlock()->without_terminator())
-              if (failed(operation(&inner)))
-                return failure();
-            yieldInto(i.elseBlock()->getTerminator(), results);
-            --indent;
+            if (failed(branch(i.elseBlock(), results)))
+              return failure();
           }
           line() << "}\n";
           return success();
         })
         .Default([&](Operation *o) { return fail(o, "(no CUDA spelling yet)"); });
+  }
+
+  /// An if's branch, one level deeper: its ops, then its yielded values
+  /// assigned to `results`.
+  LogicalResult branch(Block *b, const std::vector<std::string> &results) {
+    ++indent;
+    for (Operation &inner : b->without_terminator())
+      if (failed(operation(&inner)))
+        return failure();
+    yieldInto(b->getTerminator(), results);
+    --indent;
+    return success();
   }
 
   /// Assigns a block's yielded values to the variables `into` (through
