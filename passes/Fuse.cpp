@@ -57,7 +57,12 @@ bool sidesOk(Operation *op, Value chain, Operation *anchor) {
 /// Whether `user`, an elementwise op consuming `chain`, can join a group
 /// whose anchor is `anchor` (null for a pure elementwise group).
 bool canJoin(Operation *user, Value chain, Operation *anchor) {
-  if (!isElementwise(user) || user->getResult(0).getType() != chain.getType())
+  if (!isElementwise(user))
+    return false;
+  // A cast ends an elementwise chain in another element type (the kernel
+  // stores it converted); anchors' epilogues keep their element type.
+  bool typeOk = isa<CastOp>(user) ? !anchor : user->getResult(0).getType() == chain.getType();
+  if (!typeOk)
     return false;
   if (isa<BatchNormOp>(user) && user->getOperand(0) != chain)
     return false; // the chain must be the normalized input, not a parameter

@@ -131,6 +131,55 @@ def SelectLayoutPass : Pass<"kiln-select-layout", "mlir::func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def LegalizeTypesPass : Pass<"kiln-legalize-types", "mlir::func::FuncOp"> {
+  let summary = "computes f16 and bf16 arithmetic in f32 between casts";
+  let description = [{
+    Kernels compute in f32 (fp32 accumulation). Every op with an f16 or
+    bf16 operand or result is rewritten to take and give f32, with `kiln.cast` ops to f32 on its operands and back to the
+    original type on its result. Every op's result is so rounded to the
+    model's type, as onnxruntime does (`f32 -> f16 -> f32` is not an
+    identity and stays; inside a fused kernel it is a conversion in
+    registers), while the canonicalizer folds what is exact (`f16 -> f32 ->
+    f16`) and converts constants at compile time. Data movement
+    (`kiln.reshape`, `kiln.transpose`, `kiln.slice`, `kiln.concat`) keeps its
+    element type and moves the narrow values.
+
+    With `tensor-cores`, `kiln.matmul`, `kiln.gemm` and `kiln.conv` on f16
+    or bf16 keep their element type: the CUDA target runs them on tensor
+    cores (fp32 accumulation, the result rounded to the operands' type).
+    f64 is left alone (f32 has neither its range nor its precision):
+    elementwise kernels compute f64 ops in f64; other f64 ops (contractions,
+    reductions, normalizations) are not compiled yet and get a diagnostic
+    naming the node. Runs at every optimization level: it is what makes
+    such models compilable.
+
+    Before:
+    ```mlir
+    %y = kiln.add %a, %b : tensor<4xf16>, tensor<4xf16>
+    %z = kiln.relu %y : tensor<4xf16>
+    ```
+    After:
+    ```mlir
+    %a32 = kiln.cast %a : tensor<4xf16> -> tensor<4xf32>
+    %b32 = kiln.cast %b : tensor<4xf16> -> tensor<4xf32>
+    %y = kiln.add %a32, %b32 : tensor<4xf32>, tensor<4xf32>
+    %y16 = kiln.cast %y : tensor<4xf32> -> tensor<4xf16>
+    %y32 = kiln.cast %y16 : tensor<4xf16> -> tensor<4xf32>
+    %z = kiln.relu %y32 : tensor<4xf32>
+    %z16 = kiln.cast %z : tensor<4xf32> -> tensor<4xf16>
+    ```
+  }];
+  let options = [
+    Option<"tensorCores", "tensor-cores", "bool", /*default=*/"false",
+           "keep f16/bf16 matmul, gemm and conv for tensor-core kernels">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//
 

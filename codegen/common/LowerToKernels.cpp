@@ -19,6 +19,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <set>
 
 using namespace mlir;
 namespace kiln::codegen {
@@ -39,6 +41,59 @@ std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
 }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Bytes per element of a buffer's element type.
+int64_t widthOf(Type t) { return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8; }
+
+/// The element type a kernel sees for a tensor's elements: integers are
+/// signless in memrefs (kiln.cast keeps the signedness).
+Type storageOf(Type t) {
+  if (auto i = llvm::dyn_cast<IntegerType>(t); i && !i.isSignless())
+    return IntegerType::get(t.getContext(), i.getWidth());
+  return t;
+}
+
+/// `v` (a scalar or vector of `from` elements) converted as kiln.cast from
+/// `from` to `to`.
+Value convertElements(ImplicitLocOpBuilder &b, Value v, Type from, Type to) {
+  if (from == to)
+    return v;
+  auto shaped = [&](Type el) -> Type {
+    if (auto vt = llvm::dyn_cast<VectorType>(v.getType()))
+      return VectorType::get(vt.getShape(), el);
+    return el;
+  };
+  Type toS = storageOf(to);
+  auto fromF = llvm::dyn_cast<FloatType>(from), toF = llvm::dyn_cast<FloatType>(to);
+  if (fromF && toF) {
+    unsigned fw = fromF.getWidth(), tw = toF.getWidth();
+    if (fw == tw) // f16 <-> bf16: through f32 (exact widening)
+      return convertElements(b, convertElements(b, v, from, b.getF32Type()), b.getF32Type(), to);
+    if (fw < tw)
+      return arith::ExtFOp::create(b, shaped(to), v);
+    return arith::TruncFOp::create(b, shaped(to), v);
+  }
+  if (to.isInteger(1)) {
+    Value zero = arith::ConstantOp::create(b, b.getZeroAttr(shaped(storageOf(from))));
+    if (fromF)
+      return arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, v, zero);
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, v, zero);
+  }
+  bool fromUnsigned = from.isUnsignedInteger() || from.isInteger(1);
+  if (toF)
+    return fromUnsigned ? arith::UIToFPOp::create(b, shaped(to), v).getResult()
+                        : arith::SIToFPOp::create(b, shaped(to), v).getResult();
+  if (fromF)
+    return to.isUnsignedInteger() ? arith::FPToUIOp::create(b, shaped(toS), v).getResult()
+                                  : arith::FPToSIOp::create(b, shaped(toS), v).getResult();
+  unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
+  if (fw == tw)
+    return v;
+  if (fw > tw)
+    return arith::TruncIOp::create(b, shaped(toS), v);
+  return fromUnsigned ? arith::ExtUIOp::create(b, shaped(toS), v).getResult()
+                      : arith::ExtSIOp::create(b, shaped(toS), v).getResult();
+}
 
 /// Elements a workgroup of an elementwise-like kernel handles (at least).
 constexpr int64_t kWorkgroupElems = 16384;
@@ -59,11 +114,17 @@ public:
   int64_t lanes = 1;
 
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value f32(float v) {
+  /// The float type arithmetic is built in: f32, or f64 inside the
+  /// elementwise op of an f64 tensor (scalarOp sets it).
+  Type computeType;
+  /// A constant of the compute type (f32 unless computeType says f64).
+  Value f32(double v) {
+    Type ft = computeType ? computeType : b.getF32Type();
     if (lanes == 1)
-      return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
-    auto type = VectorType::get({lanes}, b.getF32Type());
-    return arith::ConstantOp::create(b, DenseElementsAttr::get(type, v));
+      return arith::ConstantOp::create(b, b.getFloatAttr(ft, v));
+    auto type = VectorType::get({lanes}, ft);
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(type, b.getFloatAttr(ft, v).getValue()));
   }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
@@ -89,13 +150,25 @@ public:
   Value minI(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
   Value maxI(Value x, Value y) { return arith::MaxUIOp::create(b, x, y); }
   Value load(int buf, Value i) { return memref::LoadOp::create(b, bufs[buf], i); }
+  /// An element of buffer `buf` converted to f32 (the kernels' compute type).
+  Value loadF(int buf, Value i) {
+    Value v = load(buf, i);
+    return convertElements(b, v, v.getType(), b.getF32Type());
+  }
   /// A workgroup-private f32 scratch buffer on the stack.
   Value scratch(int64_t n) {
     return memref::AllocaOp::create(b, MemRefType::get({n}, b.getF32Type()));
   }
   Value loadM(Value m, Value i) { return memref::LoadOp::create(b, m, i); }
   void storeM(Value v, Value m, Value i) { memref::StoreOp::create(b, v, m, i); }
-  void store(Value v, int buf, Value i) { memref::StoreOp::create(b, v, bufs[buf], i); }
+  /// Stores `v` into buffer `buf`, converted to its element type (f32
+  /// results of kernels that write f16/bf16/f64 tensors round here).
+  void store(Value v, int buf, Value i) {
+    Type elem = llvm::cast<MemRefType>(bufs[buf].getType()).getElementType();
+    if (v.getType() != elem && llvm::isa<FloatType>(v.getType()) && llvm::isa<FloatType>(elem))
+      v = convertElements(b, v, v.getType(), elem);
+    memref::StoreOp::create(b, v, bufs[buf], i);
+  }
 
   Value fadd(Value x, Value y, bool reassoc = false) {
     auto op = arith::AddFOp::create(b, x, y);
@@ -160,7 +233,8 @@ public:
   Value vload(int buf, Value off) {
     if (lanes == 1)
       return load(buf, off);
-    return vector::LoadOp::create(b, VectorType::get({lanes}, b.getF32Type()), bufs[buf],
+    auto elem = llvm::cast<MemRefType>(bufs[buf].getType()).getElementType();
+    return vector::LoadOp::create(b, VectorType::get({lanes}, elem), bufs[buf],
                                   ValueRange{off});
   }
   void vstore(Value v, int buf, Value off) {
@@ -184,8 +258,10 @@ public:
   Value splat(Value scalar) {
     if (lanes == 1)
       return scalar;
-    return vector::BroadcastOp::create(b, VectorType::get({lanes}, b.getF32Type()), scalar);
+    return vector::BroadcastOp::create(b, VectorType::get({lanes}, scalar.getType()), scalar);
   }
+  /// Zero of an element type (scalar).
+  Value zero(Type t) { return arith::ConstantOp::create(b, b.getZeroAttr(storageOf(t))); }
   /// for i in [lo, hi): body(i) on kVectorLanes elements at a time (lanes
   /// set accordingly), then one at a time for the rest. For loops over
   /// contiguous channels, which LLVM would otherwise unroll (constant short
@@ -227,10 +303,11 @@ public:
                                 ValueRange{v, i64(mask)})
         .getResult(0);
   }
-  /// An f32 array in the block's shared memory (address space 3).
-  Value shared(int64_t n) {
+  /// An array in the block's shared memory (address space 3), f32 unless
+  /// `elem` says otherwise.
+  Value shared(int64_t n, Type elem = {}) {
     return memref::AllocaOp::create(
-        b, MemRefType::get({n}, b.getF32Type(), MemRefLayoutAttrInterface{},
+        b, MemRefType::get({n}, elem ? elem : b.getF32Type(), MemRefLayoutAttrInterface{},
                            b.getI64IntegerAttr(3)));
   }
   /// if (cond) then()
@@ -303,6 +380,11 @@ std::vector<int64_t> operandStrides(Operation *user, unsigned operandNo) {
 /// The scalar computation of one elementwise op on scalar operands.
 Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
   ImplicitLocOpBuilder &b = e.b;
+  // f64 ops compute in f64 (kiln-legalize-types leaves them); the rest in f32.
+  Type saved = e.computeType;
+  Type rt = llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
+  e.computeType = rt.isF64() ? rt : Type();
+  auto restore = llvm::make_scope_exit([&] { e.computeType = saved; });
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case<kiln::AddOp>([&](auto) { return e.fadd(v[0], v[1]); })
       .Case<kiln::SubOp>([&](auto) { return arith::SubFOp::create(b, v[0], v[1]); })
@@ -361,12 +443,17 @@ Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
         return e.fmul(e.fmul(v[0], e.f32(0.5f)), e.fadd(e.f32(1.0f), t));
       })
       .Case<kiln::WhereOp>([&](auto) {
-        Value cond = arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, v[0], e.f32(0.0f));
+        Value zero = arith::ConstantOp::create(b, b.getZeroAttr(v[0].getType()));
+        Value cond = arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, v[0], zero);
         return arith::SelectOp::create(b, cond, v[1], v[2]);
       })
       .Case<kiln::ClipOp>([&](auto c) {
         Value x = arith::MaximumFOp::create(b, v[0], e.f32(c.getMin().convertToFloat()));
         return arith::MinimumFOp::create(b, x, e.f32(c.getMax().convertToFloat()));
+      })
+      .Case<kiln::CastOp>([&](auto c) {
+        auto et = [](Value x) { return llvm::cast<RankedTensorType>(x.getType()).getElementType(); };
+        return convertElements(b, v[0], et(c.getInput()), et(c.getResult()));
       })
       .Case<kiln::BatchNormOp>([&](auto bn) {
         // (x - mean) * scale / sqrt(var + eps) + bias
@@ -412,8 +499,10 @@ struct Epilogue {
   Value apply(KernelEmitter &e, Value x,
               const std::function<Value(int)> &site) const {
     DenseMap<Value, Value> scalar;
-    if (start)
-      scalar[start] = x;
+    if (start) // the anchor's value, rounded to its element type
+      scalar[start] = convertElements(
+          e.b, x, e.b.getF32Type(),
+          llvm::cast<RankedTensorType>(start.getType()).getElementType());
     for (Operation *op : ops) {
       SmallVector<Value> in;
       for (auto [i, v] : llvm::enumerate(op->getOperands())) {
@@ -541,16 +630,22 @@ private:
   MLIRContext *ctx;
   llvm::DenseMap<Value, int> bufferOf;
   int kernelCount = 0;
+  /// Set while a tensor-core contraction (f16/bf16 operands) is launched.
+  bool typedContraction = false;
 
-  int newBuffer(Buffer::Kind kind, int64_t bytes) {
+  int newBuffer(Buffer::Kind kind, int64_t bytes, Type elem = {}) {
     Buffer buf;
     buf.kind = kind;
     buf.bytes = bytes;
+    buf.elem = elem && !elem.isF32() ? storageOf(elem) : Type();
     p.buffers.push_back(buf);
     return static_cast<int>(p.buffers.size()) - 1;
   }
   static int64_t elems(Value v) {
     return llvm::cast<RankedTensorType>(v.getType()).getNumElements();
+  }
+  static Type elemType(Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getElementType();
   }
   static ArrayRef<int64_t> shape(Value v) {
     return llvm::cast<RankedTensorType>(v.getType()).getShape();
@@ -588,6 +683,10 @@ private:
   LogicalResult gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t batches, int64_t M,
                           int64_t N, int64_t K, const GpuBase &bases, const GpuAt &aAt,
                           const GpuAt &bAt, const GpuFinish &finish);
+  /// gpuMatmul on tensor cores for f16/bf16 operands; see the definition.
+  LogicalResult gpuMatmulTc(Operation *op, ArrayRef<Value> ins, int64_t batches, int64_t M,
+                            int64_t N, int64_t K, const GpuBase &bases, const GpuAt &aAt,
+                            const GpuAt &bAt, const GpuFinish &finish);
   LogicalResult gpuConv(kiln::ConvOp op, const Epilogue *epi);
   LogicalResult gpuConvDirect(kiln::ConvOp op, const Epilogue *epi);
   LogicalResult gpuAttention(kiln::AttentionOp op, ArrayRef<Value> sources,
@@ -631,32 +730,37 @@ private:
 
 LogicalResult Lowering::addConstant(kiln::ConstantOp op) {
   auto type = llvm::cast<RankedTensorType>(op.getType());
-  // Other element types get no buffer: a kernel that reads one reports the
-  // unsupported type at its own node.
-  if (!type.getElementType().isF32())
-    return success();
-  int64_t n = type.getNumElements();
-  std::vector<char> data(n * 4);
+  Type et = type.getElementType();
+  int64_t n = type.getNumElements(), w = widthOf(et);
+  std::vector<char> data(n * w);
   Attribute value = op.getValue();
   if (auto res = llvm::dyn_cast<DenseResourceElementsAttr>(value)) {
     AsmResourceBlob *blob = res.getRawHandle().getBlob();
     if (!blob)
       return op.emitError("constant's resource blob is missing");
     ArrayRef<char> raw = blob->getData();
-    if (static_cast<int64_t>(raw.size()) != n * 4)
+    if (static_cast<int64_t>(raw.size()) != n * w)
       return op.emitError("constant's resource blob has ")
-             << raw.size() << " bytes; expected " << n * 4;
+             << raw.size() << " bytes; expected " << n * w;
     std::memcpy(data.data(), raw.data(), raw.size());
   } else if (auto dense = llvm::dyn_cast<DenseFPElementsAttr>(value)) {
     int64_t i = 0;
     for (APFloat f : dense.getValues<APFloat>()) {
-      float v = f.convertToFloat();
-      std::memcpy(&data[4 * i++], &v, 4);
+      uint64_t bits = f.bitcastToAPInt().getZExtValue();
+      std::memcpy(&data[w * i++], &bits, w);
+    }
+  } else if (auto ints = llvm::dyn_cast<DenseIntElementsAttr>(value)) {
+    int64_t i = 0;
+    for (APInt v : ints.getValues<APInt>()) {
+      uint64_t bits = v.getZExtValue();
+      std::memcpy(&data[w * i++], &bits, w);
     }
   } else {
     return op.emitError("unsupported constant attribute");
   }
-  bufferOf[op.getResult()] = addConstantData(data);
+  int id = addConstantData(data);
+  p.buffers[id].elem = et.isF32() ? Type() : et;
+  bufferOf[op.getResult()] = id;
   return success();
 }
 
@@ -697,7 +801,8 @@ LogicalResult Lowering::checkF32(Operation *op, ArrayRef<Value> values) {
     Type et = llvm::cast<RankedTensorType>(v.getType()).getElementType();
     if (!et.isF32())
       return op->emitError() << describe(op) << ": element type " << et
-                             << " is not supported by the CPU backend yet (f32 only)";
+                             << " is not computed by Kiln's kernels yet (f32; f16 and bf16 "
+                                "through f32; other types only move and cast)";
   }
   return success();
 }
@@ -722,10 +827,23 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
                          what))
     l.layout = "NCHW";
   l.buffers.assign(buffers.begin(), buffers.end());
+  std::set<std::string> types;
+  for (int id : buffers) {
+    std::string t;
+    llvm::raw_string_ostream os(t);
+    if (p.buffers[id].elem)
+      os << p.buffers[id].elem;
+    else
+      os << "f32";
+    types.insert(t);
+  }
+  l.dtypes = llvm::join(types, "+");
   SmallVector<Type> argTypes;
-  for (int id : buffers)
-    argTypes.push_back(MemRefType::get({std::max<int64_t>(p.buffers[id].bytes / 4, 1)},
-                                       Float32Type::get(ctx)));
+  for (int id : buffers) {
+    Type elem = p.buffers[id].elem ? p.buffers[id].elem : Float32Type::get(ctx);
+    argTypes.push_back(MemRefType::get(
+        {std::max<int64_t>(p.buffers[id].bytes / widthOf(elem), 1)}, elem));
+  }
   argTypes.push_back(IndexType::get(ctx));
 
   ImplicitLocOpBuilder b(loc, ctx);
@@ -747,11 +865,19 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
                                int64_t workgroups,
                                const std::function<void(KernelEmitter &)> &body,
                                std::optional<int> outBuffer) {
-  if (failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(ins, op->getResults())))))
+  // Data movement, casts and elementwise chains (arithmetic in f32 after
+  // kiln-legalize-types) move any element type; the rest compute f32.
+  bool anyType = isa<kiln::CastOp, kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp,
+                     kiln::ConcatOp, kiln::FusionOp>(op) ||
+                 kiln::isElementwise(op) || typedContraction;
+  if (!anyType &&
+      failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(ins, op->getResults())))))
     return failure();
   Value result = op->getResult(0);
   int out = outBuffer ? *outBuffer
-                      : newBuffer(Buffer::Arena, std::max<int64_t>(elems(result), 1) * 4);
+                      : newBuffer(Buffer::Arena,
+                                  std::max<int64_t>(elems(result), 1) * widthOf(elemType(result)),
+                                  elemType(result));
   SmallVector<int> ids;
   for (Value v : ins)
     ids.push_back(bufferOf.lookup(v));
@@ -807,6 +933,9 @@ LogicalResult Lowering::gpuLaunch(Operation *op, ArrayRef<Value> ins, int64_t bl
 LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t batches,
                                   int64_t M, int64_t N, int64_t K, const GpuBase &bases,
                                   const GpuAt &aAt, const GpuAt &bAt, const GpuFinish &finish) {
+  Type opType = elemType(ins[0]);
+  if (opType.isF16() || opType.isBF16())
+    return gpuMatmulTc(op, ins, batches, M, N, K, bases, aAt, bAt, finish);
   int64_t T = kGpuTile;
   if (batches * ceilDiv(M, T) * ceilDiv(N, T) < kGpuFullGrid)
     T = kGpuTile / 2;
@@ -875,6 +1004,118 @@ LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t ba
   });
 }
 
+/// Tensor-core tiles: kGpuTcTile x kGpuTcTile outputs per block of 4 warps
+/// (2 x 2, each owning a quarter as 16 x 16 wmma fragments), K in panels
+/// of kGpuTcTileK; 32 x 32 tiles when 64 x 64 ones would leave SMs idle.
+constexpr int64_t kGpuTcTile = 64, kGpuTcTileK = 32, kGpuTcThreads = 128;
+
+/// The tensor-core matrix product (f16/bf16 operands, f32 accumulation).
+/// Per K panel the block stages A's T x 32 and B's 32 x T panels in shared
+/// memory in the operands' type (coalesced, zero outside the matrices, as
+/// gpuMatmul does); each warp then multiplies its fragments with
+/// kiln_wmma_mma_{f16,bf16} (nvcuda::wmma m16n16k16; the accumulators live
+/// in registers as the 8 values per lane of an f32 fragment). At the end
+/// the warps store their fragments into a T x T f32 tile in shared memory
+/// and all threads apply `finish` (bias, epilogue, rounding to the output
+/// type) to its elements inside the matrix.
+LogicalResult Lowering::gpuMatmulTc(Operation *op, ArrayRef<Value> ins, int64_t batches,
+                                    int64_t M, int64_t N, int64_t K, const GpuBase &bases,
+                                    const GpuAt &aAt, const GpuAt &bAt,
+                                    const GpuFinish &finish) {
+  Type opType = elemType(ins[0]);
+  if (elemType(ins[1]) != opType)
+    return op->emitError() << "tensor-core operands differ in element type";
+  int64_t T = kGpuTcTile;
+  if (batches * ceilDiv(M, T) * ceilDiv(N, T) < kGpuFullGrid)
+    T = kGpuTcTile / 2;
+  const int64_t TK = kGpuTcTileK, WT = T / 2, F = WT / 16; // F x F fragments per warp
+  int64_t tilesM = ceilDiv(M, T), tilesN = ceilDiv(N, T);
+  int64_t blocks = std::max<int64_t>(batches * tilesM * tilesN, 1);
+  std::string mma = opType.isF16() ? "kiln_wmma_mma_f16" : "kiln_wmma_mma_bf16";
+  typedContraction = true;
+  LogicalResult r = gpuLaunch(op, ins, blocks, kGpuTcThreads, true, [&](KernelEmitter &e) {
+    ImplicitLocOpBuilder &b = e.b;
+    Value blk = e.bid(), t = e.tid();
+    Value bi = e.div(blk, tilesM * tilesN), tile = e.rem(blk, tilesM * tilesN);
+    Value i0 = e.mul(e.div(tile, tilesN), T), j0 = e.mul(e.rem(tile, tilesN), T);
+    Value warp = e.div(t, 32);
+    Value wRow = e.mul(e.div(warp, 2), WT), wCol = e.mul(e.rem(warp, 2), WT);
+    auto [aBase, bBase] = bases(e, bi);
+    Value As = e.shared(T * TK, opType), Bs = e.shared(TK * T, opType);
+    Value Cs = e.shared(T * T);
+    auto dynamic = [&](Value m) {
+      auto mt = llvm::cast<MemRefType>(m.getType());
+      return memref::CastOp::create(
+                 b, MemRefType::get({ShapedType::kDynamic}, mt.getElementType(),
+                                    MemRefLayoutAttrInterface{}, mt.getMemorySpace()),
+                 m)
+          .getResult();
+    };
+    Value AsD = dynamic(As), BsD = dynamic(Bs), CsD = dynamic(Cs);
+    auto accType = VectorType::get({8}, b.getF32Type());
+    Value zeroAcc = arith::ConstantOp::create(b, DenseElementsAttr::get(accType, 0.0f));
+    SmallVector<Value> init(F * F, zeroAcc);
+    auto loop = scf::ForOp::create(b, e.idx(0), e.idx(ceilDiv(K, TK)), e.idx(1), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value k0 = e.mul(loop.getInductionVar(), TK);
+      auto guarded = [&](int buf, Value r, int64_t rLimit, Value c, int64_t cLimit,
+                         const std::function<std::pair<Value, Value>(Value, Value)> &at) {
+        Value ok = arith::AndIOp::create(b, e.ult(r, e.idx(rLimit)), e.ult(c, e.idx(cLimit)));
+        Value rc = e.minI(r, e.idx(std::max<int64_t>(rLimit - 1, 0)));
+        Value cc = e.minI(c, e.idx(std::max<int64_t>(cLimit - 1, 0)));
+        auto [off, valid] = at(rc, cc);
+        if (valid)
+          ok = arith::AndIOp::create(b, ok, valid);
+        return arith::SelectOp::create(b, ok, e.load(buf, off), e.zero(opType)).getResult();
+      };
+      // A as As[row][kk] (threads along K), B as Bs[kk][col] (along N).
+      for (int64_t r = 0; r < T * TK / kGpuTcThreads; ++r) {
+        Value el = e.add(t, e.idx(r * kGpuTcThreads));
+        Value row = e.div(el, TK), kk = e.rem(el, TK);
+        e.storeM(guarded(0, e.add(i0, row), M, e.add(k0, kk), K,
+                         [&](Value i, Value k) { return aAt(e, aBase, i, k); }),
+                 As, e.add(e.mul(row, TK), kk));
+        Value kb = e.div(el, T), col = e.rem(el, T);
+        e.storeM(guarded(1, e.add(k0, kb), K, e.add(j0, col), N,
+                         [&](Value k, Value j) { return bAt(e, bBase, k, j); }),
+                 Bs, e.add(e.mul(kb, T), col));
+      }
+      e.barrier();
+      SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+      for (int64_t ks = 0; ks < TK; ks += 16)
+        for (int64_t fi = 0; fi < F; ++fi)
+          for (int64_t fj = 0; fj < F; ++fj) {
+            Value aOff = e.add(e.mul(e.add(wRow, e.idx(fi * 16)), TK), e.idx(ks));
+            Value bOff = e.add(e.idx(ks * T), e.add(wCol, e.idx(fj * 16)));
+            Value &c = acc[fi * F + fj];
+            c = func::CallOp::create(b, mma, TypeRange{accType},
+                                     ValueRange{c, AsD, aOff, e.idx(TK), BsD, bOff, e.idx(T)})
+                    .getResult(0);
+          }
+      e.barrier();
+      scf::YieldOp::create(b, acc);
+    }
+    for (int64_t fi = 0; fi < F; ++fi)
+      for (int64_t fj = 0; fj < F; ++fj) {
+        Value off = e.add(e.mul(e.add(wRow, e.idx(fi * 16)), T), e.add(wCol, e.idx(fj * 16)));
+        func::CallOp::create(b, "kiln_wmma_store", TypeRange{},
+                             ValueRange{loop.getResult(fi * F + fj), CsD, off, e.idx(T)});
+      }
+    e.barrier();
+    e.loop(t, e.idx(T * T), [&](Value idx) {
+      Value i = e.add(i0, e.div(idx, T)), j = e.add(j0, e.rem(idx, T));
+      Value in = arith::AndIOp::create(b, e.ult(i, e.idx(M)), e.ult(j, e.idx(N)));
+      e.ifThen(in, [&] { finish(e, bi, i, j, e.loadM(Cs, idx)); });
+    }, kGpuTcThreads);
+  });
+  typedContraction = false;
+  if (succeeded(r))
+    p.launches.back().tensorCores = true;
+  return r;
+}
+
 LogicalResult Lowering::gpuForEach(Operation *op, ArrayRef<Value> ins, int64_t total,
                                    const std::function<void(KernelEmitter &, Value)> &body) {
   int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
@@ -934,9 +1175,10 @@ LogicalResult Lowering::elementwise(
     auto scalarSite = [&](size_t k) {
       return llvm::all_of(strides[k], [](int64_t v) { return v == 0; });
     };
-    bool vec = total % 4 == 0;
+    // (float4 for f32 buffers; other element types one at a time.)
+    bool vec = total % 4 == 0 && elemType(op->getResult(0)).isF32();
     for (size_t k = 0; k < ins.size(); ++k)
-      vec = vec && (dense[k] || scalarSite(k));
+      vec = vec && (dense[k] || scalarSite(k)) && elemType(ins[k]).isF32();
     int64_t lanes = vec ? 4 : 1, n = total / lanes;
     int64_t blocks = std::clamp<int64_t>(ceilDiv(n, kGpuThreads), 1, kGpuMaxBlocks);
     return gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
@@ -1096,7 +1338,7 @@ LogicalResult Lowering::gpuConv(kiln::ConvOp op, const Epilogue *epi) {
       [&](KernelEmitter &e, Value bi, Value o, Value pix, Value acc) {
         Value g = e.rem(bi, G), n = e.div(bi, G);
         Value oc = e.add(e.mul(g, Og), o);
-        Value v = hasBias ? e.fadd(acc, e.load(2, oc)) : acc;
+        Value v = hasBias ? e.fadd(acc, e.loadF(2, oc)) : acc;
         v = convEpilogue(e, epi, firstSite, n, oc, pix, v);
         e.store(v, outArg, e.add(e.mul(e.add(e.mul(n, O), oc), P), pix));
       });
@@ -1116,7 +1358,10 @@ LogicalResult Lowering::gpuConvDirect(kiln::ConvOp op, const Epilogue *epi) {
   int outArg = ins.size();
   int64_t total = elems(op.getResult());
   int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
-  return gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
+  // f16/bf16 convolutions (kept for the CUDA target) load through loadF and
+  // accumulate in f32 like the f32 ones.
+  typedContraction = true;
+  LogicalResult r = gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
     ImplicitLocOpBuilder &b = e.b;
     Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
     e.loop(first, e.idx(total), [&](Value i) {
@@ -1124,22 +1369,24 @@ LogicalResult Lowering::gpuConvDirect(kiln::ConvOp op, const Epilogue *epi) {
       Value oc = e.rem(rest, O), n = e.div(rest, O);
       Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
       Value inBase = e.mul(e.add(e.mul(n, C), e.mul(e.div(oc, Og), Cg)), H * W);
-      Value acc = e.reduce(e.idx(0), e.idx(Cg), hasBias ? e.load(2, oc) : e.f32(0.0f),
+      Value acc = e.reduce(e.idx(0), e.idx(Cg), hasBias ? e.loadF(2, oc) : e.f32(0.0f),
                            [&](Value c, Value acc) {
         Value plane = e.add(inBase, e.mul(c, H * W));
         Value wBase = e.mul(e.add(e.mul(oc, Cg), c), KH * KW);
         for (int64_t ky = 0; ky < KH; ++ky)
           for (int64_t kx = 0; kx < KW; ++kx) {
             auto [at, valid] = convTap(e, oh, ow, e.idx(ky), e.idx(kx), s, d, pad, H, W);
-            Value x = e.load(1, e.add(plane, at));
+            Value x = e.loadF(1, e.add(plane, at));
             x = arith::SelectOp::create(b, valid, x, e.f32(0.0f));
-            acc = e.fadd(acc, e.fmul(x, e.load(0, e.add(wBase, e.idx(ky * KW + kx)))));
+            acc = e.fadd(acc, e.fmul(x, e.loadF(0, e.add(wBase, e.idx(ky * KW + kx)))));
           }
         return acc;
       });
       e.store(convEpilogue(e, epi, firstSite, n, oc, pix, acc), outArg, i);
     }, blocks * kGpuThreads);
   });
+  typedContraction = false;
+  return r;
 }
 
 /// Attention as one kernel, flash style: a warp per query row (8 rows per
@@ -2038,7 +2285,7 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   auto finishGemm = [&](KernelEmitter &e, Value i, Value j, Value ab) {
     Value v = e.fmul(ab, e.f32(alpha));
     if (hasC)
-      v = e.fadd(v, e.fmul(e.f32(beta), e.load(2, e.add(e.mul(i, cs0), e.mul(j, cs1)))));
+      v = e.fadd(v, e.fmul(e.f32(beta), e.loadF(2, e.add(e.mul(i, cs0), e.mul(j, cs1)))));
     if (epi)
       v = epi->apply(e, v, [&](int k) {
         auto &st = epi->siteStrides[k];
@@ -2913,7 +3160,7 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
     // position along the axis (a chain of selects, in bounds always).
     return gpuForEach(op, ins, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
       Value o = e.div(i, outRow), j = e.rem(i, outRow);
-      Value v = e.f32(0.0f);
+      Value v = e.zero(elemType(op.getResult()));
       int64_t at = 0;
       for (size_t k = 0; k < ins.size(); ++k) {
         int64_t len = shape(ins[k])[axis] * inner;
@@ -3042,9 +3289,11 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
                           ? ops.front()
                           : nullptr;
   epi.ops.assign(ops.begin() + (anchor ? 1 : 0), ops.end());
+  auto shapeOnly = [](Type t) { return llvm::cast<RankedTensorType>(t).getShape(); };
   for (Operation *o : epi.ops)
     if (!(kiln::isElementwise(o) || isa<kiln::BatchNormOp>(o)) ||
-        o->getResult(0).getType() != op.getType())
+        (anchor ? o->getResult(0).getType() != op.getType()
+                : shapeOnly(o->getResult(0).getType()) != shapeOnly(op.getType())))
       return o->emitError("cannot be fused here: a kiln.fusion holds an anchor "
                           "and elementwise ops of the result's shape");
   if (anchor)
@@ -3139,6 +3388,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
 int32_t dtypeCode(Type t) {
   if (t.isF32()) return kF32;
   if (t.isF64()) return kF64;
+  if (t.isF16()) return kF16;
+  if (t.isBF16()) return kBF16;
   if (t.isInteger(64)) return kI64;
   if (t.isInteger(32)) return kI32;
   if (t.isUnsignedInteger(8)) return kU8;
@@ -3177,6 +3428,18 @@ LogicalResult Lowering::run() {
       declare("kiln_gpu_barrier", {}, {});
       declare("kiln_gpu_syncwarp", {}, {});
       declare("kiln_gpu_shfl_xor", {f32, b.getI64Type()}, {f32});
+      // Tensor cores (nvcuda::wmma m16n16k16, f32 accumulators as 8 values
+      // per lane): acc' = acc + A[aOff: 16 x 16, lda] * B[bOff: 16 x 16, ldb]
+      // from shared memory; store writes a fragment into a shared f32 tile.
+      auto acc = VectorType::get({8}, f32);
+      auto sharedOf = [&](Type t) {
+        return MemRefType::get({ShapedType::kDynamic}, t, MemRefLayoutAttrInterface{},
+                               b.getI64IntegerAttr(3));
+      };
+      for (auto [name, t] : {std::pair<StringRef, Type>{"kiln_wmma_mma_f16", b.getF16Type()},
+                             std::pair<StringRef, Type>{"kiln_wmma_mma_bf16", b.getBF16Type()}})
+        declare(name, {acc, sharedOf(t), index, index, sharedOf(t), index, index}, {acc});
+      declare("kiln_wmma_store", {acc, sharedOf(f32), index, index}, {});
     }
   }
 
@@ -3197,8 +3460,9 @@ LogicalResult Lowering::run() {
       return fn.emitError("input '") << info.name << "' has unsupported element type "
                                      << t.getElementType();
     p.inputs.push_back(info);
-    int id = newBuffer(Buffer::Input, std::max<int64_t>(t.getNumElements(), 1) *
-                                          ((t.getElementTypeBitWidth() + 7) / 8));
+    int id = newBuffer(Buffer::Input,
+                       std::max<int64_t>(t.getNumElements(), 1) * widthOf(t.getElementType()),
+                       t.getElementType());
     p.buffers[id].index = i;
     bufferOf[arg] = id;
   }
@@ -3215,6 +3479,9 @@ LogicalResult Lowering::run() {
     TensorInfo info{nameOf(fn.getResultAttrDict(i), "output" + std::to_string(i)),
                     dtypeCode(t.getElementType()),
                     std::vector<int64_t>(t.getShape().begin(), t.getShape().end())};
+    if (!info.dtype)
+      return fn.emitError("output '")
+             << info.name << "' has unsupported element type " << t.getElementType();
     p.outputs.push_back(info);
     int id = bufferOf.lookup(v);
     Buffer &buf = p.buffers[id];
@@ -3225,12 +3492,8 @@ LogicalResult Lowering::run() {
       continue;
     }
     // Copy (input, constant or an output already claimed).
-    if (!t.getElementType().isF32())
-      return fn.emitError("output '")
-             << info.name << "' has element type " << t.getElementType()
-             << "; the CPU backend computes f32 tensors only";
     auto *op = v.getDefiningOp() ? v.getDefiningOp() : ret;
-    int out = newBuffer(Buffer::Output, buf.bytes);
+    int out = newBuffer(Buffer::Output, buf.bytes, t.getElementType());
     p.buffers[out].index = i;
     OpBuilder b(ret);
     // A same-type reshape stands for the copy while its kernel is emitted.

@@ -18,7 +18,9 @@
 namespace kiln::codegen {
 
 /// Element type codes shared with runtime/include/kiln/runtime.h.
-enum DType : int32_t { kF32 = 1, kF64 = 2, kI64 = 3, kI32 = 4, kI8 = 5, kU8 = 6 };
+enum DType : int32_t {
+  kF32 = 1, kF64 = 2, kI64 = 3, kI32 = 4, kI8 = 5, kU8 = 6, kF16 = 7, kBF16 = 8
+};
 
 struct Buffer {
   enum Kind { Input, Output, Constant, Arena };
@@ -27,6 +29,7 @@ struct Buffer {
   int64_t index = 0;   // Input/Output: position in the signature
   int64_t offset = 0;  // Constant: offset in the weights blob; Arena: in arena
   int firstUse = 0, lastUse = 0; // launch indices (for the memory planner)
+  mlir::Type elem;     // element type of the kernels' view (null: f32)
 };
 
 struct TensorInfo {
@@ -56,6 +59,10 @@ struct Launch {
   /// barriers, shuffles, shared memory) rather than one workgroup per
   /// thread; its geometry above is set by the lowering.
   bool gpuShaped = false;
+  /// Multiplies on tensor cores (f16/bf16 operands, f32 accumulation).
+  bool tensorCores = false;
+  /// The element types of its buffers, for reports ("f32", "f16+f32").
+  std::string dtypes = "f32";
 };
 
 struct Program {

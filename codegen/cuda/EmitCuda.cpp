@@ -48,6 +48,12 @@ __device__ inline float kiln_maximumf(float a, float b) {
 __device__ inline float kiln_minimumf(float a, float b) {
   return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
 }
+__device__ inline double kiln_maximumf(double a, double b) {
+  return (a != a || b != b) ? a + b : fmax(a, b);
+}
+__device__ inline double kiln_minimumf(double a, double b) {
+  return (a != a || b != b) ? a + b : fmin(a, b);
+}
 /// C[M x N] (+)= A[M x K] * B[K x N]; packedA: element (r, k) of A at
 /// a[(r / 6) * lda + k * 6 + r % 6].
 __device__ KILN_NOINLINE void kiln_sgemm(i64 M, i64 N, i64 K, i64 a, i64 lda, i64 b, i64 ldb,
@@ -91,7 +97,7 @@ public:
     for (unsigned i = 0; i + 1 < nArgs; ++i) {
       std::string name = "b" + std::to_string(i);
       names[entry.getArgument(i)] = name;
-      os << "float *__restrict__ " << name << ", ";
+      os << elementCType(entry.getArgument(i).getType()) << " *__restrict__ " << name << ", ";
     }
     os << "i64 workgroups) {\n";
     if (l.gpuShaped) {
@@ -132,6 +138,7 @@ private:
       return vt.getNumElements();
     return 1;
   }
+public:
   static std::string cType(Type t) {
     if (t.isIndex() || t.isInteger(64))
       return "i64";
@@ -139,12 +146,28 @@ private:
       return "bool";
     if (t.isInteger(32))
       return "int";
+    if (t.isInteger(16))
+      return "short";
+    if (t.isInteger(8))
+      return "signed char";
     if (t.isF32())
       return "float";
+    if (t.isF64())
+      return "double";
+    if (t.isF16())
+      return "__half";
+    if (t.isBF16())
+      return "__nv_bfloat16";
     if (auto vt = llvm::dyn_cast<VectorType>(t))
       return "kv" + std::to_string(vt.getNumElements());
     return "";
   }
+  /// The C type of a memref's elements.
+  static std::string elementCType(Type memref) {
+    return cType(llvm::cast<MemRefType>(memref).getElementType());
+  }
+
+private:
   LogicalResult fail(Operation *op, const llvm::Twine &what) {
     error = ("the CUDA printer does not know " + op->getName().getStringRef() + " " + what).str();
     return failure();
@@ -193,6 +216,28 @@ private:
     return s + "f";
   }
 
+  static std::string doubleLit(double v) {
+    if (std::isinf(v))
+      return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
+                   : "__longlong_as_double(0xfff0000000000000LL)";
+    if (std::isnan(v))
+      return "__longlong_as_double(0x7ff8000000000000LL)";
+    std::string s;
+    llvm::raw_string_ostream o(s);
+    o << llvm::format("%.17g", v);
+    if (s.find_first_of(".eE") == std::string::npos)
+      s += ".0";
+    return s;
+  }
+  /// The C math function for `op`'s type: expf for f32, exp for f64.
+  static std::string mathFn(Operation *op, const char *f32Name) {
+    std::string n = f32Name;
+    Type t = op->getResult(0).getType();
+    if (auto vt = llvm::dyn_cast<VectorType>(t))
+      t = vt.getElementType();
+    return t.isF64() ? n.substr(0, n.size() - 1) : n;
+  }
+
   LogicalResult operation(Operation *op) {
     auto U = [](const std::string &s) { return "(unsigned long long)(" + s + ")"; };
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -205,12 +250,14 @@ private:
             return assign(op, [&](auto &) { return lit; });
           }
           if (auto f = llvm::dyn_cast<FloatAttr>(v)) {
-            std::string lit = floatLit(f.getValueAsDouble());
+            std::string lit = f.getType().isF64() ? doubleLit(f.getValueAsDouble())
+                                                  : floatLit(f.getValueAsDouble());
             return assign(op, [&](auto &) { return lit; });
           }
-          if (auto d = llvm::dyn_cast<DenseElementsAttr>(v); d && d.isSplat() &&
-                                                             d.getElementType().isF32()) {
-            std::string lit = floatLit(d.getSplatValue<APFloat>().convertToDouble());
+          if (auto d = llvm::dyn_cast<DenseElementsAttr>(v);
+              d && d.isSplat() && (d.getElementType().isF32() || d.getElementType().isF64())) {
+            double x = d.getSplatValue<APFloat>().convertToDouble();
+            std::string lit = d.getElementType().isF64() ? doubleLit(x) : floatLit(x);
             return assign(op, [&](auto &) { return lit; });
           }
           return fail(op, "constant");
@@ -240,9 +287,44 @@ private:
         .Case<arith::OrIOp>([&](auto) { return assign(op, [](auto &a) { return a[0] + " | " + a[1]; }); })
         .Case<arith::IndexCastOp>([&](auto) { return assign(op, [](auto &a) { return "(i64)" + a[0]; }); })
         .Case<arith::UIToFPOp>([&](auto) {
-          return assign(op, [&](auto &a) { return "(float)" + U(a[0]); });
+          std::string t = cType(op->getResult(0).getType());
+          return assign(op, [&](auto &a) { return "(" + t + ")(float)" + U(a[0]); });
         })
-        .Case<arith::SIToFPOp>([&](auto) { return assign(op, [](auto &a) { return "(float)" + a[0]; }); })
+        .Case<arith::SIToFPOp>([&](auto) {
+          std::string t = cType(op->getResult(0).getType());
+          return assign(op, [&](auto &a) { return "(" + t + ")(float)" + a[0]; });
+        })
+        .Case<arith::FPToSIOp, arith::ExtSIOp, arith::TruncIOp>([&](auto) {
+          std::string t = cType(op->getResult(0).getType());
+          return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + ")"; });
+        })
+        .Case<arith::FPToUIOp>([&](auto) {
+          std::string t = cType(op->getResult(0).getType());
+          return assign(op, [&](auto &a) { return "(" + t + ")(unsigned long long)(" + a[0] + ")"; });
+        })
+        .Case<arith::ExtUIOp>([&](auto e) {
+          std::string t = cType(op->getResult(0).getType());
+          unsigned w = e.getIn().getType().getIntOrFloatBitWidth();
+          std::string mask = std::to_string((1ull << w) - 1) + "ULL";
+          return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " & " + mask + ")"; });
+        })
+        .Case<arith::ExtFOp, arith::TruncFOp>([&](auto) -> LogicalResult {
+          // Widening and narrowing between f16, bf16, f32 and f64.
+          Type from = op->getOperand(0).getType(), to = op->getResult(0).getType();
+          std::string fn;
+          if (from.isF16() && to.isF32()) fn = "__half2float";
+          else if (from.isBF16() && to.isF32()) fn = "__bfloat162float";
+          else if (from.isF32() && to.isF16()) fn = "__float2half_rn";
+          else if (from.isF32() && to.isBF16()) fn = "__float2bfloat16_rn";
+          else if (from.isF64() && to.isF16()) fn = "__double2half";
+          else if (from.isF64() && to.isBF16()) fn = "__double2bfloat16";
+          else if (from.isF16() && to.isF64()) fn = "(double)__half2float";
+          else if (from.isBF16() && to.isF64()) fn = "(double)__bfloat162float";
+          else if (to.isF64()) fn = "(double)";
+          else if (to.isF32()) fn = "(float)";
+          else return fail(op, "conversion");
+          return assign(op, [&](auto &a) { return fn + "(" + a[0] + ")"; });
+        })
         .Case<arith::CmpIOp>([&](arith::CmpIOp c) -> LogicalResult {
           using P = arith::CmpIPredicate;
           std::string sym;
@@ -297,24 +379,26 @@ private:
         .Case<arith::MinimumFOp>([&](auto) {
           return assign(op, [](auto &a) { return "kiln_minimumf(" + a[0] + ", " + a[1] + ")"; });
         })
-        .Case<math::ExpOp>([&](auto) { return assign(op, [](auto &a) { return "expf(" + a[0] + ")"; }); })
-        .Case<math::LogOp>([&](auto) { return assign(op, [](auto &a) { return "logf(" + a[0] + ")"; }); })
-        .Case<math::TanhOp>([&](auto) { return assign(op, [](auto &a) { return "tanhf(" + a[0] + ")"; }); })
-        .Case<math::ErfOp>([&](auto) { return assign(op, [](auto &a) { return "erff(" + a[0] + ")"; }); })
-        .Case<math::SqrtOp>([&](auto) { return assign(op, [](auto &a) { return "sqrtf(" + a[0] + ")"; }); })
-        .Case<math::AbsFOp>([&](auto) { return assign(op, [](auto &a) { return "fabsf(" + a[0] + ")"; }); })
+        .Case<math::ExpOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "expf") + "(" + a[0] + ")"; }); })
+        .Case<math::LogOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "logf") + "(" + a[0] + ")"; }); })
+        .Case<math::TanhOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "tanhf") + "(" + a[0] + ")"; }); })
+        .Case<math::ErfOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "erff") + "(" + a[0] + ")"; }); })
+        .Case<math::SqrtOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "sqrtf") + "(" + a[0] + ")"; }); })
+        .Case<math::AbsFOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "fabsf") + "(" + a[0] + ")"; }); })
         .Case<math::PowFOp>([&](auto) {
-          return assign(op, [](auto &a) { return "powf(" + a[0] + ", " + a[1] + ")"; });
+          return assign(op, [&](auto &a) { return mathFn(op, "powf") + "(" + a[0] + ", " + a[1] + ")"; });
         })
         .Case<memref::AllocaOp>([&](memref::AllocaOp a) -> LogicalResult {
           auto t = a.getType();
-          if (!t.hasStaticShape() || !t.getElementType().isF32())
-            return fail(op, "of a dynamic or non-f32 buffer");
+          std::string et = cType(t.getElementType());
+          if (!t.hasStaticShape() || et.empty())
+            return fail(op, "of a dynamic buffer or unknown element type");
           // Address space 3: the block's shared memory.
           auto space = llvm::dyn_cast_or_null<IntegerAttr>(t.getMemorySpace());
           bool shared = space && space.getInt() == 3;
-          line() << (shared ? "__shared__ float " : "float ") << fresh(a.getResult(), "s") << "["
-                 << t.getNumElements() << "];\n";
+          // (32-byte aligned: wmma loads and stores need it)
+          line() << (shared ? "__shared__ __align__(32) " : "") << et << " "
+                 << fresh(a.getResult(), "s") << "[" << t.getNumElements() << "];\n";
           return success();
         })
         .Case<memref::LoadOp>([&](memref::LoadOp l) {
@@ -325,6 +409,10 @@ private:
         .Case<memref::StoreOp>([&](memref::StoreOp s) {
           line() << name(s.getMemRef()) << "[" << name(s.getIndices()[0]) << "] = "
                  << name(s.getValue()) << ";\n";
+          return success();
+        })
+        .Case<memref::CastOp>([&](memref::CastOp c) {
+          names[c.getResult()] = name(c.getSource()); // the same pointer
           return success();
         })
         .Case<memref::ExtractAlignedPointerAsIndexOp>([&](auto e) {
@@ -467,10 +555,65 @@ private:
 
 } // namespace
 
+/// The tensor-core helpers the GPU-shaped f16/bf16 matrix products call:
+/// an m16n16k16 wmma step whose f32 accumulator fragment travels as its 8
+/// values per lane (kv8, registers), and the store of such a fragment.
+const char *kTensorCorePrelude = R"(
+#include <mma.h>
+template <typename T>
+__device__ __forceinline__ kv8 kiln_wmma_mma(kv8 acc, const T *a, i64 aOff, i64 lda, const T *b,
+                                             i64 bOff, i64 ldb) {
+  using namespace nvcuda;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+  static_assert(sizeof(c.x) == sizeof(acc.v), "an f32 m16n16k16 accumulator is 8 values per lane");
+  for (int i = 0; i < 8; ++i)
+    c.x[i] = acc.v[i];
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
+  wmma::load_matrix_sync(fa, a + aOff, (unsigned)lda);
+  wmma::load_matrix_sync(fb, b + bOff, (unsigned)ldb);
+  wmma::mma_sync(c, fa, fb, c);
+  for (int i = 0; i < 8; ++i)
+    acc.v[i] = c.x[i];
+  return acc;
+}
+__device__ __forceinline__ kv8 kiln_wmma_mma_f16(kv8 acc, const __half *a, i64 aOff, i64 lda,
+                                                 const __half *b, i64 bOff, i64 ldb) {
+  return kiln_wmma_mma(acc, a, aOff, lda, b, bOff, ldb);
+}
+__device__ __forceinline__ kv8 kiln_wmma_mma_bf16(kv8 acc, const __nv_bfloat16 *a, i64 aOff,
+                                                  i64 lda, const __nv_bfloat16 *b, i64 bOff,
+                                                  i64 ldb) {
+  return kiln_wmma_mma(acc, a, aOff, lda, b, bOff, ldb);
+}
+__device__ __forceinline__ void kiln_wmma_store(kv8 acc, float *c, i64 off, i64 ldc) {
+  using namespace nvcuda;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> f;
+  for (int i = 0; i < 8; ++i)
+    f.x[i] = acc.v[i];
+  wmma::store_matrix_sync(c + off, f, (unsigned)ldc, wmma::mem_row_major);
+}
+)";
+
 std::string emitCudaSource(codegen::Program &p, std::string &error) {
   std::string out;
   llvm::raw_string_ostream os(out);
   os << kPrelude;
+  // Half and bfloat16 types when a kernel uses them.
+  bool narrow = false;
+  p.kernels->walk([&](Operation *op) {
+    auto isNarrow = [](Type t) {
+      if (auto m = llvm::dyn_cast<MemRefType>(t))
+        t = m.getElementType();
+      return t.isF16() || t.isBF16();
+    };
+    for (Type t : op->getResultTypes())
+      narrow = narrow || isNarrow(t);
+    for (Type t : op->getOperandTypes())
+      narrow = narrow || isNarrow(t);
+  });
+  if (narrow)
+    os << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
   // Vector values: arrays of lanes.
   std::set<int64_t> widths;
   ModuleOp kernels = p.kernels.get();
@@ -485,6 +628,12 @@ std::string emitCudaSource(codegen::Program &p, std::string &error) {
   for (int64_t w : widths)
     os << "struct alignas(" << (w % 4 == 0 ? 16 : 4) << ") kv" << w << " { float v[" << w
        << "]; };\n";
+  bool tensorCores = false;
+  kernels->walk([&](func::CallOp c) {
+    tensorCores = tensorCores || c.getCallee().starts_with("kiln_wmma_");
+  });
+  if (tensorCores)
+    os << kTensorCorePrelude;
   Printer printer(os);
   for (codegen::Launch &l : p.launches) {
     auto fn = kernels.lookupSymbol<func::FuncOp>(l.kernel);
@@ -523,8 +672,11 @@ std::string emitEmulationSource(const codegen::Program &p, const std::string &cu
        << ", b / " << uint64_t(g[0]) * g[1] << "), dim3(" << g[0] << ", " << g[1] << ", "
        << g[2] << "), dim3(" << t[0] << ", " << t[1] << ", " << t[2] << "), " << l.sharedBytes
        << ", " << (l.blockSync ? "false" : "true") << ", [&] { " << l.kernel << "(";
-    for (size_t i = 0; i < l.buffers.size(); ++i)
-      os << "(float *)args[" << i << "], ";
+    for (size_t i = 0; i < l.buffers.size(); ++i) {
+      Type elem = p.buffers[l.buffers[i]].elem;
+      os << "(" << (elem ? Printer::cType(elem) : std::string("float")) << " *)args[" << i
+         << "], ";
+    }
     os << l.workgroups << "LL); });\n}\n";
   }
   return out;

@@ -114,7 +114,7 @@ LogicalResult convertPow(NodeContext &ctx) {
   if (b && !b->elementType.isF32() && ctx.inputType(0).getElementType().isF32()) {
     HostTensor f = *b;
     f.elementType = ctx.builder.getF32Type();
-    f.rawF32.clear();
+    f.raw.clear();
     rhs = Importer::materialize(ctx.builder, f, ctx.node.input(1));
   }
   return ctx.setResult(ctx.create<kiln::PowOp>(ctx.input(0), rhs ? rhs : ctx.input(1)));
@@ -249,7 +249,7 @@ LogicalResult convertWhere(NodeContext &ctx) {
     return success();
   }
   HostTensor cond = *c;
-  cond.rawF32.clear();
+  cond.raw.clear();
   cond.elementType = ctx.builder.getF32Type();
   for (double &v : cond.values)
     v = v != 0 ? 1.0 : 0.0;

@@ -172,7 +172,7 @@ LogicalResult convertTranspose(NodeContext &ctx) {
                      Twine(rank));
   if (const HostTensor *h = ctx.hostInput(0)) {
     HostTensor r = *h;
-    r.rawF32.clear();
+    r.raw.clear();
     for (int64_t i = 0; i < rank; ++i) {
       if (perm[i] < 0 || perm[i] >= rank)
         return ctx.error("invalid perm");
@@ -211,7 +211,7 @@ LogicalResult convertConcat(NodeContext &ctx) {
   if (allHost) {
     // Concatenate on the host: outer x (axis block) layout.
     HostTensor r = *ctx.hostInput(0);
-    r.rawF32.clear();
+    r.raw.clear();
     r.shape[*axis] = 0;
     int64_t outer = 1;
     for (int64_t i = 0; i < *axis; ++i)
@@ -432,12 +432,17 @@ LogicalResult convertCast(NodeContext &ctx) {
     return ctx.error("unsupported target type " + Twine(code));
   if (const HostTensor *h = ctx.hostInput(0)) {
     HostTensor r = *h;
-    r.rawF32.clear();
+    r.raw.clear();
     r.elementType = to;
     for (double &v : r.values) {
       if (to.isInteger(1)) v = v != 0;
       else if (to.isInteger()) v = std::trunc(v);
-      else if (to.isF32()) v = static_cast<float>(v);
+      else if (auto f = llvm::dyn_cast<FloatType>(to)) {
+        APFloat x(v);
+        bool lost;
+        x.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        v = x.convertToDouble();
+      }
     }
     ctx.setHostOutput(0, std::move(r));
     return success();
@@ -446,8 +451,8 @@ LogicalResult convertCast(NodeContext &ctx) {
     ctx.setOutput(0, ctx.input(0));
     return success();
   }
-  return ctx.error("Cast of run-time tensors between element types is not "
-                   "supported yet");
+  auto in = ctx.inputType(0);
+  return ctx.setResult(ctx.createTyped<kiln::CastOp>(in.clone(to), ctx.input(0)));
 }
 
 } // namespace

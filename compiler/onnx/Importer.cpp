@@ -131,8 +131,7 @@ FailureOr<HostTensor> Importer::hostTensorFromProto(const onnx::TensorProto &t,
                                                     const Twine &what) {
   HostTensor h;
   h.elementType = elementTypeOf(ctx, t.data_type());
-  if (!h.elementType || t.data_type() == onnx::TensorProto::FLOAT16 ||
-      t.data_type() == onnx::TensorProto::BFLOAT16)
+  if (!h.elementType)
     return fileError(what + ": tensor data type " + Twine(t.data_type()) +
                      " is not supported yet");
   for (int64_t d : t.dims()) {
@@ -171,30 +170,42 @@ FailureOr<HostTensor> Importer::hostTensorFromProto(const onnx::TensorProto &t,
       KILN_CASE(UINT8, uint8_t)
       KILN_CASE(BOOL, uint8_t)
 #undef KILN_CASE
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: {
+      uint16_t bits;
+      std::memcpy(&bits, p, 2);
+      APFloat f(llvm::cast<FloatType>(h.elementType).getFloatSemantics(), APInt(16, bits));
+      h.values[i] = f.convertToDouble();
+      break;
+    }
     default: break;
     }
   }
-  if (h.elementType.isF32())
-    h.rawF32 = std::move(bytes);
+  if (llvm::isa<FloatType>(h.elementType))
+    h.raw = std::move(bytes);
   return h;
 }
 
-/// Builds a kiln.constant for a host tensor. f32 data goes into a resource
-/// blob (no attribute text); other types into a dense attribute.
+/// Builds a kiln.constant for a host tensor. Floating-point data goes into a
+/// resource blob (no attribute text); integers into a dense attribute.
 Value Importer::materialize(OpBuilder &b, const HostTensor &h, StringRef name) {
   auto type = RankedTensorType::get(h.shape, h.elementType);
   ElementsAttr attr;
-  if (h.elementType.isF32()) {
-    std::string raw = h.rawF32;
+  if (auto ft = llvm::dyn_cast<FloatType>(h.elementType)) {
+    std::string raw = h.raw;
+    size_t w = byteWidth(ft);
     if (raw.empty()) {
-      raw.resize(h.values.size() * 4);
+      raw.resize(h.values.size() * w);
       for (size_t i = 0; i < h.values.size(); ++i) {
-        float f = static_cast<float>(h.values[i]);
-        std::memcpy(&raw[i * 4], &f, 4);
+        APFloat f(h.values[i]);
+        bool lost;
+        f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        uint64_t bits = f.bitcastToAPInt().getZExtValue();
+        std::memcpy(&raw[i * w], &bits, w);
       }
     }
     auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
-        ArrayRef<char>(raw.data(), raw.size()), alignof(float));
+        ArrayRef<char>(raw.data(), raw.size()), w);
     std::string key = name.empty() ? std::string("cst") : sanitize(name);
     attr = DenseResourceElementsAttr::get(type, key, std::move(blob));
   } else if (h.elementType.isInteger()) {
@@ -204,16 +215,6 @@ Value Importer::materialize(OpBuilder &b, const HostTensor &h, StringRef name) {
       ints.push_back(APInt(w, static_cast<uint64_t>(static_cast<int64_t>(v)),
                            /*isSigned=*/true, /*implicitTrunc=*/true));
     attr = DenseElementsAttr::get(type, ints);
-  } else {
-    SmallVector<APFloat> fs;
-    for (double v : h.values) {
-      APFloat f(v);
-      bool lost;
-      f.convert(llvm::cast<FloatType>(h.elementType).getFloatSemantics(),
-                APFloat::rmNearestTiesToEven, &lost);
-      fs.push_back(f);
-    }
-    attr = DenseElementsAttr::get(type, fs);
   }
   return kiln::ConstantOp::create(b, b.getUnknownLoc(), attr);
 }

@@ -26,7 +26,7 @@ struct HostTensor {
   mlir::Type elementType;              // f32, i64, ...
   std::vector<int64_t> shape;
   std::vector<double> values;          // any element type, widened
-  std::string rawF32;                  // f32 initializers: the raw bytes
+  std::string raw;                     // float initializers: raw bytes (elementType)
 
   int64_t numElements() const {
     int64_t n = 1;

@@ -50,9 +50,10 @@ llvm::json::Object totalsJson(const Totals &t) {
 }
 
 int64_t tensorBytes(const codegen::TensorInfo &t) {
-  int64_t n = t.dtype == codegen::kF64 || t.dtype == codegen::kI64 ? 8
-              : t.dtype == codegen::kI8 || t.dtype == codegen::kU8 ? 1
-                                                                   : 4;
+  int64_t n = t.dtype == codegen::kF64 || t.dtype == codegen::kI64   ? 8
+              : t.dtype == codegen::kI8 || t.dtype == codegen::kU8   ? 1
+              : t.dtype == codegen::kF16 || t.dtype == codegen::kBF16 ? 2
+                                                                     : 4;
   for (int64_t d : t.shape)
     n *= d;
   return n;
@@ -65,13 +66,25 @@ double smFill(const codegen::Launch &l) {
 }
 
 /// Roofline time on an H100, microseconds: the larger of moving the
-/// kernel's bytes at full bandwidth and doing its flops at the fp32 peak,
-/// divided by the fraction of SMs the grid occupies.
+/// kernel's bytes at full bandwidth and doing its flops at the fp32 peak
+/// (the dense bf16/f16 tensor-core peak for tensor-core kernels), divided
+/// by the fraction of SMs the grid occupies.
 double h100Microseconds(const codegen::Launch &l, bool &computeBound) {
   double mem = double(l.bytesRead + l.bytesWritten) / kH100BytesPerSecond;
-  double math = double(l.flops) / kH100Fp32FlopsPerSecond;
+  double math = double(l.flops) /
+                (l.tensorCores ? kH100Bf16FlopsPerSecond : kH100Fp32FlopsPerSecond);
   computeBound = math > mem;
   return std::max(mem, math) / smFill(l) * 1e6;
+}
+
+/// "f16+f32" -> ["f16", "f32"].
+llvm::json::Array dtypeArray(llvm::StringRef joined) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  joined.split(parts, '+');
+  llvm::json::Array a;
+  for (llvm::StringRef t : parts)
+    a.push_back(t.str());
+  return a;
 }
 
 std::string dims(const uint32_t *d) {
@@ -109,7 +122,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
       for (auto &n : l.nodes)
         nodes += (nodes.empty() ? "" : ", ") + n;
       os << "| " << i << " | " << l.kernel << " | " << l.what << " | " << nodes
-         << " | " << l.layout << " | f32 | " << l.workgroups << " | "
+         << " | " << l.layout << " | " << l.dtypes << " | " << l.workgroups << " | "
          << llvm::formatv("{0:f3}", l.flops / 1e6) << " | " << l.bytesRead << " | "
          << l.bytesWritten << " |\n";
     }
@@ -146,7 +159,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
            << r.stackBytes << " | " << std::max<int64_t>(r.sharedBytes, l.sharedBytes) << " | "
            << llvm::formatv("{0:f3}", l.flops / 1e6) << " | " << l.bytesRead + l.bytesWritten
            << " | " << llvm::formatv("{0:f2}", smFill(l)) << " | " << llvm::formatv("{0:f2}", us)
-           << " | " << (compute ? "compute" : "memory")
+           << " | " << (compute ? (l.tensorCores ? "compute (tensor cores)" : "compute") : "memory")
            << " |\n";
       }
       os << "\nEstimated H100 time for one run: " << llvm::formatv("{0:f1}", total)
@@ -173,7 +186,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
                                          {"ops", l.what},
                                          {"onnx_nodes", std::move(nodes)},
                                          {"layout", l.layout},
-                                         {"dtypes", llvm::json::Array{"f32"}},
+                                         {"dtypes", dtypeArray(l.dtypes)},
                                          {"workgroups", l.workgroups},
                                          {"flops", l.flops},
                                          {"bytes_read", l.bytesRead},
@@ -194,6 +207,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
           {"shared_bytes", std::max<int64_t>(r.sharedBytes, l.sharedBytes)},
           {"sm_fill", smFill(l)},
           {"h100_estimate_us", us},
+          {"tensor_cores", l.tensorCores},
           {"bound", compute ? "compute" : "memory"}};
     }
     kernels.push_back(std::move(k));

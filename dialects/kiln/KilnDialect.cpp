@@ -24,7 +24,8 @@ Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
 bool kiln::isElementwise(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ReluOp, SigmoidOp,
              TanhOp, ClipOp, ExpOp, LogOp, SqrtOp, ErfOp, NegOp, ReciprocalOp,
-             AbsOp, SiluOp, HardSwishOp, GeluOp, HardSigmoidOp, LeakyReluOp, WhereOp>(op);
+             AbsOp, SiluOp, HardSwishOp, GeluOp, HardSigmoidOp, LeakyReluOp, WhereOp,
+             CastOp>(op);
 }
 
 std::optional<kiln::StridedView> kiln::stridedViewOf(Value v, Value stop) {

@@ -3,7 +3,9 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
 
@@ -127,6 +129,137 @@ LogicalResult ConstantOp::inferReturnTypes(
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 //===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Whether every value of element type `from` is exactly a value of `to`.
+bool holdsExactly(Type to, Type from) {
+  if (to == from)
+    return true;
+  if (from.isInteger(1))
+    return to.isIntOrFloat();
+  auto fromF = llvm::dyn_cast<FloatType>(from), toF = llvm::dyn_cast<FloatType>(to);
+  if (fromF && toF)
+    return APFloat::isRepresentableBy(fromF.getFloatSemantics(), toF.getFloatSemantics());
+  if (fromF)
+    return false;
+  auto fromI = llvm::cast<IntegerType>(from);
+  unsigned bits = fromI.getWidth() - (fromI.isUnsigned() ? 0 : 1); // magnitude bits
+  if (toF)
+    return static_cast<unsigned>(APFloat::semanticsPrecision(toF.getFloatSemantics())) >= bits &&
+           APFloat::semanticsMaxExponent(toF.getFloatSemantics()) >= static_cast<int>(bits);
+  auto toI = llvm::cast<IntegerType>(to);
+  if (!fromI.isUnsigned() && toI.isUnsigned())
+    return false;
+  return toI.getWidth() - (toI.isUnsigned() ? 0 : 1) >= bits;
+}
+
+/// One element converted as kiln.cast does.
+APInt castElement(const APInt &raw, Type from, Type to) {
+  auto fromF = llvm::dyn_cast<FloatType>(from), toF = llvm::dyn_cast<FloatType>(to);
+  unsigned toBits = to.getIntOrFloatBitWidth();
+  bool fromSigned = !from.isInteger(1) && !from.isUnsignedInteger();
+  if (fromF) {
+    APFloat f(fromF.getFloatSemantics(), raw);
+    if (toF) {
+      bool lost;
+      f.convert(toF.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      return f.bitcastToAPInt();
+    }
+    if (to.isInteger(1))
+      return APInt(1, f.isZero() ? 0 : 1);
+    APSInt i(toBits, to.isUnsignedInteger());
+    bool exact;
+    f.convertToInteger(i, APFloat::rmTowardZero, &exact);
+    return i;
+  }
+  if (toF) {
+    APFloat f(toF.getFloatSemantics());
+    f.convertFromAPInt(raw, fromSigned, APFloat::rmNearestTiesToEven);
+    return f.bitcastToAPInt();
+  }
+  if (to.isInteger(1))
+    return APInt(1, raw.isZero() ? 0 : 1);
+  return fromSigned ? raw.sextOrTrunc(toBits) : raw.zextOrTrunc(toBits);
+}
+
+/// The elements of a constant as raw bit patterns, or nullopt.
+std::optional<std::vector<APInt>> rawElements(Attribute attr, Type elem, int64_t n) {
+  std::vector<APInt> out;
+  if (auto dense = llvm::dyn_cast_or_null<DenseElementsAttr>(attr)) {
+    out.reserve(n);
+    if (llvm::isa<FloatType>(elem)) {
+      for (APFloat f : dense.getValues<APFloat>())
+        out.push_back(f.bitcastToAPInt());
+    } else {
+      for (APInt i : dense.getValues<APInt>())
+        out.push_back(i);
+    }
+    return out;
+  }
+  auto res = llvm::dyn_cast_or_null<DenseResourceElementsAttr>(attr);
+  if (!res || elem.isInteger(1) || elem.getIntOrFloatBitWidth() % 8)
+    return std::nullopt;
+  AsmResourceBlob *blob = res.getRawHandle().getBlob();
+  unsigned bytes = elem.getIntOrFloatBitWidth() / 8;
+  if (!blob || static_cast<int64_t>(blob->getData().size()) != n * bytes)
+    return std::nullopt;
+  const char *p = blob->getData().data();
+  out.reserve(n);
+  for (int64_t i = 0; i < n; ++i, p += bytes) {
+    uint64_t word = 0;
+    std::memcpy(&word, p, bytes);
+    out.emplace_back(bytes * 8, word);
+  }
+  return out;
+}
+} // namespace
+
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  auto inType = rankedOf(getInput()), outType = rankedOf(getResult());
+  if (inType == outType)
+    return getInput();
+  Type from = inType.getElementType(), to = outType.getElementType();
+  // cast(cast(x, A -> B), B -> C) is cast(x, A -> C) when B holds every A.
+  if (auto inner = getInput().getDefiningOp<CastOp>()) {
+    Type a = rankedOf(inner.getInput()).getElementType();
+    if (holdsExactly(from, a)) {
+      if (a == to)
+        return inner.getInput();
+      getInputMutable().assign(inner.getInput());
+      return getResult();
+    }
+  }
+  // Constants convert at compile time; large ones into a resource blob.
+  int64_t n = inType.getNumElements();
+  auto raw = rawElements(adaptor.getInput(), from, n);
+  if (!raw)
+    return {};
+  std::vector<APInt> converted;
+  converted.reserve(n);
+  for (const APInt &v : *raw)
+    converted.push_back(castElement(v, from, to));
+  if (n <= 64 || to.isInteger(1)) {
+    if (auto f = llvm::dyn_cast<FloatType>(to)) {
+      SmallVector<APFloat> fs;
+      for (const APInt &v : converted)
+        fs.emplace_back(f.getFloatSemantics(), v);
+      return DenseElementsAttr::get(outType, fs);
+    }
+    return DenseElementsAttr::get(outType, converted);
+  }
+  unsigned bytes = to.getIntOrFloatBitWidth() / 8;
+  std::vector<char> data(n * bytes);
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t word = converted[i].getZExtValue();
+    std::memcpy(&data[i * bytes], &word, bytes);
+  }
+  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(data, bytes);
+  return DenseResourceElementsAttr::get(outType, "cast", std::move(blob));
+}
+
+//===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 
@@ -141,6 +274,8 @@ LogicalResult ClipOp::verify() {
                                      Adaptor adaptor,                          \
                                      SmallVectorImpl<Type> &inferred) {        \
     auto l = rankedOf(adaptor.getLhs()), r = rankedOf(adaptor.getRhs());       \
+    if (l.getElementType() != r.getElementType())                              \
+      return failWith(loc, "operand element types differ");                    \
     SmallVector<int64_t> shape;                                                \
     if (failed(broadcast(l.getShape(), r.getShape(), shape)))                  \
       return failWith(loc, "operand shapes do not broadcast");                 \
@@ -161,6 +296,8 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   auto c = rankedOf(adaptor.getCondition()), l = rankedOf(adaptor.getLhs()),
        r = rankedOf(adaptor.getRhs());
   SmallVector<int64_t> lr, shape;
+  if (l.getElementType() != r.getElementType())
+    return failWith(loc, "operand element types differ");
   if (failed(broadcast(l.getShape(), r.getShape(), lr)) ||
       failed(broadcast(c.getShape(), lr, shape)))
     return failWith(loc, "operand shapes do not broadcast");
@@ -178,6 +315,10 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   auto in = rankedOf(adaptor.getInput()), w = rankedOf(adaptor.getWeight());
   if (in.getRank() != 4 || w.getRank() != 4)
     return failWith(loc, "expects a rank-4 input and weight");
+  if (in.getElementType() != w.getElementType() ||
+      (adaptor.getBias() &&
+       rankedOf(adaptor.getBias()).getElementType() != in.getElementType()))
+    return failWith(loc, "operand element types differ");
   if (failed(checkLayout(loc, layoutOf(adaptor.getLayoutAttr()))))
     return failure();
   ArrayRef<int64_t> k = w.getShape().drop_front(2);
@@ -226,6 +367,9 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   auto a = rankedOf(adaptor.getA()), b = rankedOf(adaptor.getB());
   if (a.getRank() != 2 || b.getRank() != 2)
     return failWith(loc, "expects matrices");
+  if (a.getElementType() != b.getElementType() ||
+      (adaptor.getC() && rankedOf(adaptor.getC()).getElementType() != a.getElementType()))
+    return failWith(loc, "operand element types differ");
   int64_t m = adaptor.getTransA() ? a.getDimSize(1) : a.getDimSize(0);
   int64_t n = adaptor.getTransB() ? b.getDimSize(0) : b.getDimSize(1);
   inferred.push_back(RankedTensorType::get({m, n}, a.getElementType()));
@@ -257,6 +401,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> b(rankedOf(adaptor.getRhs()).getShape());
   if (a.empty() || b.empty())
     return failWith(loc, "expects operands of rank 1 or more");
+  if (rankedOf(adaptor.getLhs()).getElementType() != rankedOf(adaptor.getRhs()).getElementType())
+    return failWith(loc, "operand element types differ");
   bool vecA = a.size() == 1, vecB = b.size() == 1;
   if (vecA)
     a.insert(a.begin(), 1);

@@ -15,7 +15,11 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 def Kiln_Tensor : StaticShapeTensorOf<[AnyType]>;
-def Kiln_FloatTensor : StaticShapeTensorOf<[F32]>;
+/// Floating-point tensors. Arithmetic ops take one element type for all
+/// their tensor operands; kiln-legalize-types rewrites every op that codegen
+/// computes in f32 only (everything but data movement and, on GPU targets,
+/// the contractions) to f32 between casts.
+def Kiln_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
 
 /// The order of an NCHW tensor's dimensions in memory: "nchw" or "nhwc".
 def Kiln_LayoutAttr : ConfinedAttr<StrAttr, [AttrConstraint<
@@ -115,6 +119,25 @@ def Kiln_LeakyReluOp : Kiln_Op<"leaky_relu", [Pure, SameOperandsAndResultType]> 
   let arguments = (ins Kiln_FloatTensor:$input, F32Attr:$alpha);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_CastOp : Kiln_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "elementwise conversion to another element type";
+  let description = [{
+    Converts every element: floats round to nearest even when narrowing,
+    float to integer truncates toward zero, integers wrap, a cast to i1 is
+    `x != 0`. Casts of constants fold at compile time (weights are
+    converted once); a cast back through a type that holds every value
+    exactly folds away (`f16 -> f32 -> f16`).
+
+    ```mlir
+    %y = kiln.cast %x : tensor<2x8xf16> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
 }
 
 def Kiln_ClipOp : Kiln_Op<"clip", [Pure, SameOperandsAndResultType]> {

@@ -31,6 +31,8 @@ const char *dtypeName(int32_t d) {
   case KILN_I32: return "i32";
   case KILN_I8: return "i8";
   case KILN_U8: return "u8";
+  case KILN_F16: return "f16";
+  case KILN_BF16: return "bf16";
   default: return "unknown";
   }
 }

@@ -38,16 +38,9 @@ public:
 
 namespace {
 
-size_t dtypeBytes(int32_t d) {
-  switch (d) {
-  case KILN_F64: case KILN_I64: return 8;
-  case KILN_F32: case KILN_I32: return 4;
-  default: return 1;
-  }
-}
 
 size_t tensorBytes(const kiln_tensor_desc &t) {
-  size_t n = dtypeBytes(t.dtype);
+  size_t n = kiln_dtype_size(t.dtype);
   for (int32_t i = 0; i < t.rank; ++i)
     n *= static_cast<size_t>(t.shape[i]);
   return n;

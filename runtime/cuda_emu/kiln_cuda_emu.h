@@ -390,6 +390,9 @@ inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline float __saturatef(float x) { return std::fmin(std::fmax(x, 0.0f), 1.0f); }
 inline float __int_as_float(int x) { return kiln_emu::fromBits<float>(static_cast<uint32_t>(x)); }
 inline int __float_as_int(float x) { return static_cast<int>(static_cast<uint32_t>(kiln_emu::toBits(x))); }
+inline double __longlong_as_double(long long x) {
+  return kiln_emu::fromBits<double>(static_cast<uint64_t>(x));
+}
 template <typename T> T __ldg(const T *p) { return *p; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __clz(int x) { return x ? __builtin_clz(static_cast<unsigned>(x)) : 32; }
@@ -403,11 +406,13 @@ inline __half __hfma(__half a, __half b, __half c) {
 }
 
 // Tensor cores: nvcuda::wmma (mma.h declares it for device code only).
-// Each lane holds the whole tile (a valid fragment layout: the real one is
-// unspecified, and element-wise loops over x[0, num_elements) work the same);
-// every operation is warp-synchronous like on a GPU, and mma_sync multiplies
-// exactly (products of half/bf16 inputs are exact in float) with float
-// accumulation.
+// Fragments are spread over the warp like on the hardware: each lane holds
+// num_elements = tile / 32 elements (lane l: elements [l * num_elements,
+// (l + 1) * num_elements) of the row-major tile; the real layout is
+// unspecified, so code that loops over x[0, num_elements) works the same).
+// Every operation is warp-synchronous; mma_sync reads the other lanes'
+// fragments and multiplies exactly (products of half/bf16 inputs are exact
+// in float) with float accumulation.
 namespace nvcuda::wmma {
 struct matrix_a {};
 struct matrix_b {};
@@ -425,9 +430,16 @@ template <typename Use, int M, int N, int K, typename T, typename Layout = void>
 public:
   static constexpr int rows = fragment_shape<Use, M, N, K>::rows;
   static constexpr int cols = fragment_shape<Use, M, N, K>::cols;
-  static constexpr int num_elements = rows * cols;
-  T x[num_elements]; // row-major
+  static_assert(rows * cols % kiln_emu::kWarpSize == 0, "a tile spreads evenly over the warp");
+  static constexpr int num_elements = rows * cols / kiln_emu::kWarpSize;
+  T x[num_elements];
 };
+
+inline unsigned laneId() {
+  if (kiln_emu::block().direct)
+    kiln_emu::fail("a wmma operation in a kernel launched as independent threads");
+  return kiln_emu::linearTid() % kiln_emu::kWarpSize;
+}
 
 template <typename Use, int M, int N, int K, typename T, typename L>
 inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const T &v) {
@@ -435,11 +447,16 @@ inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const T &v) {
     f.x[i] = v;
 }
 
+/// Element e of this lane's share <-> tile (row, col) = divmod(lane * E + e, cols).
+template <typename F, typename Fn> inline void forMine(const F &, Fn &&fn) {
+  unsigned base = laneId() * F::num_elements;
+  for (int e = 0; e < F::num_elements; ++e)
+    fn(e, (base + e) / F::cols, (base + e) % F::cols);
+}
+
 template <typename F, typename T> inline void loadTile(F &f, const T *p, unsigned ldm, bool colMajor) {
   kiln_emu::yieldAt(2); // warp-synchronous: every lane's earlier writes are visible
-  for (int r = 0; r < F::rows; ++r)
-    for (int c = 0; c < F::cols; ++c)
-      f.x[r * F::cols + c] = colMajor ? p[c * ldm + r] : p[r * ldm + c];
+  forMine(f, [&](int e, unsigned r, unsigned c) { f.x[e] = colMajor ? p[c * ldm + r] : p[r * ldm + c]; });
   kiln_emu::yieldAt(2);
 }
 
@@ -457,11 +474,9 @@ template <int M, int N, int K, typename T>
 inline void store_matrix_sync(T *p, const fragment<accumulator, M, N, K, T> &f, unsigned ldm,
                               layout_t layout) {
   kiln_emu::yieldAt(2);
-  // Every lane holds the same tile: one lane writes it.
-  if (kiln_emu::linearTid() % kiln_emu::kWarpSize == 0 || kiln_emu::block().direct)
-    for (int r = 0; r < M; ++r)
-      for (int c = 0; c < N; ++c)
-        (layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.x[r * N + c];
+  forMine(f, [&](int e, unsigned r, unsigned c) {
+    (layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.x[e];
+  });
   kiln_emu::yieldAt(2);
 }
 
@@ -473,17 +488,34 @@ template <int M, int N, int K, typename TA, typename LA, typename TB, typename L
 inline void mma_sync(fragment<accumulator, M, N, K, TC> &d, const fragment<matrix_a, M, N, K, TA, LA> &a,
                      const fragment<matrix_b, M, N, K, TB, LB> &b,
                      const fragment<accumulator, M, N, K, TC> &c) {
+  using FA = fragment<matrix_a, M, N, K, TA, LA>;
+  using FB = fragment<matrix_b, M, N, K, TB, LB>;
+  // Every lane publishes its A and B shares, then computes its share of D.
+  unsigned lane = laneId(), base = kiln_emu::linearTid() - lane;
+  const void *mine[2] = {&a, &b};
+  auto &slots = kiln_emu::block().lanes;
+  slots[base + lane] = reinterpret_cast<uint64_t>(mine);
   kiln_emu::yieldAt(2);
+  auto share = [&](unsigned l, int which) {
+    return reinterpret_cast<const void *const *>(slots[base + l])[which];
+  };
+  auto elemA = [&](int i, int k) {
+    unsigned idx = i * K + k;
+    return toFloat(static_cast<const FA *>(share(idx / FA::num_elements, 0))->x[idx % FA::num_elements]);
+  };
+  auto elemB = [&](int k, int j) {
+    unsigned idx = k * N + j;
+    return toFloat(static_cast<const FB *>(share(idx / FB::num_elements, 1))->x[idx % FB::num_elements]);
+  };
   fragment<accumulator, M, N, K, TC> out;
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      float acc = toFloat(c.x[i * N + j]);
-      for (int k = 0; k < K; ++k)
-        acc += toFloat(a.x[i * K + k]) * toFloat(b.x[k * N + j]);
-      out.x[i * N + j] = static_cast<TC>(acc);
-    }
+  forMine(out, [&](int e, unsigned i, unsigned j) {
+    float acc = toFloat(c.x[e]);
+    for (int k = 0; k < K; ++k)
+      acc += elemA(i, k) * elemB(k, j);
+    out.x[e] = static_cast<TC>(acc);
+  });
+  kiln_emu::yieldAt(2); // nobody changes a share before every lane has read it
   d = out;
-  kiln_emu::yieldAt(2);
 }
 } // namespace nvcuda::wmma
 

@@ -100,7 +100,7 @@ func.func @main(%x: tensor<2x16x8x8xf32> {kiln.name = "x"}, %a: tensor<96x64xf32
 // SRC: __device__ inline i64 kiln_gpu_tid() { return threadIdx.x; }
 // SRC: extern "C" __global__ void kiln_k0_conv(
 // SRC-NOT: const i64 wg =
-// SRC: __shared__ float s{{[0-9]+}}[512];
+// SRC: __shared__ __align__(32) float s{{[0-9]+}}[512];
 // SRC: kiln_gpu_barrier();
 // SRC: extern "C" __global__ void kiln_k2_softmax(
 // SRC: kiln_gpu_shfl_xor(

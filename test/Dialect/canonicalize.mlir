@@ -69,3 +69,35 @@ func.func @whole_slice(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {
   %y = kiln.slice %x {offsets = array<i64: 0, 0>, sizes = array<i64: 2, 6>, strides = array<i64: 1, 1>} : tensor<2x6xf32> -> tensor<2x6xf32>
   return %y : tensor<2x6xf32>
 }
+
+// -----
+
+// Casts: to the same type folds away; through a type that holds every
+// value folds (f16 -> f32 -> f16 is x; f16 -> f32 -> f64 is one cast); a
+// lossy round trip stays; constants convert at compile time (nearest even,
+// ties to even: 1 + 2^-8 -> 1; float to int toward zero, i1 is x != 0).
+// CHECK-LABEL: func @casts
+// CHECK-DAG: %[[C1:.*]] = kiln.constant dense<[1.000000e+00, 3.000000e+00, -2.500000e+00]> : tensor<3xbf16>
+// CHECK-DAG: %[[C2:.*]] = kiln.constant dense<[2, -1, 0]> : tensor<3xi32>
+// CHECK-DAG: %[[C3:.*]] = kiln.constant dense<[true, true, false]> : tensor<3xi1>
+// CHECK-DAG: %[[W:.*]] = kiln.cast %arg0 : tensor<3xf16> -> tensor<3xf64>
+// CHECK-DAG: %[[L:.*]] = kiln.cast %arg1 : tensor<3xf32> -> tensor<3xf16>
+// CHECK-DAG: %[[L2:.*]] = kiln.cast %[[L]] : tensor<3xf16> -> tensor<3xf32>
+// CHECK: return %arg0, %[[W]], %[[L2]], %[[C1]], %[[C2]], %[[C3]]
+func.func @casts(%h: tensor<3xf16>, %f: tensor<3xf32>)
+    -> (tensor<3xf16>, tensor<3xf64>, tensor<3xf32>, tensor<3xbf16>, tensor<3xi32>, tensor<3xi1>) {
+  %same = kiln.cast %h : tensor<3xf16> -> tensor<3xf16>
+  %up = kiln.cast %same : tensor<3xf16> -> tensor<3xf32>
+  %back = kiln.cast %up : tensor<3xf32> -> tensor<3xf16>
+  %wide = kiln.cast %up : tensor<3xf32> -> tensor<3xf64>
+  %lossy = kiln.cast %f : tensor<3xf32> -> tensor<3xf16>
+  %round = kiln.cast %lossy : tensor<3xf16> -> tensor<3xf32>
+  %c = kiln.constant dense<[1.00390625, 3.0, -2.5]> : tensor<3xf32>
+  %cb = kiln.cast %c : tensor<3xf32> -> tensor<3xbf16>
+  %c2 = kiln.constant dense<[2.9, -1.5, 0.4]> : tensor<3xf32>
+  %ci = kiln.cast %c2 : tensor<3xf32> -> tensor<3xi32>
+  %c3 = kiln.constant dense<[2, -1, 0]> : tensor<3xi64>
+  %cz = kiln.cast %c3 : tensor<3xi64> -> tensor<3xi1>
+  return %back, %wide, %round, %cb, %ci, %cz
+      : tensor<3xf16>, tensor<3xf64>, tensor<3xf32>, tensor<3xbf16>, tensor<3xi32>, tensor<3xi1>
+}

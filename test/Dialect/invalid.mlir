@@ -190,3 +190,20 @@ func.func @slice_zero_stride(%x: tensor<2x6xf32>) -> tensor<2x3xf32> {
   %y = kiln.slice %x {offsets = array<i64: 0, 2>, sizes = array<i64: 2, 3>, strides = array<i64: 1, 0>} : tensor<2x6xf32> -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
+
+// -----
+
+// Arithmetic operands share one element type (kiln.cast converts).
+func.func @add_mixed(%x: tensor<4xf16>, %y: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error@+1 {{operand element types differ}}
+  %z = kiln.add %x, %y : tensor<4xf16>, tensor<4xf32>
+  return %z : tensor<4xf16>
+}
+
+// -----
+
+func.func @cast_shape(%x: tensor<4xf16>) -> tensor<2x2xf32> {
+  // expected-error@+1 {{requires the same shape for all operands and results}}
+  %z = kiln.cast %x : tensor<4xf16> -> tensor<2x2xf32>
+  return %z : tensor<2x2xf32>
+}

@@ -66,6 +66,22 @@ def clip_relu6():
     return model(nodes, [vi("x", [1, 4])], [vi("y", [1, 4])], inits)
 
 
+def cast_f16():
+    """An f16 model: f16 weights (raw and int32_data), a run-time Cast to
+    float, and a bf16 initializer cast at import time."""
+    w = np.array([[1.5, -2.0], [0.25, 3.0]], np.float16)
+    # (make_tensor stores these as bit patterns in int32_data)
+    w_int32 = helper.make_tensor("w2", TensorProto.FLOAT16, [2], [0.5, -1.0])
+    b_bf16 = helper.make_tensor("bb", TensorProto.BFLOAT16, [2], [1.5, -3.0])
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "w2"], ["a"], name="add"),
+             helper.make_node("Cast", ["bb"], ["b16"], name="cast_b", to=TensorProto.FLOAT16),
+             helper.make_node("Mul", ["a", "b16"], ["p"], name="mul"),
+             helper.make_node("Cast", ["p"], ["y"], name="to_float", to=TensorProto.FLOAT)]
+    return model(nodes, [vi("x", [3, 2], TensorProto.FLOAT16)], [vi("y", [3, 2])],
+                 [init("w", w), w_int32, b_bf16])
+
+
 def clip_opset7():
     nodes = [helper.make_node("Clip", ["x"], ["y"], name="clip", min=-1.0, max=1.0)]
     return model(nodes, [vi("x", [3])], [vi("y", [3])], opset=7)
@@ -203,7 +219,7 @@ def transformer_ops():
 CASES = {f.__name__: f for f in [transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
                                  old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
-                                 slice_dynamic_starts, where_const_cond, where_runtime_cond]}
+                                 slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16]}
 OUT_CASES = {"external_inside": external_inside, "external_outside": external_outside}
 
 if __name__ == "__main__":

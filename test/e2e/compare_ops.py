@@ -45,11 +45,15 @@ def conv(n, c, h, w, o, k, stride=1, pad=None, dil=1, group=1, bias=True):
                  pads=pad, dilations=[dil] * 2, group=group)
 
 
-def chain(inputs, weights, nodes, opset=17):
+NP_TYPES = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16}
+
+
+def chain(inputs, weights, nodes, opset=17, dtype=TensorProto.FLOAT):
     """A small graph: nodes are (op, [inputs], attrs); the last output is y.
     Weights named var* are positive; c_<value>* are filled with <value>
-    (exporters' constants: 2 for Pow, sqrt(2) for GELU, ...)."""
-    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
+    (exporters' constants: 2 for Pow, sqrt(2) for GELU, ...). Tensors are of
+    `dtype` (float32 or float16)."""
+    ins = [helper.make_tensor_value_info(n, dtype, s) for n, s in inputs]
     inits = []
     for n, s in weights:
         v = rng.standard_normal(s).astype(np.float32)
@@ -57,13 +61,13 @@ def chain(inputs, weights, nodes, opset=17):
             v = np.abs(v) + 0.5
         if n.startswith("c_"):
             v = np.full(s, float(n[2:].split("_")[0]), np.float32)
-        inits.append(numpy_helper.from_array(v, n))
+        inits.append(numpy_helper.from_array(v.astype(NP_TYPES[dtype]), n))
     made = []
     for i, (op, args, attrs) in enumerate(nodes):
         out = "y" if i == len(nodes) - 1 else f"t{i}"
         made.append(helper.make_node(op, args, [out], name=f"{op.lower()}{i}", **attrs))
     g = helper.make_graph(made, "chain", ins,
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+                          [helper.make_tensor_value_info("y", dtype, None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     return m
@@ -325,7 +329,31 @@ CASES = {
     "fused_elementwise_chain": chain([("x", (2, 3, 4, 5)), ("z", (4, 1))], [("k", (5,))], [
         ("Add", ["x", "z"], {}), ("Mul", ["k", "t0"], {}), ("Sigmoid", ["t1"], {}),
         ("Sub", ["t2", "x"], {})]),
+    # f16 models: computed in f32 between casts (tensor cores on CUDA), every
+    # op's result rounded to f16 as onnxruntime does.
+    "f16_matmul_bias_relu": chain([("a", (3, 40, 72))], [("w", (72, 48)), ("b", (48,))], [
+        ("MatMul", ["a", "w"], {}), ("Add", ["t0", "b"], {}), ("Relu", ["t1"], {})],
+        dtype=TensorProto.FLOAT16),
+    "f16_gemm_transb": chain([("a", (20, 64))], [("w", (36, 64)), ("c", (36,))], [
+        ("Gemm", ["a", "w", "c"], {"transB": 1, "alpha": 0.5})], dtype=TensorProto.FLOAT16),
+    "f16_conv_bias_sigmoid": chain([("x", (2, 16, 9, 9))], [("w", (24, 16, 3, 3)), ("b", (24,))], [
+        ("Conv", ["x", "w", "b"], CONV3), ("Sigmoid", ["t0"], {})], dtype=TensorProto.FLOAT16),
+    "f16_depthwise_conv": chain([("x", (1, 16, 8, 8))], [("w", (16, 1, 3, 3))], [
+        ("Conv", ["x", "w"], dict(CONV3, group=16))], dtype=TensorProto.FLOAT16),
+    "f16_softmax_layernorm": chain([("x", (4, 96))], [("s", (96,)), ("b", (96,))], [
+        ("Softmax", ["x"], {"axis": -1}), ("LayerNormalization", ["t0", "s", "b"], {"axis": -1})],
+        dtype=TensorProto.FLOAT16),
+    "f16_cast_chain": chain([("x", (5, 33))], [], [
+        ("Cast", ["x"], {"to": TensorProto.FLOAT}), ("Exp", ["t0"], {}),
+        ("Cast", ["t1"], {"to": TensorProto.FLOAT16}), ("Transpose", ["t2"], {"perm": [1, 0]})],
+        dtype=TensorProto.FLOAT16),
 }
+
+# Tolerances per element type of the case's output: f16 results may differ
+# from onnxruntime's by a rounding of an f32 sum accumulated in another
+# order (2 ulps).
+TOLERANCES = {"tensor(float)": (RTOL, ATOL), "tensor(float16)": (2e-3, 2e-3)}
+NP_OF = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
 
 
 def main():
@@ -349,14 +377,15 @@ def main():
             cmd = [os.path.join(args.bindir, "kiln-run"), os.path.join(tmp, name + ".so")]
             feeds = {}
             for i in sess.get_inputs():
-                x = rng.standard_normal(i.shape).astype(np.float32)
+                x = rng.standard_normal(i.shape).astype(NP_OF[i.type])
                 feeds[i.name] = x
                 np.save(os.path.join(tmp, i.name + ".npy"), x)
                 cmd += ["--input", f"{i.name}={os.path.join(tmp, i.name + '.npy')}"]
             ref = sess.run(None, feeds)[0]
             np.save(os.path.join(tmp, "ref.npy"), ref)
-            atol = ATOL * max(1.0, float(np.abs(ref).max()))
-            cmd += ["--compare", f"y={os.path.join(tmp, 'ref.npy')}", "--rtol", str(RTOL),
+            rtol, atol = TOLERANCES[sess.get_outputs()[0].type]
+            atol = atol * max(1.0, float(np.abs(ref).max()))
+            cmd += ["--compare", f"y={os.path.join(tmp, 'ref.npy')}", "--rtol", str(rtol),
                     "--atol", f"{atol:.3g}"]
             variants = [["-O0"], ["-O3"], ["-O3", "--target=" + args.cuda_target]]
             spatial = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"}
@@ -380,7 +409,7 @@ def main():
                     np.save(os.path.join(tmp, "ref_nhwc.npy"),
                             np.ascontiguousarray(ref.transpose(0, 2, 3, 1)))
                     run_cmd += ["--compare", f"y={os.path.join(tmp, 'ref_nhwc.npy')}",
-                                "--rtol", str(RTOL), "--atol", f"{atol:.3g}"]
+                                "--rtol", str(rtol), "--atol", f"{atol:.3g}"]
                 c = subprocess.run([os.path.join(args.bindir, "kiln-compile"), path, *flags, "-o",
                                     os.path.join(tmp, name + ".so")], capture_output=True, text=True)
                 r = subprocess.run(run_cmd, capture_output=True, text=True) if c.returncode == 0 else c

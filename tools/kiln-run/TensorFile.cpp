@@ -10,12 +10,56 @@
 
 namespace kiln::tools {
 
-size_t HostArray::elementSize() const {
-  switch (dtype) {
-  case KILN_F64: case KILN_I64: return 8;
-  case KILN_F32: case KILN_I32: return 4;
-  default: return 1;
+size_t HostArray::elementSize() const { return dtype == kHostU16 ? 2 : kiln_dtype_size(dtype); }
+
+namespace {
+float halfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13); // inf, nan
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else { // subnormal: normalize
+    int e = -1;
+    do {
+      ++e;
+      man <<= 1;
+    } while (!(man & 0x400));
+    bits = sign | ((112 - e) << 23) | ((man & 0x3ff) << 13);
   }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+float bf16ToFloat(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+uint16_t floatToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40); // quiet nan
+  bits += 0x7fffu + ((bits >> 16) & 1);                // nearest even
+  return static_cast<uint16_t>(bits >> 16);
+}
+} // namespace
+
+void toBf16(HostArray &a) {
+  std::vector<char> out(a.numElements() * 2);
+  for (int64_t i = 0; i < a.numElements(); ++i) {
+    float f;
+    std::memcpy(&f, a.data.data() + i * 4, 4);
+    uint16_t h = floatToBf16(f);
+    std::memcpy(out.data() + i * 2, &h, 2);
+  }
+  a.data = std::move(out);
+  a.dtype = KILN_BF16;
 }
 int64_t HostArray::numElements() const {
   int64_t n = 1;
@@ -30,6 +74,11 @@ double HostArray::at(int64_t i) const {
   case KILN_I64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
   case KILN_I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
   case KILN_I8: return static_cast<int8_t>(*p);
+  case KILN_F16: case KILN_BF16: case kHostU16: {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return dtype == KILN_F16 ? halfToFloat(h) : dtype == KILN_BF16 ? bf16ToFloat(h) : h;
+  }
   default: return static_cast<uint8_t>(*p);
   }
 }
@@ -38,6 +87,8 @@ const char *dtypeName(int32_t d) {
   case KILN_F32: return "float32"; case KILN_F64: return "float64";
   case KILN_I64: return "int64"; case KILN_I32: return "int32";
   case KILN_I8: return "int8"; case KILN_U8: return "uint8";
+  case KILN_F16: return "float16"; case KILN_BF16: return "bfloat16";
+  case kHostU16: return "uint16";
   default: return "unknown";
   }
 }
@@ -88,6 +139,7 @@ static bool readNpy(const std::string &path, const std::string &b, HostArray &ou
   std::string d = descr.substr(q1 + 1, q2 - q1 - 1);
   if (d == "<f4") out.dtype = KILN_F32;
   else if (d == "<f8") out.dtype = KILN_F64;
+  else if (d == "<f2") out.dtype = KILN_F16;
   else if (d == "<i8") out.dtype = KILN_I64;
   else if (d == "<i4") out.dtype = KILN_I32;
   else if (d == "|i1") out.dtype = KILN_I8;
@@ -144,6 +196,9 @@ static bool readPb(const std::string &path, const std::string &b, HostArray &out
   case onnx::TensorProto::INT64: out.dtype = KILN_I64; ok = fill(t.int64_data(), int64_t{}); break;
   case onnx::TensorProto::INT32: out.dtype = KILN_I32; ok = fill(t.int32_data(), int32_t{}); break;
   case onnx::TensorProto::INT8: out.dtype = KILN_I8; ok = fill(t.int32_data(), int8_t{}); break;
+  case onnx::TensorProto::FLOAT16: out.dtype = KILN_F16; ok = fill(t.int32_data(), uint16_t{}); break;
+  case onnx::TensorProto::BFLOAT16: out.dtype = KILN_BF16; ok = fill(t.int32_data(), uint16_t{}); break;
+  case onnx::TensorProto::UINT16: out.dtype = kHostU16; ok = fill(t.int32_data(), uint16_t{}); break;
   case onnx::TensorProto::UINT8:
   case onnx::TensorProto::BOOL: out.dtype = KILN_U8; ok = fill(t.int32_data(), uint8_t{}); break;
   default:
@@ -164,8 +219,20 @@ bool readTensorFile(const std::string &path, HostArray &out, std::string &error)
   return readPb(path, b, out, error);
 }
 
-bool writeNpy(const std::string &path, const HostArray &a, std::string &error) {
+bool writeNpy(const std::string &path, const HostArray &in, std::string &error) {
+  HostArray widened;
+  if (in.dtype == KILN_BF16) {
+    widened.dtype = KILN_F32;
+    widened.shape = in.shape;
+    widened.data.resize(in.numElements() * 4);
+    for (int64_t i = 0; i < in.numElements(); ++i) {
+      float f = static_cast<float>(in.at(i));
+      std::memcpy(widened.data.data() + i * 4, &f, 4);
+    }
+  }
+  const HostArray &a = in.dtype == KILN_BF16 ? widened : in;
   const char *descr = a.dtype == KILN_F32 ? "<f4" : a.dtype == KILN_F64 ? "<f8"
+                      : a.dtype == KILN_F16 ? "<f2"
                       : a.dtype == KILN_I64 ? "<i8" : a.dtype == KILN_I32 ? "<i4"
                       : a.dtype == KILN_I8 ? "|i1" : "|u1";
   std::string shape = "(";

@@ -8,6 +8,11 @@
 
 namespace kiln::tools {
 
+/// A uint16 array from a TensorProto: Kiln has no uint16 tensors, and the
+/// ONNX test data stores bfloat16 tensors as uint16 bit patterns, so
+/// kiln-run reads one as bfloat16 where the model wants bfloat16.
+constexpr int32_t kHostU16 = 100;
+
 struct HostArray {
   int32_t dtype = 0;            // kiln_dtype
   std::vector<int64_t> shape;
@@ -18,8 +23,13 @@ struct HostArray {
 };
 
 /// Reads a .npy (format 1-3, C order) or ONNX TensorProto .pb file.
+/// numpy has no bfloat16: bf16 arrays come from .pb files, or from float32
+/// .npy files through toBf16.
 bool readTensorFile(const std::string &path, HostArray &out, std::string &error);
+/// Writes a .npy; bf16 arrays are written as float32 (exactly).
 bool writeNpy(const std::string &path, const HostArray &a, std::string &error);
+/// Rounds a float32 array to bfloat16 (nearest even) in place.
+void toBf16(HostArray &a);
 const char *dtypeName(int32_t dtype);
 
 } // namespace kiln::tools
