@@ -1,4 +1,4 @@
-//===- ConstantData.cpp - reading and making f32 constants -----------------===//
+//===- ConstantData.cpp - reading and making float constants ---------------===//
 #include "passes/ConstantData.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -34,6 +34,62 @@ std::optional<std::vector<float>> getF32Constant(Value v) {
     return out;
   }
   return std::nullopt;
+}
+
+std::optional<std::vector<float>> getFloatConstant(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto type = llvm::cast<RankedTensorType>(c.getType());
+  Type et = type.getElementType();
+  if (et.isF32())
+    return getF32Constant(v);
+  if (!et.isF16() && !et.isBF16())
+    return std::nullopt;
+  const auto &sem = llvm::cast<FloatType>(et).getFloatSemantics();
+  int64_t n = type.getNumElements();
+  std::vector<float> out(n);
+  Attribute value = c.getValue();
+  if (auto res = llvm::dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob || static_cast<int64_t>(blob->getData().size()) != n * 2)
+      return std::nullopt;
+    const char *p = blob->getData().data();
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, p + 2 * i, 2);
+      out[i] = APFloat(sem, APInt(16, bits)).convertToFloat();
+    }
+    return out;
+  }
+  if (auto dense = llvm::dyn_cast<DenseFPElementsAttr>(value)) {
+    int64_t i = 0;
+    for (APFloat f : dense.getValues<APFloat>()) {
+      bool lost;
+      f.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+      out[i++] = f.convertToFloat();
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+ConstantOp makeFloatConstant(OpBuilder &b, Location loc, RankedTensorType type,
+                             ArrayRef<float> values, StringRef name) {
+  Type et = type.getElementType();
+  if (et.isF32())
+    return makeF32Constant(b, loc, type, values, name);
+  const auto &sem = llvm::cast<FloatType>(et).getFloatSemantics();
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    APFloat f(values[i]);
+    bool lost;
+    f.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+    bits[i] = static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+  }
+  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      ArrayRef<char>(reinterpret_cast<const char *>(bits.data()), bits.size() * 2), 2);
+  return ConstantOp::create(b, loc, DenseResourceElementsAttr::get(type, name, std::move(blob)));
 }
 
 ConstantOp makeF32Constant(OpBuilder &b, Location loc, RankedTensorType type,

@@ -1,4 +1,4 @@
-//===- ConstantData.h - reading and making f32 constants --------*- C++ -*-===//
+//===- ConstantData.h - reading and making float constants ------*- C++ -*-===//
 //
 // Passes that rewrite weights read a kiln.constant's values (dense or
 // dense_resource) and create new constants backed by resource blobs.
@@ -17,11 +17,22 @@ namespace kiln {
 /// The f32 values of `v` if it is a kiln.constant of f32 elements.
 std::optional<std::vector<float>> getF32Constant(mlir::Value v);
 
+/// The values of `v`, widened to float, if it is a kiln.constant of f16,
+/// bf16 or f32 elements (the passes that match or fold constants work on the
+/// model's own type).
+std::optional<std::vector<float>> getFloatConstant(mlir::Value v);
+
 /// A kiln.constant of `type` holding `values` in a resource blob named
 /// after `name` (uniqued by MLIR when the name is taken).
 ConstantOp makeF32Constant(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::RankedTensorType type,
                            llvm::ArrayRef<float> values, llvm::StringRef name);
+
+/// makeF32Constant for a tensor type of f16, bf16 or f32 elements: the
+/// values round to nearest even.
+ConstantOp makeFloatConstant(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType type,
+                             llvm::ArrayRef<float> values, llvm::StringRef name);
 
 } // namespace kiln
 

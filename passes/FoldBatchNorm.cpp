@@ -28,13 +28,13 @@ bool foldPair(BatchNormOp bn) {
   auto conv = bn.getInput().getDefiningOp<ConvOp>();
   if (!conv || !conv->hasOneUse())
     return false;
-  auto w = getF32Constant(conv.getWeight());
-  auto scale = getF32Constant(bn.getScale()), shift = getF32Constant(bn.getBias());
-  auto mean = getF32Constant(bn.getMean()), var = getF32Constant(bn.getVariance());
+  auto w = getFloatConstant(conv.getWeight());
+  auto scale = getFloatConstant(bn.getScale()), shift = getFloatConstant(bn.getBias());
+  auto mean = getFloatConstant(bn.getMean()), var = getFloatConstant(bn.getVariance());
   if (!w || !scale || !shift || !mean || !var)
     return false;
   std::optional<std::vector<float>> bias;
-  if (conv.getBias() && !(bias = getF32Constant(conv.getBias())))
+  if (conv.getBias() && !(bias = getFloatConstant(conv.getBias())))
     return false;
   auto wType = llvm::cast<RankedTensorType>(conv.getWeight().getType());
   int64_t O = wType.getDimSize(0), per = wType.getNumElements() / O;
@@ -50,10 +50,10 @@ bool foldPair(BatchNormOp bn) {
   }
   OpBuilder b(conv);
   std::string base = blobName(conv.getWeight(), "conv_weight");
-  auto nw = makeF32Constant(b, conv.getLoc(), wType, *w, base + ".bn");
-  auto nb = makeF32Constant(b, conv.getLoc(),
-                            RankedTensorType::get({O}, wType.getElementType()),
-                            newBias, base + ".bn_bias");
+  auto nw = makeFloatConstant(b, conv.getLoc(), wType, *w, base + ".bn");
+  auto nb = makeFloatConstant(b, conv.getLoc(),
+                              RankedTensorType::get({O}, wType.getElementType()),
+                              newBias, base + ".bn_bias");
   // Keep both locations: the folded op stands for both ONNX nodes.
   Location loc = FusedLoc::get(conv.getContext(), {conv.getLoc(), bn.getLoc()});
   auto folded = ConvOp::create(b, loc, conv.getType(), conv.getInput(), nw, nb,

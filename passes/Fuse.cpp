@@ -387,6 +387,9 @@ struct FusePass : impl::FusePassBase<FusePass> {
           if (user->getBlock() != &block || taken.contains(user) ||
               !canJoin(user, chain, anchor))
             break;
+          // A reduction's epilogue keeps its element type too.
+          if (isa<CastOp>(user) && isReduction(&op))
+            break;
           // Recomputed producers of its other operands come along.
           for (Operation *pre : prologue(user, chain, anchor, taken)) {
             if (llvm::is_contained(group, pre))

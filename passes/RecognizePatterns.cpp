@@ -30,7 +30,7 @@ RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType
 std::optional<float> scalarConst(Value v) {
   if (!v || !v.getDefiningOp<ConstantOp>() || typeOf(v).getNumElements() > 64)
     return std::nullopt;
-  auto vals = getF32Constant(v);
+  auto vals = getFloatConstant(v);
   if (!vals || vals->empty())
     return std::nullopt;
   for (float f : *vals)
@@ -175,9 +175,9 @@ struct LayerNormPattern : OpRewritePattern<DivOp> {
     auto axis = trailingAxes(mean.getAxes(), typeOf(x));
     if (!axis)
       return failure();
-    auto one = makeF32Constant(rw, div.getLoc(),
-                               RankedTensorType::get({1}, rw.getF32Type()), {1.0f},
-                               "layer_norm_unit_scale");
+    auto one = makeFloatConstant(rw, div.getLoc(),
+                                 RankedTensorType::get({1}, typeOf(x).getElementType()), {1.0f},
+                                 "layer_norm_unit_scale");
     rw.replaceOpWithNewOp<LayerNormOp>(div, div.getType(), x, one, Value(),
                                        rw.getI64IntegerAttr(*axis),
                                        rw.getF32FloatAttr(*eps));
@@ -523,8 +523,8 @@ struct WhereMaskPattern : OpRewritePattern<WhereOp> {
     if (!where->hasOneUse() || !isa<SoftmaxOp>(*where->getUsers().begin()) ||
         where.getLhs().getType() != where.getType())
       return failure();
-    auto cond = getF32Constant(where.getCondition());
-    auto fill = getF32Constant(where.getRhs());
+    auto cond = getFloatConstant(where.getCondition());
+    auto fill = getFloatConstant(where.getRhs());
     if (!cond || !fill || !llvm::all_of(*fill, [](float f) { return f <= -1e30f; }))
       return failure();
     auto ct = typeOf(where.getCondition()), ft = typeOf(where.getRhs());
@@ -567,8 +567,9 @@ struct WhereMaskPattern : OpRewritePattern<WhereOp> {
         idx[i] = 0;
       }
     }
-    auto m = makeF32Constant(rw, where.getLoc(),
-                             RankedTensorType::get(shape, rw.getF32Type()), mask, "where_mask");
+    auto m = makeFloatConstant(rw, where.getLoc(),
+                               RankedTensorType::get(shape, typeOf(where.getLhs()).getElementType()),
+                               mask, "where_mask");
     rw.replaceOpWithNewOp<AddOp>(where, where.getLhs(), m.getResult());
     return success();
   }

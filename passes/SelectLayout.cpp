@@ -33,9 +33,11 @@ constexpr int64_t kNhwcPos[] = {0, 3, 1, 2};
 
 RankedTensorType tensorOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
-bool isRank4F32(Value v) {
+/// A rank-4 floating-point tensor (f32, or f16/bf16 moved by casts and data
+/// movement around f32 arithmetic).
+bool isRank4Float(Value v) {
   auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-  return t && t.getRank() == 4 && t.getElementType().isF32();
+  return t && t.getRank() == 4 && llvm::isa<FloatType>(t.getElementType());
 }
 
 RankedTensorType permuted(RankedTensorType t, ArrayRef<int64_t> perm) {
@@ -50,17 +52,17 @@ bool hasLayout(Operation *op) {
   if (isa<ConvOp, MaxPoolOp, AvgPoolOp>(op))
     return true;
   if (auto gap = dyn_cast<GlobalAvgPoolOp>(op))
-    return isRank4F32(gap.getInput());
+    return isRank4Float(gap.getInput());
   return false;
 }
 
 /// Ops indifferent to the order of dimensions: a rank-4 result, every
 /// operand rank 4 or broadcast to it (elementwise) or joined on an axis.
 bool isLayoutAgnostic(Operation *op) {
-  if (op->getNumResults() != 1 || !isRank4F32(op->getResult(0)))
+  if (op->getNumResults() != 1 || !isRank4Float(op->getResult(0)))
     return false;
   if (isa<ConcatOp>(op))
-    return llvm::all_of(op->getOperands(), isRank4F32);
+    return llvm::all_of(op->getOperands(), isRank4Float);
   return isElementwise(op);
 }
 
@@ -220,7 +222,7 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
       bool onlyWeight = !arg.use_empty() && llvm::all_of(arg.getUses(), [](OpOperand &use) {
         return isa<ConvOp>(use.getOwner()) && use.getOperandNumber() == 1;
       });
-      if (isRank4F32(arg) && !onlyWeight) {
+      if (isRank4Float(arg) && !onlyWeight) {
         auto nchw = tensorOf(arg);
         arg.setType(permuted(nchw, kToNhwc));
         auto t = TransposeOp::create(b, arg.getLoc(), arg, ArrayRef<int64_t>(kToNchw));
@@ -237,7 +239,7 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
       b.setInsertionPoint(ret);
       for (OpOperand &operand : ret->getOpOperands()) {
         Value v = operand.get();
-        if (isRank4F32(v))
+        if (isRank4Float(v))
           operand.set(TransposeOp::create(b, ret.getLoc(), v, ArrayRef<int64_t>(kToNhwc)));
         resultTypes.push_back(operand.get().getType());
       }
@@ -259,7 +261,7 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
       classes.insert(op);
       for (OpOperand &operand : op->getOpOperands()) {
         Operation *def = operand.get().getDefiningOp();
-        if (def && isCandidate.contains(def) && isRank4F32(operand.get()) &&
+        if (def && isCandidate.contains(def) && isRank4Float(operand.get()) &&
             carriesLayout(op, operand.getOperandNumber()))
           classes.unionSets(op, def);
       }

@@ -630,8 +630,10 @@ private:
   MLIRContext *ctx;
   llvm::DenseMap<Value, int> bufferOf;
   int kernelCount = 0;
-  /// Set while a tensor-core contraction (f16/bf16 operands) is launched.
-  bool typedContraction = false;
+  /// Set while a kernel that converts its non-f32 operands itself is
+  /// launched: tensor-core and f16 depthwise convolutions, reductions whose
+  /// prologue casts their input.
+  bool typedKernel = false;
 
   int newBuffer(Buffer::Kind kind, int64_t bytes, Type elem = {}) {
     Buffer buf;
@@ -869,7 +871,7 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
   // kiln-legalize-types) move any element type; the rest compute f32.
   bool anyType = isa<kiln::CastOp, kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp,
                      kiln::ConcatOp, kiln::FusionOp>(op) ||
-                 kiln::isElementwise(op) || typedContraction;
+                 kiln::isElementwise(op) || typedKernel;
   if (!anyType &&
       failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(ins, op->getResults())))))
     return failure();
@@ -1032,7 +1034,7 @@ LogicalResult Lowering::gpuMatmulTc(Operation *op, ArrayRef<Value> ins, int64_t 
   int64_t tilesM = ceilDiv(M, T), tilesN = ceilDiv(N, T);
   int64_t blocks = std::max<int64_t>(batches * tilesM * tilesN, 1);
   std::string mma = opType.isF16() ? "kiln_wmma_mma_f16" : "kiln_wmma_mma_bf16";
-  typedContraction = true;
+  typedKernel = true;
   LogicalResult r = gpuLaunch(op, ins, blocks, kGpuTcThreads, true, [&](KernelEmitter &e) {
     ImplicitLocOpBuilder &b = e.b;
     Value blk = e.bid(), t = e.tid();
@@ -1110,7 +1112,7 @@ LogicalResult Lowering::gpuMatmulTc(Operation *op, ArrayRef<Value> ins, int64_t 
       e.ifThen(in, [&] { finish(e, bi, i, j, e.loadM(Cs, idx)); });
     }, kGpuTcThreads);
   });
-  typedContraction = false;
+  typedKernel = false;
   if (succeeded(r))
     p.launches.back().tensorCores = true;
   return r;
@@ -1175,8 +1177,14 @@ LogicalResult Lowering::elementwise(
     auto scalarSite = [&](size_t k) {
       return llvm::all_of(strides[k], [](int64_t v) { return v == 0; });
     };
-    // (float4 for f32 buffers; other element types one at a time.)
+    // (float4 when every buffer and value is f32; other element types one
+    // at a time.)
     bool vec = total % 4 == 0 && elemType(op->getResult(0)).isF32();
+    if (auto f = dyn_cast<kiln::FusionOp>(op))
+      f.getBody().walk([&](Operation *inner) {
+        for (Type t : inner->getResultTypes())
+          vec = vec && llvm::cast<RankedTensorType>(t).getElementType().isF32();
+      });
     for (size_t k = 0; k < ins.size(); ++k)
       vec = vec && (dense[k] || scalarSite(k)) && elemType(ins[k]).isF32();
     int64_t lanes = vec ? 4 : 1, n = total / lanes;
@@ -1360,7 +1368,7 @@ LogicalResult Lowering::gpuConvDirect(kiln::ConvOp op, const Epilogue *epi) {
   int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
   // f16/bf16 convolutions (kept for the CUDA target) load through loadF and
   // accumulate in f32 like the f32 ones.
-  typedContraction = true;
+  typedKernel = true;
   LogicalResult r = gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
     ImplicitLocOpBuilder &b = e.b;
     Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
@@ -1385,7 +1393,7 @@ LogicalResult Lowering::gpuConvDirect(kiln::ConvOp op, const Epilogue *epi) {
       e.store(convEpilogue(e, epi, firstSite, n, oc, pix, acc), outArg, i);
     }, blocks * kGpuThreads);
   });
-  typedContraction = false;
+  typedKernel = false;
   return r;
 }
 
@@ -2777,7 +2785,7 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
   SmallVector<Value> ins(reads);
   if (epi)
     ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
-  SmallVector<Value> all(ins);
+  SmallVector<Value> all(typedKernel ? SmallVector<Value>{} : SmallVector<Value>(ins));
   all.push_back(result);
   if (failed(checkF32(op, all)))
     return failure();
@@ -3270,8 +3278,11 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
                             "ops of its result's shape");
     pro.collect();
     post.collect();
-    if (failed(reduce(red, pro.ops.empty() ? nullptr : &pro,
-                      post.ops.empty() ? nullptr : &post)))
+    typedKernel = llvm::any_of(pro.ops, [](Operation *o) { return isa<kiln::CastOp>(o); });
+    LogicalResult reduced = reduce(red, pro.ops.empty() ? nullptr : &pro,
+                                   post.ops.empty() ? nullptr : &post);
+    typedKernel = false;
+    if (failed(reduced))
       return failure();
     bufferOf[op.getResult()] = bufferOf.lookup(red->getResult(0));
     Launch &l = p.launches.back();

@@ -13,7 +13,8 @@ before the classifier, Gemm with transB=1; for the transformers, nn.Linear
 as MatMul + Add, heads split by Reshape + Transpose, and (BERT, opset 13)
 LayerNorm and GELU decomposed into primitive ops as exporters below opset 17
 write them. The transformers take hidden states (the embedding lookup is
-not part of them) and return hidden states.
+not part of them) and return hidden states. to_float16() converts any of
+them to float16 (the tests' f16 models).
 """
 import numpy as np
 import onnx
@@ -264,6 +265,31 @@ def gpt2_block(seed=0, seq=128, hidden=768, heads=12, layers=1):
         x = b.node("Add", [x, h], "residual")
     x = b.layer_norm(x, hidden, False)
     return b.model("gpt2_block", [1, seq, hidden], x, [1, seq, hidden])
+
+
+def to_float16(model):
+    """The model in float16, as onnxconverter-common's float16 conversion
+    writes it: float32 initializers, Constant tensors, graph inputs and
+    outputs and Cast targets become float16 (integer tensors stay)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    for i, t in enumerate(g.initializer):
+        if t.data_type == TensorProto.FLOAT:
+            g.initializer[i].CopyFrom(numpy_helper.from_array(
+                numpy_helper.to_array(t).astype(np.float16), t.name))
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
+            vi.type.tensor_type.elem_type = TensorProto.FLOAT16
+    for n in g.node:
+        for a in n.attribute:
+            if n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
+                a.i = TensorProto.FLOAT16
+            if n.op_type == "Constant" and a.name == "value" and a.t.data_type == TensorProto.FLOAT:
+                a.t.CopyFrom(numpy_helper.from_array(
+                    numpy_helper.to_array(a.t).astype(np.float16), a.t.name))
+    onnx.checker.check_model(m, full_check=True)
+    return m
 
 
 MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "resnet50": resnet50,

@@ -49,3 +49,25 @@ func.func @runtime_weights(%x: tensor<1x1x2x2xf32>, %w: tensor<2x1x1x1xf32>) -> 
   %y = kiln.batch_norm %c, %p, %p, %p, %p {epsilon = 1.0e-05 : f32} : tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
   return %y : tensor<1x2x2x2xf32>
 }
+
+// -----
+
+// An f16 conv folds into f16 weights and bias (computed in float, rounded
+// to nearest even): w' = w * 2 / sqrt(3 + 1) = w, b' = (0 - 4) * 1 + 5 = 1.
+// CHECK-LABEL: func @f16_conv
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense_resource<{{.*}}.bn> : tensor<2x1x1x1xf16>
+// CHECK-DAG: %[[B:.*]] = kiln.constant dense_resource<{{.*}}.bn_bias> : tensor<2xf16>
+// CHECK: kiln.conv %arg0, %[[W]], %[[B]]
+// CHECK-NOT: kiln.batch_norm
+// CHECK: conv_weight.bn: "0x02000000003E00B4"
+// CHECK: conv_weight.bn_bias: "0x02000000003C003C"
+func.func @f16_conv(%x: tensor<1x1x4x4xf16>) -> tensor<1x2x4x4xf16> {
+  %w = kiln.constant dense<[[[[1.5]]], [[[-0.25]]]]> : tensor<2x1x1x1xf16>
+  %s = kiln.constant dense<2.0> : tensor<2xf16>
+  %b = kiln.constant dense<5.0> : tensor<2xf16>
+  %m = kiln.constant dense<4.0> : tensor<2xf16>
+  %v = kiln.constant dense<3.0> : tensor<2xf16>
+  %c = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4xf16>, tensor<2x1x1x1xf16>) -> tensor<1x2x4x4xf16>
+  %y = kiln.batch_norm %c, %s, %b, %m, %v {epsilon = 1.0 : f32} : tensor<1x2x4x4xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>, tensor<2xf16>
+  return %y : tensor<1x2x4x4xf16>
+}

@@ -260,3 +260,41 @@ func.func @reduction_prologue_epilogue(%x: tensor<2x16xf32>) -> tensor<2x1xf32> 
   %r = kiln.sqrt %e : tensor<2x1xf32>
   return %r : tensor<2x1xf32>
 }
+
+// -----
+
+// Casts (from kiln-legalize-types): one starts an elementwise chain, one
+// ends it (the kernel stores f16); a matmul's epilogue and a reduction's
+// epilogue keep their element type, so the casts after them are kernels of
+// their own (with what follows), while a cast computing a reduction's
+// input joins it as prologue.
+// CHECK-LABEL: func @casts
+// CHECK: %[[E:.*]] = kiln.fusion %arg0 : (tensor<4x8xf16>) -> tensor<4x8xf16>
+// CHECK:   kiln.cast {{.*}} -> tensor<4x8xf32>
+// CHECK:   kiln.relu
+// CHECK:   kiln.cast {{.*}} -> tensor<4x8xf16>
+// CHECK: %[[M:.*]] = kiln.fusion %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK:   kiln.matmul
+// CHECK:   kiln.tanh
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[R:.*]] = kiln.fusion %[[E]] : (tensor<4x8xf16>) -> tensor<4x1xf32>
+// CHECK:   kiln.cast {{.*}} -> tensor<4x8xf32>
+// CHECK:   kiln.reduce_sum
+// CHECK:   kiln.sqrt
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.cast %[[R]] : tensor<4x1xf32> -> tensor<4x1xf16>
+// CHECK: kiln.cast %[[M]] : tensor<4x8xf32> -> tensor<4x8xf16>
+func.func @casts(%x: tensor<4x8xf16>, %w: tensor<8x8xf32>) -> (tensor<4x8xf16>, tensor<4x1xf16>) {
+  %a = kiln.cast %x : tensor<4x8xf16> -> tensor<4x8xf32>
+  %r = kiln.relu %a : tensor<4x8xf32>
+  %e = kiln.cast %r : tensor<4x8xf32> -> tensor<4x8xf16>
+  %e32 = kiln.cast %e : tensor<4x8xf16> -> tensor<4x8xf32>
+  %m = kiln.matmul %e32, %w : tensor<4x8xf32>, tensor<8x8xf32>
+  %t = kiln.tanh %m : tensor<4x8xf32>
+  %e2 = kiln.cast %e : tensor<4x8xf16> -> tensor<4x8xf32>
+  %s = kiln.reduce_sum %e2 {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %q = kiln.sqrt %s : tensor<4x1xf32>
+  %q16 = kiln.cast %q : tensor<4x1xf32> -> tensor<4x1xf16>
+  %t16 = kiln.cast %t : tensor<4x8xf32> -> tensor<4x8xf16>
+  return %t16, %q16 : tensor<4x8xf16>, tensor<4x1xf16>
+}

@@ -284,3 +284,31 @@ func.func @where_moderate_fill(%q: tensor<1x4x8xf32>, %k: tensor<1x8x4xf32>, %v:
   %o = kiln.matmul %p, %v : tensor<1x4x4xf32>, tensor<1x4x8xf32>
   return %o : tensor<1x4x8xf32>
 }
+
+// -----
+
+// f16 models match too (before kiln-legalize-types): the constants are the
+// model's f16 roundings of the scalars, the unit scale is an f16 constant.
+// CHECK-LABEL: func @f16_layer_norm_gelu
+// CHECK: %[[ONE:.*]] = kiln.constant dense_resource<layer_norm_unit_scale> : tensor<1xf16>
+// CHECK: %[[N:.*]] = kiln.layer_norm %arg0, %[[ONE]] {axis = 1 : i64, epsilon = 0.00100040436 : f32} : tensor<4x8xf16>, tensor<1xf16>
+// CHECK: kiln.gelu %[[N]] {approximate = false} : tensor<4x8xf16>
+func.func @f16_layer_norm_gelu(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  %eps = kiln.constant dense<1.0e-3> : tensor<1xf16>
+  %m = kiln.reduce_mean %x {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf16> -> tensor<4x1xf16>
+  %d = kiln.sub %x, %m : tensor<4x8xf16>, tensor<4x1xf16>
+  %sq = kiln.mul %d, %d : tensor<4x8xf16>, tensor<4x8xf16>
+  %v = kiln.reduce_mean %sq {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf16> -> tensor<4x1xf16>
+  %ve = kiln.add %v, %eps : tensor<4x1xf16>, tensor<1xf16>
+  %s = kiln.sqrt %ve : tensor<4x1xf16>
+  %n = kiln.div %d, %s : tensor<4x8xf16>, tensor<4x1xf16>
+  %half = kiln.constant dense<0.5> : tensor<f16>
+  %one = kiln.constant dense<1.0> : tensor<f16>
+  %r2 = kiln.constant dense<1.41421354> : tensor<f16>
+  %h = kiln.mul %n, %half : tensor<4x8xf16>, tensor<f16>
+  %q = kiln.div %n, %r2 : tensor<4x8xf16>, tensor<f16>
+  %e = kiln.erf %q : tensor<4x8xf16>
+  %p = kiln.add %one, %e : tensor<f16>, tensor<4x8xf16>
+  %y = kiln.mul %h, %p : tensor<4x8xf16>, tensor<4x8xf16>
+  return %y : tensor<4x8xf16>
+}

@@ -26,7 +26,7 @@ import onnxruntime as ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-from kiln_models import MODELS  # noqa: E402
+from kiln_models import MODELS, to_float16  # noqa: E402
 
 RTOL, ATOL_SCALE = 1e-4, 1e-5
 
@@ -56,6 +56,8 @@ def main():
                     help="architectures of the --target=cuda artifact")
     ap.add_argument("--cuda-run", action="store_true",
                     help="a CUDA GPU is present: run the --target=cuda artifact on it")
+    ap.add_argument("--f16-models", default="small_cnn,bert_layer",
+                    help="models also checked in float16 (comma-separated; empty: none)")
     ap.add_argument("models", nargs="*",
                     default=["small_cnn", "resnet18", "mobilenetv2", "bert_layer", "gpt2_block"])
     args = ap.parse_args()
@@ -150,8 +152,63 @@ def main():
             for ok in (ok_so, ok_o):
                 passed += ok
                 failed += not ok
+        for name in filter(None, args.f16_models.split(",")):
+            ok = check_f16(name, tmp, args)
+            passed += ok
+            failed += not ok
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def check_f16(name, tmp, args):
+    """The model in float16 against onnxruntime's float16 run: the CPU
+    target (f32 arithmetic between casts, every op rounded to f16 as
+    onnxruntime does), the CUDA target's tensor-core kernels through the
+    emulation, and a --target=cuda artifact (NVRTC sm_80/sm_90, no spills).
+    Tolerance: 1e-2 relative to max|ort| (f16 keeps 11 bits; the sums are
+    accumulated in another order)."""
+    print(name + " (float16)")
+    path = os.path.join(tmp, name + "_f16.onnx")
+    onnx.save(to_float16(MODELS[name]()), path)
+    # (onnxruntime's graph optimizations are off for the reference: its
+    # layer-norm fusion fails on float16 graphs, and unfused every op
+    # rounds to f16 as the graph says.)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(8).standard_normal(sess.get_inputs()[0].shape).astype(np.float16)
+    ref = sess.run(None, {"input": x})[0].astype(np.float64)
+    np.save(os.path.join(tmp, "x16.npy"), x)
+    atol = 1e-2 * float(np.abs(ref).max())
+    ok = True
+    try:
+        for target in ("cpu", "cuda-emu"):
+            so = os.path.join(tmp, f"{name}_f16_{target}.so")
+            run([os.path.join(args.bindir, "kiln-compile"), path, "--target=" + target, "-o", so])
+            d = os.path.join(tmp, f"out_{name}_f16_{target}")
+            run([os.path.join(args.bindir, "kiln-run"), so, "--input",
+                 "input=" + os.path.join(tmp, "x16.npy"), "--output-dir", d])
+            got = np.load(os.path.join(d, "logits.npy"))
+            err = np.abs(got.astype(np.float64) - ref)
+            good = got.dtype == np.float16 and bool(np.all(err <= atol))
+            print(f"  --target={target}: {'ok' if good else 'MISMATCH'} "
+                  f"max_abs_err={err.max():.3g} (atol={atol:.3g}, {got.dtype})")
+            ok = ok and good
+        so_c = os.path.join(tmp, name + "_f16_cuda.so")
+        run([os.path.join(args.bindir, "kiln-compile"), path, "--target=cuda",
+             "--cuda-arch=" + args.cuda_arch, "--cuda-no-spills", "--report",
+             os.path.join(tmp, name + "_f16_cuda.json"), "-o", so_c])
+        import json
+        with open(os.path.join(tmp, name + "_f16_cuda.json")) as f:
+            kernels = json.load(f)["kernels"]
+        tc = sum(1 for k in kernels if k["cuda"]["tensor_cores"])
+        print(f"  --target=cuda: NVRTC {args.cuda_arch} without spills; "
+              f"{tc} of {len(kernels)} kernels on tensor cores")
+        ok = ok and tc > 0
+    except RuntimeError as e:
+        print("  FAILED: " + str(e))
+        ok = False
+    return ok
 
 
 if __name__ == "__main__":

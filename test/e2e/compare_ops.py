@@ -362,10 +362,13 @@ def main():
     ap.add_argument("--cuda-target", default="cuda-emu",
                     help="the CUDA variant of every case: cuda-emu here, cuda on a GPU machine")
     ap.add_argument("--only-cuda", action="store_true", help="run the CUDA variant only")
+    ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, m in CASES.items():
+            if args.only not in name:
+                continue
             if m.graph.node[0].op_type == "BatchNormalization":
                 # variance must be positive
                 var = numpy_helper.from_array(rng.uniform(0.5, 2, 6).astype(np.float32), "v")

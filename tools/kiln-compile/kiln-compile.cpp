@@ -209,18 +209,19 @@ int main(int argc, char **argv) {
     return fail("unknown --layout=" + layoutOpt + " (auto, nchw, nhwc)");
   if (ioLayout != "nchw" && ioLayout != "nhwc")
     return fail("unknown --io-layout=" + ioLayout + " (nchw, nhwc)");
-  // f16/bf16 arithmetic in f32 between casts, at every level (the
-  // CUDA target keeps f16/bf16 contractions for its tensor cores).
-  {
-    kiln::LegalizeTypesPassOptions typeOptions;
-    typeOptions.tensorCores = cudaTarget;
-    pm.addNestedPass<func::FuncOp>(kiln::createLegalizeTypesPass(typeOptions));
-    pm.addPass(createCanonicalizerPass());
-  }
   if (enabled("kiln-fold-batchnorm"))
     pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
   if (enabled("kiln-recognize-patterns")) {
     pm.addNestedPass<func::FuncOp>(kiln::createRecognizePatternsPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+  // f16/bf16 arithmetic in f32 between casts, at every level, after the
+  // patterns have seen the model's own ops (the CUDA target keeps f16/bf16
+  // contractions for its tensor cores).
+  {
+    kiln::LegalizeTypesPassOptions typeOptions;
+    typeOptions.tensorCores = cudaTarget;
+    pm.addNestedPass<func::FuncOp>(kiln::createLegalizeTypesPass(typeOptions));
     pm.addPass(createCanonicalizerPass());
   }
   // The interface layout is a contract and holds at every level; the
