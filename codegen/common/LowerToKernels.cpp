@@ -734,7 +734,8 @@ LogicalResult Lowering::addConstant(kiln::ConstantOp op) {
   auto type = llvm::cast<RankedTensorType>(op.getType());
   Type et = type.getElementType();
   int64_t n = type.getNumElements(), w = widthOf(et);
-  std::vector<char> data(n * w);
+  // (At least one element: buffers are never empty, as newBuffer's are not.)
+  std::vector<char> data(std::max<int64_t>(n, 1) * w);
   Attribute value = op.getValue();
   if (auto res = llvm::dyn_cast<DenseResourceElementsAttr>(value)) {
     AsmResourceBlob *blob = res.getRawHandle().getBlob();
@@ -924,6 +925,25 @@ LogicalResult Lowering::gpuLaunch(Operation *op, ArrayRef<Value> ins, int64_t bl
   return success();
 }
 
+/// An operand element's offset (and validity) at (row, column) of a panel.
+using GpuPanelAt = std::function<std::pair<Value, Value>(Value, Value)>;
+
+/// Element (r, c) of an operand as a matrix-product kernel stages it: the
+/// buffer's element at `at(r, c)` (indices clamped into the matrix), zero
+/// outside the rLimit x cLimit matrix or where `at` says it does not exist.
+Value guardedPanelLoad(KernelEmitter &e, int buf, Value r, int64_t rLimit, Value c,
+                       int64_t cLimit, const GpuPanelAt &at) {
+  ImplicitLocOpBuilder &b = e.b;
+  Value ok = arith::AndIOp::create(b, e.ult(r, e.idx(rLimit)), e.ult(c, e.idx(cLimit)));
+  Value rc = e.minI(r, e.idx(std::max<int64_t>(rLimit - 1, 0)));
+  Value cc = e.minI(c, e.idx(std::max<int64_t>(cLimit - 1, 0)));
+  auto [off, valid] = at(rc, cc);
+  if (valid)
+    ok = arith::AndIOp::create(b, ok, valid);
+  Value v = e.load(buf, off);
+  return arith::SelectOp::create(b, ok, v, e.zero(v.getType())).getResult();
+}
+
 /// The tiled SIMT matrix product. Block (batch, tile) computes a 64 x 64
 /// tile of C: per step of 16 along K, the block stages A's 64 x 16 and B's
 /// 16 x 64 panels in shared memory (each thread loads 4 + 4 elements,
@@ -960,14 +980,8 @@ LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t ba
       Value k0 = e.mul(loop.getInductionVar(), TK);
       // Stage the panels: A as As[kk][row], B as Bs[kk][col].
       auto guarded = [&](int buf, Value r, int64_t rLimit, Value c, int64_t cLimit,
-                         const std::function<std::pair<Value, Value>(Value, Value)> &at) {
-        Value ok = arith::AndIOp::create(b, e.ult(r, e.idx(rLimit)), e.ult(c, e.idx(cLimit)));
-        Value rc = e.minI(r, e.idx(std::max<int64_t>(rLimit - 1, 0)));
-        Value cc = e.minI(c, e.idx(std::max<int64_t>(cLimit - 1, 0)));
-        auto [off, valid] = at(rc, cc);
-        if (valid)
-          ok = arith::AndIOp::create(b, ok, valid);
-        return arith::SelectOp::create(b, ok, e.load(buf, off), e.f32(0.0f)).getResult();
+                         const GpuPanelAt &at) {
+        return guardedPanelLoad(e, buf, r, rLimit, c, cLimit, at);
       };
       for (int64_t r = 0; r < TK * T / kGpuThreads; ++r) {
         Value el = e.add(t, e.idx(r * kGpuThreads));
@@ -1063,14 +1077,8 @@ LogicalResult Lowering::gpuMatmulTc(Operation *op, ArrayRef<Value> ins, int64_t 
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = e.mul(loop.getInductionVar(), TK);
       auto guarded = [&](int buf, Value r, int64_t rLimit, Value c, int64_t cLimit,
-                         const std::function<std::pair<Value, Value>(Value, Value)> &at) {
-        Value ok = arith::AndIOp::create(b, e.ult(r, e.idx(rLimit)), e.ult(c, e.idx(cLimit)));
-        Value rc = e.minI(r, e.idx(std::max<int64_t>(rLimit - 1, 0)));
-        Value cc = e.minI(c, e.idx(std::max<int64_t>(cLimit - 1, 0)));
-        auto [off, valid] = at(rc, cc);
-        if (valid)
-          ok = arith::AndIOp::create(b, ok, valid);
-        return arith::SelectOp::create(b, ok, e.load(buf, off), e.zero(opType)).getResult();
+                         const GpuPanelAt &at) {
+        return guardedPanelLoad(e, buf, r, rLimit, c, cLimit, at);
       };
       // A as As[row][kk] (threads along K), B as Bs[kk][col] (along N).
       for (int64_t r = 0; r < T * TK / kGpuTcThreads; ++r) {

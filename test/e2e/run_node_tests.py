@@ -21,6 +21,9 @@ import tempfile
 import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from onnx_coverage import data_set_command  # noqa: E402
+
 SUPPORTED_OPS = {
     "Conv", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
     "Clip", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
@@ -72,9 +75,6 @@ def run_one(d, bindir, workdir, levels=LEVELS):
     runs both on every stored input set."""
     name = os.path.basename(d)
     m = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
-    inits = {i.name for i in m.graph.initializer}
-    ins = [i.name for i in m.graph.input if i.name not in inits]
-    outs = [o.name for o in m.graph.output]
     for level in levels:
         so = os.path.join(workdir, name + level + ".so")
         r = subprocess.run([os.path.join(bindir, "kiln-compile"), os.path.join(d, "model.onnx"),
@@ -83,12 +83,8 @@ def run_one(d, bindir, workdir, levels=LEVELS):
             crashed = r.returncode < 0 or "Stack dump" in r.stderr or "Assertion" in r.stderr
             return name, ("crash" if crashed else "rejected"), r.stderr.strip()
         for ds in sorted(glob.glob(os.path.join(d, "test_data_set_*"))):
-            cmd = [os.path.join(bindir, "kiln-run"), so, "--rtol", str(RTOL), "--atol", str(ATOL)]
-            for i, n in enumerate(ins):
-                cmd += ["--input", f"{n}={os.path.join(ds, f'input_{i}.pb')}"]
-            for i, n in enumerate(outs):
-                cmd += ["--compare", f"{n}={os.path.join(ds, f'output_{i}.pb')}"]
-            r = subprocess.run(cmd, capture_output=True, text=True)
+            r = subprocess.run(data_set_command(bindir, so, m, ds, RTOL, ATOL),
+                               capture_output=True, text=True)
             if r.returncode != 0:
                 return name, "mismatch", f"{level}: " + (r.stdout + r.stderr).strip()
     return name, "pass", ""

@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""ONNX backend-test coverage: runs every test of the ONNX backend suites on a
+Kiln target and writes docs/onnx-coverage.md.
+
+Suites: the node, pytorch-converted, pytorch-operator and simple tests of
+onnx 1.12 (libonnx-testdata) and of the onnx package pinned in
+requirements.txt (newer opsets). Each test is compiled with kiln-compile
+for the target and run with kiln-run on each stored input set, outputs
+compared with the stored ones (rtol 1e-3, atol 1e-7: the ONNX backend
+tests' defaults), in two shape modes:
+
+  static   the model as stored;
+  dynamic  every graph input's first dimension made symbolic (dim_param).
+
+A test ends as
+  pass          every output of every data set within tolerance;
+  fail          it compiled but a result differs (the max error is given),
+                or kiln-run failed;
+  unsupported   kiln-compile refused it (its first diagnostic is the
+                reason: unsupported ops are all listed at once);
+  crash         kiln-compile or kiln-run died on a signal (always a bug);
+  out of scope  random, string, sequence, optional and training ops and
+                types, non-default domains (counted apart, as the issue
+                says: named, not silently skipped).
+
+--check-baseline fails when a target/mode passes fewer tests than
+test/e2e/onnx_coverage_baseline.json records (coverage only goes up) or
+when anything crashed; --update-baseline records the current counts.
+"""
+import argparse
+import concurrent.futures as cf
+import datetime
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+BASELINE = os.path.join(HERE, "onnx_coverage_baseline.json")
+RTOL, ATOL = 1e-3, 1e-7
+SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
+
+# Out of scope (issue 5): not deterministic, not tensors, or not inference.
+RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+              "Bernoulli", "Multinomial"}
+STRING_OPS = {"StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "StringConcat",
+              "StringSplit"}
+SEQUENCE_OPS = {"SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase",
+                "SequenceInsert", "SequenceLength", "SplitToSequence", "ConcatFromSequence",
+                "SequenceMap", "Optional", "OptionalGetElement", "OptionalHasElement"}
+TRAINING_OPS = {"Gradient", "Adagrad", "Adam", "Momentum"}
+
+
+def suite_roots():
+    """(label, folder) for every suite present: onnx 1.12's test data and the
+    pinned onnx package's."""
+    roots = []
+    out = subprocess.run(["dpkg", "-L", "libonnx-testdata"], capture_output=True,
+                         text=True).stdout
+    for line in out.splitlines():
+        if line.rsplit("/", 1)[-1] in SUITES and "/data/" in line and os.path.isdir(line):
+            roots.append(("onnx-1.12/" + os.path.basename(line), line))
+    pkg = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+    for s in SUITES:
+        if os.path.isdir(os.path.join(pkg, s)):
+            roots.append((f"onnx-{onnx.__version__}/{s}", os.path.join(pkg, s)))
+    return sorted(roots)
+
+
+def value_kinds(m):
+    """The kinds of the graph's inputs and outputs: tensor element type names,
+    or 'sequence'/'optional'/'map'."""
+    kinds = set()
+    for vi in list(m.graph.input) + list(m.graph.output):
+        t = vi.type
+        which = t.WhichOneof("value")
+        if which == "tensor_type":
+            kinds.add(onnx.TensorProto.DataType.Name(t.tensor_type.elem_type))
+        elif which:
+            kinds.add(which.replace("_type", ""))
+    return kinds
+
+
+def all_ops(graph):
+    """Op types of the graph and of its subgraphs (If/Loop/Scan bodies)."""
+    ops = set()
+    for n in graph.node:
+        ops.add((n.domain or "", n.op_type))
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                ops |= all_ops(a.g)
+            for g in a.graphs:
+                ops |= all_ops(g)
+    return ops
+
+
+def scope_of(m):
+    """None when in scope, otherwise why not."""
+    ops = all_ops(m.graph)
+    names = {op for _, op in ops}
+    domains = {d for d, _ in ops} - {"", "ai.onnx"}
+    if domains:
+        return "non-default domain " + ", ".join(sorted(domains))
+    for what, group in (("random", RANDOM_OPS), ("string", STRING_OPS),
+                        ("sequence/optional", SEQUENCE_OPS), ("training", TRAINING_OPS)):
+        hit = sorted(names & group)
+        if hit:
+            return f"{what} op {', '.join(hit)}"
+    kinds = value_kinds(m)
+    for bad in ("STRING", "sequence", "optional", "map"):
+        if bad in kinds:
+            return f"{bad.lower()} values"
+    return None
+
+
+def collect():
+    tests = []
+    for label, root in suite_roots():
+        for d in sorted(glob.glob(os.path.join(root, "test_*"))):
+            if os.path.exists(os.path.join(d, "model.onnx")):
+                tests.append((label, d))
+    return tests
+
+
+def first_error(text):
+    """The first diagnostic of a kiln-compile failure, without the path."""
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    for i, l in enumerate(lines):
+        if "error:" in l:
+            msg = l.split("error:", 1)[1].strip()
+            # An unsupported-op list continues on the next lines.
+            if msg.startswith("the model uses"):
+                ops = [x.strip().split(" (")[0] for x in lines[i + 1:] if x.startswith("  ")]
+                msg = "unsupported op(s): " + ", ".join(ops)
+            return msg
+    return lines[0] if lines else "no diagnostic"
+
+
+def make_dynamic(model_path, out_path):
+    """The model with every graph input's first dimension symbolic; False
+    when no input has a dimension to make symbolic."""
+    m = onnx.load(model_path, load_external_data=False)
+    inits = {i.name for i in m.graph.initializer}
+    changed = False
+    for vi in m.graph.input:
+        if vi.name in inits or vi.type.WhichOneof("value") != "tensor_type":
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims) >= 1:
+            dims[0].ClearField("dim_value")
+            dims[0].dim_param = "N"
+            changed = True
+    if changed:
+        onnx.save(m, out_path)
+    return changed
+
+
+def data_set_command(bindir, so, model, ds, rtol, atol):
+    """kiln-run on the stored inputs of data set `ds`, comparing the stored
+    outputs (the graph's inputs that are not initializers, in order)."""
+    inits = {i.name for i in model.graph.initializer}
+    ins = [i.name for i in model.graph.input if i.name not in inits]
+    cmd = [os.path.join(bindir, "kiln-run"), so, "--rtol", str(rtol), "--atol", str(atol)]
+    for i, n in enumerate(ins):
+        cmd += ["--input", f"{n}={os.path.join(ds, f'input_{i}.pb')}"]
+    for i, o in enumerate(model.graph.output):
+        cmd += ["--compare", f"{o.name}={os.path.join(ds, f'output_{i}.pb')}"]
+    return cmd
+
+
+def run_test(label, d, target, mode, bindir, work):
+    """(status, detail) of one test on one target in one mode."""
+    name = os.path.basename(d)
+    model = os.path.join(d, "model.onnx")
+    tag = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{label}_{name}_{target}_{mode}")
+    if mode == "dynamic":
+        dyn = os.path.join(work, tag + ".onnx")
+        if make_dynamic(model, dyn):  # (no inputs: the model is the same)
+            model = dyn
+    so = os.path.join(work, tag + ".so")
+    r = subprocess.run([os.path.join(bindir, "kiln-compile"), model, "--target=" + target,
+                        "-o", so], capture_output=True, text=True)
+    if r.returncode != 0:
+        if r.returncode < 0 or "Stack dump" in r.stderr:
+            return "crash", f"kiln-compile: signal {-r.returncode}: " + r.stderr.strip()[-300:]
+        return "unsupported", first_error(r.stderr)
+    m = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
+    worst = 0.0
+    try:
+        for ds in sorted(glob.glob(os.path.join(d, "test_data_set_*"))):
+            r = subprocess.run(data_set_command(bindir, so, m, ds, RTOL, ATOL),
+                               capture_output=True, text=True)
+            if r.returncode < 0:
+                return "crash", f"kiln-run: signal {-r.returncode}"
+            for err in re.findall(r"max_abs_err=(\S+)", r.stdout):
+                worst = max(worst, float(err))
+            if r.returncode != 0:
+                bad = [l for l in (r.stdout + r.stderr).splitlines()
+                       if "MISMATCH" in l or "error" in l]
+                return "fail", (bad[0].strip() if bad else "kiln-run failed")[:240]
+    finally:
+        if os.path.exists(so):
+            os.remove(so)
+    return "pass", f"max abs error {worst:.3g}"
+
+
+def write_markdown(path, results, tests, targets, modes, scope):
+    cols = [(t, m) for t in targets for m in modes]
+    now = datetime.date.today().isoformat()
+    lines = [
+        "<!-- Generated by test/e2e/onnx_coverage.py --write-doc. DO NOT EDIT. -->",
+        "# ONNX backend-test coverage",
+        "",
+        f"Generated {now} with onnx {onnx.__version__}'s and onnx 1.12's backend tests "
+        "(`python3 test/e2e/onnx_coverage.py --bindir build/bin --write-doc`). "
+        f"Tolerance rtol {RTOL}, atol {ATOL}. *dynamic*: every graph input's first "
+        "dimension made symbolic.",
+        "",
+        "## Summary",
+        "",
+        "| target | mode | in scope | pass | fail | unsupported | crash | pass % |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    in_scope = [k for k in tests if k not in scope]
+    for t, m in cols:
+        c = {}
+        for k in in_scope:
+            s = results[k][(t, m)][0]
+            c[s] = c.get(s, 0) + 1
+        n = len(in_scope)
+        lines.append(f"| {t} | {m} | {n} | {c.get('pass', 0)} | {c.get('fail', 0)} | "
+                     f"{c.get('unsupported', 0)} | {c.get('crash', 0)} | "
+                     f"{100.0 * c.get('pass', 0) / max(n, 1):.1f} |")
+    lines += ["", f"Out of scope: {len(scope)} tests (random, string, sequence, optional and "
+              "training ops or values; non-default domains).", ""]
+    # Per op: the tests that use it, and how many pass per column.
+    per_op = {}
+    for k in in_scope:
+        for op in k[2]:
+            per_op.setdefault(op, []).append(k)
+    lines += ["## Per op", "",
+              "| op | tests | " + " | ".join(f"{t} {m}" for t, m in cols) + " |",
+              "| --- | ---: | " + " | ".join("---:" for _ in cols) + " |"]
+    for op in sorted(per_op):
+        ks = per_op[op]
+        counts = [sum(results[k][c][0] == "pass" for k in ks) for c in cols]
+        lines.append(f"| {op} | {len(ks)} | " + " | ".join(str(x) for x in counts) + " |")
+    lines += ["", "## Per test", "",
+              "| suite | test | " + " | ".join(f"{t} {m}" for t, m in cols) + " |",
+              "| --- | --- | " + " | ".join("---" for _ in cols) + " |"]
+
+    def cell(s, detail):
+        detail = detail.replace("|", "\\|").replace("\n", " ")
+        if s == "pass":
+            return "pass"
+        return f"{s}: {detail}" if detail else s
+
+    lines.insert(len(lines) - 2, "(One cell spans the row when every column has the same result.)\n")
+    for k in sorted(in_scope):
+        cells = [cell(*results[k][c]) for c in cols]
+        if len(set(cells)) == 1:
+            cells = [f"all: {cells[0]}"] + [""] * (len(cells) - 1)
+        lines.append(f"| {k[0]} | {k[1]} | " + " | ".join(cells) + " |")
+    lines += ["", "## Out of scope", "", "| suite | test | why |", "| --- | --- | --- |"]
+    for k in sorted(scope):
+        lines.append(f"| {k[0]} | {k[1]} | {scope[k]} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("--targets", default="cpu,cuda-emu")
+    ap.add_argument("--modes", default="static,dynamic")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--only", default="", help="only tests whose name contains this text")
+    ap.add_argument("--write-doc", action="store_true", help="write docs/onnx-coverage.md")
+    ap.add_argument("--check-baseline", action="store_true")
+    ap.add_argument("--update-baseline", action="store_true")
+    ap.add_argument("--json", help="write every result to this file")
+    args = ap.parse_args()
+    targets, modes = args.targets.split(","), args.modes.split(",")
+
+    tests, scope = {}, {}
+    for label, d in collect():
+        if args.only not in os.path.basename(d):
+            continue
+        try:
+            m = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
+        except Exception as e:  # a test whose model onnx itself cannot read
+            key = (label, os.path.basename(d), ())
+            tests[key] = d
+            scope[key] = f"unreadable by onnx {onnx.__version__}: {e}"[:120]
+            continue
+        key = (label, os.path.basename(d), tuple(sorted({op for _, op in all_ops(m.graph)})))
+        tests[key] = d
+        why = scope_of(m)
+        if why:
+            scope[key] = why
+
+    results = {k: {} for k in tests}
+    jobs = [(k, t, mo) for k in tests if k not in scope for t in targets for mo in modes]
+
+    with tempfile.TemporaryDirectory() as work, cf.ThreadPoolExecutor(args.jobs) as pool:
+        # Static mode on the first target first: a test refused at import is
+        # refused the same way everywhere (the diagnostic does not depend on
+        # the target), so the other columns reuse it.
+        first = (targets[0], modes[0])
+        futures = {pool.submit(run_test, k[0], tests[k], first[0], first[1], args.bindir, work): k
+                   for k in tests if k not in scope}
+        for f in cf.as_completed(futures):
+            results[futures[f]][first] = f.result()
+        rest = []
+        for k, t, mo in jobs:
+            if (t, mo) == first:
+                continue
+            s, detail = results[k][first]
+            if s == "unsupported" and "(kiln." not in detail:
+                # Refused by the importer (not by a target's code generator,
+                # whose diagnostics name a kiln op): the same everywhere.
+                results[k][(t, mo)] = (s, detail)
+                continue
+            rest.append((k, t, mo))
+        futures = {pool.submit(run_test, k[0], tests[k], t, mo, args.bindir, work): (k, t, mo)
+                   for k, t, mo in rest}
+        for f in cf.as_completed(futures):
+            k, t, mo = futures[f]
+            results[k][(t, mo)] = f.result()
+
+    in_scope = [k for k in tests if k not in scope]
+    counts = {}
+    crashes = []
+    for t in targets:
+        for mo in modes:
+            counts[f"{t}/{mo}"] = sum(results[k][(t, mo)][0] == "pass" for k in in_scope)
+            crashes += [(k, t, mo, results[k][(t, mo)][1]) for k in in_scope
+                        if results[k][(t, mo)][0] == "crash"]
+    for key, n in counts.items():
+        print(f"{key}: {n} of {len(in_scope)} in-scope tests pass "
+              f"({100.0 * n / max(len(in_scope), 1):.1f}%)")
+    print(f"out of scope: {len(scope)}")
+    for k, t, mo, detail in crashes:
+        print(f"CRASH {k[0]}/{k[1]} {t} {mo}: {detail}")
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({f"{k[0]}/{k[1]}": {f"{t}/{mo}": list(v) for (t, mo), v in r.items()}
+                       for k, r in results.items()}, f, indent=1)
+    if args.write_doc:
+        write_markdown(os.path.join(ROOT, "docs", "onnx-coverage.md"), results, tests,
+                       targets, modes, scope)
+    status = 1 if crashes else 0
+    if args.update_baseline:
+        with open(BASELINE, "w") as f:
+            json.dump(counts, f, indent=1, sort_keys=True)
+            f.write("\n")
+    if args.check_baseline:
+        with open(BASELINE) as f:
+            base = json.load(f)
+        for key, n in counts.items():
+            if n < base.get(key, 0):
+                print(f"BELOW BASELINE {key}: {n} pass, the baseline is {base[key]}")
+                status = 1
+        print("baseline: " + ("ok" if status == 0 else "FAILED"))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
