@@ -281,6 +281,9 @@ def main():
     ap.add_argument("--modes", default="static,dynamic")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--only", default="", help="only tests whose name contains this text")
+    ap.add_argument("--suites", default="",
+                    help="only suites whose label contains this text (e.g. onnx-1.20: the pinned "
+                         "onnx's tests); the baseline keeps separate counts per --suites")
     ap.add_argument("--write-doc", action="store_true", help="write docs/onnx-coverage.md")
     ap.add_argument("--check-baseline", action="store_true")
     ap.add_argument("--update-baseline", action="store_true")
@@ -290,7 +293,7 @@ def main():
 
     tests, scope = {}, {}
     for label, d in collect():
-        if args.only not in os.path.basename(d):
+        if args.only not in os.path.basename(d) or args.suites not in label:
             continue
         try:
             m = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
@@ -339,7 +342,7 @@ def main():
     crashes = []
     for t in targets:
         for mo in modes:
-            counts[f"{t}/{mo}"] = sum(results[k][(t, mo)][0] == "pass" for k in in_scope)
+            counts[(args.suites + ":" if args.suites else "") + f"{t}/{mo}"] = sum(results[k][(t, mo)][0] == "pass" for k in in_scope)
             crashes += [(k, t, mo, results[k][(t, mo)][1]) for k in in_scope
                         if results[k][(t, mo)][0] == "crash"]
     for key, n in counts.items():
@@ -358,8 +361,13 @@ def main():
                        targets, modes, scope)
     status = 1 if crashes else 0
     if args.update_baseline:
+        base = {}
+        if os.path.exists(BASELINE):
+            with open(BASELINE) as f:
+                base = json.load(f)
+        base.update(counts)
         with open(BASELINE, "w") as f:
-            json.dump(counts, f, indent=1, sort_keys=True)
+            json.dump(base, f, indent=1, sort_keys=True)
             f.write("\n")
     if args.check_baseline:
         with open(BASELINE) as f:
