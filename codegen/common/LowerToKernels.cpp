@@ -685,6 +685,18 @@ private:
   LogicalResult gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t batches, int64_t M,
                           int64_t N, int64_t K, const GpuBase &bases, const GpuAt &aAt,
                           const GpuAt &bAt, const GpuFinish &finish);
+  /// One K panel of a tiled matrix product: the T x TK block of A at rows
+  /// i0.., columns k0.. and the TK x T block of B at rows k0.., columns j0..
+  /// (M x K and K x N matrices), loaded by `threads` threads.
+  struct PanelTile {
+    int64_t T, TK, threads, M, N, K;
+    Value i0, j0, k0;
+    bool aRowMajor; // As[row][kk] (tensor cores) or As[kk][row] (SIMT)
+  };
+  /// Stages a panel of A and B into the shared arrays As and Bs (Bs[kk][col]):
+  /// coalesced loads in the operands' type, zero outside the matrices.
+  void stagePanels(KernelEmitter &e, Value t, const PanelTile &p, Value aBase, Value bBase,
+                   const GpuAt &aAt, const GpuAt &bAt, Value As, Value Bs);
   /// gpuMatmul on tensor cores for f16/bf16 operands; see the definition.
   LogicalResult gpuMatmulTc(Operation *op, ArrayRef<Value> ins, int64_t batches, int64_t M,
                             int64_t N, int64_t K, const GpuBase &bases, const GpuAt &aAt,
@@ -944,6 +956,22 @@ Value guardedPanelLoad(KernelEmitter &e, int buf, Value r, int64_t rLimit, Value
   return arith::SelectOp::create(b, ok, v, e.zero(v.getType())).getResult();
 }
 
+void Lowering::stagePanels(KernelEmitter &e, Value t, const PanelTile &p, Value aBase,
+                           Value bBase, const GpuAt &aAt, const GpuAt &bAt, Value As,
+                           Value Bs) {
+  for (int64_t r = 0; r < p.T * p.TK / p.threads; ++r) {
+    Value el = e.add(t, e.idx(r * p.threads));
+    Value row = e.div(el, p.TK), kk = e.rem(el, p.TK);
+    e.storeM(guardedPanelLoad(e, 0, e.add(p.i0, row), p.M, e.add(p.k0, kk), p.K,
+                              [&](Value i, Value k) { return aAt(e, aBase, i, k); }),
+             As, p.aRowMajor ? e.add(e.mul(row, p.TK), kk) : e.add(e.mul(kk, p.T), row));
+    Value kb = e.div(el, p.T), col = e.rem(el, p.T);
+    e.storeM(guardedPanelLoad(e, 1, e.add(p.k0, kb), p.K, e.add(p.j0, col), p.N,
+                              [&](Value k, Value j) { return bAt(e, bBase, k, j); }),
+             Bs, e.add(e.mul(kb, p.T), col));
+  }
+}
+
 /// The tiled SIMT matrix product. Block (batch, tile) computes a 64 x 64
 /// tile of C: per step of 16 along K, the block stages A's 64 x 16 and B's
 /// 16 x 64 panels in shared memory (each thread loads 4 + 4 elements,
@@ -979,21 +1007,8 @@ LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t ba
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = e.mul(loop.getInductionVar(), TK);
       // Stage the panels: A as As[kk][row], B as Bs[kk][col].
-      auto guarded = [&](int buf, Value r, int64_t rLimit, Value c, int64_t cLimit,
-                         const GpuPanelAt &at) {
-        return guardedPanelLoad(e, buf, r, rLimit, c, cLimit, at);
-      };
-      for (int64_t r = 0; r < TK * T / kGpuThreads; ++r) {
-        Value el = e.add(t, e.idx(r * kGpuThreads));
-        Value row = e.div(el, TK), kk = e.rem(el, TK);
-        e.storeM(guarded(0, e.add(i0, row), M, e.add(k0, kk), K,
-                         [&](Value i, Value k) { return aAt(e, aBase, i, k); }),
-                 As, e.add(e.mul(kk, T), row));
-        Value kb = e.div(el, T), col = e.rem(el, T);
-        e.storeM(guarded(1, e.add(k0, kb), K, e.add(j0, col), N,
-                         [&](Value k, Value j) { return bAt(e, bBase, k, j); }),
-                 Bs, e.add(e.mul(kb, T), col));
-      }
+      PanelTile panel{T, TK, kGpuThreads, M, N, K, i0, j0, k0, /*aRowMajor=*/false};
+      stagePanels(e, t, panel, aBase, bBase, aAt, bAt, As, Bs);
       e.barrier();
       SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
       Value aRow = e.mul(ty, R), bCol = e.mul(tx, R);
@@ -1076,22 +1091,9 @@ LogicalResult Lowering::gpuMatmulTc(Operation *op, ArrayRef<Value> ins, int64_t 
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = e.mul(loop.getInductionVar(), TK);
-      auto guarded = [&](int buf, Value r, int64_t rLimit, Value c, int64_t cLimit,
-                         const GpuPanelAt &at) {
-        return guardedPanelLoad(e, buf, r, rLimit, c, cLimit, at);
-      };
-      // A as As[row][kk] (threads along K), B as Bs[kk][col] (along N).
-      for (int64_t r = 0; r < T * TK / kGpuTcThreads; ++r) {
-        Value el = e.add(t, e.idx(r * kGpuTcThreads));
-        Value row = e.div(el, TK), kk = e.rem(el, TK);
-        e.storeM(guarded(0, e.add(i0, row), M, e.add(k0, kk), K,
-                         [&](Value i, Value k) { return aAt(e, aBase, i, k); }),
-                 As, e.add(e.mul(row, TK), kk));
-        Value kb = e.div(el, T), col = e.rem(el, T);
-        e.storeM(guarded(1, e.add(k0, kb), K, e.add(j0, col), N,
-                         [&](Value k, Value j) { return bAt(e, bBase, k, j); }),
-                 Bs, e.add(e.mul(kb, T), col));
-      }
+      // A as As[row][kk] (wmma's row-major A), B as Bs[kk][col].
+      PanelTile panel{T, TK, kGpuTcThreads, M, N, K, i0, j0, k0, /*aRowMajor=*/true};
+      stagePanels(e, t, panel, aBase, bBase, aAt, bAt, As, Bs);
       e.barrier();
       SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
       for (int64_t ks = 0; ks < TK; ks += 16)
