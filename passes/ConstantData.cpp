@@ -36,6 +36,26 @@ std::optional<std::vector<float>> getF32Constant(Value v) {
   return std::nullopt;
 }
 
+std::optional<std::vector<float>> getNumberConstant(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto type = llvm::cast<RankedTensorType>(c.getType());
+  auto et = llvm::dyn_cast<IntegerType>(type.getElementType());
+  if (!et)
+    return getFloatConstant(v);
+  auto ints = llvm::dyn_cast<DenseIntElementsAttr>(c.getValue());
+  if (!ints)
+    return std::nullopt;
+  std::vector<float> out;
+  out.reserve(type.getNumElements());
+  for (APInt x : ints.getValues<APInt>())
+    out.push_back(et.isUnsigned() || et.getWidth() == 1
+                      ? static_cast<float>(x.getZExtValue())
+                      : static_cast<float>(x.getSExtValue()));
+  return out;
+}
+
 std::optional<std::vector<float>> getFloatConstant(Value v) {
   auto c = v.getDefiningOp<ConstantOp>();
   if (!c)

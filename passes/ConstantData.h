@@ -22,6 +22,10 @@ std::optional<std::vector<float>> getF32Constant(mlir::Value v);
 /// model's own type).
 std::optional<std::vector<float>> getFloatConstant(mlir::Value v);
 
+/// The values of `v` widened to float if it is a kiln.constant of floats
+/// (as getFloatConstant) or of integers or bools (dense attributes).
+std::optional<std::vector<float>> getNumberConstant(mlir::Value v);
+
 /// A kiln.constant of `type` holding `values` in a resource blob named
 /// after `name` (uniqued by MLIR when the name is taken).
 ConstantOp makeF32Constant(mlir::OpBuilder &b, mlir::Location loc,

@@ -59,9 +59,13 @@ bool sidesOk(Operation *op, Value chain, Operation *anchor) {
 bool canJoin(Operation *user, Value chain, Operation *anchor) {
   if (!isElementwise(user))
     return false;
-  // A cast ends an elementwise chain in another element type (the kernel
-  // stores it converted); anchors' epilogues keep their element type.
-  bool typeOk = isa<CastOp>(user) ? !anchor : user->getResult(0).getType() == chain.getType();
+  // Elementwise chains may change element type (casts, comparisons, bool
+  // logic: the kernel computes each op in its own type and stores the last
+  // converted); anchors' epilogues keep their element type. The shape never
+  // changes along a chain.
+  Type rt = user->getResult(0).getType();
+  bool typeOk = anchor ? !isa<CastOp>(user) && rt == chain.getType()
+                       : shapeOf(user->getResult(0)) == shapeOf(chain);
   if (!typeOk)
     return false;
   if (isa<BatchNormOp>(user) && user->getOperand(0) != chain)

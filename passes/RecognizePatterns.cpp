@@ -523,7 +523,7 @@ struct WhereMaskPattern : OpRewritePattern<WhereOp> {
     if (!where->hasOneUse() || !isa<SoftmaxOp>(*where->getUsers().begin()) ||
         where.getLhs().getType() != where.getType())
       return failure();
-    auto cond = getFloatConstant(where.getCondition());
+    auto cond = getNumberConstant(where.getCondition());
     auto fill = getFloatConstant(where.getRhs());
     if (!cond || !fill || !llvm::all_of(*fill, [](float f) { return f <= -1e30f; }))
       return failure();

@@ -377,12 +377,137 @@ std::vector<int64_t> operandStrides(Operation *user, unsigned operandNo) {
       out);
 }
 
+/// The element type of a tensor value.
+Type tensorElem(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getElementType(); }
+
+/// An integer constant of `v`'s (scalar or vector) type.
+Value intLike(ImplicitLocOpBuilder &b, Value v, int64_t c) {
+  Type t = v.getType();
+  auto et = llvm::cast<IntegerType>(getElementTypeOrSelf(t));
+  APInt value(et.getWidth(), static_cast<uint64_t>(c), /*isSigned=*/true);
+  if (auto vt = llvm::dyn_cast<VectorType>(t))
+    return arith::ConstantOp::create(b, DenseElementsAttr::get(vt, value));
+  return arith::ConstantOp::create(b, IntegerAttr::get(et, value));
+}
+
+/// The scalar computation of an elementwise op whose operands are integers
+/// or bools (`t`: their tensor element type, signedness included). Null when
+/// the op is not an integer op. Division and remainder by zero give 0 (and
+/// INT_MIN / -1 wraps) rather than trapping; shifts past the width give 0.
+Value intScalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v, Type t) {
+  ImplicitLocOpBuilder &b = e.b;
+  bool uns = t.isUnsignedInteger() || t.isInteger(1);
+  using P = arith::CmpIPredicate;
+  auto cmp = [&](P p, Value x, Value y) { return arith::CmpIOp::create(b, p, x, y).getResult(); };
+  auto sel = [&](Value c, Value x, Value y) { return arith::SelectOp::create(b, c, x, y).getResult(); };
+  // x / y and x % y with y == 0 (and, signed, y == -1) taken apart.
+  auto safeDiv = [&](Value x, Value y, bool rem) -> Value {
+    Value zero = intLike(b, y, 0), one = intLike(b, y, 1);
+    Value isZero = cmp(P::eq, y, zero);
+    if (uns) {
+      Value d = sel(isZero, one, y);
+      Value r = rem ? arith::RemUIOp::create(b, x, d).getResult()
+                    : arith::DivUIOp::create(b, x, d).getResult();
+      return sel(isZero, zero, r);
+    }
+    Value isMinus = cmp(P::eq, y, intLike(b, y, -1));
+    Value d = sel(arith::OrIOp::create(b, isZero, isMinus), one, y);
+    Value r = rem ? arith::RemSIOp::create(b, x, d).getResult()
+                  : arith::DivSIOp::create(b, x, d).getResult();
+    Value special = rem ? zero : arith::SubIOp::create(b, zero, x).getResult();
+    return sel(isZero, zero, sel(isMinus, special, r));
+  };
+  unsigned width = llvm::cast<IntegerType>(t).getWidth();
+  auto shift = [&](Value x, Value n, bool left) -> Value {
+    Value big = cmp(P::uge, n, intLike(b, n, width));
+    Value r = left ? arith::ShLIOp::create(b, x, n).getResult()
+                   : uns ? arith::ShRUIOp::create(b, x, n).getResult()
+                         : arith::ShRSIOp::create(b, x, n).getResult();
+    Value past = uns || left ? intLike(b, x, 0)
+                             : arith::ShRSIOp::create(b, x, intLike(b, n, width - 1)).getResult();
+    return sel(big, past, r);
+  };
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case<kiln::AddOp>([&](auto) { return e.add(v[0], v[1]); })
+      .Case<kiln::SubOp>([&](auto) { return arith::SubIOp::create(b, v[0], v[1]); })
+      .Case<kiln::MulOp>([&](auto) { return e.mul(v[0], v[1]); })
+      .Case<kiln::DivOp>([&](auto) { return safeDiv(v[0], v[1], false); })
+      .Case<kiln::ModOp>([&](kiln::ModOp m) -> Value {
+        Value r = safeDiv(v[0], v[1], true);
+        if (m.getFmod() || uns)
+          return r;
+        // Floored: the sign of the divisor.
+        Value zero = intLike(b, r, 0);
+        Value fix = arith::AndIOp::create(
+            b, cmp(P::ne, r, zero), arith::XOrIOp::create(b, cmp(P::slt, r, zero),
+                                                          cmp(P::slt, v[1], zero)));
+        return sel(fix, e.add(r, v[1]), r);
+      })
+      .Case<kiln::MaxOp>([&](auto) {
+        return uns ? arith::MaxUIOp::create(b, v[0], v[1]).getResult()
+                   : arith::MaxSIOp::create(b, v[0], v[1]).getResult();
+      })
+      .Case<kiln::MinOp>([&](auto) {
+        return uns ? arith::MinUIOp::create(b, v[0], v[1]).getResult()
+                   : arith::MinSIOp::create(b, v[0], v[1]).getResult();
+      })
+      .Case<kiln::PowOp>([&](auto) {
+        // In f64 (exact for the integer results that fit), then truncated.
+        Type f64 = b.getF64Type();
+        Value r = math::PowFOp::create(b, convertElements(b, v[0], t, f64),
+                                       convertElements(b, v[1], t, f64));
+        return convertElements(b, r, f64, t);
+      })
+      .Case<kiln::AndOp>([&](auto) { return arith::AndIOp::create(b, v[0], v[1]); })
+      .Case<kiln::OrOp>([&](auto) { return arith::OrIOp::create(b, v[0], v[1]); })
+      .Case<kiln::XorOp>([&](auto) { return arith::XOrIOp::create(b, v[0], v[1]); })
+      .Case<kiln::ShlOp>([&](auto) { return shift(v[0], v[1], true); })
+      .Case<kiln::ShrOp>([&](auto) { return shift(v[0], v[1], false); })
+      .Case<kiln::NotOp>([&](auto) { return arith::XOrIOp::create(b, v[0], intLike(b, v[0], -1)); })
+      .Case<kiln::NegOp>([&](auto) { return arith::SubIOp::create(b, intLike(b, v[0], 0), v[0]); })
+      .Case<kiln::AbsOp>([&](auto) -> Value {
+        if (uns)
+          return v[0];
+        return math::AbsIOp::create(b, v[0]);
+      })
+      .Case<kiln::SignOp>([&](auto) -> Value {
+        Value zero = intLike(b, v[0], 0), one = intLike(b, v[0], 1);
+        if (uns)
+          return sel(cmp(P::ne, v[0], zero), one, zero);
+        return sel(cmp(P::sgt, v[0], zero), one,
+                   sel(cmp(P::slt, v[0], zero), intLike(b, v[0], -1), zero));
+      })
+      .Case<kiln::CompareOp>([&](kiln::CompareOp c) {
+        StringRef p = c.getPredicate();
+        P pred = p == "eq" ? P::eq
+                 : p == "lt" ? (uns ? P::ult : P::slt)
+                 : p == "le" ? (uns ? P::ule : P::sle)
+                 : p == "gt" ? (uns ? P::ugt : P::sgt)
+                             : (uns ? P::uge : P::sge);
+        return cmp(pred, v[0], v[1]);
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
 /// The scalar computation of one elementwise op on scalar operands.
 Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
   ImplicitLocOpBuilder &b = e.b;
+  if (isa<kiln::ExpandOp>(op))
+    return v[0];
+  if (auto w = dyn_cast<kiln::WhereOp>(op)) {
+    Value c = v[0];
+    if (!getElementTypeOrSelf(c.getType()).isInteger(1))
+      c = convertElements(b, c, tensorElem(w.getCondition()), b.getI1Type());
+    return arith::SelectOp::create(b, c, v[1], v[2]);
+  }
+  if (!isa<kiln::CastOp>(op) && op->getNumOperands() > 0)
+    if (Type t = tensorElem(op->getOperand(0)); llvm::isa<IntegerType>(t))
+      return intScalarOp(e, op, v, t);
   // f64 ops compute in f64 (kiln-legalize-types leaves them); the rest in f32.
   Type saved = e.computeType;
   Type rt = llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
+  if (!llvm::isa<FloatType>(rt)) // comparisons and tests: their operands' type
+    rt = tensorElem(op->getOperand(0));
   e.computeType = rt.isF64() ? rt : Type();
   auto restore = llvm::make_scope_exit([&] { e.computeType = saved; });
   return llvm::TypeSwitch<Operation *, Value>(op)
@@ -442,10 +567,52 @@ Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
         }
         return e.fmul(e.fmul(v[0], e.f32(0.5f)), e.fadd(e.f32(1.0f), t));
       })
-      .Case<kiln::WhereOp>([&](auto) {
-        Value zero = arith::ConstantOp::create(b, b.getZeroAttr(v[0].getType()));
-        Value cond = arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, v[0], zero);
-        return arith::SelectOp::create(b, cond, v[1], v[2]);
+      .Case<kiln::SinOp>([&](auto) { return math::SinOp::create(b, v[0]); })
+      .Case<kiln::CosOp>([&](auto) { return math::CosOp::create(b, v[0]); })
+      .Case<kiln::TanOp>([&](auto) { return math::TanOp::create(b, v[0]); })
+      .Case<kiln::AsinOp>([&](auto) { return math::AsinOp::create(b, v[0]); })
+      .Case<kiln::AcosOp>([&](auto) { return math::AcosOp::create(b, v[0]); })
+      .Case<kiln::AtanOp>([&](auto) { return math::AtanOp::create(b, v[0]); })
+      .Case<kiln::SinhOp>([&](auto) { return math::SinhOp::create(b, v[0]); })
+      .Case<kiln::CoshOp>([&](auto) { return math::CoshOp::create(b, v[0]); })
+      .Case<kiln::AsinhOp>([&](auto) { return math::AsinhOp::create(b, v[0]); })
+      .Case<kiln::AcoshOp>([&](auto) { return math::AcoshOp::create(b, v[0]); })
+      .Case<kiln::AtanhOp>([&](auto) { return math::AtanhOp::create(b, v[0]); })
+      .Case<kiln::FloorOp>([&](auto) { return math::FloorOp::create(b, v[0]); })
+      .Case<kiln::CeilOp>([&](auto) { return math::CeilOp::create(b, v[0]); })
+      .Case<kiln::RoundOp>([&](auto) { return math::RoundEvenOp::create(b, v[0]); })
+      .Case<kiln::Log1pOp>([&](auto) { return math::Log1pOp::create(b, v[0]); })
+      .Case<kiln::SignOp>([&](auto) {
+        // 1, -1, or x itself (+-0 and NaN).
+        using P = arith::CmpFPredicate;
+        Value pos = arith::CmpFOp::create(b, P::OGT, v[0], e.f32(0.0));
+        Value neg = arith::CmpFOp::create(b, P::OLT, v[0], e.f32(0.0));
+        return arith::SelectOp::create(
+            b, pos, e.f32(1.0), arith::SelectOp::create(b, neg, e.f32(-1.0), v[0]));
+      })
+      .Case<kiln::IsNanOp>([&](auto) {
+        return arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, v[0], v[0]);
+      })
+      .Case<kiln::IsInfOp>([&](kiln::IsInfOp o) -> Value {
+        using P = arith::CmpFPredicate;
+        auto eq = [&](Value x, double c) {
+          return arith::CmpFOp::create(b, P::OEQ, x, e.f32(c)).getResult();
+        };
+        if (o.getPositive() && o.getNegative())
+          return eq(math::AbsFOp::create(b, v[0]), INFINITY);
+        if (o.getPositive())
+          return eq(v[0], INFINITY);
+        if (o.getNegative())
+          return eq(v[0], -INFINITY);
+        return arith::AndIOp::create(b, eq(v[0], INFINITY), eq(v[0], -INFINITY));
+      })
+      .Case<kiln::ModOp>([&](auto) { return arith::RemFOp::create(b, v[0], v[1]); })
+      .Case<kiln::CompareOp>([&](kiln::CompareOp c) {
+        using P = arith::CmpFPredicate;
+        StringRef p = c.getPredicate();
+        P pred = p == "eq" ? P::OEQ : p == "lt" ? P::OLT : p == "le" ? P::OLE
+                 : p == "gt" ? P::OGT : P::OGE;
+        return arith::CmpFOp::create(b, pred, v[0], v[1]);
       })
       .Case<kiln::ClipOp>([&](auto c) {
         Value x = arith::MaximumFOp::create(b, v[0], e.f32(c.getMin().convertToFloat()));
@@ -3411,10 +3578,17 @@ int32_t dtypeCode(Type t) {
   if (t.isF64()) return kF64;
   if (t.isF16()) return kF16;
   if (t.isBF16()) return kBF16;
-  if (t.isInteger(64)) return kI64;
-  if (t.isInteger(32)) return kI32;
-  if (t.isUnsignedInteger(8)) return kU8;
-  if (t.isInteger(8)) return kI8;
+  if (t.isInteger(1)) return kBool;
+  if (auto i = llvm::dyn_cast<IntegerType>(t)) {
+    bool u = i.isUnsigned();
+    switch (i.getWidth()) {
+    case 8: return u ? kU8 : kI8;
+    case 16: return u ? kU16 : kI16;
+    case 32: return u ? kU32 : kI32;
+    case 64: return u ? kU64 : kI64;
+    default: return 0;
+    }
+  }
   return 0;
 }
 

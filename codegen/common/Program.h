@@ -19,7 +19,8 @@ namespace kiln::codegen {
 
 /// Element type codes shared with runtime/include/kiln/runtime.h.
 enum DType : int32_t {
-  kF32 = 1, kF64 = 2, kI64 = 3, kI32 = 4, kI8 = 5, kU8 = 6, kF16 = 7, kBF16 = 8
+  kF32 = 1, kF64 = 2, kI64 = 3, kI32 = 4, kI8 = 5, kU8 = 6, kF16 = 7, kBF16 = 8,
+  kI16 = 9, kU16 = 10, kU32 = 11, kU64 = 12, kBool = 13
 };
 
 struct Buffer {

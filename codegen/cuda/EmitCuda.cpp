@@ -238,8 +238,29 @@ private:
     return t.isF64() ? n.substr(0, n.size() - 1) : n;
   }
 
+  /// The unsigned C type of an integer (or index) type's width.
+  static std::string unsignedOf(Type t) {
+    if (auto vt = llvm::dyn_cast<VectorType>(t))
+      t = vt.getElementType();
+    if (t.isIndex() || !t.isInteger())
+      return "unsigned long long";
+    switch (t.getIntOrFloatBitWidth()) {
+    case 1: return "bool";
+    case 8: return "unsigned char";
+    case 16: return "unsigned short";
+    case 32: return "unsigned int";
+    default: return "unsigned long long";
+    }
+  }
+
   LogicalResult operation(Operation *op) {
-    auto U = [](const std::string &s) { return "(unsigned long long)(" + s + ")"; };
+    // An operand reinterpreted as unsigned of its own width.
+    auto U = [op](const std::string &s) {
+      return "(" + unsignedOf(op->getOperand(0).getType()) + ")(" + s + ")";
+    };
+    auto fn1 = [&](const char *f32Name) {
+      return assign(op, [&](auto &a) { return mathFn(op, f32Name) + "(" + a[0] + ")"; });
+    };
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
         .Case<arith::ConstantOp>([&](arith::ConstantOp c) -> LogicalResult {
           Attribute v = c.getValue();
@@ -262,14 +283,64 @@ private:
           }
           return fail(op, "constant");
         })
-        .Case<arith::AddIOp>([&](auto) { return assign(op, [](auto &a) { return a[0] + " + " + a[1]; }); })
-        .Case<arith::SubIOp>([&](auto) { return assign(op, [](auto &a) { return a[0] + " - " + a[1]; }); })
-        .Case<arith::MulIOp>([&](auto) { return assign(op, [](auto &a) { return a[0] + " * " + a[1]; }); })
+        // (Integer arithmetic wraps: through the unsigned type of the width,
+        // as C's signed overflow would be undefined.)
+        .Case<arith::AddIOp>([&](auto) {
+          Type rt = op->getResult(0).getType();
+          std::string t = cType(rt);
+          if (rt.isIndex())
+            return assign(op, [](auto &a) { return a[0] + " + " + a[1]; });
+          return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " + " + U(a[1]) + ")"; });
+        })
+        .Case<arith::SubIOp>([&](auto) {
+          Type rt = op->getResult(0).getType();
+          std::string t = cType(rt);
+          if (rt.isIndex())
+            return assign(op, [](auto &a) { return a[0] + " - " + a[1]; });
+          return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " - " + U(a[1]) + ")"; });
+        })
+        .Case<arith::MulIOp>([&](auto) {
+          Type rt = op->getResult(0).getType();
+          std::string t = cType(rt);
+          if (rt.isIndex())
+            return assign(op, [](auto &a) { return a[0] + " * " + a[1]; });
+          return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " * " + U(a[1]) + ")"; });
+        })
         .Case<arith::DivUIOp>([&](auto) {
-          return assign(op, [&](auto &a) { return "(i64)(" + U(a[0]) + " / " + U(a[1]) + ")"; });
+          std::string t = cType(op->getResult(0).getType());
+          return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " / " + U(a[1]) + ")"; });
         })
         .Case<arith::RemUIOp>([&](auto) {
-          return assign(op, [&](auto &a) { return "(i64)(" + U(a[0]) + " % " + U(a[1]) + ")"; });
+          std::string t = cType(op->getResult(0).getType());
+          return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " % " + U(a[1]) + ")"; });
+        })
+        .Case<arith::DivSIOp>([&](auto) {
+          std::string t = cType(op->getResult(0).getType());
+          return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + " / " + a[1] + ")"; });
+        })
+        .Case<arith::RemSIOp>([&](auto) {
+          std::string t = cType(op->getResult(0).getType());
+          return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + " % " + a[1] + ")"; });
+        })
+        .Case<arith::XOrIOp>([&](auto) {
+          std::string t = cType(op->getResult(0).getType());
+          return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + " ^ " + a[1] + ")"; });
+        })
+        // (Shift amounts masked to the promoted width: the lowering
+        // selects 0 for amounts past the width, and C must not see them.)
+        .Case<arith::ShLIOp, arith::ShRUIOp, arith::ShRSIOp>([&](auto) {
+          Type rt = op->getResult(0).getType();
+          std::string t = cType(rt);
+          std::string mask = rt.getIntOrFloatBitWidth() > 32 ? "63" : "31";
+          const char *sym = isa<arith::ShLIOp>(op) ? " << " : " >> ";
+          bool sgn = isa<arith::ShRSIOp>(op);
+          return assign(op, [&](auto &a) {
+            return "(" + t + ")(" + (sgn ? "(" + a[0] + ")" : U(a[0])) + sym + "(" + U(a[1]) +
+                   " & " + mask + "))";
+          });
+        })
+        .Case<math::AbsIOp>([&](auto) {
+          return assign(op, [&](auto &a) { return a[0] + " < 0 ? -" + a[0] + " : " + a[0]; });
         })
         .Case<arith::MinUIOp>([&](auto) {
           return assign(op, [&](auto &a) { return U(a[0]) + " < " + U(a[1]) + " ? " + a[0] + " : " + a[1]; });
@@ -286,13 +357,14 @@ private:
         .Case<arith::AndIOp>([&](auto) { return assign(op, [](auto &a) { return a[0] + " & " + a[1]; }); })
         .Case<arith::OrIOp>([&](auto) { return assign(op, [](auto &a) { return a[0] + " | " + a[1]; }); })
         .Case<arith::IndexCastOp>([&](auto) { return assign(op, [](auto &a) { return "(i64)" + a[0]; }); })
-        .Case<arith::UIToFPOp>([&](auto) {
-          std::string t = cType(op->getResult(0).getType());
-          return assign(op, [&](auto &a) { return "(" + t + ")(float)" + U(a[0]); });
-        })
-        .Case<arith::SIToFPOp>([&](auto) {
-          std::string t = cType(op->getResult(0).getType());
-          return assign(op, [&](auto &a) { return "(" + t + ")(float)" + a[0]; });
+        .Case<arith::UIToFPOp, arith::SIToFPOp>([&](auto) {
+          // (f16/bf16 through float: their constructors take float; f32
+          // and f64 directly, rounding once)
+          Type rt = op->getResult(0).getType();
+          std::string t = cType(rt);
+          std::string via = rt.isF16() || rt.isBF16() ? "(float)" : "";
+          bool uns = isa<arith::UIToFPOp>(op);
+          return assign(op, [&](auto &a) { return "(" + t + ")" + via + (uns ? U(a[0]) : "(" + a[0] + ")"); });
         })
         .Case<arith::FPToSIOp, arith::ExtSIOp, arith::TruncIOp>([&](auto) {
           std::string t = cType(op->getResult(0).getType());
@@ -361,6 +433,8 @@ private:
           case P::ULT: f = [](auto &a) { return "!(" + a[0] + " >= " + a[1] + ")"; }; break;
           case P::ULE: f = [](auto &a) { return "!(" + a[0] + " > " + a[1] + ")"; }; break;
           case P::UEQ: f = [](auto &a) { return "!(" + a[0] + " < " + a[1] + " || " + a[0] + " > " + a[1] + ")"; }; break;
+          case P::UNO: f = [](auto &a) { return "(" + a[0] + " != " + a[0] + " || " + a[1] + " != " + a[1] + ")"; }; break;
+          case P::ORD: f = [](auto &a) { return "(" + a[0] + " == " + a[0] + " && " + a[1] + " == " + a[1] + ")"; }; break;
           default: return fail(op, "predicate");
           }
           return assign(op, f);
@@ -385,6 +459,24 @@ private:
         .Case<math::ErfOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "erff") + "(" + a[0] + ")"; }); })
         .Case<math::SqrtOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "sqrtf") + "(" + a[0] + ")"; }); })
         .Case<math::AbsFOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "fabsf") + "(" + a[0] + ")"; }); })
+        .Case<math::SinOp>([&](auto) { return fn1("sinf"); })
+        .Case<math::CosOp>([&](auto) { return fn1("cosf"); })
+        .Case<math::TanOp>([&](auto) { return fn1("tanf"); })
+        .Case<math::AsinOp>([&](auto) { return fn1("asinf"); })
+        .Case<math::AcosOp>([&](auto) { return fn1("acosf"); })
+        .Case<math::AtanOp>([&](auto) { return fn1("atanf"); })
+        .Case<math::SinhOp>([&](auto) { return fn1("sinhf"); })
+        .Case<math::CoshOp>([&](auto) { return fn1("coshf"); })
+        .Case<math::AsinhOp>([&](auto) { return fn1("asinhf"); })
+        .Case<math::AcoshOp>([&](auto) { return fn1("acoshf"); })
+        .Case<math::AtanhOp>([&](auto) { return fn1("atanhf"); })
+        .Case<math::FloorOp>([&](auto) { return fn1("floorf"); })
+        .Case<math::CeilOp>([&](auto) { return fn1("ceilf"); })
+        .Case<math::RoundEvenOp>([&](auto) { return fn1("rintf"); })
+        .Case<math::Log1pOp>([&](auto) { return fn1("log1pf"); })
+        .Case<arith::RemFOp>([&](auto) {
+          return assign(op, [&](auto &a) { return mathFn(op, "fmodf") + "(" + a[0] + ", " + a[1] + ")"; });
+        })
         .Case<math::PowFOp>([&](auto) {
           return assign(op, [&](auto &a) { return mathFn(op, "powf") + "(" + a[0] + ", " + a[1] + ")"; });
         })

@@ -110,14 +110,33 @@ LogicalResult convertPow(NodeContext &ctx) {
     ctx.setHostOutput(0, std::move(*r));
     return success();
   }
-  Value rhs;
-  if (b && !b->elementType.isF32() && ctx.inputType(0).getElementType().isF32()) {
+  // ONNX lets the exponent's type differ from the base's: a float base takes
+  // the exponent converted to its type; an integer base with a float
+  // exponent is raised in the exponent's type and truncated back.
+  Type bt = ctx.inputType(0).getElementType(), et = ctx.inputType(1).getElementType();
+  Value base = ctx.input(0), exponent;
+  if (bt == et) {
+    exponent = ctx.input(1);
+  } else if (b && (llvm::isa<FloatType>(bt) || !llvm::isa<FloatType>(et))) {
     HostTensor f = *b;
-    f.elementType = ctx.builder.getF32Type();
+    f.elementType = bt;
     f.raw.clear();
-    rhs = Importer::materialize(ctx.builder, f, ctx.node.input(1));
+    exponent = Importer::materialize(ctx.builder, f, ctx.node.input(1));
+  } else if (llvm::isa<FloatType>(bt) || !llvm::isa<FloatType>(et)) {
+    auto c = ctx.createTyped<kiln::CastOp>(ctx.inputType(1).clone(bt), ctx.input(1));
+    if (failed(c))
+      return failure();
+    exponent = *c;
+  } else {
+    auto c = ctx.createTyped<kiln::CastOp>(ctx.inputType(0).clone(et), ctx.input(0));
+    if (failed(c))
+      return failure();
+    auto p = ctx.create<kiln::PowOp>(*c, ctx.input(1));
+    if (failed(p))
+      return failure();
+    return ctx.setResult(ctx.createTyped<kiln::CastOp>(ctx.inputType(0), *p));
   }
-  return ctx.setResult(ctx.create<kiln::PowOp>(ctx.input(0), rhs ? rhs : ctx.input(1)));
+  return ctx.setResult(ctx.create<kiln::PowOp>(base, exponent));
 }
 
 template <typename OpTy>
@@ -200,17 +219,12 @@ LogicalResult convertIdentity(NodeContext &ctx) {
 
 } // namespace
 
-/// Where(condition, X, Y). The condition must be known at compile time (a
-/// constant or shape arithmetic; Kiln's kernels have no bool tensors): it
-/// becomes an f32 0/1 constant of a kiln.where. All three known: evaluated
-/// here.
+/// Where(condition, X, Y): kiln.where on a run-time condition; all three
+/// known: evaluated here.
 LogicalResult convertWhere(NodeContext &ctx) {
   const HostTensor *c = ctx.hostInput(0);
-  if (!c)
-    return ctx.error("Where needs its condition at compile time (a constant or shape "
-                     "arithmetic); run-time bool tensors are not supported");
   const HostTensor *x = ctx.hostInput(1), *y = ctx.hostInput(2);
-  if (x && y) {
+  if (c && x && y) {
     // Numpy broadcasting of three shapes.
     const HostTensor *ts[3] = {c, x, y};
     size_t rank = std::max({c->shape.size(), x->shape.size(), y->shape.size()});
@@ -248,13 +262,7 @@ LogicalResult convertWhere(NodeContext &ctx) {
     ctx.setHostOutput(0, std::move(r));
     return success();
   }
-  HostTensor cond = *c;
-  cond.raw.clear();
-  cond.elementType = ctx.builder.getF32Type();
-  for (double &v : cond.values)
-    v = v != 0 ? 1.0 : 0.0;
-  Value cv = Importer::materialize(ctx.builder, cond, ctx.node.input(0) + ".f32");
-  return ctx.setResult(ctx.create<kiln::WhereOp>(cv, ctx.input(1), ctx.input(2)));
+  return ctx.setResult(ctx.create<kiln::WhereOp>(ctx.input(0), ctx.input(1), ctx.input(2)));
 }
 
 void registerElementwiseConverters(llvm::StringMap<Converter> &t) {

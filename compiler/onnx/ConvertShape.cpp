@@ -412,6 +412,8 @@ LogicalResult convertSlice(NodeContext &ctx) {
   return success();
 }
 
+LogicalResult castTo(NodeContext &ctx, Type to);
+
 LogicalResult convertCast(NodeContext &ctx) {
   int64_t code = ctx.attrInt("to", 0);
   if (ctx.opset < 6) {
@@ -430,13 +432,28 @@ LogicalResult convertCast(NodeContext &ctx) {
   Type to = elementTypeOf(ctx.builder.getContext(), code);
   if (!to)
     return ctx.error("unsupported target type " + Twine(code));
+  return castTo(ctx, to);
+}
+
+/// CastLike: Cast to the second input's element type.
+LogicalResult convertCastLike(NodeContext &ctx) {
+  return castTo(ctx, ctx.inputType(1).getElementType());
+}
+
+LogicalResult castTo(NodeContext &ctx, Type to) {
   if (const HostTensor *h = ctx.hostInput(0)) {
     HostTensor r = *h;
     r.raw.clear();
     r.elementType = to;
     for (double &v : r.values) {
       if (to.isInteger(1)) v = v != 0;
-      else if (to.isInteger()) v = std::trunc(v);
+      else if (to.isInteger()) {
+        // Truncate toward zero, then wrap to the width (as the kernels do).
+        unsigned w = to.getIntOrFloatBitWidth();
+        APInt x(w, static_cast<uint64_t>(static_cast<int64_t>(std::trunc(v))), true, true);
+        v = to.isUnsignedInteger() ? static_cast<double>(x.getZExtValue())
+                                   : static_cast<double>(x.getSExtValue());
+      }
       else if (auto f = llvm::dyn_cast<FloatType>(to)) {
         APFloat x(v);
         bool lost;
@@ -469,6 +486,7 @@ void registerShapeConverters(llvm::StringMap<Converter> &t) {
   t["Gather"] = convertGather;
   t["Slice"] = convertSlice;
   t["Cast"] = convertCast;
+  t["CastLike"] = convertCastLike;
 }
 
 } // namespace kiln::onnx_import

@@ -308,6 +308,8 @@ LogicalResult Importer::run(const ImportOptions &options,
   registerNNConverters(table);
   registerShapeConverters(table);
   registerReduceConverters(table);
+  registerLogicConverters(table);
+  registerCompositeConverters(table);
   if (failed(checkSupported(table)))
     return failure();
 

@@ -132,6 +132,8 @@ void registerElementwiseConverters(llvm::StringMap<Converter> &table);
 void registerNNConverters(llvm::StringMap<Converter> &table);
 void registerShapeConverters(llvm::StringMap<Converter> &table);
 void registerReduceConverters(llvm::StringMap<Converter> &table);
+void registerLogicConverters(llvm::StringMap<Converter> &table);
+void registerCompositeConverters(llvm::StringMap<Converter> &table);
 
 /// Helpers shared by converters.
 mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t onnxType);

@@ -29,6 +29,13 @@ static const char *dtypeMacro(int32_t d) {
   case codegen::kI32: return "KILN_I32";
   case codegen::kI8: return "KILN_I8";
   case codegen::kU8: return "KILN_U8";
+  case codegen::kF16: return "KILN_F16";
+  case codegen::kBF16: return "KILN_BF16";
+  case codegen::kI16: return "KILN_I16";
+  case codegen::kU16: return "KILN_U16";
+  case codegen::kU32: return "KILN_U32";
+  case codegen::kU64: return "KILN_U64";
+  case codegen::kBool: return "KILN_BOOL";
   default: return "0";
   }
 }

@@ -25,7 +25,9 @@ bool kiln::isElementwise(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ReluOp, SigmoidOp,
              TanhOp, ClipOp, ExpOp, LogOp, SqrtOp, ErfOp, NegOp, ReciprocalOp,
              AbsOp, SiluOp, HardSwishOp, GeluOp, HardSigmoidOp, LeakyReluOp, WhereOp,
-             CastOp>(op);
+             CastOp, SignOp, NotOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp,
+             CoshOp, AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp, RoundOp, Log1pOp, IsNanOp,
+             IsInfOp, ExpandOp, ModOp, AndOp, OrOp, XorOp, ShlOp, ShrOp, CompareOp>(op);
 }
 
 std::optional<kiln::StridedView> kiln::stridedViewOf(Value v, Value stop) {

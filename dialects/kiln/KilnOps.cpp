@@ -289,7 +289,35 @@ KILN_BINARY_INFER(DivOp)
 KILN_BINARY_INFER(PowOp)
 KILN_BINARY_INFER(MaxOp)
 KILN_BINARY_INFER(MinOp)
+KILN_BINARY_INFER(ModOp)
+KILN_BINARY_INFER(AndOp)
+KILN_BINARY_INFER(OrOp)
+KILN_BINARY_INFER(XorOp)
+KILN_BINARY_INFER(ShlOp)
+KILN_BINARY_INFER(ShrOp)
 #undef KILN_BINARY_INFER
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto l = rankedOf(adaptor.getLhs()), r = rankedOf(adaptor.getRhs());
+  if (l.getElementType() != r.getElementType())
+    return failWith(loc, "operand element types differ");
+  SmallVector<int64_t> shape;
+  if (failed(broadcast(l.getShape(), r.getShape(), shape)))
+    return failWith(loc, "operand shapes do not broadcast");
+  inferred.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult ExpandOp::verify() {
+  auto in = rankedOf(getInput()), out = rankedOf(getResult());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("result element type differs from the input's");
+  SmallVector<int64_t> shape;
+  if (failed(broadcast(in.getShape(), out.getShape(), shape)) || shape != out.getShape())
+    return emitOpError("input shape does not broadcast to the result shape");
+  return success();
+}
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &inferred) {

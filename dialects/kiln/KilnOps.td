@@ -20,6 +20,14 @@ def Kiln_Tensor : StaticShapeTensorOf<[AnyType]>;
 /// computes in f32 only (everything but data movement and, on GPU targets,
 /// the contractions) to f32 between casts.
 def Kiln_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
+/// Numbers: floats, signed/unsigned integers and i1 (bool). Integer
+/// arithmetic wraps; signedness picks signed or unsigned division,
+/// comparison and shifts.
+def Kiln_NumTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, AnyInteger]>;
+/// Integers and bools (bitwise and logical ops).
+def Kiln_IntTensor : StaticShapeTensorOf<[AnyInteger]>;
+/// Bools (i1): comparisons' results.
+def Kiln_BoolTensor : StaticShapeTensorOf<[I1]>;
 
 /// The order of an NCHW tensor's dimensions in memory: "nchw" or "nhwc".
 def Kiln_LayoutAttr : ConfinedAttr<StrAttr, [AttrConstraint<
@@ -68,6 +76,12 @@ class Kiln_UnaryOp<string mnemonic, string what> : Kiln_Op<mnemonic,
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+/// A unary op on any number type (and bools where it makes sense).
+class Kiln_NumUnaryOp<string mnemonic, string what> : Kiln_UnaryOp<mnemonic, what> {
+  let arguments = (ins Kiln_NumTensor:$input);
+  let results = (outs Kiln_NumTensor:$result);
+}
+
 def Kiln_ReluOp : Kiln_UnaryOp<"relu", "max(x, 0)">;
 def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
 def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "tanh(x)">;
@@ -75,9 +89,70 @@ def Kiln_ExpOp : Kiln_UnaryOp<"exp", "exp(x)">;
 def Kiln_LogOp : Kiln_UnaryOp<"log", "log(x)">;
 def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "sqrt(x)">;
 def Kiln_ErfOp : Kiln_UnaryOp<"erf", "the error function erf(x)">;
-def Kiln_NegOp : Kiln_UnaryOp<"neg", "-x">;
+def Kiln_NegOp : Kiln_NumUnaryOp<"neg", "-x">;
 def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "1 / x">;
-def Kiln_AbsOp : Kiln_UnaryOp<"abs", "|x|">;
+def Kiln_AbsOp : Kiln_NumUnaryOp<"abs", "|x|">;
+def Kiln_SignOp : Kiln_NumUnaryOp<"sign", "the sign -1, 0 or 1 (0 for NaN)">;
+def Kiln_NotOp : Kiln_UnaryOp<"not",
+    "the bitwise complement ~x (logical not on i1)"> {
+  let arguments = (ins Kiln_IntTensor:$input);
+  let results = (outs Kiln_IntTensor:$result);
+}
+def Kiln_SinOp : Kiln_UnaryOp<"sin", "sin(x)">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", "cos(x)">;
+def Kiln_TanOp : Kiln_UnaryOp<"tan", "tan(x)">;
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", "asin(x)">;
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", "acos(x)">;
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", "atan(x)">;
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", "sinh(x)">;
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", "cosh(x)">;
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", "asinh(x)">;
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", "acosh(x)">;
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", "atanh(x)">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", "floor(x)">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "ceil(x)">;
+def Kiln_RoundOp : Kiln_UnaryOp<"round", "x rounded to the nearest integer, halves to even">;
+def Kiln_Log1pOp : Kiln_UnaryOp<"log1p", "log(1 + x), accurate near 0">;
+
+def Kiln_IsNanOp : Kiln_Op<"is_nan", [Pure, SameOperandsAndResultShape]> {
+  let summary = "elementwise x is NaN";
+  let description = [{
+    ```mlir
+    %y = kiln.is_nan %x : tensor<4xf32> -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_IsInfOp : Kiln_Op<"is_inf", [Pure, SameOperandsAndResultShape]> {
+  let summary = "elementwise x is +inf (positive) or -inf (negative)";
+  let description = [{
+    ```mlir
+    %y = kiln.is_inf %x {positive = true, negative = false} : tensor<4xf32> -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, BoolAttr:$positive, BoolAttr:$negative);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_ExpandOp : Kiln_Op<"expand", [Pure]> {
+  let summary = "broadcasts a tensor to a larger shape (numpy rules)";
+  let description = [{
+    Every element of the result reads the input element numpy broadcasting
+    maps it to (ONNX Expand with a shape known at compile time).
+
+    ```mlir
+    %y = kiln.expand %x : tensor<3x1xf32> -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
 def Kiln_SiluOp : Kiln_UnaryOp<"silu", "SiLU (swish) x * sigmoid(x)">;
 def Kiln_HardSwishOp : Kiln_UnaryOp<"hard_swish",
     "HardSwish x * clamp(x / 6 + 1 / 2, 0, 1)">;
@@ -166,8 +241,8 @@ class Kiln_BinaryOp<string mnemonic, string what> : Kiln_Op<mnemonic,
     %z = kiln.}] # mnemonic # [{ %x, %y : tensor<1x8x4x4xf32>, tensor<8x1x1xf32>
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs);
-  let results = (outs Kiln_FloatTensor:$result);
+  let arguments = (ins Kiln_NumTensor:$lhs, Kiln_NumTensor:$rhs);
+  let results = (outs Kiln_NumTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
@@ -178,21 +253,63 @@ def Kiln_DivOp : Kiln_BinaryOp<"div", "division">;
 def Kiln_PowOp : Kiln_BinaryOp<"pow", "power (lhs raised to rhs)">;
 def Kiln_MaxOp : Kiln_BinaryOp<"max", "maximum">;
 def Kiln_MinOp : Kiln_BinaryOp<"min", "minimum">;
+def Kiln_ModOp : Kiln_BinaryOp<"mod", "remainder"> {
+  let description = [{
+    The remainder of lhs / rhs: with `fmod` the sign of the dividend (C
+    fmod, truncated division), without it the sign of the divisor (Python
+    %, floored division; integers only, as ONNX Mod).
+
+    ```mlir
+    %z = kiln.mod %x, %y {fmod = false} : tensor<6xi32>, tensor<6xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumTensor:$lhs, Kiln_NumTensor:$rhs, BoolAttr:$fmod);
+}
+/// Bitwise ops on integers; on i1 they are the logical ops.
+class Kiln_BitwiseOp<string mnemonic, string what> : Kiln_BinaryOp<mnemonic, what> {
+  let arguments = (ins Kiln_IntTensor:$lhs, Kiln_IntTensor:$rhs);
+  let results = (outs Kiln_IntTensor:$result);
+}
+def Kiln_AndOp : Kiln_BitwiseOp<"and", "bitwise and (logical and on i1)">;
+def Kiln_OrOp : Kiln_BitwiseOp<"or", "bitwise or (logical or on i1)">;
+def Kiln_XorOp : Kiln_BitwiseOp<"xor", "bitwise exclusive or (logical on i1)">;
+def Kiln_ShlOp : Kiln_BitwiseOp<"shl", "left shift (0 past the width)">;
+def Kiln_ShrOp : Kiln_BitwiseOp<"shr",
+    "right shift, logical for unsigned and arithmetic for signed integers">;
+
+def Kiln_CompareOp : Kiln_Op<"compare", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison with numpy broadcasting, i1 result";
+  let description = [{
+    `predicate` is one of `eq`, `lt`, `le`, `gt`, `ge` (ordered: false when
+    either float operand is NaN); unsigned integers compare unsigned.
+
+    ```mlir
+    %c = kiln.compare %x, %y {predicate = "lt"} : tensor<3x4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumTensor:$lhs, Kiln_NumTensor:$rhs,
+                       ConfinedAttr<StrAttr, [AttrConstraint<
+    CPred<"::llvm::is_contained({::llvm::StringRef(\"eq\"), ::llvm::StringRef(\"lt\"), "
+          "::llvm::StringRef(\"le\"), ::llvm::StringRef(\"gt\"), ::llvm::StringRef(\"ge\")}, "
+          "::llvm::cast<::mlir::StringAttr>($_self).getValue())">,
+    "whose value is eq, lt, le, gt or ge">]>:$predicate);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
 
 def Kiln_WhereOp : Kiln_Op<"where", [Pure, InferTypeOpAdaptor]> {
   let summary = "elementwise choice: condition != 0 ? lhs : rhs";
   let description = [{
-    ONNX Where with the condition as f32 (non-zero is true; the importer
-    turns a compile-time bool condition into 0/1); the three shapes
-    broadcast as in numpy.
+    ONNX Where: the condition is i1 or a number (non-zero is true); the
+    three shapes broadcast as in numpy.
 
     ```mlir
     %y = kiln.where %c, %x, %fill : tensor<1x1x4x4xf32>, tensor<1x2x4x4xf32>, tensor<f32>
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$condition, Kiln_FloatTensor:$lhs,
-                       Kiln_FloatTensor:$rhs);
-  let results = (outs Kiln_FloatTensor:$result);
+  let arguments = (ins Kiln_NumTensor:$condition, Kiln_NumTensor:$lhs,
+                       Kiln_NumTensor:$rhs);
+  let results = (outs Kiln_NumTensor:$result);
   let assemblyFormat = [{
     $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` type($rhs)
   }];

@@ -33,6 +33,11 @@ const char *dtypeName(int32_t d) {
   case KILN_U8: return "u8";
   case KILN_F16: return "f16";
   case KILN_BF16: return "bf16";
+  case KILN_I16: return "i16";
+  case KILN_U16: return "u16";
+  case KILN_U32: return "u32";
+  case KILN_U64: return "u64";
+  case KILN_BOOL: return "bool";
   default: return "unknown";
   }
 }

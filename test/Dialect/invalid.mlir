@@ -207,3 +207,36 @@ func.func @cast_shape(%x: tensor<4xf16>) -> tensor<2x2xf32> {
   %z = kiln.cast %x : tensor<4xf16> -> tensor<2x2xf32>
   return %z : tensor<2x2xf32>
 }
+
+// -----
+
+func.func @compare_mixed(%x: tensor<4xi32>, %y: tensor<4xi64>) -> tensor<4xi1> {
+  // expected-error@+1 {{operand element types differ}}
+  %z = kiln.compare %x, %y {predicate = "lt"} : tensor<4xi32>, tensor<4xi64>
+  return %z : tensor<4xi1>
+}
+
+// -----
+
+func.func @compare_predicate(%x: tensor<4xf32>) -> tensor<4xi1> {
+  // expected-error@+1 {{whose value is eq, lt, le, gt or ge}}
+  %z = kiln.compare %x, %x {predicate = "ne"} : tensor<4xf32>, tensor<4xf32>
+  return %z : tensor<4xi1>
+}
+
+// -----
+
+// Bitwise and logical ops take integers or bools only.
+func.func @and_float(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{must be statically shaped tensor of integer values}}
+  %z = kiln.and %x, %x : tensor<4xf32>, tensor<4xf32>
+  return %z : tensor<4xf32>
+}
+
+// -----
+
+func.func @expand_shape(%x: tensor<3x2xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{input shape does not broadcast to the result shape}}
+  %z = kiln.expand %x : tensor<3x2xf32> -> tensor<2x3xf32>
+  return %z : tensor<2x3xf32>
+}

@@ -132,3 +132,31 @@ func.func @where(%c: tensor<4x1xf32>, %x: tensor<4x8xf32>, %f: tensor<f32>) -> t
   %y = kiln.where %c, %x, %f : tensor<4x1xf32>, tensor<4x8xf32>, tensor<f32>
   return %y : tensor<4x8xf32>
 }
+
+// Integer, bool and comparison ops; float functions.
+// CHECK-LABEL: func @logic
+func.func @logic(%x: tensor<2x3xf32>, %a: tensor<3xi32>, %u: tensor<3xui8>, %c: tensor<2x3xi1>) -> (tensor<2x3xf32>, tensor<3xi32>, tensor<3xui8>, tensor<2x3xi1>, tensor<4x2x3xf32>) {
+  // CHECK: kiln.compare %{{.*}}, %{{.*}} {predicate = "ge"} : tensor<2x3xf32>, tensor<2x3xf32>
+  %ge = kiln.compare %x, %x {predicate = "ge"} : tensor<2x3xf32>, tensor<2x3xf32>
+  // CHECK: kiln.xor {{.*}} : tensor<2x3xi1>, tensor<2x3xi1>
+  %b = kiln.xor %ge, %c : tensor<2x3xi1>, tensor<2x3xi1>
+  // CHECK: kiln.not {{.*}} : tensor<2x3xi1>
+  %nb = kiln.not %b : tensor<2x3xi1>
+  // CHECK: kiln.where {{.*}} : tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>
+  %w = kiln.where %nb, %x, %x : tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>
+  // CHECK: kiln.atanh
+  %t = kiln.atanh %w : tensor<2x3xf32>
+  // CHECK: kiln.round
+  %r = kiln.round %t : tensor<2x3xf32>
+  // CHECK: kiln.mod {{.*}} {fmod = true} : tensor<3xi32>, tensor<3xi32>
+  %m = kiln.mod %a, %a {fmod = true} : tensor<3xi32>, tensor<3xi32>
+  // CHECK: kiln.sign {{.*}} : tensor<3xi32>
+  %s = kiln.sign %m : tensor<3xi32>
+  // CHECK: kiln.shl {{.*}} : tensor<3xui8>, tensor<3xui8>
+  %sh = kiln.shl %u, %u : tensor<3xui8>, tensor<3xui8>
+  // CHECK: kiln.is_nan {{.*}} : tensor<2x3xf32> -> tensor<2x3xi1>
+  %n = kiln.is_nan %r : tensor<2x3xf32> -> tensor<2x3xi1>
+  // CHECK: kiln.expand {{.*}} : tensor<2x3xf32> -> tensor<4x2x3xf32>
+  %e = kiln.expand %r : tensor<2x3xf32> -> tensor<4x2x3xf32>
+  return %r, %s, %sh, %n, %e : tensor<2x3xf32>, tensor<3xi32>, tensor<3xui8>, tensor<2x3xi1>, tensor<4x2x3xf32>
+}

@@ -128,6 +128,37 @@ def where_runtime_cond():
     return model(nodes, [vi("c", [2, 3], TensorProto.BOOL), vi("x", [2, 3])], [vi("y", None)])
 
 
+def logic_ops():
+    """Comparisons, logic, integer ops and float functions on run-time inputs."""
+    nodes = [helper.make_node("Less", ["x", "z"], ["lt"], name="less"),
+             helper.make_node("Not", ["c"], ["nc"], name="not"),
+             helper.make_node("And", ["lt", "nc"], ["both"], name="and"),
+             helper.make_node("Where", ["both", "x", "z"], ["w"], name="pick"),
+             helper.make_node("Sin", ["w"], ["s"], name="sin"),
+             helper.make_node("IsInf", ["s"], ["inf"], name="isinf", detect_negative=0),
+             helper.make_node("Mod", ["a", "b"], ["m"], name="mod"),
+             helper.make_node("BitShift", ["u", "k"], ["sh"], name="shift", direction="RIGHT"),
+             helper.make_node("CastLike", ["m", "x"], ["mf"], name="castlike")]
+    return model(nodes, [vi("x", [2, 3]), vi("z", [3]), vi("c", [2, 3], TensorProto.BOOL),
+                         vi("a", [4], TensorProto.INT32), vi("b", [4], TensorProto.INT32),
+                         vi("u", [4], TensorProto.UINT8), vi("k", [4], TensorProto.UINT8)],
+                 [vi("inf", None), vi("sh", None), vi("mf", None)])
+
+
+def composite_ops():
+    """Ops built from other kiln ops; generators evaluated at import."""
+    nodes = [helper.make_node("Softplus", ["x"], ["sp"], name="softplus"),
+             helper.make_node("LogSoftmax", ["sp"], ["ls"], name="logsoftmax", axis=-1),
+             helper.make_node("Range", ["r0", "r1", "r2"], ["r"], name="range"),
+             helper.make_node("Cast", ["r"], ["rf"], name="cast", to=TensorProto.FLOAT),
+             helper.make_node("Add", ["ls", "rf"], ["sum"], name="add"),
+             helper.make_node("Dropout", ["sum"], ["d"], name="dropout"),
+             helper.make_node("Expand", ["d", "shape"], ["y"], name="expand")]
+    inits = [init("r0", np.array(0, np.int64)), init("r1", np.array(6, np.int64)),
+             init("r2", np.array(2, np.int64)), init("shape", np.array([2, 1, 3], np.int64))]
+    return model(nodes, [vi("x", [4, 3])], [vi("y", None)], inits)
+
+
 def slice_dynamic_starts():
     """Slice whose starts are known only at run time."""
     nodes = [helper.make_node("Slice", ["x", "dyn", "en"], ["y"], name="cut_dyn")]
@@ -219,7 +250,8 @@ def transformer_ops():
 CASES = {f.__name__: f for f in [transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
                                  old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
-                                 slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16]}
+                                 slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,
+                                 logic_ops, composite_ops]}
 OUT_CASES = {"external_inside": external_inside, "external_outside": external_outside}
 
 if __name__ == "__main__":

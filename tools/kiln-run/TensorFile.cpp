@@ -10,7 +10,7 @@
 
 namespace kiln::tools {
 
-size_t HostArray::elementSize() const { return dtype == kHostU16 ? 2 : kiln_dtype_size(dtype); }
+size_t HostArray::elementSize() const { return kiln_dtype_size(dtype); }
 
 namespace {
 float halfToFloat(uint16_t h) {
@@ -74,7 +74,10 @@ double HostArray::at(int64_t i) const {
   case KILN_I64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
   case KILN_I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
   case KILN_I8: return static_cast<int8_t>(*p);
-  case KILN_F16: case KILN_BF16: case kHostU16: {
+  case KILN_I16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+  case KILN_U32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+  case KILN_U64: { uint64_t v; std::memcpy(&v, p, 8); return double(v); }
+  case KILN_F16: case KILN_BF16: case KILN_U16: {
     uint16_t h;
     std::memcpy(&h, p, 2);
     return dtype == KILN_F16 ? halfToFloat(h) : dtype == KILN_BF16 ? bf16ToFloat(h) : h;
@@ -88,7 +91,9 @@ const char *dtypeName(int32_t d) {
   case KILN_I64: return "int64"; case KILN_I32: return "int32";
   case KILN_I8: return "int8"; case KILN_U8: return "uint8";
   case KILN_F16: return "float16"; case KILN_BF16: return "bfloat16";
-  case kHostU16: return "uint16";
+  case KILN_I16: return "int16"; case KILN_U16: return "uint16";
+  case KILN_U32: return "uint32"; case KILN_U64: return "uint64";
+  case KILN_BOOL: return "bool";
   default: return "unknown";
   }
 }
@@ -143,7 +148,12 @@ static bool readNpy(const std::string &path, const std::string &b, HostArray &ou
   else if (d == "<i8") out.dtype = KILN_I64;
   else if (d == "<i4") out.dtype = KILN_I32;
   else if (d == "|i1") out.dtype = KILN_I8;
-  else if (d == "|u1" || d == "|b1") out.dtype = KILN_U8;
+  else if (d == "|u1") out.dtype = KILN_U8;
+  else if (d == "|b1") out.dtype = KILN_BOOL;
+  else if (d == "<i2") out.dtype = KILN_I16;
+  else if (d == "<u2") out.dtype = KILN_U16;
+  else if (d == "<u4") out.dtype = KILN_U32;
+  else if (d == "<u8") out.dtype = KILN_U64;
   else return bad("unsupported dtype " + d);
   if (field("fortran_order").find("True") < field("fortran_order").find(','))
     return bad("Fortran order is not supported");
@@ -198,9 +208,12 @@ static bool readPb(const std::string &path, const std::string &b, HostArray &out
   case onnx::TensorProto::INT8: out.dtype = KILN_I8; ok = fill(t.int32_data(), int8_t{}); break;
   case onnx::TensorProto::FLOAT16: out.dtype = KILN_F16; ok = fill(t.int32_data(), uint16_t{}); break;
   case onnx::TensorProto::BFLOAT16: out.dtype = KILN_BF16; ok = fill(t.int32_data(), uint16_t{}); break;
-  case onnx::TensorProto::UINT16: out.dtype = kHostU16; ok = fill(t.int32_data(), uint16_t{}); break;
-  case onnx::TensorProto::UINT8:
-  case onnx::TensorProto::BOOL: out.dtype = KILN_U8; ok = fill(t.int32_data(), uint8_t{}); break;
+  case onnx::TensorProto::UINT16: out.dtype = KILN_U16; ok = fill(t.int32_data(), uint16_t{}); break;
+  case onnx::TensorProto::INT16: out.dtype = KILN_I16; ok = fill(t.int32_data(), int16_t{}); break;
+  case onnx::TensorProto::UINT32: out.dtype = KILN_U32; ok = fill(t.uint64_data(), uint32_t{}); break;
+  case onnx::TensorProto::UINT64: out.dtype = KILN_U64; ok = fill(t.uint64_data(), uint64_t{}); break;
+  case onnx::TensorProto::UINT8: out.dtype = KILN_U8; ok = fill(t.int32_data(), uint8_t{}); break;
+  case onnx::TensorProto::BOOL: out.dtype = KILN_BOOL; ok = fill(t.int32_data(), uint8_t{}); break;
   default:
     error = "'" + path + "': unsupported TensorProto data type " + std::to_string(t.data_type());
     return false;
@@ -234,7 +247,9 @@ bool writeNpy(const std::string &path, const HostArray &in, std::string &error) 
   const char *descr = a.dtype == KILN_F32 ? "<f4" : a.dtype == KILN_F64 ? "<f8"
                       : a.dtype == KILN_F16 ? "<f2"
                       : a.dtype == KILN_I64 ? "<i8" : a.dtype == KILN_I32 ? "<i4"
-                      : a.dtype == KILN_I8 ? "|i1" : "|u1";
+                      : a.dtype == KILN_I8 ? "|i1" : a.dtype == KILN_I16 ? "<i2"
+                      : a.dtype == KILN_U16 ? "<u2" : a.dtype == KILN_U32 ? "<u4"
+                      : a.dtype == KILN_U64 ? "<u8" : a.dtype == KILN_BOOL ? "|b1" : "|u1";
   std::string shape = "(";
   for (size_t i = 0; i < a.shape.size(); ++i)
     shape += std::to_string(a.shape[i]) + (a.shape.size() == 1 ? "," : (i + 1 < a.shape.size() ? ", " : ""));

@@ -8,11 +8,6 @@
 
 namespace kiln::tools {
 
-/// A uint16 array from a TensorProto: Kiln has no uint16 tensors, and the
-/// ONNX test data stores bfloat16 tensors as uint16 bit patterns, so
-/// kiln-run reads one as bfloat16 where the model wants bfloat16.
-constexpr int32_t kHostU16 = 100;
-
 struct HostArray {
   int32_t dtype = 0;            // kiln_dtype
   std::vector<int64_t> shape;

@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
     // uint16 one (the ONNX test data's spelling) as bit patterns.
     if (m->inputs[idx].dtype == KILN_BF16 && in[idx].dtype == KILN_F32)
       kiln::tools::toBf16(in[idx]);
-    if (m->inputs[idx].dtype == KILN_BF16 && in[idx].dtype == kiln::tools::kHostU16)
+    if (m->inputs[idx].dtype == KILN_BF16 && in[idx].dtype == KILN_U16)
       in[idx].dtype = KILN_BF16;
     given[idx] = true;
   }
@@ -248,7 +248,7 @@ int main(int argc, char **argv) {
       status = fail(err);
       continue;
     }
-    if (out[idx].dtype == KILN_BF16 && ref.dtype == kiln::tools::kHostU16)
+    if (out[idx].dtype == KILN_BF16 && ref.dtype == KILN_U16)
       ref.dtype = KILN_BF16; // bit patterns, as the ONNX test data stores bf16
     if (ref.numElements() != out[idx].numElements()) {
       status = fail("output '" + name + "' has shape " + shapeStr(out[idx].shape) +

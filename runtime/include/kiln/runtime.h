@@ -40,16 +40,21 @@ typedef enum kiln_dtype {
   KILN_I8 = 5,
   KILN_U8 = 6,
   KILN_F16 = 7,  /* IEEE half */
-  KILN_BF16 = 8  /* bfloat16: the high 16 bits of an f32 */
+  KILN_BF16 = 8, /* bfloat16: the high 16 bits of an f32 */
+  KILN_I16 = 9,
+  KILN_U16 = 10,
+  KILN_U32 = 11,
+  KILN_U64 = 12,
+  KILN_BOOL = 13 /* one byte per element, 0 or 1 */
 } kiln_dtype;
 
 /** Bytes per element of a kiln_dtype (0 for an unknown code). */
 static inline size_t kiln_dtype_size(int32_t dtype) {
   switch (dtype) {
-  case KILN_F64: case KILN_I64: return 8;
-  case KILN_F32: case KILN_I32: return 4;
-  case KILN_F16: case KILN_BF16: return 2;
-  case KILN_I8: case KILN_U8: return 1;
+  case KILN_F64: case KILN_I64: case KILN_U64: return 8;
+  case KILN_F32: case KILN_I32: case KILN_U32: return 4;
+  case KILN_F16: case KILN_BF16: case KILN_I16: case KILN_U16: return 2;
+  case KILN_I8: case KILN_U8: case KILN_BOOL: return 1;
   default: return 0;
   }
 }

@@ -1,0 +1,469 @@
+//===- ConvertComposite.cpp - ops built from other kiln ops ----------------===//
+//
+// Activations, reductions and tensor generators that ONNX defines as
+// compositions (most have an ONNX function body): each becomes the few kiln
+// ops it is made of, which kiln-fuse then joins into one kernel where they
+// are elementwise. Generators whose inputs are known at import time
+// (ConstantOfShape, Range, Size) are evaluated here.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/HostEval.h"
+#include "compiler/onnx/ImporterImpl.h"
+#include "compiler/onnx/NodeContext.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+namespace kiln::onnx_import {
+namespace {
+
+/// Builds ops for one node; the first failure (already reported) sticks and
+/// every later call returns null.
+struct Builder {
+  NodeContext &ctx;
+  bool failed = false;
+
+  Value take(FailureOr<Value> v) {
+    if (mlir::failed(v)) {
+      failed = true;
+      return {};
+    }
+    return *v;
+  }
+  bool ok(std::initializer_list<Value> vs) {
+    for (Value v : vs)
+      failed = failed || !v;
+    return !failed;
+  }
+  Type elem(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getElementType(); }
+  /// A scalar constant of `like`'s element type.
+  Value scalar(Value like, double v) {
+    if (!ok({like}))
+      return {};
+    HostTensor h{elem(like), {}, {v}, {}};
+    return Importer::materialize(ctx.builder, h, ctx.node.name() + ".c");
+  }
+  template <typename OpTy> Value bin(Value a, Value b) {
+    return ok({a, b}) ? take(ctx.create<OpTy>(a, b)) : Value();
+  }
+  template <typename OpTy> Value un(Value a) {
+    return ok({a}) ? take(ctx.createTyped<OpTy>(a.getType(), a)) : Value();
+  }
+  Value add(Value a, Value b) { return bin<kiln::AddOp>(a, b); }
+  Value sub(Value a, Value b) { return bin<kiln::SubOp>(a, b); }
+  Value mul(Value a, Value b) { return bin<kiln::MulOp>(a, b); }
+  Value div(Value a, Value b) { return bin<kiln::DivOp>(a, b); }
+  Value cmp(StringRef p, Value a, Value b) {
+    return ok({a, b}) ? take(ctx.create<kiln::CompareOp>(a, b, ctx.builder.getStringAttr(p)))
+                      : Value();
+  }
+  Value where(Value c, Value a, Value b) {
+    return ok({c, a, b}) ? take(ctx.create<kiln::WhereOp>(c, a, b)) : Value();
+  }
+  template <typename OpTy> Value reduce(Value x, ArrayRef<int64_t> axes, bool keep) {
+    if (!ok({x}))
+      return {};
+    return take(ctx.create<OpTy>(x, ctx.builder.getDenseI64ArrayAttr(axes),
+                                 ctx.builder.getBoolAttr(keep)));
+  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    if (!ok({x}))
+      return {};
+    return take(ctx.createTyped<kiln::ReshapeOp>(
+        RankedTensorType::get(shape, elem(x)), x));
+  }
+  LogicalResult result(Value v) {
+    if (!ok({v}))
+      return failure();
+    ctx.setOutput(0, v);
+    return success();
+  }
+};
+
+LogicalResult requireFloat(NodeContext &ctx) {
+  if (!llvm::isa<FloatType>(ctx.inputType(0).getElementType()))
+    return ctx.error("expects floating-point operands");
+  return success();
+}
+
+/// log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): no overflow.
+Value softplus(Builder &g, Value x) {
+  Value e = g.un<kiln::ExpOp>(g.un<kiln::NegOp>(g.un<kiln::AbsOp>(x)));
+  return g.add(g.bin<kiln::MaxOp>(x, g.scalar(x, 0.0)), g.un<kiln::Log1pOp>(e));
+}
+
+LogicalResult convertSoftplus(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  Builder g{ctx};
+  return g.result(softplus(g, ctx.input(0)));
+}
+
+LogicalResult convertMish(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  return g.result(g.mul(x, g.un<kiln::TanhOp>(softplus(g, x))));
+}
+
+LogicalResult convertSoftsign(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  return g.result(g.div(x, g.add(g.scalar(x, 1.0), g.un<kiln::AbsOp>(x))));
+}
+
+LogicalResult convertElu(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  double alpha = ctx.attrFloat("alpha", 1.0f);
+  Value neg = g.mul(g.scalar(x, alpha), g.sub(g.un<kiln::ExpOp>(x), g.scalar(x, 1.0)));
+  return g.result(g.where(g.cmp("lt", x, g.scalar(x, 0.0)), neg, x));
+}
+
+LogicalResult convertSelu(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  double alpha = ctx.attrFloat("alpha", 1.67326319217681884765625f);
+  double gamma = ctx.attrFloat("gamma", 1.05070102214813232421875f);
+  Value neg = g.sub(g.mul(g.scalar(x, alpha), g.un<kiln::ExpOp>(x)), g.scalar(x, alpha));
+  Value y = g.where(g.cmp("le", x, g.scalar(x, 0.0)), neg, x);
+  return g.result(g.mul(g.scalar(x, gamma), y));
+}
+
+LogicalResult convertCelu(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  double alpha = ctx.attrFloat("alpha", 1.0f);
+  Value e = g.sub(g.un<kiln::ExpOp>(g.div(x, g.scalar(x, alpha))), g.scalar(x, 1.0));
+  Value neg = g.bin<kiln::MinOp>(g.scalar(x, 0.0), g.mul(g.scalar(x, alpha), e));
+  return g.result(g.add(g.bin<kiln::MaxOp>(g.scalar(x, 0.0), x), neg));
+}
+
+LogicalResult convertThresholdedRelu(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  double alpha = ctx.attrFloat("alpha", 1.0f);
+  return g.result(g.where(g.cmp("gt", x, g.scalar(x, alpha)), x, g.scalar(x, 0.0)));
+}
+
+LogicalResult convertShrink(NodeContext &ctx) {
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  double bias = ctx.attrFloat("bias", 0.0f), lambd = ctx.attrFloat("lambd", 0.5f);
+  Value hi = g.where(g.cmp("gt", x, g.scalar(x, lambd)), g.sub(x, g.scalar(x, bias)),
+                     g.scalar(x, 0.0));
+  return g.result(
+      g.where(g.cmp("lt", x, g.scalar(x, -lambd)), g.add(x, g.scalar(x, bias)), hi));
+}
+
+LogicalResult convertPRelu(NodeContext &ctx) {
+  Builder g{ctx};
+  Value x = ctx.input(0), slope = ctx.input(1);
+  return g.result(g.where(g.cmp("lt", x, g.scalar(x, 0.0)), g.mul(slope, x), x));
+}
+
+/// Sum and Mean of one or more inputs (numpy broadcasting).
+LogicalResult convertSum(NodeContext &ctx, bool mean) {
+  if (ctx.numInputs() == 0)
+    return ctx.error("expects at least one input");
+  Builder g{ctx};
+  Value acc = ctx.input(0);
+  for (size_t i = 1; i < ctx.numInputs(); ++i)
+    acc = g.add(acc, ctx.input(i));
+  if (mean && ctx.numInputs() > 1)
+    acc = g.div(acc, g.scalar(acc, static_cast<double>(ctx.numInputs())));
+  return g.result(acc);
+}
+
+/// The axes a reduction reduces (sorted, non-negative): from the `axes`
+/// attribute before `inputFromOpset`, the optional second input after; none
+/// means every axis, or nothing with noop_with_empty_axes (nullopt).
+FailureOr<std::optional<std::vector<int64_t>>> reductionAxes(NodeContext &ctx,
+                                                            int64_t inputFromOpset) {
+  int64_t rank = ctx.inputType(0).getRank();
+  std::vector<int64_t> axes;
+  if (ctx.opset < inputFromOpset) {
+    axes = ctx.attrInts("axes").value_or(std::vector<int64_t>{});
+  } else if (ctx.hasInput(1)) {
+    const HostTensor *h = ctx.hostInput(1);
+    if (!h)
+      return ctx.error("axes must be known at compile time");
+    for (double v : h->values)
+      axes.push_back(static_cast<int64_t>(v));
+  }
+  if (axes.empty()) {
+    if (ctx.attrInt("noop_with_empty_axes", 0))
+      return std::optional<std::vector<int64_t>>();
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  for (int64_t &a : axes) {
+    auto n = normalizeAxis(ctx, a, rank);
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return ctx.error("axes repeat a dimension");
+  return std::optional<std::vector<int64_t>>(axes);
+}
+
+enum class Reduction { L1, L2, SumSquare, LogSum, LogSumExp };
+
+LogicalResult convertReduction(NodeContext &ctx, Reduction kind) {
+  auto axes = reductionAxes(ctx, 18);
+  if (failed(axes))
+    return failure();
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  bool keep = ctx.attrInt("keepdims", 1) != 0;
+  if (!*axes) {
+    // No reduction: the per-element function alone.
+    switch (kind) {
+    case Reduction::L1: return g.result(g.un<kiln::AbsOp>(x));
+    case Reduction::L2: return g.result(g.un<kiln::AbsOp>(x));
+    case Reduction::SumSquare: return g.result(g.mul(x, x));
+    case Reduction::LogSum: return g.result(g.un<kiln::LogOp>(x));
+    case Reduction::LogSumExp: return g.result(x);
+    }
+  }
+  ArrayRef<int64_t> ax = **axes;
+  switch (kind) {
+  case Reduction::L1:
+    return g.result(g.reduce<kiln::ReduceSumOp>(g.un<kiln::AbsOp>(x), ax, keep));
+  case Reduction::L2:
+    return g.result(g.un<kiln::SqrtOp>(g.reduce<kiln::ReduceSumOp>(g.mul(x, x), ax, keep)));
+  case Reduction::SumSquare:
+    return g.result(g.reduce<kiln::ReduceSumOp>(g.mul(x, x), ax, keep));
+  case Reduction::LogSum:
+    return g.result(g.un<kiln::LogOp>(g.reduce<kiln::ReduceSumOp>(x, ax, keep)));
+  case Reduction::LogSumExp: {
+    // m + log(sum(exp(x - m))), m the maximum (exp never overflows); a
+    // row of -inf stays -inf through the guard m' = (m == -inf ? 0 : m).
+    Value m = g.reduce<kiln::ReduceMaxOp>(x, ax, true);
+    Value safe = g.where(g.cmp("eq", m, g.scalar(m, -INFINITY)), g.scalar(m, 0.0), m);
+    Value s = g.reduce<kiln::ReduceSumOp>(g.un<kiln::ExpOp>(g.sub(x, safe)), ax, true);
+    Value r = g.add(g.un<kiln::LogOp>(s), safe);
+    if (!keep && g.ok({r})) {
+      SmallVector<int64_t> shape;
+      auto in = ctx.inputType(0);
+      for (int64_t d = 0; d < in.getRank(); ++d)
+        if (!llvm::is_contained(ax, d))
+          shape.push_back(in.getDimSize(d));
+      r = g.reshape(r, shape);
+    }
+    return g.result(r);
+  }
+  }
+  return failure();
+}
+
+/// LogSoftmax: x - m - log(sum(exp(x - m))) along the axis (before opset 13:
+/// over the input coerced to 2-D at the axis).
+LogicalResult convertLogSoftmax(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", ctx.opset < 13 ? 1 : -1), rank);
+  if (failed(axis))
+    return failure();
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  std::vector<int64_t> axes;
+  if (ctx.opset >= 13 || *axis == rank - 1) {
+    axes = {*axis};
+  } else {
+    int64_t rows = 1, cols = 1;
+    for (int64_t i = 0; i < rank; ++i)
+      (i < *axis ? rows : cols) *= in.getDimSize(i);
+    x = g.reshape(x, {rows, cols});
+    axes = {1};
+  }
+  Value m = g.reduce<kiln::ReduceMaxOp>(x, axes, true);
+  Value d = g.sub(x, m);
+  Value s = g.reduce<kiln::ReduceSumOp>(g.un<kiln::ExpOp>(d), axes, true);
+  Value r = g.sub(d, g.un<kiln::LogOp>(s));
+  if (g.ok({r}) && llvm::cast<RankedTensorType>(r.getType()).getShape() != in.getShape())
+    r = g.reshape(r, in.getShape());
+  return g.result(r);
+}
+
+/// Dropout at inference: the identity, and an all-true mask. Training mode
+/// drops at random (out of scope) unless the ratio is 0.
+LogicalResult convertDropout(NodeContext &ctx) {
+  if (ctx.hasInput(2)) {
+    const HostTensor *t = ctx.hostInput(2);
+    if (!t)
+      return ctx.error("training_mode must be known at compile time");
+    bool training = !t->values.empty() && t->values[0] != 0;
+    double ratio = 0.5;
+    if (ctx.hasInput(1)) {
+      const HostTensor *r = ctx.hostInput(1);
+      if (!r)
+        return ctx.error("ratio must be known at compile time in training mode");
+      ratio = r->values.empty() ? 0.5 : r->values[0];
+    }
+    if (training && ratio != 0)
+      return ctx.error("training-mode Dropout drops at random; Kiln compiles inference "
+                       "graphs (set training_mode to false)");
+  }
+  if (ctx.opset < 7 && ctx.attrInt("is_test", 0) == 0 && ctx.attrFloat("ratio", 0.5f) != 0)
+    return ctx.error("Dropout with is_test = 0 drops at random; Kiln compiles inference "
+                     "graphs");
+  if (const HostTensor *h = ctx.hostInput(0))
+    ctx.setHostOutput(0, *h);
+  else
+    ctx.setOutput(0, ctx.input(0));
+  if (ctx.node.output_size() > 1 && !ctx.node.output(1).empty()) {
+    HostTensor mask;
+    mask.elementType = ctx.builder.getI1Type();
+    auto shape = ctx.inputType(0).getShape();
+    mask.shape.assign(shape.begin(), shape.end());
+    mask.values.assign(mask.numElements(), 1.0);
+    ctx.setHostOutput(1, std::move(mask));
+  }
+  return success();
+}
+
+LogicalResult convertSize(NodeContext &ctx) {
+  HostTensor h;
+  h.elementType = ctx.builder.getIntegerType(64);
+  h.values = {static_cast<double>(ctx.inputType(0).getNumElements())};
+  ctx.setHostOutput(0, std::move(h));
+  return success();
+}
+
+LogicalResult convertConstantOfShape(NodeContext &ctx) {
+  const HostTensor *shape = ctx.hostInput(0);
+  if (!shape)
+    return ctx.error("the shape must be known at compile time (a constant or shape "
+                     "arithmetic on static shapes)");
+  HostTensor h;
+  h.elementType = ctx.builder.getF32Type();
+  double value = 0;
+  if (const auto *a = ctx.attr("value")) {
+    auto t = ctx.imp.hostTensorFromProto(a->t(), "ConstantOfShape '" + ctx.node.name() + "'");
+    if (failed(t))
+      return failure();
+    if (t->numElements() != 1)
+      return ctx.error("value must hold exactly one element");
+    h.elementType = t->elementType;
+    value = t->values[0];
+  }
+  for (double d : shape->values) {
+    if (d < 0)
+      return ctx.error("the shape has a negative dimension");
+    h.shape.push_back(static_cast<int64_t>(d));
+  }
+  h.values.assign(h.numElements(), value);
+  ctx.setHostOutput(0, std::move(h));
+  return success();
+}
+
+LogicalResult convertRange(NodeContext &ctx) {
+  const HostTensor *s = ctx.hostInput(0), *l = ctx.hostInput(1), *d = ctx.hostInput(2);
+  if (!s || !l || !d)
+    return ctx.error("start, limit and delta must be known at compile time (the output's "
+                     "length depends on them)");
+  if (s->numElements() != 1 || l->numElements() != 1 || d->numElements() != 1)
+    return ctx.error("start, limit and delta must be scalars");
+  double start = s->values[0], limit = l->values[0], delta = d->values[0];
+  if (delta == 0)
+    return ctx.error("delta must not be 0");
+  double count = std::max(std::ceil((limit - start) / delta), 0.0);
+  if (count > (1 << 28))
+    return ctx.error("the range has more than 2^28 elements");
+  HostTensor h;
+  h.elementType = s->elementType;
+  h.shape = {static_cast<int64_t>(count)};
+  for (int64_t i = 0; i < h.shape[0]; ++i)
+    h.values.push_back(start + static_cast<double>(i) * delta);
+  ctx.setHostOutput(0, std::move(h));
+  return success();
+}
+
+/// Expand: numpy (bidirectional) broadcasting to a compile-time shape.
+LogicalResult convertExpand(NodeContext &ctx) {
+  const HostTensor *shape = ctx.hostInput(1);
+  if (!shape)
+    return ctx.error("the shape must be known at compile time (a constant or shape "
+                     "arithmetic on static shapes)");
+  HostTensor target;
+  target.elementType = ctx.inputType(0).getElementType();
+  for (double d : shape->values)
+    target.shape.push_back(static_cast<int64_t>(d));
+  target.values.assign(target.numElements(), 0.0);
+  if (const HostTensor *x = ctx.hostInput(0)) {
+    auto r = hostBinary(*x, target, +[](double a, double) { return a; });
+    if (!r)
+      return ctx.error("the input does not broadcast to the shape");
+    r->elementType = x->elementType;
+    ctx.setHostOutput(0, std::move(*r));
+    return success();
+  }
+  auto in = ctx.inputType(0);
+  // The result shape: both shapes broadcast together.
+  std::vector<int64_t> a(in.getShape().begin(), in.getShape().end()), b = target.shape;
+  size_t rank = std::max(a.size(), b.size());
+  a.insert(a.begin(), rank - a.size(), 1);
+  b.insert(b.begin(), rank - b.size(), 1);
+  SmallVector<int64_t> out;
+  for (size_t i = 0; i < rank; ++i) {
+    if (a[i] != b[i] && a[i] != 1 && b[i] != 1)
+      return ctx.error("the input does not broadcast to the shape");
+    out.push_back(a[i] == 1 ? b[i] : a[i]);
+  }
+  auto type = RankedTensorType::get(out, in.getElementType());
+  if (type == in) {
+    ctx.setOutput(0, ctx.input(0));
+    return success();
+  }
+  return ctx.setResult(ctx.createTyped<kiln::ExpandOp>(type, ctx.input(0)));
+}
+
+} // namespace
+
+void registerCompositeConverters(llvm::StringMap<Converter> &t) {
+  t["Softplus"] = convertSoftplus;
+  t["Softsign"] = convertSoftsign;
+  t["Mish"] = convertMish;
+  t["Elu"] = convertElu;
+  t["Selu"] = convertSelu;
+  t["Celu"] = convertCelu;
+  t["ThresholdedRelu"] = convertThresholdedRelu;
+  t["Shrink"] = convertShrink;
+  t["PRelu"] = convertPRelu;
+  t["Sum"] = [](NodeContext &c) { return convertSum(c, false); };
+  t["Mean"] = [](NodeContext &c) { return convertSum(c, true); };
+  t["ReduceL1"] = [](NodeContext &c) { return convertReduction(c, Reduction::L1); };
+  t["ReduceL2"] = [](NodeContext &c) { return convertReduction(c, Reduction::L2); };
+  t["ReduceSumSquare"] = [](NodeContext &c) {
+    return convertReduction(c, Reduction::SumSquare);
+  };
+  t["ReduceLogSum"] = [](NodeContext &c) { return convertReduction(c, Reduction::LogSum); };
+  t["ReduceLogSumExp"] = [](NodeContext &c) {
+    return convertReduction(c, Reduction::LogSumExp);
+  };
+  t["LogSoftmax"] = convertLogSoftmax;
+  t["Dropout"] = convertDropout;
+  t["Size"] = convertSize;
+  t["ConstantOfShape"] = convertConstantOfShape;
+  t["Range"] = convertRange;
+  t["Expand"] = convertExpand;
+}
+
+} // namespace kiln::onnx_import
