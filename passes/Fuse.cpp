@@ -186,7 +186,7 @@ bool hasOneUser(Value v) {
 }
 
 bool isReduction(Operation *op) {
-  return isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op);
+  return isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(op);
 }
 
 /// The elementwise ops that compute a reduction's input and nothing else

@@ -34,7 +34,8 @@ struct LegalizeTypesPass : kiln::impl::LegalizeTypesPassBase<LegalizeTypesPass> 
   using LegalizeTypesPassBase::LegalizeTypesPassBase;
 
   bool keeps(Operation *op) const {
-    if (isa<ConstantOp, CastOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp, FusionOp, YieldOp>(op))
+    if (isa<ConstantOp, CastOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp, FusionOp, YieldOp,
+            ExpandOp, GatherOp, GatherElementsOp>(op))
       return true;
     if (tensorCores && isa<MatMulOp, GemmOp, ConvOp>(op)) {
       Type et = llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType();

@@ -907,6 +907,14 @@ private:
   LogicalResult transpose(kiln::TransposeOp op);
   LogicalResult concat(kiln::ConcatOp op);
   LogicalResult slice(kiln::SliceOp op);
+  /// body(e, i) for every i in [0, total): a grid-stride loop on GPU
+  /// targets, chunks of kWorkgroupElems per workgroup on the CPU.
+  LogicalResult forEach(Operation *op, ArrayRef<Value> ins, int64_t total,
+                        const std::function<void(KernelEmitter &, Value)> &body);
+  LogicalResult gather(kiln::GatherOp op);
+  LogicalResult gatherElements(kiln::GatherElementsOp op);
+  LogicalResult argReduce(kiln::ArgReduceOp op);
+  LogicalResult cumsum(kiln::CumSumOp op);
 };
 
 LogicalResult Lowering::addConstant(kiln::ConstantOp op) {
@@ -1050,7 +1058,8 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
   // Data movement, casts and elementwise chains (arithmetic in f32 after
   // kiln-legalize-types) move any element type; the rest compute f32.
   bool anyType = isa<kiln::CastOp, kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp,
-                     kiln::ConcatOp, kiln::FusionOp>(op) ||
+                     kiln::ConcatOp, kiln::FusionOp, kiln::GatherOp, kiln::GatherElementsOp,
+                     kiln::ArgReduceOp, kiln::CumSumOp>(op) ||
                  kiln::isElementwise(op) || typedKernel;
   if (!anyType &&
       failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(ins, op->getResults())))))
@@ -2925,7 +2934,7 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
   auto in = shape(input);
   ArrayRef<int64_t> axes = llvm::TypeSwitch<Operation *, ArrayRef<int64_t>>(op)
       .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp,
-            kiln::ReduceMinOp>([](auto r) { return r.getAxes(); });
+            kiln::ReduceMinOp, kiln::ReduceProdOp>([](auto r) { return r.getAxes(); });
   // Element strides of every read (the input, or each prologue site), per
   // group of input dimensions.
   SmallVector<Value> reads = pro ? SmallVector<Value>(pro->siteArgs) : SmallVector<Value>{input};
@@ -2957,8 +2966,9 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
     if (g.reduced)
       redN *= g.size;
   bool isMax = isa<kiln::ReduceMaxOp>(op), isMin = isa<kiln::ReduceMinOp>(op);
+  bool isProd = isa<kiln::ReduceProdOp>(op);
   float init = isMax ? -std::numeric_limits<float>::infinity()
-                     : isMin ? std::numeric_limits<float>::infinity() : 0.0f;
+                     : isMin ? std::numeric_limits<float>::infinity() : isProd ? 1.0f : 0.0f;
   SmallVector<Value> ins(reads);
   if (epi)
     ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
@@ -2992,6 +3002,7 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
   auto combine = [&](KernelEmitter &e, Value acc, Value x) -> Value {
     if (isMax) return arith::MaximumFOp::create(e.b, acc, x).getResult();
     if (isMin) return arith::MinimumFOp::create(e.b, acc, x).getResult();
+    if (isProd) return e.fmul(acc, x);
     return e.fadd(acc, x, !p.gpu);
   };
   // The reduced element at read offsets `off` (through the prologue).
@@ -3331,6 +3342,145 @@ LogicalResult Lowering::slice(kiln::SliceOp op) {
   });
 }
 
+//===----------------------------------------------------------------------===//
+// Indexing: Gather, GatherElements; ArgMax/ArgMin and CumSum along an axis.
+//===----------------------------------------------------------------------===//
+
+LogicalResult Lowering::forEach(Operation *op, ArrayRef<Value> ins, int64_t total,
+                                const std::function<void(KernelEmitter &, Value)> &body) {
+  if (p.gpu)
+    return gpuForEach(op, ins, total, body);
+  return launch(op, ins, ceilDiv(std::max<int64_t>(total, 1), kWorkgroupElems),
+                [&](KernelEmitter &e) {
+                  auto [lo, hi] = e.share(total, kWorkgroupElems);
+                  e.loop(lo, hi, [&](Value i) { body(e, i); });
+                });
+}
+
+/// A run-time index (an integer element) as an in-bounds position along a
+/// dimension of size `dim`: negative counts from the end, the rest clamps.
+Value boundedIndex(KernelEmitter &e, Value raw, int64_t dim) {
+  ImplicitLocOpBuilder &b = e.b;
+  Value v = raw;
+  if (v.getType().getIntOrFloatBitWidth() < 64)
+    v = arith::ExtSIOp::create(b, b.getI64Type(), v);
+  Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, v, e.i64(0));
+  v = arith::SelectOp::create(b, neg, arith::AddIOp::create(b, v, e.i64(dim)), v);
+  v = arith::MaxSIOp::create(b, v, e.i64(0));
+  v = arith::MinSIOp::create(b, v, e.i64(std::max<int64_t>(dim - 1, 0)));
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+
+LogicalResult Lowering::gather(kiln::GatherOp op) {
+  auto data = shape(op.getData()), ids = shape(op.getIndices()), out = shape(op.getResult());
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= data[d];
+  for (int64_t d = axis + 1; d < static_cast<int64_t>(data.size()); ++d) inner *= data[d];
+  int64_t n = 1;
+  for (int64_t d : ids) n *= d;
+  int64_t dim = data[axis];
+  (void)out;
+  return forEach(op, {op.getData(), op.getIndices()}, elems(op.getResult()),
+                 [&](KernelEmitter &e, Value i) {
+                   // i = (o * n + k) * inner + r
+                   Value r = e.rem(i, inner), rest = e.div(i, inner);
+                   Value k = e.rem(rest, n), o = e.div(rest, n);
+                   Value at = boundedIndex(e, e.load(1, k), dim);
+                   Value src = e.add(e.mul(e.add(e.mul(o, dim), at), inner), r);
+                   e.store(e.load(0, src), 2, i);
+                 });
+}
+
+LogicalResult Lowering::gatherElements(kiln::GatherElementsOp op) {
+  auto data = shape(op.getData()), out = shape(op.getResult());
+  int64_t axis = static_cast<int64_t>(op.getAxis()), rank = out.size();
+  auto dataStr = stridesOf(data);
+  return forEach(op, {op.getData(), op.getIndices()}, elems(op.getResult()),
+                 [&](KernelEmitter &e, Value i) {
+                   Value src = e.idx(0), rest = i;
+                   for (int64_t d = rank - 1; d >= 0; --d) {
+                     Value coord = d == 0 ? rest : e.rem(rest, out[d]);
+                     if (d > 0)
+                       rest = e.div(rest, out[d]);
+                     if (d != axis)
+                       src = e.add(src, e.mul(coord, dataStr[d]));
+                   }
+                   Value at = boundedIndex(e, e.load(1, i), data[axis]);
+                   src = e.add(src, e.mul(at, dataStr[axis]));
+                   e.store(e.load(0, src), 2, i);
+                 });
+}
+
+/// Lines along `axis` of a tensor of `shape`: (outer, inner) and the size.
+struct AxisLines {
+  int64_t outer = 1, inner = 1, dim = 1;
+  AxisLines(ArrayRef<int64_t> shape, int64_t axis) {
+    for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
+    for (int64_t d = axis + 1; d < static_cast<int64_t>(shape.size()); ++d) inner *= shape[d];
+    dim = shape[axis];
+  }
+  /// The offset of element 0 of line `l` (l = o * inner + r).
+  Value base(KernelEmitter &e, Value l) const {
+    return e.add(e.mul(e.div(l, inner), dim * inner), e.rem(l, inner));
+  }
+};
+
+LogicalResult Lowering::argReduce(kiln::ArgReduceOp op) {
+  AxisLines lines(shape(op.getInput()), static_cast<int64_t>(op.getAxis()));
+  Type et = elemType(op.getInput());
+  bool isFloat = llvm::isa<FloatType>(et);
+  bool uns = et.isUnsignedInteger() || et.isInteger(1);
+  bool max = op.getMax(), last = op.getSelectLastIndex();
+  return forEach(op, {op.getInput()}, lines.outer * lines.inner, [&](KernelEmitter &e, Value l) {
+    ImplicitLocOpBuilder &b = e.b;
+    Value base = lines.base(e, l);
+    Value first = e.load(0, base);
+    auto f = scf::ForOp::create(b, e.idx(1), e.idx(lines.dim), e.idx(1),
+                                ValueRange{first, e.idx(0)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(f.getBody());
+      Value k = f.getInductionVar();
+      Value best = f.getRegionIterArgs()[0], at = f.getRegionIterArgs()[1];
+      Value v = e.load(0, e.add(base, e.mul(k, lines.inner)));
+      Value better;
+      if (isFloat) {
+        using P = arith::CmpFPredicate;
+        P pred = max ? (last ? P::OGE : P::OGT) : (last ? P::OLE : P::OLT);
+        better = arith::CmpFOp::create(b, pred, v, best);
+      } else {
+        using P = arith::CmpIPredicate;
+        P pred = max ? (last ? (uns ? P::uge : P::sge) : (uns ? P::ugt : P::sgt))
+                     : (last ? (uns ? P::ule : P::sle) : (uns ? P::ult : P::slt));
+        better = arith::CmpIOp::create(b, pred, v, best);
+      }
+      scf::YieldOp::create(b, ValueRange{arith::SelectOp::create(b, better, v, best),
+                                         arith::SelectOp::create(b, better, k, at)});
+    }
+    e.store(e.i64(f.getResult(1)), 1, l);
+  });
+}
+
+LogicalResult Lowering::cumsum(kiln::CumSumOp op) {
+  AxisLines lines(shape(op.getInput()), static_cast<int64_t>(op.getAxis()));
+  Type et = elemType(op.getInput());
+  bool isFloat = llvm::isa<FloatType>(et);
+  bool excl = op.getExclusive(), rev = op.getReverse();
+  return forEach(op, {op.getInput()}, lines.outer * lines.inner, [&](KernelEmitter &e, Value l) {
+    ImplicitLocOpBuilder &b = e.b;
+    Value base = lines.base(e, l);
+    e.reduce(e.idx(0), e.idx(lines.dim), e.zero(et), [&](Value k, Value acc) {
+      Value pos = rev ? arith::SubIOp::create(b, e.idx(lines.dim - 1), k).getResult() : k;
+      Value at = e.add(base, e.mul(pos, lines.inner));
+      Value x = e.load(0, at);
+      Value next = isFloat ? e.fadd(acc, x) : e.add(acc, x);
+      e.store(excl ? acc : next, 1, at);
+      return next;
+    });
+  });
+}
+
 LogicalResult Lowering::concat(kiln::ConcatOp op) {
   auto out = shape(op.getResult());
   int64_t axis = static_cast<int64_t>(op.getAxis());
@@ -3435,7 +3585,8 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
   // A reduction with its elementwise prologue (computing its input) and
   // epilogue.
   auto redIt = llvm::find_if(ops, [](Operation *o) {
-    return isa<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp>(o);
+    return isa<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp,
+                 kiln::ReduceProdOp>(o);
   });
   if (redIt != ops.end()) {
     Operation *red = *redIt;
@@ -3551,7 +3702,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::BatchNormOp>([&](auto o) { return batchNorm(o); })
       .Case<kiln::SoftmaxOp>([&](auto o) { return softmax(o); })
       .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp,
-            kiln::ReduceMinOp>([&](Operation *o) { return reduce(o); })
+            kiln::ReduceMinOp, kiln::ReduceProdOp>([&](Operation *o) { return reduce(o); })
       .Case<kiln::LayerNormOp>([&](auto o) { return layerNorm(o); })
       .Case<kiln::AttentionOp>([&](kiln::AttentionOp o) {
         SmallVector<Value> srcs{o.getQuery(), o.getKey(), o.getValue()};
@@ -3565,6 +3716,10 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::TransposeOp>([&](auto o) { return transpose(o); })
       .Case<kiln::ConcatOp>([&](auto o) { return concat(o); })
       .Case<kiln::SliceOp>([&](auto o) { return slice(o); })
+      .Case<kiln::GatherOp>([&](auto o) { return gather(o); })
+      .Case<kiln::GatherElementsOp>([&](auto o) { return gatherElements(o); })
+      .Case<kiln::ArgReduceOp>([&](auto o) { return argReduce(o); })
+      .Case<kiln::CumSumOp>([&](auto o) { return cumsum(o); })
       .Default([&](Operation *o) -> LogicalResult {
         if (kiln::isElementwise(o))
           return elementwise(o, SmallVector<Value>(o->getOperands()),
@@ -3762,7 +3917,8 @@ int64_t estimateFlops(Operation *op) {
           [&](Operation *o) { return 4 * elemsOf(o->getResult(0)); })
       .Case<kiln::GeluOp>([&](auto g) { return 8 * elemsOf(g.getResult()); })
       .Case<kiln::LayerNormOp>([&](auto l) { return 8 * elemsOf(l.getResult()); })
-      .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp>(
+      .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp,
+                 kiln::ReduceProdOp>(
           [&](Operation *o) { return elemsOf(o->getOperand(0)); })
       .Case<kiln::AttentionOp>([&](auto a) {
         auto q = llvm::cast<RankedTensorType>(a.getQuery().getType()).getShape();

@@ -73,6 +73,29 @@ struct Builder {
     return take(ctx.createTyped<kiln::ReshapeOp>(
         RankedTensorType::get(shape, elem(x)), x));
   }
+  Value transpose(Value x, ArrayRef<int64_t> perm) {
+    if (!ok({x}))
+      return {};
+    return take(ctx.create<kiln::TransposeOp>(x, ctx.builder.getDenseI64ArrayAttr(perm)));
+  }
+  Value slice(Value x, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+              ArrayRef<int64_t> strides) {
+    if (!ok({x}))
+      return {};
+    OpBuilder &b = ctx.builder;
+    return take(ctx.create<kiln::SliceOp>(x, b.getDenseI64ArrayAttr(offsets),
+                                          b.getDenseI64ArrayAttr(sizes),
+                                          b.getDenseI64ArrayAttr(strides)));
+  }
+  Value expand(Value x, ArrayRef<int64_t> shape) {
+    if (!ok({x}))
+      return {};
+    auto t = RankedTensorType::get(shape, elem(x));
+    return t == x.getType() ? x : take(ctx.createTyped<kiln::ExpandOp>(t, x));
+  }
+  ArrayRef<int64_t> shape(Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getShape();
+  }
   LogicalResult result(Value v) {
     if (!ok({v}))
       return failure();
@@ -185,40 +208,6 @@ LogicalResult convertSum(NodeContext &ctx, bool mean) {
   if (mean && ctx.numInputs() > 1)
     acc = g.div(acc, g.scalar(acc, static_cast<double>(ctx.numInputs())));
   return g.result(acc);
-}
-
-/// The axes a reduction reduces (sorted, non-negative): from the `axes`
-/// attribute before `inputFromOpset`, the optional second input after; none
-/// means every axis, or nothing with noop_with_empty_axes (nullopt).
-FailureOr<std::optional<std::vector<int64_t>>> reductionAxes(NodeContext &ctx,
-                                                            int64_t inputFromOpset) {
-  int64_t rank = ctx.inputType(0).getRank();
-  std::vector<int64_t> axes;
-  if (ctx.opset < inputFromOpset) {
-    axes = ctx.attrInts("axes").value_or(std::vector<int64_t>{});
-  } else if (ctx.hasInput(1)) {
-    const HostTensor *h = ctx.hostInput(1);
-    if (!h)
-      return ctx.error("axes must be known at compile time");
-    for (double v : h->values)
-      axes.push_back(static_cast<int64_t>(v));
-  }
-  if (axes.empty()) {
-    if (ctx.attrInt("noop_with_empty_axes", 0))
-      return std::optional<std::vector<int64_t>>();
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
-  for (int64_t &a : axes) {
-    auto n = normalizeAxis(ctx, a, rank);
-    if (failed(n))
-      return failure();
-    a = *n;
-  }
-  std::sort(axes.begin(), axes.end());
-  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
-    return ctx.error("axes repeat a dimension");
-  return std::optional<std::vector<int64_t>>(axes);
 }
 
 enum class Reduction { L1, L2, SumSquare, LogSum, LogSumExp };
@@ -435,9 +424,289 @@ LogicalResult convertExpand(NodeContext &ctx) {
   return ctx.setResult(ctx.createTyped<kiln::ExpandOp>(type, ctx.input(0)));
 }
 
+/// Split into the node's outputs along an axis: sizes from the `split`
+/// attribute (before opset 13) or input, equal parts otherwise (opset 18's
+/// num_outputs: ceil-sized parts, the last smaller).
+LogicalResult convertSplit(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), in.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t dim = in.getDimSize(*axis), outs = ctx.node.output_size();
+  std::vector<int64_t> sizes;
+  if (ctx.opset < 13) {
+    sizes = ctx.attrInts("split").value_or(std::vector<int64_t>{});
+  } else if (ctx.hasInput(1)) {
+    const HostTensor *h = ctx.hostInput(1);
+    if (!h)
+      return ctx.error("split sizes must be known at compile time");
+    for (double v : h->values)
+      sizes.push_back(static_cast<int64_t>(v));
+  }
+  if (sizes.empty()) {
+    int64_t parts = ctx.attr("num_outputs") ? ctx.attrInt("num_outputs", outs) : outs;
+    if (parts <= 0)
+      return ctx.error("splits into no parts");
+    int64_t each = ctx.attr("num_outputs") ? (dim + parts - 1) / parts : dim / parts;
+    if (!ctx.attr("num_outputs") && dim % parts != 0)
+      return ctx.error("dimension " + Twine(dim) + " does not split into " + Twine(parts) +
+                       " equal parts");
+    for (int64_t i = 0, left = dim; i < parts; ++i, left -= each)
+      sizes.push_back(std::min(each, left));
+  }
+  if (static_cast<int64_t>(sizes.size()) != outs)
+    return ctx.error("has " + Twine(outs) + " outputs but " + Twine(sizes.size()) + " split sizes");
+  int64_t total = 0;
+  for (int64_t v : sizes)
+    total += v;
+  if (total != dim || llvm::any_of(sizes, [](int64_t v) { return v < 0; }))
+    return ctx.error("split sizes do not add up to the dimension " + Twine(dim));
+  Builder g{ctx};
+  int64_t rank = in.getRank(), at = 0;
+  for (int64_t i = 0; i < outs; ++i) {
+    SmallVector<int64_t> off(rank, 0), sz(in.getShape()), st(rank, 1);
+    off[*axis] = sizes[i] ? at : 0;
+    sz[*axis] = sizes[i];
+    at += sizes[i];
+    Value part = g.slice(ctx.input(0), off, sz, st);
+    if (!g.ok({part}))
+      return failure();
+    ctx.setOutput(i, part);
+  }
+  return success();
+}
+
+/// Trilu: the input where a compile-time triangle mask holds, 0 elsewhere.
+LogicalResult convertTrilu(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  if (in.getRank() < 2)
+    return ctx.error("expects a tensor of rank 2 or more");
+  int64_t k = 0;
+  if (ctx.hasInput(1)) {
+    const HostTensor *h = ctx.hostInput(1);
+    if (!h || h->numElements() != 1)
+      return ctx.error("k must be a compile-time scalar");
+    k = static_cast<int64_t>(h->values[0]);
+  }
+  bool upper = ctx.attrInt("upper", 1) != 0;
+  int64_t n = in.getDimSize(in.getRank() - 2), m = in.getDimSize(in.getRank() - 1);
+  HostTensor mask;
+  mask.elementType = ctx.builder.getI1Type();
+  mask.shape = {n, m};
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      mask.values.push_back(upper ? j - i >= k : j - i <= k);
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  Value c = Importer::materialize(ctx.builder, mask, ctx.node.name() + ".mask");
+  return g.result(g.where(c, x, g.scalar(x, 0.0)));
+}
+
+/// Tile: the input viewed with a unit dimension before each dimension,
+/// expanded to the repeats, flattened back.
+LogicalResult convertTile(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  const HostTensor *reps = ctx.hostInput(1);
+  if (!reps)
+    return ctx.error("repeats must be known at compile time");
+  if (reps->numElements() != in.getRank())
+    return ctx.error("repeats has " + Twine(reps->numElements()) + " values for a rank-" +
+                     Twine(in.getRank()) + " input");
+  SmallVector<int64_t> split, expanded, out;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t r = static_cast<int64_t>(reps->values[d]);
+    if (r < 0)
+      return ctx.error("repeats must not be negative");
+    split.append({1, in.getDimSize(d)});
+    expanded.append({r, in.getDimSize(d)});
+    out.push_back(r * in.getDimSize(d));
+  }
+  Builder g{ctx};
+  return g.result(g.reshape(g.expand(g.reshape(ctx.input(0), split), expanded), out));
+}
+
+/// DepthToSpace and SpaceToDepth: a reshape, a transpose and a reshape.
+LogicalResult convertDepthSpace(NodeContext &ctx, bool toSpace) {
+  auto in = ctx.inputType(0);
+  if (in.getRank() != 4)
+    return ctx.error("expects a rank-4 (NCHW) input");
+  int64_t b = ctx.attrInt("blocksize", 0);
+  int64_t N = in.getDimSize(0), C = in.getDimSize(1), H = in.getDimSize(2), W = in.getDimSize(3);
+  if (b <= 0)
+    return ctx.error("blocksize must be positive");
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  if (toSpace) {
+    if (C % (b * b))
+      return ctx.error("channels are not a multiple of blocksize^2");
+    bool crd = ctx.attrString("mode", "DCR") == "CRD";
+    Value r = crd ? g.reshape(x, {N, C / (b * b), b, b, H, W})
+                  : g.reshape(x, {N, b, b, C / (b * b), H, W});
+    Value t = crd ? g.transpose(r, {0, 1, 4, 2, 5, 3}) : g.transpose(r, {0, 3, 4, 1, 5, 2});
+    return g.result(g.reshape(t, {N, C / (b * b), H * b, W * b}));
+  }
+  if (H % b || W % b)
+    return ctx.error("spatial dimensions are not multiples of blocksize");
+  Value r = g.reshape(x, {N, C, H / b, b, W / b, b});
+  Value t = g.transpose(r, {0, 3, 5, 1, 2, 4});
+  return g.result(g.reshape(t, {N, C * b * b, H / b, W / b}));
+}
+
+LogicalResult convertEyeLike(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  if (in.getRank() != 2)
+    return ctx.error("expects a rank-2 input");
+  Type et = in.getElementType();
+  if (ctx.attr("dtype")) {
+    et = elementTypeOf(ctx.builder.getContext(), ctx.attrInt("dtype", 1));
+    if (!et)
+      return ctx.error("unsupported dtype " + Twine(ctx.attrInt("dtype", 1)));
+  }
+  int64_t k = ctx.attrInt("k", 0);
+  HostTensor h;
+  h.elementType = et;
+  h.shape = {in.getDimSize(0), in.getDimSize(1)};
+  for (int64_t i = 0; i < h.shape[0]; ++i)
+    for (int64_t j = 0; j < h.shape[1]; ++j)
+      h.values.push_back(j - i == k ? 1.0 : 0.0);
+  ctx.setHostOutput(0, std::move(h));
+  return success();
+}
+
+LogicalResult convertGlobalMaxPool(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  std::vector<int64_t> axes;
+  for (int64_t d = 2; d < in.getRank(); ++d)
+    axes.push_back(d);
+  Builder g{ctx};
+  return g.result(g.reduce<kiln::ReduceMaxOp>(ctx.input(0), axes, true));
+}
+
+/// (x - mean) / sqrt(var + eps) over `axes` (biased variance), kept dims.
+Value normalize(Builder &g, Value x, ArrayRef<int64_t> axes, double eps) {
+  Value mean = g.reduce<kiln::ReduceMeanOp>(x, axes, true);
+  Value d = g.sub(x, mean);
+  Value var = g.reduce<kiln::ReduceMeanOp>(g.mul(d, d), axes, true);
+  return g.div(d, g.un<kiln::SqrtOp>(g.add(var, g.scalar(var, eps))));
+}
+
+LogicalResult convertInstanceNorm(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  auto in = ctx.inputType(0);
+  if (in.getRank() < 3)
+    return ctx.error("expects an input of rank 3 or more (N, C, spatial...)");
+  std::vector<int64_t> axes;
+  for (int64_t d = 2; d < in.getRank(); ++d)
+    axes.push_back(d);
+  Builder g{ctx};
+  Value y = normalize(g, ctx.input(0), axes, ctx.attrFloat("epsilon", 1e-5f));
+  SmallVector<int64_t> perChannel(in.getRank() - 1, 1);
+  perChannel[0] = in.getDimSize(1);
+  Value scale = g.reshape(ctx.input(1), perChannel), bias = g.reshape(ctx.input(2), perChannel);
+  return g.result(g.add(g.mul(y, scale), bias));
+}
+
+LogicalResult convertMeanVarianceNorm(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  auto in = ctx.inputType(0);
+  auto axes = ctx.attrInts("axes").value_or(std::vector<int64_t>{0, 2, 3});
+  for (int64_t &a : axes) {
+    auto n = normalizeAxis(ctx, a, in.getRank());
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  std::sort(axes.begin(), axes.end());
+  Builder g{ctx};
+  return g.result(normalize(g, ctx.input(0), axes, 1e-9));
+}
+
+LogicalResult convertLpNorm(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  auto in = ctx.inputType(0);
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), in.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t p = ctx.attrInt("p", 2);
+  if (p != 1 && p != 2)
+    return ctx.error("p must be 1 or 2");
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  Value norm = p == 1 ? g.reduce<kiln::ReduceSumOp>(g.un<kiln::AbsOp>(x), {*axis}, true)
+                      : g.un<kiln::SqrtOp>(g.reduce<kiln::ReduceSumOp>(g.mul(x, x), {*axis}, true));
+  return g.result(g.div(x, norm));
+}
+
+LogicalResult convertGatherElements(NodeContext &ctx) {
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), ctx.inputType(0).getRank());
+  if (failed(axis))
+    return failure();
+  if (!ctx.inputType(1).getElementType().isSignlessInteger())
+    return ctx.error("indices must be int32 or int64");
+  return ctx.setResult(ctx.create<kiln::GatherElementsOp>(ctx.input(0), ctx.input(1),
+                                                          ctx.builder.getI64IntegerAttr(*axis)));
+}
+
+LogicalResult convertArgReduce(NodeContext &ctx, bool max) {
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), ctx.inputType(0).getRank());
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = ctx.builder;
+  return ctx.setResult(ctx.create<kiln::ArgReduceOp>(
+      ctx.input(0), b.getI64IntegerAttr(*axis), b.getBoolAttr(ctx.attrInt("keepdims", 1) != 0),
+      b.getBoolAttr(max), b.getBoolAttr(ctx.attrInt("select_last_index", 0) != 0)));
+}
+
+LogicalResult convertCumSum(NodeContext &ctx) {
+  const HostTensor *a = ctx.hostInput(1);
+  if (!a || a->numElements() != 1)
+    return ctx.error("axis must be a compile-time scalar");
+  auto axis = normalizeAxis(ctx, static_cast<int64_t>(a->values[0]), ctx.inputType(0).getRank());
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = ctx.builder;
+  return ctx.setResult(ctx.createTyped<kiln::CumSumOp>(
+      ctx.inputType(0), ctx.input(0), b.getI64IntegerAttr(*axis),
+      b.getBoolAttr(ctx.attrInt("exclusive", 0) != 0),
+      b.getBoolAttr(ctx.attrInt("reverse", 0) != 0)));
+}
+
 } // namespace
 
+/// Clip with run-time bounds or on integers: max then min with the bounds
+/// as (broadcast scalar) tensors. (Float clips with compile-time bounds are
+/// kiln.clip, see ConvertElementwise.cpp.)
+LogicalResult convertClipGeneral(NodeContext &ctx) {
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  for (int i = 1; i <= 2; ++i) {
+    if (!ctx.hasInput(i))
+      continue;
+    if (ctx.inputType(i).getNumElements() != 1)
+      return ctx.error(Twine(i == 1 ? "min" : "max") + " must be a scalar");
+    x = i == 1 ? g.bin<kiln::MaxOp>(x, ctx.input(i)) : g.bin<kiln::MinOp>(x, ctx.input(i));
+  }
+  return g.result(x);
+}
+
 void registerCompositeConverters(llvm::StringMap<Converter> &t) {
+  t["Split"] = convertSplit;
+  t["GatherElements"] = convertGatherElements;
+  t["ArgMax"] = [](NodeContext &c) { return convertArgReduce(c, true); };
+  t["ArgMin"] = [](NodeContext &c) { return convertArgReduce(c, false); };
+  t["CumSum"] = convertCumSum;
+  t["Trilu"] = convertTrilu;
+  t["Tile"] = convertTile;
+  t["DepthToSpace"] = [](NodeContext &c) { return convertDepthSpace(c, true); };
+  t["SpaceToDepth"] = [](NodeContext &c) { return convertDepthSpace(c, false); };
+  t["EyeLike"] = convertEyeLike;
+  t["GlobalMaxPool"] = convertGlobalMaxPool;
+  t["InstanceNormalization"] = convertInstanceNorm;
+  t["MeanVarianceNormalization"] = convertMeanVarianceNorm;
+  t["LpNormalization"] = convertLpNorm;
   t["Softplus"] = convertSoftplus;
   t["Softsign"] = convertSoftsign;
   t["Mish"] = convertMish;

@@ -154,6 +154,11 @@ LogicalResult convertUnary(NodeContext &ctx, double (*host)(double) = nullptr) {
 
 LogicalResult convertClip(NodeContext &ctx) {
   float lo = -INFINITY, hi = INFINITY;
+  bool general = !llvm::isa<FloatType>(ctx.inputType(0).getElementType());
+  for (int i = 1; i <= 2 && ctx.opset >= 11; ++i)
+    general = general || (ctx.hasInput(i) && !ctx.hostInput(i));
+  if (general)
+    return convertClipGeneral(ctx);
   if (ctx.opset < 11) {
     lo = ctx.attrFloat("min", lo);
     hi = ctx.attrFloat("max", hi);

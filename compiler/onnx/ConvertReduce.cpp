@@ -6,15 +6,13 @@
 
 using namespace mlir;
 namespace kiln::onnx_import {
-namespace {
 
-/// The reduced axes: from the `axes` attribute before `inputFromOpset`, from
-/// the optional second input after. Empty axes reduce everything unless
-/// noop_with_empty_axes is set (then the node is the identity).
-template <typename OpTy>
-LogicalResult convertReduce(NodeContext &ctx, int64_t inputFromOpset) {
-  auto in = ctx.inputType(0);
-  int64_t rank = in.getRank();
+/// The reduced axes (sorted, non-negative): from the `axes` attribute before
+/// `inputFromOpset`, from the optional second input after. No axes reduce
+/// everything, or nothing (nullopt: the identity) with noop_with_empty_axes.
+FailureOr<std::optional<std::vector<int64_t>>> reductionAxes(NodeContext &ctx,
+                                                            int64_t inputFromOpset) {
+  int64_t rank = ctx.inputType(0).getRank();
   std::vector<int64_t> axes;
   if (ctx.opset < inputFromOpset) {
     axes = ctx.attrInts("axes").value_or(std::vector<int64_t>{});
@@ -26,10 +24,8 @@ LogicalResult convertReduce(NodeContext &ctx, int64_t inputFromOpset) {
       axes.push_back(static_cast<int64_t>(v));
   }
   if (axes.empty()) {
-    if (ctx.attrInt("noop_with_empty_axes", 0)) {
-      ctx.setOutput(0, ctx.input(0));
-      return success();
-    }
+    if (ctx.attrInt("noop_with_empty_axes", 0))
+      return std::optional<std::vector<int64_t>>();
     for (int64_t d = 0; d < rank; ++d)
       axes.push_back(d);
   }
@@ -42,8 +38,22 @@ LogicalResult convertReduce(NodeContext &ctx, int64_t inputFromOpset) {
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     return ctx.error("axes repeat a dimension");
+  return std::optional<std::vector<int64_t>>(axes);
+}
+
+namespace {
+
+template <typename OpTy>
+LogicalResult convertReduce(NodeContext &ctx, int64_t inputFromOpset) {
+  auto axes = reductionAxes(ctx, inputFromOpset);
+  if (failed(axes))
+    return failure();
+  if (!*axes) {
+    ctx.setOutput(0, ctx.input(0));
+    return success();
+  }
   OpBuilder &b = ctx.builder;
-  return ctx.setResult(ctx.create<OpTy>(ctx.input(0), b.getDenseI64ArrayAttr(axes),
+  return ctx.setResult(ctx.create<OpTy>(ctx.input(0), b.getDenseI64ArrayAttr(**axes),
                                         b.getBoolAttr(ctx.attrInt("keepdims", 1) != 0)));
 }
 
@@ -110,6 +120,7 @@ void registerReduceConverters(llvm::StringMap<Converter> &t) {
   t["ReduceMean"] = [](NodeContext &c) { return convertReduce<kiln::ReduceMeanOp>(c, 18); };
   t["ReduceMax"] = [](NodeContext &c) { return convertReduce<kiln::ReduceMaxOp>(c, 18); };
   t["ReduceMin"] = [](NodeContext &c) { return convertReduce<kiln::ReduceMinOp>(c, 18); };
+  t["ReduceProd"] = [](NodeContext &c) { return convertReduce<kiln::ReduceProdOp>(c, 18); };
   t["LayerNormalization"] = convertLayerNorm;
 }
 

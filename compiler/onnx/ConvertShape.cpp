@@ -294,9 +294,16 @@ LogicalResult convertShape(NodeContext &ctx) {
 
 LogicalResult convertGather(NodeContext &ctx) {
   const HostTensor *data = ctx.hostInput(0), *idx = ctx.hostInput(1);
-  if (!data || !idx)
-    return ctx.error("Gather is supported on compile-time values only (shape "
-                     "arithmetic); its data or indices are known only at run time");
+  if (!data || !idx) {
+    // Run-time data or indices (embedding lookups): kiln.gather.
+    auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), ctx.inputType(0).getRank());
+    if (failed(axis))
+      return failure();
+    if (!ctx.inputType(1).getElementType().isSignlessInteger())
+      return ctx.error("indices must be int32 or int64");
+    return ctx.setResult(ctx.create<kiln::GatherOp>(ctx.input(0), ctx.input(1),
+                                                    ctx.builder.getI64IntegerAttr(*axis)));
+  }
   int64_t rank = data->shape.size();
   auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), rank);
   if (failed(axis))

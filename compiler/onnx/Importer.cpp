@@ -24,6 +24,9 @@
 #include <cctype>
 #include <cstring>
 
+#include "kiln/runtime.h"
+#include "tools/kiln-run/TensorFile.h"
+
 using namespace mlir;
 namespace kiln::onnx_import {
 
@@ -320,6 +323,40 @@ LogicalResult Importer::run(const ImportOptions &options,
     if (failed(h))
       return failure();
     slots[init.name()].host = std::move(*h);
+  }
+
+  // Bound inputs: constants from files.
+  for (auto &[name, file] : options.bindings) {
+    if (slots.count(name) || llvm::none_of(g.input(), [&](const onnx::ValueInfoProto &vi) {
+          return vi.name() == name;
+        }))
+      return fileError("--bind names '" + name + "', which is not a graph input");
+    kiln::tools::HostArray a;
+    std::string err;
+    if (!kiln::tools::readTensorFile(file, a, err))
+      return fileError("--bind " + name + ": " + err);
+    Builder b(ctx);
+    HostTensor h;
+    switch (a.dtype) {
+    case KILN_F32: h.elementType = b.getF32Type(); break;
+    case KILN_F64: h.elementType = b.getF64Type(); break;
+    case KILN_F16: h.elementType = b.getF16Type(); break;
+    case KILN_BF16: h.elementType = b.getBF16Type(); break;
+    case KILN_I64: h.elementType = b.getIntegerType(64); break;
+    case KILN_I32: h.elementType = b.getIntegerType(32); break;
+    case KILN_I16: h.elementType = b.getIntegerType(16); break;
+    case KILN_I8: h.elementType = b.getIntegerType(8); break;
+    case KILN_U8: h.elementType = b.getIntegerType(8, false); break;
+    case KILN_U16: h.elementType = b.getIntegerType(16, false); break;
+    case KILN_U32: h.elementType = b.getIntegerType(32, false); break;
+    case KILN_U64: h.elementType = b.getIntegerType(64, false); break;
+    case KILN_BOOL: h.elementType = b.getI1Type(); break;
+    default: return fileError("--bind " + name + ": unsupported element type");
+    }
+    h.shape = a.shape;
+    for (int64_t i = 0; i < a.numElements(); ++i)
+      h.values.push_back(a.at(i));
+    slots[name].host = std::move(h);
   }
 
   for (auto &[name, _] : options.inputShapes)

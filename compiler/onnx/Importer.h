@@ -28,6 +28,10 @@ constexpr int64_t kMinOpset = 1;
 struct ImportOptions {
   /// Overrides for graph input shapes, by input name (`--shape NAME=1x3x8x8`).
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Graph inputs frozen to the tensor in a .npy or TensorProto .pb file
+  /// (`--bind NAME=FILE`): they become constants, so shape arguments (axes,
+  /// target shapes, pads given as inputs) are known at compile time.
+  std::map<std::string, std::string> bindings;
 };
 
 /// Imports the model at `path`. Returns null after emitting diagnostics.

@@ -136,6 +136,12 @@ void registerLogicConverters(llvm::StringMap<Converter> &table);
 void registerCompositeConverters(llvm::StringMap<Converter> &table);
 
 /// Helpers shared by converters.
+/// The axes a Reduce* node reduces (see ConvertReduce.cpp); nullopt: none
+/// (noop_with_empty_axes).
+mlir::FailureOr<std::optional<std::vector<int64_t>>> reductionAxes(NodeContext &ctx,
+                                                                  int64_t inputFromOpset);
+/// Clip as max/min with tensor bounds (run-time bounds, integer inputs).
+mlir::LogicalResult convertClipGeneral(NodeContext &ctx);
 mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t onnxType);
 /// Normalizes a possibly negative axis for `rank`; fails with a diagnostic.
 mlir::FailureOr<int64_t> normalizeAxis(NodeContext &ctx, int64_t axis,

@@ -145,8 +145,14 @@ bool compileEmulation(llvm::StringRef sourcePath, llvm::StringRef objectPath, in
   }
   std::string opt = optLevel == 0 ? "-O0" : "-O1"; // tests: compile time matters most
   std::string emuInc = "-I" KILN_EMU_INCLUDE_DIR, cudaInc = "-I" KILN_CUDA_INCLUDE_DIR;
-  llvm::SmallVector<llvm::StringRef> args{*cxx, "-std=c++20", opt, "-fPIC", "-w", emuInc,
-                                          cudaInc, "-c", sourcePath, "-o", objectPath};
+  llvm::SmallVector<llvm::StringRef> args{*cxx, "-std=c++20", opt, "-fPIC", "-w"};
+  // The precompiled header (with its header beside it) when the build made
+  // one: searched first; gcc uses it where the flags match (-O1) and reads
+  // the header otherwise.
+  std::string pchInc = "-I" KILN_EMU_PCH_DIR;
+  if (llvm::sys::fs::exists(KILN_EMU_PCH_DIR "/kiln_cuda_emu.h.gch"))
+    args.push_back(pchInc);
+  args.append({emuInc, cudaInc, "-c", sourcePath, "-o", objectPath});
   std::string msg;
   int rc = llvm::sys::ExecuteAndWait(*cxx, args, std::nullopt, {}, 0, 0, &msg);
   if (rc != 0) {

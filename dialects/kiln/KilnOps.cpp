@@ -309,6 +309,59 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locati
   return success();
 }
 
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto d = rankedOf(adaptor.getData()), i = rankedOf(adaptor.getIndices());
+  int64_t axis = static_cast<int64_t>(adaptor.getAxis());
+  if (axis < 0 || axis >= d.getRank())
+    return failWith(loc, "axis " + llvm::Twine(axis) + " is out of range");
+  SmallVector<int64_t> shape(d.getShape().take_front(axis));
+  llvm::append_range(shape, i.getShape());
+  llvm::append_range(shape, d.getShape().drop_front(axis + 1));
+  inferred.push_back(RankedTensorType::get(shape, d.getElementType()));
+  return success();
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &inferred) {
+  auto d = rankedOf(adaptor.getData()), i = rankedOf(adaptor.getIndices());
+  int64_t axis = static_cast<int64_t>(adaptor.getAxis());
+  if (axis < 0 || axis >= d.getRank())
+    return failWith(loc, "axis " + llvm::Twine(axis) + " is out of range");
+  if (i.getRank() != d.getRank())
+    return failWith(loc, "indices and data differ in rank");
+  for (int64_t k = 0; k < d.getRank(); ++k)
+    if (k != axis && i.getDimSize(k) > d.getDimSize(k))
+      return failWith(loc, "indices exceed data in dimension " + llvm::Twine(k));
+  inferred.push_back(RankedTensorType::get(i.getShape(), d.getElementType()));
+  return success();
+}
+
+LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(adaptor.getInput());
+  int64_t axis = static_cast<int64_t>(adaptor.getAxis());
+  if (axis < 0 || axis >= in.getRank())
+    return failWith(loc, "axis " + llvm::Twine(axis) + " is out of range");
+  if (in.getDimSize(axis) == 0)
+    return failWith(loc, "reduces an empty dimension");
+  SmallVector<int64_t> shape(in.getShape());
+  if (adaptor.getKeepdims())
+    shape[axis] = 1;
+  else
+    shape.erase(shape.begin() + axis);
+  inferred.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult CumSumOp::verify() {
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= rankedOf(getInput()).getRank())
+    return emitOpError("axis ") << axis << " is out of range";
+  return success();
+}
+
 LogicalResult ExpandOp::verify() {
   auto in = rankedOf(getInput()), out = rankedOf(getResult());
   if (in.getElementType() != out.getElementType())
@@ -582,6 +635,7 @@ KILN_REDUCE(ReduceSumOp)
 KILN_REDUCE(ReduceMeanOp)
 KILN_REDUCE(ReduceMaxOp)
 KILN_REDUCE(ReduceMinOp)
+KILN_REDUCE(ReduceProdOp)
 #undef KILN_REDUCE
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location>,

@@ -483,6 +483,7 @@ def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "the sum">;
 def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "the mean">;
 def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "the maximum">;
 def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "the minimum">;
+def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod", "the product">;
 
 def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure, InferTypeOpAdaptor]> {
   let summary = "layer normalization over the dimensions from `axis` on";
@@ -604,6 +605,72 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "takes slices of `data` along an axis at run-time indices";
+  let description = [{
+    ONNX Gather: `result[o..., i..., r...] = data[o..., indices[i...], r...]`
+    with `o` the dimensions before `axis`; negative indices count from the
+    end, indices out of range are clamped (never read out of bounds).
+
+    ```mlir
+    %e = kiln.gather %table, %ids {axis = 0 : i64} : tensor<1000x64xf32>, tensor<2x7xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IntTensor:$indices, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices)";
+}
+
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure, InferTypeOpAdaptor]> {
+  let summary = "reads `data` at run-time indices along one axis, elementwise";
+  let description = [{
+    ONNX GatherElements: the result has the indices' shape and
+    `result[p] = data[p with p[axis] = indices[p]]` (negative indices count
+    from the end, out-of-range ones are clamped).
+
+    ```mlir
+    %y = kiln.gather_elements %x, %i {axis = 1 : i64} : tensor<3x4xf32>, tensor<3x2xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IntTensor:$indices, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices)";
+}
+
+def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the index of the maximum or minimum along an axis (i64)";
+  let description = [{
+    ONNX ArgMax (`max = true`) and ArgMin: the first index of the extreme
+    value, or the last with `select_last_index`; `keepdims` keeps the axis
+    as size 1.
+
+    ```mlir
+    %i = kiln.arg_reduce %x {axis = 1 : i64, keepdims = false, max = true, select_last_index = false} : tensor<3x10xf32> -> tensor<3xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_NumTensor:$input, I64Attr:$axis, BoolAttr:$keepdims,
+                       BoolAttr:$max, BoolAttr:$select_last_index);
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Kiln_CumSumOp : Kiln_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+  let summary = "running sum along an axis";
+  let description = [{
+    ONNX CumSum: `exclusive` leaves the element itself out, `reverse` sums
+    from the end.
+
+    ```mlir
+    %y = kiln.cumsum %x {axis = 0 : i64, exclusive = false, reverse = false} : tensor<5x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumTensor:$input, I64Attr:$axis, BoolAttr:$exclusive,
+                       BoolAttr:$reverse);
+  let results = (outs Kiln_NumTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 

@@ -99,7 +99,7 @@ def unsupported():
     nodes = [helper.make_node("RandomUniformLike", ["x"], ["a"], name="rnd1"),
              helper.make_node("Relu", ["a"], ["b"], name="relu1"),
              helper.make_node("RandomUniformLike", ["b"], ["c"], name="rnd2"),
-             helper.make_node("LpNormalization", ["c"], ["d"], name="lpn"),
+             helper.make_node("Det", ["c"], ["d"], name="det"),
              helper.make_node("Custom", ["d"], ["y"], name="mine", domain="com.example")]
     m = model(nodes, [vi("x", [4])], [vi("y", [4])])
     m.opset_import.append(helper.make_opsetid("com.example", 1))

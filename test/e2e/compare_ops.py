@@ -23,6 +23,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 RTOL, ATOL = 1e-4, 1e-5
 rng = np.random.default_rng(11)
+# (the constants of the typed cases: their own stream, so adding a case
+# leaves the other cases' random inputs as they were)
+crng = np.random.default_rng(12)
 
 
 def model(op, inputs, weights, out_shape, opset=17, **attrs):
@@ -86,9 +89,10 @@ def typed(inputs, nodes, opset=17, consts=()):
     last node's output is y."""
     ins = [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t, _ in inputs]
     made = []
-    for i, (op, args, attrs) in enumerate(nodes):
-        out = "y" if i == len(nodes) - 1 else f"t{i}"
-        made.append(helper.make_node(op, args, [out], name=f"{op.lower()}{i}", **attrs))
+    for i, (op, args, attrs, *outs) in enumerate(nodes):
+        # (a node may name its outputs: (op, args, attrs, [outputs]))
+        outs = outs[0] if outs else ["y" if i == len(nodes) - 1 else f"t{i}"]
+        made.append(helper.make_node(op, args, outs, name=f"{op.lower()}{i}", **attrs))
     g = helper.make_graph(made, "typed", ins, [helper.make_empty_tensor_value_info("y")],
                           [numpy_helper.from_array(a, n) for n, a in consts])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
@@ -461,7 +465,7 @@ CASES = {
         ("ThresholdedRelu", ["x"], {"alpha": 0.2}), ("Shrink", ["x"], {"lambd": 0.4, "bias": 0.1}),
         ("Mish", ["x"], {}), ("Sum", ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7"], {})], opset=18),
     "prelu_channels": typed([("x", (2, 6, 5, 5), "f32", "normal")], [("PRelu", ["x", "slope"], {})],
-                            consts=[("slope", rng.standard_normal((6, 1, 1)).astype(np.float32))]),
+                            consts=[("slope", crng.standard_normal((6, 1, 1)).astype(np.float32))]),
     "log_softmax": typed([("x", (3, 7, 50), "f32", "normal")], [("LogSoftmax", ["x"], {"axis": 1})]),
     "log_softmax_opset11": typed([("x", (3, 7, 5), "f32", "normal")],
                                  [("LogSoftmax", ["x"], {"axis": 1})], opset=11),
@@ -472,6 +476,8 @@ CASES = {
     "reduce_logsumexp": typed([("x", (3, 8, 20), "f32", "normal")], [
         ("ReduceLogSumExp", ["x", "ax"], {"keepdims": 0})],
         opset=18, consts=[("ax", np.array([0, 2], np.int64))]),
+    "reduce_prod": typed([("x", (3, 6, 4), "f32", "normal")], [("ReduceProd", ["x", "ax"], {"keepdims": 0})],
+                         opset=18, consts=[("ax", np.array([1], np.int64))]),
     "reduce_logsum": typed([("g", (6, 30), "f32", "ge1")], [("ReduceLogSum", ["g", "ax"], {})],
                            opset=18, consts=[("ax", np.array([1], np.int64))]),
     "expand_constant_of_shape_range": typed([("x", (3, 1), "f32", "normal")], [
@@ -485,6 +491,45 @@ CASES = {
         ("Expand", ["a", "shape"], {}), ("Identity", ["t0"], {}), ("Size", ["t1"], {}),
         ("CastLike", ["t2", "a"], {}), ("Add", ["t1", "t3"], {})],
         consts=[("shape", np.array([3, 1], np.int64))], opset=15),
+    # Indexing with run-time indices (an embedding lookup, GatherElements),
+    # ArgMax/ArgMin and CumSum along an axis, Split/Tile/DepthToSpace/Trilu
+    # built from slices, expands, transposes and masks.
+    "gather_embedding": typed([("ids", (2, 7), "i64", "small")], [("Gather", ["table", "ids"], {})],
+                              consts=[("table", crng.standard_normal((9, 16)).astype(np.float32))]),
+    "gather_axis1_negative": typed([("x", (3, 8, 5), "f32", "normal")],
+                                   [("Gather", ["x", "ids"], {"axis": 1})],
+                                   consts=[("ids", np.array([[0, -1], [3, -8]], np.int32))]),
+    "gather_elements": typed([("x", (4, 6), "f32", "normal"), ("i", (4, 3), "i64", "small")],
+                             [("Clip", ["i", "lo", "hi"], {}), ("GatherElements", ["x", "t0"], {"axis": 1})],
+                             consts=[("lo", np.array(-6, np.int64)), ("hi", np.array(5, np.int64))]),
+    "argmax_argmin": typed([("x", (3, 9, 4), "f32", "normal")], [
+        ("ArgMax", ["x"], {"axis": 1, "keepdims": 0}), ("ArgMin", ["x"], {"axis": -1, "select_last_index": 1}),
+        ("Cast", ["t0"], {"to": TensorProto.FLOAT}), ("Cast", ["t1"], {"to": TensorProto.FLOAT}),
+        ("Unsqueeze", ["t2", "ax"], {}), ("Mul", ["t4", "t3"], {})],
+        consts=[("ax", np.array([1], np.int64))]),
+    "argmax_int_ties": typed([("a", (5, 12), "i32", "small")], [("ArgMax", ["a"], {"axis": 1})]),
+    "cumsum_reverse_exclusive": typed([("x", (4, 30, 3), "f32", "normal")], [
+        ("CumSum", ["x", "ax"], {"reverse": 1, "exclusive": 1})], consts=[("ax", np.array(1, np.int64))]),
+    "cumsum_int": typed([("a", (6, 5), "i64", "int")], [("CumSum", ["a", "ax"], {})],
+                        consts=[("ax", np.array(0, np.int32))]),
+    "split_tile_depth_to_space": typed([("x", (1, 8, 4, 6), "f32", "normal")], [
+        ("Split", ["x", "sizes"], {"axis": 1}, ["s0", "s1"]), ("Tile", ["s0", "reps"], {}),
+        ("DepthToSpace", ["s1"], {"blocksize": 2, "mode": "CRD"}),
+        ("SpaceToDepth", ["t2"], {"blocksize": 2}), ("DepthToSpace", ["t1"], {"blocksize": 2}),
+        ("Add", ["t4", "t2"], {})],
+        consts=[("sizes", np.array([4, 4], np.int64)), ("reps", np.array([1, 2, 1, 1], np.int64))]),
+    "split_uneven_num_outputs": typed([("x", (2, 7, 3), "f32", "normal")], [
+        ("Split", ["x"], {"axis": 1, "num_outputs": 3}, ["a", "b", "c"]),
+        ("Concat", ["c", "a", "b"], {"axis": 1})], opset=18),
+    "trilu_instance_norm": typed([("x", (2, 3, 5, 6), "f32", "normal")], [
+        ("Trilu", ["x", "k"], {"upper": 0}), ("InstanceNormalization", ["t0", "sc", "bi"], {}),
+        ("LpNormalization", ["t1"], {"p": 2}), ("GlobalMaxPool", ["t2"], {}), ("Add", ["t2", "t3"], {})],
+        consts=[("k", np.array(1, np.int64)), ("sc", crng.standard_normal(3).astype(np.float32)),
+                ("bi", crng.standard_normal(3).astype(np.float32))]),
+    "clip_runtime_bounds_int": typed(
+        [("x", (3, 20), "f32", "normal"), ("lo", (), "f32", "normal"), ("a", (3, 20), "i32", "int")], [
+            ("Clip", ["x", "lo"], {}), ("Clip", ["a", "", "ihi"], {}), ("Cast", ["t1"], {"to": TensorProto.FLOAT}),
+            ("Add", ["t0", "t2"], {})], consts=[("ihi", np.array(7, np.int32))]),
 }
 
 # Tolerances per element type of the case's output: f16 results may differ

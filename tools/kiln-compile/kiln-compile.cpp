@@ -47,6 +47,9 @@ static cl::opt<std::string> emit("emit",
     cl::init(""));
 static cl::list<std::string> shapes("shape",
     cl::desc("static shape for an input: NAME=1x3x224x224 (repeatable)"));
+static cl::list<std::string> bindings("bind",
+    cl::desc("freeze an input to the tensor in a .npy or .pb file: NAME=FILE (repeatable); "
+             "shape arguments given as inputs (axes, target shapes) become compile-time values"));
 static cl::opt<std::string> mcpu("mcpu", cl::desc("target CPU (native: this host's features)"),
                                  cl::init("native"));
 static cl::opt<std::string> target("target",
@@ -87,6 +90,18 @@ static cl::opt<std::string> ioLayout("io-layout",
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "kiln-compile: error: " << msg << "\n";
   return 1;
+}
+
+static bool parseBindings(kiln::onnx_import::ImportOptions &opts) {
+  for (const std::string &s : bindings) {
+    auto [name, file] = llvm::StringRef(s).split('=');
+    if (name.empty() || file.empty()) {
+      fail("--bind expects NAME=FILE (.npy or TensorProto .pb), got '" + s + "'");
+      return false;
+    }
+    opts.bindings[name.str()] = file.str();
+  }
+  return true;
 }
 
 static bool parseShapes(kiln::onnx_import::ImportOptions &opts) {
@@ -162,7 +177,7 @@ int main(int argc, char **argv) {
       return 1;
   } else {
     kiln::onnx_import::ImportOptions opts;
-    if (!parseShapes(opts))
+    if (!parseShapes(opts) || !parseBindings(opts))
       return 1;
     module = kiln::onnx_import::importOnnxFile(ctx, inputPath, opts);
     if (!module)
