@@ -395,8 +395,9 @@ LogicalResult convertExpand(NodeContext &ctx) {
   target.elementType = ctx.inputType(0).getElementType();
   for (double d : shape->values)
     target.shape.push_back(static_cast<int64_t>(d));
-  target.values.assign(target.numElements(), 0.0);
   if (const HostTensor *x = ctx.hostInput(0)) {
+    // (the target's values only matter to the host broadcast)
+    target.values.assign(target.numElements(), 0.0);
     auto r = hostBinary(*x, target, +[](double a, double) { return a; });
     if (!r)
       return ctx.error("the input does not broadcast to the shape");
