@@ -299,8 +299,9 @@ public:
   void syncWarp() { func::CallOp::create(b, "kiln_gpu_syncwarp", TypeRange{}, ValueRange{}); }
   /// The value of lane (lane ^ mask) of this warp.
   Value shflXor(Value v, int64_t mask) {
-    return func::CallOp::create(b, "kiln_gpu_shfl_xor", TypeRange{b.getF32Type()},
-                                ValueRange{v, i64(mask)})
+    bool wide = v.getType().isF64();
+    return func::CallOp::create(b, wide ? "kiln_gpu_shfl_xor_f64" : "kiln_gpu_shfl_xor",
+                                TypeRange{v.getType()}, ValueRange{v, i64(mask)})
         .getResult(0);
   }
   /// An array in the block's shared memory (address space 3), f32 unless
@@ -668,7 +669,7 @@ struct Epilogue {
     DenseMap<Value, Value> scalar;
     if (start) // the anchor's value, rounded to its element type
       scalar[start] = convertElements(
-          e.b, x, e.b.getF32Type(),
+          e.b, x, getElementTypeOrSelf(x.getType()),
           llvm::cast<RankedTensorType>(start.getType()).getElementType());
     for (Operation *op : ops) {
       SmallVector<Value> in;
@@ -1345,6 +1346,8 @@ LogicalResult Lowering::elementwise(
   for (auto [k, v] : llvm::enumerate(ins)) {
     std::vector<int64_t> st = k < siteStrides.size() ? siteStrides[k]
                                                      : numpyStrides(shape(v), outShape);
+    if (static_cast<int64_t>(st.size()) < rank) // a rank-0 result's sites
+      st.insert(st.begin(), rank - st.size(), 0);
     for (int64_t i = 0; i < rank; ++i)
       if (outShape[i] == 1)
         st[i] = 0; // size-1 dims never move
@@ -2753,37 +2756,67 @@ template <typename PoolOp> LogicalResult Lowering::pool(PoolOp op, bool isMax) {
   auto k = op.getKernelShape(), s = op.getStrides(), d = op.getDilations(),
        pad = op.getPads();
   bool includePad = op.getCountIncludePad();
+  auto inRange = [](KernelEmitter &e, Value v, int64_t lo, int64_t hi) {
+    Value a = arith::CmpIOp::create(e.b, arith::CmpIPredicate::sge, v, e.idx(lo));
+    Value c = arith::CmpIOp::create(e.b, arith::CmpIPredicate::slt, v, e.idx(hi));
+    return arith::AndIOp::create(e.b, a, c).getResult();
+  };
+  // ih = oh*s0 + ky*d0 - p0, iw likewise (signed index arithmetic).
+  auto coords = [&](KernelEmitter &e, Value oh, Value ow, Value ky, Value kx) {
+    Value ih = arith::SubIOp::create(e.b, e.add(e.mul(oh, s[0]), e.mul(ky, d[0])), e.idx(pad[0]));
+    Value iw = arith::SubIOp::create(e.b, e.add(e.mul(ow, s[1]), e.mul(kx, d[1])), e.idx(pad[1]));
+    return std::make_pair(ih, iw);
+  };
+  // One tap: acc combined with the input at (ih, iw) when it is inside.
+  auto tap = [&](KernelEmitter &e, Value inPlane, Value ih, Value iw, Value acc) -> Value {
+    Value valid = arith::AndIOp::create(e.b, inRange(e, ih, 0, H), inRange(e, iw, 0, W));
+    // Clamp the address so the load is always in bounds, then select.
+    Value ihc = arith::MaxSIOp::create(e.b, arith::MinSIOp::create(e.b, ih, e.idx(H - 1)), e.idx(0));
+    Value iwc = arith::MaxSIOp::create(e.b, arith::MinSIOp::create(e.b, iw, e.idx(W - 1)), e.idx(0));
+    Value x = e.load(0, e.add(inPlane, e.add(e.mul(ihc, W), iwc)));
+    Value next = isMax ? arith::MaximumFOp::create(e.b, acc, x).getResult() : e.fadd(acc, x);
+    return arith::SelectOp::create(e.b, valid, next, acc);
+  };
+  // Whether a tap counts towards an average's divisor.
+  auto counted = [&](KernelEmitter &e, Value ih, Value iw) {
+    return includePad ? arith::AndIOp::create(e.b, inRange(e, ih, -pad[0], H + pad[2]),
+                                              inRange(e, iw, -pad[1], W + pad[3])).getResult()
+                      : arith::AndIOp::create(e.b, inRange(e, ih, 0, H),
+                                              inRange(e, iw, 0, W)).getResult();
+  };
+  // Windows up to 8x8 taps unroll; larger ones (PyTorch's tests pool 60x80)
+  // run as loops so the kernel stays small.
+  bool unroll = k[0] * k[1] <= 64;
   // The pooled value at (oh, ow) of the plane starting at inPlane.
   auto window = [&](KernelEmitter &e, Value inPlane, Value oh, Value ow) {
-    Value init = e.f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
-    Value acc = init, count = e.f32(0.0f);
-    for (int64_t ky = 0; ky < k[0]; ++ky)
-      for (int64_t kx = 0; kx < k[1]; ++kx) {
-        // ih = oh*s0 + ky*d0 - p0, iw likewise; signed index arithmetic.
-        Value ih = arith::SubIOp::create(e.b, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), e.idx(pad[0]));
-        Value iw = arith::SubIOp::create(e.b, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), e.idx(pad[1]));
-        auto inRange = [&](Value v, int64_t lo, int64_t hi) {
-          Value a = arith::CmpIOp::create(e.b, arith::CmpIPredicate::sge, v, e.idx(lo));
-          Value c = arith::CmpIOp::create(e.b, arith::CmpIPredicate::slt, v, e.idx(hi));
-          return arith::AndIOp::create(e.b, a, c).getResult();
-        };
-        Value valid = arith::AndIOp::create(e.b, inRange(ih, 0, H), inRange(iw, 0, W));
-        // Clamp the address so the load is always in bounds, then select.
-        Value ihc = arith::MaxSIOp::create(e.b, arith::MinSIOp::create(e.b, ih, e.idx(H - 1)), e.idx(0));
-        Value iwc = arith::MaxSIOp::create(e.b, arith::MinSIOp::create(e.b, iw, e.idx(W - 1)), e.idx(0));
-        Value x = e.load(0, e.add(inPlane, e.add(e.mul(ihc, W), iwc)));
-        if (isMax) {
-          Value m = arith::MaximumFOp::create(e.b, acc, x);
-          acc = arith::SelectOp::create(e.b, valid, m, acc);
-        } else {
-          acc = arith::SelectOp::create(e.b, valid, e.fadd(acc, x), acc);
-          Value counted = includePad
-              ? arith::AndIOp::create(e.b, inRange(ih, -pad[0], H + pad[2]),
-                                      inRange(iw, -pad[1], W + pad[3])).getResult()
-              : valid;
-          count = arith::SelectOp::create(e.b, counted, e.fadd(count, e.f32(1.0f)), count);
+    Value acc = e.f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+    Value count = e.f32(0.0f);
+    auto countTap = [&](Value ih, Value iw, Value c) {
+      return arith::SelectOp::create(e.b, counted(e, ih, iw), e.fadd(c, e.f32(1.0f)), c)
+          .getResult();
+    };
+    if (unroll) {
+      for (int64_t ky = 0; ky < k[0]; ++ky)
+        for (int64_t kx = 0; kx < k[1]; ++kx) {
+          auto [ih, iw] = coords(e, oh, ow, e.idx(ky), e.idx(kx));
+          acc = tap(e, inPlane, ih, iw, acc);
+          if (!isMax)
+            count = countTap(ih, iw, count);
         }
-      }
+    } else {
+      // Two loop nests (the sum or max, then the divisor): each carries one value.
+      auto nest = [&](Value init, const std::function<Value(Value, Value, Value)> &f) {
+        return e.reduce(e.idx(0), e.idx(k[0]), init, [&](Value ky, Value a) {
+          return e.reduce(e.idx(0), e.idx(k[1]), a, [&](Value kx, Value a2) {
+            auto [ih, iw] = coords(e, oh, ow, ky, kx);
+            return f(ih, iw, a2);
+          });
+        });
+      };
+      acc = nest(acc, [&](Value ih, Value iw, Value a) { return tap(e, inPlane, ih, iw, a); });
+      if (!isMax)
+        count = nest(count, countTap);
+    }
     if (!isMax)
       acc = arith::DivFOp::create(e.b, acc, count);
     return acc;
@@ -2974,12 +3007,18 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
     ins.append(epi->siteArgs.begin(), epi->siteArgs.end());
   SmallVector<Value> all(typedKernel ? SmallVector<Value>{} : SmallVector<Value>(ins));
   all.push_back(result);
-  if (failed(checkF32(op, all)))
+  // f64 reductions compute in f64 (every value f64; a typed prologue yields f64).
+  auto isF64 = [](Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getElementType().isF64();
+  };
+  bool f64 = llvm::all_of(all, isF64);
+  Type computeType = f64 ? Type(Float64Type::get(op->getContext())) : Type();
+  if (!f64 && failed(checkF32(op, all)))
     return failure();
   SmallVector<int> ids;
   for (Value v : ins)
     ids.push_back(bufferOf.lookup(v));
-  int out = newBuffer(Buffer::Arena, std::max<int64_t>(outN, 1) * 4);
+  int out = newBuffer(Buffer::Arena, std::max<int64_t>(outN, 1) * (f64 ? 8 : 4), elemType(result));
   ids.push_back(out);
   int oArg = ids.size() - 1;
   auto outShape = shape(result);
@@ -3058,6 +3097,7 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
     int64_t blocks = perBlock ? std::max<int64_t>(outN, 1)
                               : std::clamp<int64_t>(ceilDiv(outN, kGpuThreads), 1, kGpuMaxBlocks);
     emitKernel(op->getLoc(), op->getName().stripDialect(), ids, blocks, [&](KernelEmitter &e) {
+      e.computeType = computeType;
       if (!perBlock) {
         Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
         e.loop(first, e.idx(outN), [&](Value o) { serial(e, o); }, blocks * kGpuThreads);
@@ -3078,7 +3118,7 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
         }
         return combine(e, acc, element(e, off));
       }, kGpuThreads);
-      Value r = e.blockReduce(part, kGpuThreads, e.shared(kGpuThreads / 32),
+      Value r = e.blockReduce(part, kGpuThreads, e.shared(kGpuThreads / 32, computeType),
                               [&](Value a, Value x) { return combine(e, a, x); }, init);
       e.ifThen(arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, e.tid(), e.idx(0)),
                [&] { finishOut(e, o, r); });
@@ -3091,6 +3131,7 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
   } else {
     emitKernel(op->getLoc(), op->getName().stripDialect(), ids, ceilDiv(outN, perWg),
                [&](KernelEmitter &e) {
+      e.computeType = computeType;
       auto [lo, hi] = e.share(outN, perWg);
       e.loop(lo, hi, [&](Value o) { serial(e, o); });
     }, flops);
@@ -3606,7 +3647,13 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
                             "ops of its result's shape");
     pro.collect();
     post.collect();
-    typedKernel = llvm::any_of(pro.ops, [](Operation *o) { return isa<kiln::CastOp>(o); });
+    // A prologue that casts, or reads masks/indices (where, compare on
+    // integer sites), computes in its ops' own types.
+    typedKernel = llvm::any_of(pro.ops, [](Operation *o) { return isa<kiln::CastOp>(o); }) ||
+                  llvm::any_of(pro.siteArgs, [](Value v) {
+                    Type et = llvm::cast<RankedTensorType>(v.getType()).getElementType();
+                    return !et.isF32() && !et.isF64();
+                  });
     LogicalResult reduced = reduce(red, pro.ops.empty() ? nullptr : &pro,
                                    post.ops.empty() ? nullptr : &post);
     typedKernel = false;
@@ -3778,6 +3825,7 @@ LogicalResult Lowering::run() {
       declare("kiln_gpu_barrier", {}, {});
       declare("kiln_gpu_syncwarp", {}, {});
       declare("kiln_gpu_shfl_xor", {f32, b.getI64Type()}, {f32});
+      declare("kiln_gpu_shfl_xor_f64", {b.getF64Type(), b.getI64Type()}, {b.getF64Type()});
       // Tensor cores (nvcuda::wmma m16n16k16, f32 accumulators as 8 values
       // per lane): acc' = acc + A[aOff: 16 x 16, lda] * B[bOff: 16 x 16, ldb]
       // from shared memory; store writes a fragment into a shared f32 tile.

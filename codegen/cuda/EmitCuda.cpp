@@ -42,6 +42,9 @@ __device__ inline void kiln_gpu_syncwarp() { __syncwarp(); }
 __device__ inline float kiln_gpu_shfl_xor(float v, i64 mask) {
   return __shfl_xor_sync(0xffffffffu, v, (int)mask);
 }
+__device__ inline double kiln_gpu_shfl_xor_f64(double v, i64 mask) {
+  return __shfl_xor_sync(0xffffffffu, v, (int)mask);
+}
 __device__ inline float kiln_maximumf(float a, float b) {
   return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
 }

@@ -7,6 +7,7 @@
 // (ConstantOfShape, Range, Size) are evaluated here.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/onnx/CompositeBuilder.h"
 #include "compiler/onnx/HostEval.h"
 #include "compiler/onnx/ImporterImpl.h"
 #include "compiler/onnx/NodeContext.h"
@@ -17,92 +18,6 @@
 using namespace mlir;
 namespace kiln::onnx_import {
 namespace {
-
-/// Builds ops for one node; the first failure (already reported) sticks and
-/// every later call returns null.
-struct Builder {
-  NodeContext &ctx;
-  bool failed = false;
-
-  Value take(FailureOr<Value> v) {
-    if (mlir::failed(v)) {
-      failed = true;
-      return {};
-    }
-    return *v;
-  }
-  bool ok(std::initializer_list<Value> vs) {
-    for (Value v : vs)
-      failed = failed || !v;
-    return !failed;
-  }
-  Type elem(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getElementType(); }
-  /// A scalar constant of `like`'s element type.
-  Value scalar(Value like, double v) {
-    if (!ok({like}))
-      return {};
-    HostTensor h{elem(like), {}, {v}, {}};
-    return Importer::materialize(ctx.builder, h, ctx.node.name() + ".c");
-  }
-  template <typename OpTy> Value bin(Value a, Value b) {
-    return ok({a, b}) ? take(ctx.create<OpTy>(a, b)) : Value();
-  }
-  template <typename OpTy> Value un(Value a) {
-    return ok({a}) ? take(ctx.createTyped<OpTy>(a.getType(), a)) : Value();
-  }
-  Value add(Value a, Value b) { return bin<kiln::AddOp>(a, b); }
-  Value sub(Value a, Value b) { return bin<kiln::SubOp>(a, b); }
-  Value mul(Value a, Value b) { return bin<kiln::MulOp>(a, b); }
-  Value div(Value a, Value b) { return bin<kiln::DivOp>(a, b); }
-  Value cmp(StringRef p, Value a, Value b) {
-    return ok({a, b}) ? take(ctx.create<kiln::CompareOp>(a, b, ctx.builder.getStringAttr(p)))
-                      : Value();
-  }
-  Value where(Value c, Value a, Value b) {
-    return ok({c, a, b}) ? take(ctx.create<kiln::WhereOp>(c, a, b)) : Value();
-  }
-  template <typename OpTy> Value reduce(Value x, ArrayRef<int64_t> axes, bool keep) {
-    if (!ok({x}))
-      return {};
-    return take(ctx.create<OpTy>(x, ctx.builder.getDenseI64ArrayAttr(axes),
-                                 ctx.builder.getBoolAttr(keep)));
-  }
-  Value reshape(Value x, ArrayRef<int64_t> shape) {
-    if (!ok({x}))
-      return {};
-    return take(ctx.createTyped<kiln::ReshapeOp>(
-        RankedTensorType::get(shape, elem(x)), x));
-  }
-  Value transpose(Value x, ArrayRef<int64_t> perm) {
-    if (!ok({x}))
-      return {};
-    return take(ctx.create<kiln::TransposeOp>(x, ctx.builder.getDenseI64ArrayAttr(perm)));
-  }
-  Value slice(Value x, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
-              ArrayRef<int64_t> strides) {
-    if (!ok({x}))
-      return {};
-    OpBuilder &b = ctx.builder;
-    return take(ctx.create<kiln::SliceOp>(x, b.getDenseI64ArrayAttr(offsets),
-                                          b.getDenseI64ArrayAttr(sizes),
-                                          b.getDenseI64ArrayAttr(strides)));
-  }
-  Value expand(Value x, ArrayRef<int64_t> shape) {
-    if (!ok({x}))
-      return {};
-    auto t = RankedTensorType::get(shape, elem(x));
-    return t == x.getType() ? x : take(ctx.createTyped<kiln::ExpandOp>(t, x));
-  }
-  ArrayRef<int64_t> shape(Value v) {
-    return llvm::cast<RankedTensorType>(v.getType()).getShape();
-  }
-  LogicalResult result(Value v) {
-    if (!ok({v}))
-      return failure();
-    ctx.setOutput(0, v);
-    return success();
-  }
-};
 
 LogicalResult requireFloat(NodeContext &ctx) {
   if (!llvm::isa<FloatType>(ctx.inputType(0).getElementType()))
@@ -675,6 +590,105 @@ LogicalResult convertCumSum(NodeContext &ctx) {
       b.getBoolAttr(ctx.attrInt("reverse", 0) != 0)));
 }
 
+
+/// RMSNormalization (opset 23): x / sqrt(mean(x^2) + eps) * scale over the
+/// axes from `axis` on.
+LogicalResult convertRmsNorm(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  auto in = ctx.inputType(0);
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), in.getRank());
+  if (failed(axis))
+    return failure();
+  std::vector<int64_t> axes;
+  for (int64_t d = *axis; d < in.getRank(); ++d)
+    axes.push_back(d);
+  Builder g{ctx};
+  Type et = in.getElementType();
+  // stash_type: the precision of the mean (f32 unless it says f64).
+  Type ft = ctx.attrInt("stash_type", 1) == 11 ? ctx.builder.getF64Type()
+                                                : ctx.builder.getF32Type();
+  Value x = g.cast(ctx.input(0), ft);
+  Value ms = g.reduce<kiln::ReduceMeanOp>(g.mul(x, x), axes, true);
+  Value inv = g.un<kiln::SqrtOp>(g.add(ms, g.scalar(ms, ctx.attrFloat("epsilon", 1e-5f))));
+  Value y = g.cast(g.div(x, inv), et);
+  return g.result(g.mul(y, ctx.input(1)));
+}
+
+/// A host tensor 0, 1, ..., n-1 of shape (1, .., n, .., 1) (n at `axis`).
+Value iotaAlong(Builder &g, int64_t n, int64_t axis, int64_t rank) {
+  HostTensor h;
+  h.elementType = g.ctx.builder.getIntegerType(64);
+  h.shape.assign(rank, 1);
+  h.shape[axis] = n;
+  for (int64_t i = 0; i < n; ++i)
+    h.values.push_back(static_cast<double>(i));
+  return Importer::materialize(g.ctx.builder, h, g.ctx.node.name() + ".iota");
+}
+
+/// Hardmax: 1 at the first maximum along the axis, 0 elsewhere (before
+/// opset 13: over the input coerced to 2-D at the axis).
+LogicalResult convertHardmax(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", ctx.opset < 13 ? 1 : -1), rank);
+  if (failed(axis))
+    return failure();
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  int64_t ax = *axis, r = rank;
+  if (ctx.opset < 13 && ax != rank - 1) {
+    int64_t rows = 1, cols = 1;
+    for (int64_t i = 0; i < rank; ++i)
+      (i < ax ? rows : cols) *= in.getDimSize(i);
+    x = g.reshape(x, {rows, cols});
+    ax = 1;
+    r = 2;
+  }
+  if (!g.ok({x}))
+    return failure();
+  OpBuilder &b = ctx.builder;
+  Value arg = g.take(ctx.create<kiln::ArgReduceOp>(x, b.getI64IntegerAttr(ax),
+                                                   b.getBoolAttr(true), b.getBoolAttr(true),
+                                                   b.getBoolAttr(false)));
+  Value hit = g.cmp("eq", arg, iotaAlong(g, g.shape(x)[ax], ax, r));
+  Value y = g.where(hit, g.scalar(x, 1.0), g.scalar(x, 0.0));
+  if (g.ok({y}) && g.shape(y) != in.getShape())
+    y = g.reshape(y, in.getShape());
+  return g.result(y);
+}
+
+/// OneHot: values[1] where the (negative-wrapped) index equals the position
+/// along the new axis, values[0] elsewhere; depth known at compile time.
+LogicalResult convertOneHot(NodeContext &ctx) {
+  const HostTensor *depthT = ctx.hostInput(1);
+  if (!depthT || depthT->numElements() != 1)
+    return ctx.error("depth must be a compile-time scalar");
+  int64_t depth = static_cast<int64_t>(depthT->values[0]);
+  if (depth <= 0)
+    return ctx.error("depth must be positive");
+  auto idxT = ctx.inputType(0);
+  int64_t rank = idxT.getRank() + 1;
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), rank);
+  if (failed(axis))
+    return failure();
+  if (ctx.inputType(2).getNumElements() != 2)
+    return ctx.error("values must hold two elements [off, on]");
+  Builder g{ctx};
+  Value idx = g.cast(ctx.input(0), ctx.builder.getIntegerType(64));
+  Value wrapped = g.add(idx, g.scalar(idx, static_cast<double>(depth)));
+  idx = g.where(g.cmp("lt", idx, g.scalar(idx, 0.0)), wrapped, idx);
+  SmallVector<int64_t> s(idxT.getShape().begin(), idxT.getShape().end());
+  s.insert(s.begin() + *axis, 1);
+  Value hit = g.cmp("eq", g.reshape(idx, s), iotaAlong(g, depth, *axis, rank));
+  Value values = ctx.input(2);
+  Value off = g.reshape(g.slice(values, {0}, {1}, {1}), {});
+  Value on = g.reshape(g.slice(values, {1}, {1}, {1}), {});
+  return g.result(g.where(hit, on, off));
+}
+
 } // namespace
 
 /// Clip with run-time bounds or on integers: max then min with the bounds
@@ -734,6 +748,9 @@ void registerCompositeConverters(llvm::StringMap<Converter> &t) {
   t["ConstantOfShape"] = convertConstantOfShape;
   t["Range"] = convertRange;
   t["Expand"] = convertExpand;
+  t["RMSNormalization"] = convertRmsNorm;
+  t["Hardmax"] = convertHardmax;
+  t["OneHot"] = convertOneHot;
 }
 
 } // namespace kiln::onnx_import

@@ -313,6 +313,9 @@ LogicalResult Importer::run(const ImportOptions &options,
   registerReduceConverters(table);
   registerLogicConverters(table);
   registerCompositeConverters(table);
+  registerLossConverters(table);
+  registerQuantConverters(table);
+  registerIndexMapConverters(table);
   if (failed(checkSupported(table)))
     return failure();
 

@@ -134,6 +134,9 @@ void registerShapeConverters(llvm::StringMap<Converter> &table);
 void registerReduceConverters(llvm::StringMap<Converter> &table);
 void registerLogicConverters(llvm::StringMap<Converter> &table);
 void registerCompositeConverters(llvm::StringMap<Converter> &table);
+void registerLossConverters(llvm::StringMap<Converter> &table);
+void registerQuantConverters(llvm::StringMap<Converter> &table);
+void registerIndexMapConverters(llvm::StringMap<Converter> &table);
 
 /// Helpers shared by converters.
 /// The axes a Reduce* node reduces (see ConvertReduce.cpp); nullopt: none

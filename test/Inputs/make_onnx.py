@@ -159,6 +159,37 @@ def composite_ops():
     return model(nodes, [vi("x", [4, 3])], [vi("y", None)], inits)
 
 
+def loss_quant_ops():
+    """Losses, RMSNormalization, Hardmax, OneHot and (de)quantization, all
+    built from kiln ops."""
+    nodes = [helper.make_node("NegativeLogLikelihoodLoss", ["x", "t", "w"], ["nll"], name="nll",
+                              ignore_index=1, reduction="mean"),
+             helper.make_node("RMSNormalization", ["x", "g"], ["rms"], name="rms", axis=1),
+             helper.make_node("Hardmax", ["rms"], ["hm"], name="hardmax", axis=1),
+             helper.make_node("OneHot", ["t", "depth", "vals"], ["oh"], name="onehot", axis=1),
+             helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quant", axis=1),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["dq"], name="dequant", axis=1)]
+    inits = [init("w", np.array([0.5, 1.0, 2.0], np.float32)), init("g", f32(3)),
+             init("depth", np.array(3, np.int64)), init("vals", np.array([0, 1], np.float32)),
+             init("s", np.array([0.1, 0.2, 0.4], np.float32)),
+             init("z", np.array([0, 10, 20], np.uint8))]
+    return model(nodes, [vi("x", [2, 3]), vi("t", [2], TensorProto.INT64)],
+                 [vi("nll", None), vi("hm", None), vi("oh", None), vi("dq", None)], inits, opset=23)
+
+
+def resize_pad():
+    """Resize (linear, half_pixel) and Pad (reflect, then constant): gathers
+    with import-time indices."""
+    nodes = [helper.make_node("Resize", ["x", "", "sc"], ["r"], name="resize", mode="linear"),
+             helper.make_node("Pad", ["r", "p1"], ["rp"], name="pad_reflect", mode="reflect"),
+             helper.make_node("Pad", ["rp", "p2", "v"], ["y"], name="pad_const")]
+    inits = [init("sc", np.array([1, 1, 1, 2], np.float32)),
+             init("p1", np.array([0, 0, 0, 1, 0, 0, 0, 0], np.int64)),
+             init("p2", np.array([0, 0, 1, 0, 0, 0, 0, 0], np.int64)),
+             init("v", np.array(-1, np.float32))]
+    return model(nodes, [vi("x", [1, 1, 2, 2])], [vi("y", None)], inits, opset=13)
+
+
 def slice_dynamic_starts():
     """Slice whose starts are known only at run time."""
     nodes = [helper.make_node("Slice", ["x", "dyn", "en"], ["y"], name="cut_dyn")]
@@ -247,7 +278,7 @@ def transformer_ops():
                  opset=20)
 
 
-CASES = {f.__name__: f for f in [transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
+CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
                                  old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

@@ -530,6 +530,82 @@ CASES = {
         [("x", (3, 20), "f32", "normal"), ("lo", (), "f32", "normal"), ("a", (3, 20), "i32", "int")], [
             ("Clip", ["x", "lo"], {}), ("Clip", ["a", "", "ihi"], {}), ("Cast", ["t1"], {"to": TensorProto.FLOAT}),
             ("Add", ["t0", "t2"], {})], consts=[("ihi", np.array(7, np.int32))]),
+    # Losses (gather_elements + masks + reductions), RMSNormalization,
+    # Hardmax, OneHot, (de)quantization, f64 reductions.
+    "nllloss_weight_ignore_mean": typed(
+        [("x", (3, 9, 4), "f32", "normal"), ("t", (3, 4), "i64", "small")],
+        [("NegativeLogLikelihoodLoss", ["x", "t", "w"], {"ignore_index": 2, "reduction": "mean"})],
+        opset=13, consts=[("w", crng.uniform(0.2, 2, 9).astype(np.float32))]),
+    "nllloss_none": typed([("x", (6, 9), "f32", "normal"), ("t", (6,), "i32", "small")],
+                          [("NegativeLogLikelihoodLoss", ["x", "t"], {"reduction": "none"})], opset=13),
+    "softmax_cross_entropy_sum_ignore": typed(
+        [("x", (4, 9, 3), "f32", "normal"), ("t", (4, 3), "i64", "small")],
+        [("SoftmaxCrossEntropyLoss", ["x", "t", "w"], {"ignore_index": 0, "reduction": "sum"})],
+        opset=13, consts=[("w", crng.uniform(0.2, 2, 9).astype(np.float32))]),
+    "softmax_cross_entropy_mean_logprob": typed(
+        [("x", (5, 9), "f32", "normal"), ("t", (5,), "i64", "small")],
+        [("SoftmaxCrossEntropyLoss", ["x", "t"], {}, ["loss", "logp"]),
+         ("Add", ["logp", "loss"], {})], opset=13),
+    "rms_normalization": typed([("x", (2, 5, 16), "f32", "normal")],
+                               [("RMSNormalization", ["x", "g"], {"axis": -1, "epsilon": 1e-3})],
+                               opset=23, consts=[("g", crng.uniform(0.5, 1.5, 16).astype(np.float32))]),
+    "hardmax_opset13": typed([("x", (3, 7, 4), "f32", "normal")], [
+        ("Hardmax", ["x"], {"axis": 1})]),
+    "hardmax_opset11": typed([("x", (3, 7, 4), "f32", "normal")], [("Hardmax", ["x"], {"axis": 1})],
+                             opset=11),
+    "onehot_negative_axis": typed([("i", (3, 4), "i64", "small")], [
+        ("Sub", ["i", "four"], {}), ("OneHot", ["t0", "depth", "vals"], {"axis": 1})],
+        consts=[("four", np.array(4, np.int64)), ("depth", np.array(9, np.int64)),
+                ("vals", np.array([-1.5, 3.0], np.float32))]),
+    "quantize_dequantize_per_axis_u8": typed([("x", (3, 8), "f32", "normal")], [
+        ("QuantizeLinear", ["x", "s", "z"], {"axis": 1}),
+        ("DequantizeLinear", ["t0", "s", "z"], {"axis": 1})],
+        consts=[("s", crng.uniform(0.005, 0.02, 8).astype(np.float32)),
+                ("z", crng.integers(100, 160, 8).astype(np.uint8))]),
+    "quantize_int8_int16": typed([("x", (4, 10), "f32", "normal")], [
+        ("QuantizeLinear", ["x", "s8", "z8"], {}), ("QuantizeLinear", ["x", "s16", "z16"], {}),
+        ("Cast", ["t0"], {"to": TensorProto.INT32}), ("Cast", ["t1"], {"to": TensorProto.INT32}),
+        ("Add", ["t2", "t3"], {})], opset=21,
+        consts=[("s8", np.array(0.01, np.float32)), ("z8", np.array(-3, np.int8)),
+                ("s16", np.array(0.0003, np.float32)), ("z16", np.array(17, np.int16))]),
+    # Resize: per-axis gathers with import-time indices and weights.
+    "resize_linear_half_pixel": typed([("x", (1, 3, 7, 9), "f32", "normal")], [
+        ("Resize", ["x", "", "sc"], {"mode": "linear"})], opset=13,
+        consts=[("sc", np.array([1, 1, 1.7, 0.6], np.float32))]),
+    "resize_cubic_align_corners_sizes": typed([("x", (2, 2, 6, 5), "f32", "normal")], [
+        ("Resize", ["x", "", "", "sz"], {"mode": "cubic",
+                                         "coordinate_transformation_mode": "align_corners"})],
+        opset=13, consts=[("sz", np.array([2, 2, 11, 3], np.int64))]),
+    "resize_nearest_asymmetric_ceil": typed([("x", (1, 2, 4, 5), "f32", "normal")], [
+        ("Resize", ["x", "", "sc"], {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                     "nearest_mode": "ceil"})], opset=13,
+        consts=[("sc", np.array([1, 1, 2.5, 0.8], np.float32))]),
+    "resize_linear_antialias_axes": typed([("x", (1, 3, 12, 10), "f32", "normal")], [
+        ("Resize", ["x", "", "sc"], {"mode": "linear", "antialias": 1, "axes": [3, 2]})], opset=18,
+        consts=[("sc", np.array([0.45, 0.6], np.float32))]),
+    "resize_nearest_int32": typed([("a", (2, 3, 4), "i32", "int")], [
+        ("Resize", ["a", "", "sc"], {"mode": "nearest"})], opset=13,
+        consts=[("sc", np.array([1, 2, 1.5], np.float32))]),
+    # Pad: gathers with import-time index maps, the constant border masked.
+    "pad_constant_negative_runtime_value": typed(
+        [("x", (2, 3, 5, 4), "f32", "normal"), ("v", (), "f32", "normal")],
+        [("Pad", ["x", "pads", "v"], {"mode": "constant"})], opset=13,
+        consts=[("pads", np.array([0, 1, 2, -1, 0, 2, -1, 3], np.int64))]),
+    "pad_reflect_edge_wrap": typed([("x", (1, 2, 5, 6), "f32", "normal")], [
+        ("Pad", ["x", "p1"], {"mode": "reflect"}), ("Pad", ["t0", "p2"], {"mode": "edge"}),
+        ("Pad", ["t1", "p3", "", "ax"], {"mode": "wrap"})], opset=19,
+        consts=[("p1", np.array([0, 0, 2, 4, 0, 0, 3, 1], np.int64)),
+                ("p2", np.array([0, 1, 1, 0, 0, 0, 2, 2], np.int64)),
+                ("p3", np.array([2, 3, 1, 4], np.int64)), ("ax", np.array([3, 2], np.int64))]),
+    "pad_opset10_attributes": typed([("x", (3, 4), "f32", "normal")], [
+        ("Pad", ["x"], {"pads": [1, 0, 2, 3], "value": 7.0})], opset=10),
+    "pad_int32_edge": typed([("a", (3, 4), "i32", "int")], [
+        ("Pad", ["a", "p"], {"mode": "edge"})], opset=13, consts=[("p", np.array([2, 1, 0, 3], np.int64))]),
+    "reduce_f64": typed([("x", (4, 300), "f64", "normal")], [
+        ("ReduceLogSumExp", ["x", "ax"], {"keepdims": 1}), ("ReduceSum", ["x", "ax"], {}),
+        ("ReduceMax", ["x", "ax0"], {"keepdims": 1}), ("Add", ["t0", "t1"], {}),
+        ("Add", ["t3", "t2"], {})], opset=18,
+        consts=[("ax", np.array([1], np.int64)), ("ax0", np.array([0], np.int64))]),
 }
 
 # Tolerances per element type of the case's output: f16 results may differ

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
 import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -225,15 +226,20 @@ def run_test(label, d, target, mode, bindir, work):
 
 
 def bindable_inputs(m, d):
-    """{input name: its .pb file} for the integer graph inputs whose stored
-    value is the same in every data set."""
+    """{input name: its .pb file} for the integer graph inputs, and the
+    small float ones (OneHot's depth, Resize's scales and roi: at most 8
+    values), whose stored value is the same in every data set."""
     inits = {i.name for i in m.graph.initializer}
     ins = [i for i in m.graph.input if i.name not in inits]
     sets = sorted(glob.glob(os.path.join(d, "test_data_set_*")))
     ints = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
     bound = {}
+    floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}
     for k, vi in enumerate(ins):
-        if vi.type.tensor_type.elem_type not in ints:
+        t = vi.type.tensor_type
+        dims = [x.dim_value if x.HasField("dim_value") else -1 for x in t.shape.dim]
+        small = t.HasField("shape") and min(dims, default=1) >= 0 and np.prod(dims) <= 8
+        if t.elem_type not in ints and not (t.elem_type in floats and small):
             continue
         files = [os.path.join(ds, f"input_{k}.pb") for ds in sets]
         if not files or not all(os.path.exists(f) for f in files):

@@ -1,0 +1,121 @@
+//===- CompositeBuilder.h - building an ONNX node from kiln ops -*- C++ -*-===//
+//
+// A small helper for converters that express an ONNX op as several kiln ops
+// (ConvertComposite.cpp, ConvertLoss.cpp, ConvertQuant.cpp): each call
+// builds one op; the first failure (already reported) sticks and every later
+// call returns null, so a converter reads as the formula it implements.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_ONNX_COMPOSITEBUILDER_H
+#define KILN_COMPILER_ONNX_COMPOSITEBUILDER_H
+
+#include "compiler/onnx/HostEval.h"
+#include "compiler/onnx/ImporterImpl.h"
+#include "compiler/onnx/NodeContext.h"
+
+namespace kiln::onnx_import {
+
+/// Builds ops for one node; the first failure (already reported) sticks and
+/// every later call returns null.
+struct Builder {
+  using Value = mlir::Value;
+  using Type = mlir::Type;
+  using StringRef = llvm::StringRef;
+  template <typename T> using ArrayRef = llvm::ArrayRef<T>;
+  using RankedTensorType = mlir::RankedTensorType;
+  using LogicalResult = mlir::LogicalResult;
+
+  NodeContext &ctx;
+  bool failed = false;
+
+  Value take(mlir::FailureOr<Value> v) {
+    if (mlir::failed(v)) {
+      failed = true;
+      return {};
+    }
+    return *v;
+  }
+  bool ok(std::initializer_list<Value> vs) {
+    for (Value v : vs)
+      failed = failed || !v;
+    return !failed;
+  }
+  Type elem(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getElementType(); }
+  /// A scalar constant of `like`'s element type.
+  Value scalar(Value like, double v) {
+    if (!ok({like}))
+      return {};
+    HostTensor h{elem(like), {}, {v}, {}};
+    return Importer::materialize(ctx.builder, h, ctx.node.name() + ".c");
+  }
+  template <typename OpTy> Value bin(Value a, Value b) {
+    return ok({a, b}) ? take(ctx.create<OpTy>(a, b)) : Value();
+  }
+  template <typename OpTy> Value un(Value a) {
+    return ok({a}) ? take(ctx.createTyped<OpTy>(a.getType(), a)) : Value();
+  }
+  Value add(Value a, Value b) { return bin<kiln::AddOp>(a, b); }
+  Value sub(Value a, Value b) { return bin<kiln::SubOp>(a, b); }
+  Value mul(Value a, Value b) { return bin<kiln::MulOp>(a, b); }
+  Value div(Value a, Value b) { return bin<kiln::DivOp>(a, b); }
+  Value cmp(StringRef p, Value a, Value b) {
+    return ok({a, b}) ? take(ctx.create<kiln::CompareOp>(a, b, ctx.builder.getStringAttr(p)))
+                      : Value();
+  }
+  Value where(Value c, Value a, Value b) {
+    return ok({c, a, b}) ? take(ctx.create<kiln::WhereOp>(c, a, b)) : Value();
+  }
+  template <typename OpTy> Value reduce(Value x, ArrayRef<int64_t> axes, bool keep) {
+    if (!ok({x}))
+      return {};
+    return take(ctx.create<OpTy>(x, ctx.builder.getDenseI64ArrayAttr(axes),
+                                 ctx.builder.getBoolAttr(keep)));
+  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    if (!ok({x}))
+      return {};
+    return take(ctx.createTyped<kiln::ReshapeOp>(
+        RankedTensorType::get(shape, elem(x)), x));
+  }
+  Value transpose(Value x, ArrayRef<int64_t> perm) {
+    if (!ok({x}))
+      return {};
+    return take(ctx.create<kiln::TransposeOp>(x, ctx.builder.getDenseI64ArrayAttr(perm)));
+  }
+  Value slice(Value x, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+              ArrayRef<int64_t> strides) {
+    if (!ok({x}))
+      return {};
+    mlir::OpBuilder &b = ctx.builder;
+    return take(ctx.create<kiln::SliceOp>(x, b.getDenseI64ArrayAttr(offsets),
+                                          b.getDenseI64ArrayAttr(sizes),
+                                          b.getDenseI64ArrayAttr(strides)));
+  }
+  Value expand(Value x, ArrayRef<int64_t> shape) {
+    if (!ok({x}))
+      return {};
+    auto t = RankedTensorType::get(shape, elem(x));
+    return t == x.getType() ? x : take(ctx.createTyped<kiln::ExpandOp>(t, x));
+  }
+  /// `x` converted to element type `t` (no op when it already is).
+  Value cast(Value x, Type t) {
+    if (!ok({x}))
+      return {};
+    if (elem(x) == t)
+      return x;
+    return take(ctx.createTyped<kiln::CastOp>(RankedTensorType::get(shape(x), t), x));
+  }
+  ArrayRef<int64_t> shape(Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getShape();
+  }
+  LogicalResult result(Value v) {
+    if (!ok({v}))
+      return mlir::failure();
+    ctx.setOutput(0, v);
+    return mlir::success();
+  }
+};
+
+} // namespace kiln::onnx_import
+
+#endif // KILN_COMPILER_ONNX_COMPOSITEBUILDER_H

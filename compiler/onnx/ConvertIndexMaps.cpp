@@ -1,0 +1,484 @@
+//===- ConvertIndexMaps.cpp - Resize, Upsample, Pad as gathers --------------===//
+//
+// Ops whose output reads the input at positions that, with static shapes,
+// are known at import time: along each axis every output position reads a
+// few input positions with fixed weights. Those positions and weights are
+// computed here and each axis becomes kiln.gather ops with constant indices
+// (times constant weights, summed); positions that read no input (Pad's
+// constant border, tf_crop_and_resize outside the crop) take their value
+// through a constant mask. kiln-fuse joins the products and sums.
+//
+// Resize follows the ONNX reference implementation: coordinate
+// transformation modes, nearest rounding modes, edge clamping,
+// exclude_outside, antialias, tf_crop_and_resize's extrapolation. Pad's
+// modes are constant, edge, reflect and wrap; negative pads crop.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/CompositeBuilder.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+namespace kiln::onnx_import {
+namespace {
+
+struct ResizeAttrs {
+  std::string mode = "nearest";
+  std::string coord = "half_pixel";
+  std::string nearest = "round_prefer_floor";
+  double cubicA = -0.75;
+  bool excludeOutside = false;
+  bool antialias = false;
+  double extrapolation = 0.0;
+};
+
+/// How one axis is resized: for every output position, the input positions
+/// read (taps) and their weights; `outside[i]` when position i falls outside
+/// the crop (tf_crop_and_resize: the extrapolation value).
+struct AxisPlan {
+  int64_t in = 0, out = 0;
+  std::vector<std::vector<int64_t>> idx; // [tap][position]
+  std::vector<std::vector<double>> w;    // [tap][position]
+  std::vector<bool> outside;
+  bool identity() const {
+    if (in != out || idx.size() != 1)
+      return false;
+    for (int64_t i = 0; i < out; ++i)
+      if (idx[0][i] != i || w[0][i] != 1.0 || outside[i])
+        return false;
+    return true;
+  }
+};
+
+double cubicKernel(double x, double A) {
+  x = std::fabs(x);
+  if (x < 1)
+    return ((A + 2) * x - (A + 3)) * x * x + 1;
+  if (x < 2)
+    return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+  return 0;
+}
+
+AxisPlan planAxis(const ResizeAttrs &a, int64_t in, int64_t out, double scale, double roiStart,
+                  double roiEnd) {
+  AxisPlan p;
+  p.in = in;
+  p.out = out;
+  p.outside.assign(out, false);
+  std::vector<std::vector<std::pair<int64_t, double>>> taps(out);
+  for (int64_t i = 0; i < out; ++i) {
+    double x = static_cast<double>(i), xo = 0;
+    const std::string &c = a.coord;
+    if (c == "asymmetric") {
+      xo = x / scale;
+    } else if (c == "align_corners") {
+      // (the reference divides by the unrounded output length, scale * in)
+      double length = scale * in;
+      xo = length == 1 ? 0 : x * (in - 1) / (length - 1);
+    } else if (c == "pytorch_half_pixel") {
+      xo = out > 1 ? (x + 0.5) / scale - 0.5 : 0;
+    } else if (c == "tf_half_pixel_for_nn") {
+      xo = (x + 0.5) / scale;
+    } else if (c == "half_pixel_symmetric") {
+      double adjustment = out / (scale * in);
+      double center = in / 2.0;
+      xo = center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
+    } else if (c == "tf_crop_and_resize") {
+      xo = out > 1 ? roiStart * (in - 1) + x * (roiEnd - roiStart) * (in - 1) / (out - 1)
+                   : 0.5 * (roiStart + roiEnd) * (in - 1);
+      if (xo < 0 || xo > in - 1)
+        p.outside[i] = true;
+    } else { // half_pixel
+      xo = (x + 0.5) / scale - 0.5;
+    }
+    // The reference's neighbours: x0 = floor(xo) and ratio in (0, 1] (an
+    // integral xo is ratio 1 from the position before it).
+    int64_t x0 = static_cast<int64_t>(std::floor(xo));
+    double r = xo - static_cast<double>(x0);
+    if (r == 0) {
+      x0 -= 1;
+      r = 1;
+    }
+    std::vector<double> coeffs;
+    if (a.mode == "nearest") {
+      bool second;
+      if (r == 1)
+        second = true;
+      else if (a.nearest == "round_prefer_ceil")
+        second = r >= 0.5;
+      else if (a.nearest == "floor")
+        second = false;
+      else if (a.nearest == "ceil")
+        second = true;
+      else // round_prefer_floor
+        second = r > 0.5;
+      coeffs = second ? std::vector<double>{0, 1} : std::vector<double>{1, 0};
+    } else if (a.mode == "linear") {
+      if (a.antialias) {
+        double s = std::min(scale, 1.0);
+        int64_t start = static_cast<int64_t>(std::floor(-1 / s)) + 1;
+        int64_t n = 2 - 2 * start;
+        for (int64_t k = 0; k < n; ++k)
+          coeffs.push_back(std::clamp(1 - std::fabs((start + k - r) * s), 0.0, 1.0));
+      } else {
+        coeffs = {1 - r, r};
+      }
+    } else { // cubic
+      if (a.antialias) {
+        double s = std::min(scale, 1.0);
+        int64_t start = static_cast<int64_t>(std::floor(-2 / s)) + 1;
+        int64_t n = 2 - 2 * start;
+        for (int64_t k = 0; k < n; ++k)
+          coeffs.push_back(cubicKernel(s * (start + k - r), a.cubicA));
+      } else {
+        for (int64_t k = 0; k < 4; ++k)
+          coeffs.push_back(cubicKernel(k - 1 - r, a.cubicA));
+      }
+    }
+    if (a.antialias) {
+      double sum = std::accumulate(coeffs.begin(), coeffs.end(), 0.0);
+      for (double &v : coeffs)
+        v /= sum;
+    }
+    int64_t n = static_cast<int64_t>(coeffs.size());
+    int64_t first = x0 - n / 2 + 1;
+    if (a.excludeOutside) {
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        if (first + k < 0 || first + k >= in)
+          coeffs[k] = 0;
+        sum += coeffs[k];
+      }
+      if (sum != 0)
+        for (double &v : coeffs)
+          v /= sum;
+    }
+    for (int64_t k = 0; k < n; ++k) { // edge padding: clamp into the input
+      if (a.mode == "nearest" && coeffs[k] == 0)
+        continue; // nearest reads one position
+      taps[i].push_back({std::clamp<int64_t>(first + k, 0, in - 1), coeffs[k]});
+    }
+  }
+  // Taps as [tap][position], dropping taps whose weight is 0 everywhere.
+  size_t n = taps.empty() ? 0 : taps[0].size();
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<int64_t> idx(out);
+    std::vector<double> w(out);
+    bool any = false;
+    for (int64_t i = 0; i < out; ++i) {
+      idx[i] = taps[i][k].first;
+      w[i] = taps[i][k].second;
+      any = any || w[i] != 0;
+    }
+    if (any) {
+      p.idx.push_back(std::move(idx));
+      p.w.push_back(std::move(w));
+    }
+  }
+  return p;
+}
+
+Value hostConstant(Builder &g, Type et, std::vector<int64_t> shape, std::vector<double> values,
+                   const Twine &what) {
+  HostTensor h;
+  h.elementType = et;
+  h.shape = std::move(shape);
+  h.values = std::move(values);
+  return Importer::materialize(g.ctx.builder, h, g.ctx.node.name() + "." + what.str());
+}
+
+/// x resized along `axis` by the plan.
+Value applyPlan(Builder &g, Value x, int64_t axis, const AxisPlan &p, bool weighted) {
+  OpBuilder &b = g.ctx.builder;
+  int64_t rank = static_cast<int64_t>(g.shape(x).size());
+  std::vector<int64_t> wShape(rank, 1);
+  wShape[axis] = p.out;
+  Value acc;
+  for (size_t k = 0; k < p.idx.size(); ++k) {
+    std::vector<double> iv(p.idx[k].begin(), p.idx[k].end());
+    Value idx = hostConstant(g, b.getIntegerType(64), {p.out}, iv, "idx" + Twine(axis));
+    Value t = g.ok({x}) ? g.take(g.ctx.create<kiln::GatherOp>(x, idx, b.getI64IntegerAttr(axis)))
+                        : Value();
+    if (weighted) {
+      bool ones = llvm::all_of(p.w[k], [](double v) { return v == 1.0; });
+      if (!ones)
+        t = g.mul(t, hostConstant(g, g.elem(x), wShape, p.w[k], "w" + Twine(axis)));
+    }
+    acc = acc ? g.add(acc, t) : t;
+  }
+  return acc;
+}
+
+LogicalResult convertResize(NodeContext &ctx, bool upsample) {
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  ResizeAttrs a;
+  a.mode = ctx.attrString("mode", "nearest");
+  if (a.mode != "nearest" && a.mode != "linear" && a.mode != "cubic")
+    return ctx.error("mode must be nearest, linear or cubic, not '" + a.mode + "'");
+  if (upsample || ctx.opset < 11) {
+    // Upsample and Resize-10: asymmetric coordinates, nearest rounds down.
+    a.coord = "asymmetric";
+    a.nearest = "floor";
+  } else {
+    a.coord = ctx.attrString("coordinate_transformation_mode", "half_pixel");
+    a.nearest = ctx.attrString("nearest_mode", "round_prefer_floor");
+  }
+  static const char *coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                 "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+                                 "tf_crop_and_resize"};
+  if (!llvm::is_contained(coords, a.coord))
+    return ctx.error("unknown coordinate_transformation_mode '" + a.coord + "'");
+  a.cubicA = ctx.attrFloat("cubic_coeff_a", -0.75f);
+  a.excludeOutside = ctx.attrInt("exclude_outside", 0) != 0;
+  a.antialias = ctx.attrInt("antialias", 0) != 0 && a.mode != "nearest";
+  a.extrapolation = ctx.attrFloat("extrapolation_value", 0.0f);
+  if (a.mode != "nearest" && !llvm::isa<FloatType>(in.getElementType()))
+    return ctx.error("linear and cubic modes need a floating-point input");
+
+  // The resized axes (opset 18: `axes`), and their scales and sizes.
+  std::vector<int64_t> axes;
+  if (auto given = ctx.attrInts("axes")) {
+    for (int64_t ax : *given) {
+      auto n = normalizeAxis(ctx, ax, rank);
+      if (failed(n))
+        return failure();
+      axes.push_back(*n);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  int64_t nAxes = static_cast<int64_t>(axes.size());
+  std::vector<double> scales(nAxes, 1.0);
+  std::vector<int64_t> sizes(nAxes);
+  for (int64_t i = 0; i < nAxes; ++i)
+    sizes[i] = in.getDimSize(axes[i]);
+  auto hostValues = [&](size_t i, const char *what) -> FailureOr<const HostTensor *> {
+    const HostTensor *h = ctx.hostInput(i);
+    if (!h)
+      return ctx.error(Twine(what) + " must be known at compile time");
+    return h;
+  };
+  const HostTensor *scalesT = nullptr, *sizesT = nullptr;
+  if (upsample) {
+    if (ctx.opset < 9) {
+      auto s = ctx.attr("scales");
+      if (!s)
+        return ctx.error("expects a scales attribute");
+      scales.assign(s->floats().begin(), s->floats().end());
+      if (static_cast<int64_t>(scales.size()) != nAxes)
+        return ctx.error("expects one scale per input dimension");
+    } else {
+      auto h = hostValues(1, "scales");
+      if (failed(h))
+        return failure();
+      scalesT = *h;
+    }
+  } else {
+    size_t scalesAt = ctx.opset < 11 ? 1 : 2;
+    if (ctx.hasInput(scalesAt) && ctx.inputType(scalesAt).getNumElements() > 0) {
+      auto h = hostValues(scalesAt, "scales");
+      if (failed(h))
+        return failure();
+      scalesT = *h;
+    } else if (ctx.opset >= 11 && ctx.hasInput(3)) {
+      auto h = hostValues(3, "sizes");
+      if (failed(h))
+        return failure();
+      sizesT = *h;
+    } else {
+      return ctx.error("expects scales or sizes");
+    }
+  }
+  if (scalesT) {
+    if (scalesT->numElements() != nAxes)
+      return ctx.error("expects " + Twine(nAxes) + " scales, got " +
+                       Twine(scalesT->numElements()));
+    scales = scalesT->values;
+  }
+  if (scalesT || upsample) {
+    for (int64_t i = 0; i < nAxes; ++i) {
+      if (!(scales[i] > 0))
+        return ctx.error("scales must be positive");
+      // The scale as stored (float32), times the size, rounded down.
+      sizes[i] = static_cast<int64_t>(std::floor(
+          static_cast<double>(static_cast<float>(scales[i])) * in.getDimSize(axes[i])));
+      scales[i] = static_cast<float>(scales[i]);
+    }
+  } else {
+    if (sizesT->numElements() != nAxes)
+      return ctx.error("expects " + Twine(nAxes) + " sizes, got " +
+                       Twine(sizesT->numElements()));
+    std::string policy = ctx.attrString("keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+      return ctx.error("unknown keep_aspect_ratio_policy '" + policy + "'");
+    for (int64_t i = 0; i < nAxes; ++i)
+      scales[i] = sizesT->values[i] / static_cast<double>(in.getDimSize(axes[i]));
+    if (policy == "stretch") {
+      for (int64_t i = 0; i < nAxes; ++i)
+        sizes[i] = static_cast<int64_t>(sizesT->values[i]);
+    } else {
+      double s = policy == "not_larger" ? *std::min_element(scales.begin(), scales.end())
+                                        : *std::max_element(scales.begin(), scales.end());
+      for (int64_t i = 0; i < nAxes; ++i) {
+        scales[i] = s;
+        sizes[i] = static_cast<int64_t>(std::nearbyint(s * in.getDimSize(axes[i])));
+      }
+    }
+  }
+  std::vector<double> roi;
+  if (a.coord == "tf_crop_and_resize") {
+    auto h = hostValues(1, "roi");
+    if (failed(h))
+      return failure();
+    roi = (*h)->values;
+    if (static_cast<int64_t>(roi.size()) != 2 * nAxes)
+      return ctx.error("roi must hold a start and an end per resized axis");
+  }
+  for (int64_t i = 0; i < nAxes; ++i)
+    if (sizes[i] <= 0)
+      return ctx.error("the output dimension " + Twine(axes[i]) + " would be empty");
+
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  Value outside;
+  for (int64_t i = 0; i < nAxes; ++i) {
+    int64_t d = axes[i];
+    AxisPlan p = planAxis(a, in.getDimSize(d), sizes[i], scales[i],
+                          roi.empty() ? 0.0 : roi[i], roi.empty() ? 1.0 : roi[nAxes + i]);
+    if (p.identity())
+      continue;
+    x = applyPlan(g, x, d, p, a.mode != "nearest");
+    if (llvm::is_contained(p.outside, true)) {
+      std::vector<int64_t> shape(rank, 1);
+      shape[d] = p.out;
+      std::vector<double> m(p.outside.begin(), p.outside.end());
+      Value mask = hostConstant(g, ctx.builder.getI1Type(), shape, m, "outside" + Twine(d));
+      outside = outside ? g.bin<kiln::OrOp>(outside, mask) : mask;
+    }
+  }
+  if (outside)
+    x = g.where(outside, g.scalar(x, a.extrapolation), x);
+  return g.result(x);
+}
+
+/// Pad: per padded axis, a gather whose indices map each output position
+/// to its source (edge: clamped, reflect: mirrored without the edge, wrap:
+/// periodic, constant: clamped and masked).
+LogicalResult convertPad(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  std::string mode = ctx.attrString("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    return ctx.error("mode must be constant, edge, reflect or wrap, not '" + mode + "'");
+  std::vector<int64_t> pads;
+  double value = 0;
+  Value runtimeValue;
+  if (ctx.opset < 11) {
+    pads = ctx.attrInts("pads").value_or(std::vector<int64_t>{});
+    value = ctx.attrFloat("value", 0.0f);
+  } else {
+    const HostTensor *p = ctx.hostInput(1);
+    if (!p)
+      return ctx.error("pads must be known at compile time");
+    for (double v : p->values)
+      pads.push_back(static_cast<int64_t>(v));
+    if (ctx.hasInput(2)) {
+      if (ctx.inputType(2).getNumElements() != 1)
+        return ctx.error("constant_value must be a scalar");
+      if (const HostTensor *c = ctx.hostInput(2))
+        value = c->values.empty() ? 0.0 : c->values[0];
+      else
+        runtimeValue = ctx.input(2);
+    }
+  }
+  std::vector<int64_t> axes;
+  if (ctx.opset >= 18 && ctx.hasInput(3)) {
+    const HostTensor *a = ctx.hostInput(3);
+    if (!a)
+      return ctx.error("axes must be known at compile time");
+    for (double v : a->values) {
+      auto n = normalizeAxis(ctx, static_cast<int64_t>(v), rank);
+      if (failed(n))
+        return failure();
+      axes.push_back(*n);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  int64_t nAxes = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(pads.size()) != 2 * nAxes)
+    return ctx.error("expects " + Twine(2 * nAxes) + " pads (a begin and an end per axis), got " +
+                     Twine(pads.size()));
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  Value outside;
+  for (int64_t i = 0; i < nAxes; ++i) {
+    int64_t d = axes[i], lo = pads[i], hi = pads[nAxes + i], n = in.getDimSize(d);
+    if (lo == 0 && hi == 0)
+      continue;
+    int64_t out = n + lo + hi;
+    if (out < 0)
+      return ctx.error("pads remove more than dimension " + Twine(d) + " holds");
+    if (n == 0)
+      return ctx.error("cannot pad the empty dimension " + Twine(d));
+    if (mode == "reflect" && n > 1 && (lo >= n || hi >= n))
+      return ctx.error("reflect pads must be smaller than the dimension (" + Twine(n) + ")");
+    AxisPlan p;
+    p.in = n;
+    p.out = out;
+    p.outside.assign(out, false);
+    p.idx.assign(1, std::vector<int64_t>(out));
+    p.w.assign(1, std::vector<double>(out, 1.0));
+    for (int64_t j = 0; j < out; ++j) {
+      int64_t src = j - lo;
+      if (src < 0 || src >= n) {
+        if (mode == "constant") {
+          p.outside[j] = true;
+          src = std::clamp<int64_t>(src, 0, n - 1);
+        } else if (mode == "edge") {
+          src = std::clamp<int64_t>(src, 0, n - 1);
+        } else if (mode == "wrap") {
+          src = ((src % n) + n) % n;
+        } else { // reflect: period 2(n-1), the edge not repeated
+          int64_t period = std::max<int64_t>(2 * (n - 1), 1);
+          src = ((src % period) + period) % period;
+          if (src >= n)
+            src = period - src;
+        }
+      }
+      p.idx[0][j] = src;
+    }
+    if (out == 0)
+      return ctx.error("padding would leave dimension " + Twine(d) + " empty");
+    x = applyPlan(g, x, d, p, false);
+    if (llvm::is_contained(p.outside, true)) {
+      std::vector<int64_t> shape(rank, 1);
+      shape[d] = out;
+      std::vector<double> m(p.outside.begin(), p.outside.end());
+      Value mask = hostConstant(g, ctx.builder.getI1Type(), shape, m, "border" + Twine(d));
+      outside = outside ? g.bin<kiln::OrOp>(outside, mask) : mask;
+    }
+  }
+  if (outside) {
+    Value v = runtimeValue ? g.reshape(runtimeValue, {}) : g.scalar(x, value);
+    x = g.where(outside, v, x);
+  }
+  if (!g.ok({x}))
+    return failure();
+  ctx.setOutput(0, x);
+  return success();
+}
+
+} // namespace
+
+void registerIndexMapConverters(llvm::StringMap<Converter> &t) {
+  t["Pad"] = convertPad;
+  t["Resize"] = [](NodeContext &c) { return convertResize(c, false); };
+  t["Upsample"] = [](NodeContext &c) { return convertResize(c, true); };
+}
+
+} // namespace kiln::onnx_import
