@@ -191,7 +191,8 @@ def pack(a):
     manifest = {"arch": a.arch, "tests": [], "models": [], "counts": {}}
     if not a.no_tests:
         blobs = Blobs(out)
-        tests = [t for t in oc.collect() if a.only in t[1]]
+        only = a.only.split(",")
+        tests = [t for t in oc.collect() if any(o in t[1] for o in only)]
         with cf.ThreadPoolExecutor(a.jobs) as ex:
             futs = [ex.submit(pack_test, label, d, bindir, a.arch, out, blobs)
                     for label, d in tests]
@@ -409,7 +410,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--arch", default="sm_90")
     p.add_argument("--no-tests", action="store_true")
-    p.add_argument("--only", default="", help="only tests whose path contains this text")
+    p.add_argument("--only", default="",
+                   help="only tests whose path contains one of these (comma-separated) texts")
     p.add_argument("--models", default="small_cnn,mobilenetv2,bert_layer,bert_layer:fp16")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     r = sub.add_parser("run")
