@@ -74,6 +74,8 @@ struct Builder {
   Value reshape(Value x, ArrayRef<int64_t> shape) {
     if (!ok({x}))
       return {};
+    if (this->shape(x) == shape)
+      return x;
     return take(ctx.createTyped<kiln::ReshapeOp>(
         RankedTensorType::get(shape, elem(x)), x));
   }

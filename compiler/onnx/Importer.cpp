@@ -316,6 +316,8 @@ LogicalResult Importer::run(const ImportOptions &options,
   registerLossConverters(table);
   registerQuantConverters(table);
   registerIndexMapConverters(table);
+  registerAttentionConverters(table);
+  registerEinsumConverters(table);
   if (failed(checkSupported(table)))
     return failure();
 

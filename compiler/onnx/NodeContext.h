@@ -137,6 +137,8 @@ void registerCompositeConverters(llvm::StringMap<Converter> &table);
 void registerLossConverters(llvm::StringMap<Converter> &table);
 void registerQuantConverters(llvm::StringMap<Converter> &table);
 void registerIndexMapConverters(llvm::StringMap<Converter> &table);
+void registerAttentionConverters(llvm::StringMap<Converter> &table);
+void registerEinsumConverters(llvm::StringMap<Converter> &table);
 
 /// Helpers shared by converters.
 /// The axes a Reduce* node reduces (see ConvertReduce.cpp); nullopt: none

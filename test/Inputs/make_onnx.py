@@ -190,6 +190,16 @@ def resize_pad():
     return model(nodes, [vi("x", [1, 1, 2, 2])], [vi("y", None)], inits, opset=13)
 
 
+def attention_einsum():
+    """The opset-23 Attention op (3-D, grouped kv heads, causal) and an
+    Einsum contraction."""
+    nodes = [helper.make_node("Attention", ["q", "k", "v"], ["a"], name="attn", q_num_heads=2,
+                              kv_num_heads=1, is_causal=1),
+             helper.make_node("Einsum", ["a", "w"], ["y"], name="proj", equation="bsh,hk->bks")]
+    return model(nodes, [vi("q", [1, 3, 8]), vi("k", [1, 3, 4]), vi("v", [1, 3, 4])],
+                 [vi("y", None)], [init("w", f32(8, 5))], opset=23)
+
+
 def slice_dynamic_starts():
     """Slice whose starts are known only at run time."""
     nodes = [helper.make_node("Slice", ["x", "dyn", "en"], ["y"], name="cut_dyn")]
@@ -278,7 +288,7 @@ def transformer_ops():
                  opset=20)
 
 
-CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
+CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
                                  old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

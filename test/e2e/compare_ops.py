@@ -601,6 +601,40 @@ CASES = {
         ("Pad", ["x"], {"pads": [1, 0, 2, 3], "value": 7.0})], opset=10),
     "pad_int32_edge": typed([("a", (3, 4), "i32", "int")], [
         ("Pad", ["a", "p"], {"mode": "edge"})], opset=13, consts=[("p", np.array([2, 1, 0, 3], np.int64))]),
+    # The opset-23 Attention op: heads split from 3-D inputs, grouped kv
+    # heads, causal bias after the past, masks padded to the total length.
+    "attention_op_3d_gqa_causal_softcap": typed(
+        [("q", (2, 4, 32), "f32", "normal"), ("k", (2, 6, 16), "f32", "normal"),
+         ("v", (2, 6, 16), "f32", "normal")],
+        [("Attention", ["q", "k", "v"], {"q_num_heads": 4, "kv_num_heads": 2, "is_causal": 1,
+                                         "softcap": 3.0})], opset=23),
+    "attention_op_4d_past_float_mask": typed(
+        [("q", (1, 2, 3, 8), "f32", "normal"), ("k", (1, 2, 3, 8), "f32", "normal"),
+         ("v", (1, 2, 3, 6), "f32", "normal"), ("m", (3, 7), "f32", "normal"),
+         ("pk", (1, 2, 4, 8), "f32", "normal"), ("pv", (1, 2, 4, 6), "f32", "normal")],
+        [("Attention", ["q", "k", "v", "m", "pk", "pv"], {"scale": 0.2},
+          ["y0", "present_k", "present_v"]), ("ReduceSum", ["present_k", "ax"], {"keepdims": 1}),
+         ("Add", ["y0", "t1"], {})], opset=23, consts=[("ax", np.array([2, 3], np.int64))]),
+    "attention_op_4d_bool_mask_qk_softmax": typed(
+        [("q", (2, 2, 4, 8), "f32", "normal"), ("k", (2, 2, 5, 8), "f32", "normal"),
+         ("v", (2, 2, 5, 8), "f32", "normal")],
+        [("Not", ["mneg"], {}), ("Attention", ["q", "k", "v", "t0"], {"qk_matmul_output_mode": 3},
+                                 ["y0", "", "", "qk"]),
+         ("MatMul", ["qk", "v"], {}), ("Add", ["y0", "t2"], {})], opset=23,
+        consts=[("mneg", np.array([[False, False, True, False, False]] * 4))]),
+    # Einsum: batched matmuls for two float operands, diagonals, broadcasting.
+    "einsum_batch_matmul_transposed": typed(
+        [("a", (3, 5, 4), "f32", "normal"), ("b", (3, 6, 4), "f32", "normal")],
+        [("Einsum", ["a", "b"], {"equation": "bik,bjk->bji"})], opset=12),
+    "einsum_ellipsis_broadcast_implicit": typed(
+        [("a", (2, 1, 3, 4), "f32", "normal"), ("b", (2, 5, 4, 6), "f32", "normal")],
+        [("Einsum", ["a", "b"], {"equation": "...ij,...jk"})], opset=12),
+    "einsum_diagonal_trace_sum": typed(
+        [("a", (2, 4, 4), "f32", "normal"), ("c", (4, 3), "f32", "normal")],
+        [("Einsum", ["a", "c"], {"equation": "bii,ij->bj"})], opset=12),
+    "einsum_f64_three_operands": typed(
+        [("a", (3, 4), "f64", "normal"), ("b", (4, 5), "f64", "normal"), ("c", (5,), "f64", "normal")],
+        [("Einsum", ["a", "b", "c"], {"equation": "ij,jk,k->i"})], opset=12),
     "reduce_f64": typed([("x", (4, 300), "f64", "normal")], [
         ("ReduceLogSumExp", ["x", "ax"], {"keepdims": 1}), ("ReduceSum", ["x", "ax"], {}),
         ("ReduceMax", ["x", "ax0"], {"keepdims": 1}), ("Add", ["t0", "t1"], {}),

@@ -261,7 +261,8 @@ def write_markdown(path, results, tests, targets, modes, scope):
         "(`python3 test/e2e/onnx_coverage.py --bindir build/bin --write-doc`). "
         f"Tolerance rtol {RTOL}, atol {ATOL}. *dynamic*: every graph input's first "
         "dimension made symbolic. Tests whose shape arguments (axes, target shapes, "
-        "pads, repeats) are graph inputs compile with those integer inputs bound to their "
+        "pads, repeats, OneHot's depth, Resize's scales) are graph inputs compile with "
+        "those inputs (integer ones, and float ones of at most 8 values) bound to their "
         "stored values (`kiln-compile --bind NAME=FILE`, as onnx-mlir's backend tests make "
         "them constants); their cells say so.",
         "",
@@ -323,7 +324,12 @@ def main():
     ap.add_argument("--targets", default="cpu,cuda-emu")
     ap.add_argument("--modes", default="static,dynamic")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--only", default="", help="only tests whose name contains this text")
+    ap.add_argument("--only", default="",
+                    help="only tests whose name contains one of these (comma-separated) texts")
+    ap.add_argument("--merge", metavar="JSON",
+                    help="a --json file of an earlier full run: the tests --only does not select "
+                         "keep their results from it (so --write-doc and --update-baseline see "
+                         "every test after re-running a few)")
     ap.add_argument("--suites", default="",
                     help="only suites whose label contains this text (e.g. onnx-1.20: the pinned "
                          "onnx's tests); the baseline keeps separate counts per --suites")
@@ -335,9 +341,19 @@ def main():
     targets, modes = args.targets.split(","), args.modes.split(",")
 
     tests, scope = {}, {}
+    earlier = {}
+    if args.merge:
+        with open(args.merge) as f:
+            earlier = json.load(f)
+    only = args.only.split(",")
+    kept = set()  # tests whose results come from --merge
     for label, d in collect():
-        if args.only not in os.path.basename(d) or args.suites not in label:
+        if args.suites not in label:
             continue
+        if not any(o in os.path.basename(d) for o in only):
+            if f"{label}/{os.path.basename(d)}" not in earlier:
+                continue
+            kept.add((label, os.path.basename(d)))
         try:
             m = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
         except Exception as e:  # a test whose model onnx itself cannot read
@@ -352,7 +368,13 @@ def main():
             scope[key] = why
 
     results = {k: {} for k in tests}
-    jobs = [(k, t, mo) for k in tests if k not in scope for t in targets for mo in modes]
+    for k in tests:
+        if k[:2] in kept:
+            for col, v in earlier[f"{k[0]}/{k[1]}"].items():
+                t, mo = col.split("/")
+                results[k][(t, mo)] = tuple(v)
+    jobs = [(k, t, mo) for k in tests if k not in scope and k[:2] not in kept
+            for t in targets for mo in modes]
 
     with tempfile.TemporaryDirectory() as work, cf.ThreadPoolExecutor(args.jobs) as pool:
         # Static mode on the first target first: a test refused at import is
@@ -360,7 +382,7 @@ def main():
         # the target), so the other columns reuse it.
         first = (targets[0], modes[0])
         futures = {pool.submit(run_test, k[0], tests[k], first[0], first[1], args.bindir, work): k
-                   for k in tests if k not in scope}
+                   for k in tests if k not in scope and k[:2] not in kept}
         for f in cf.as_completed(futures):
             results[futures[f]][first] = f.result()
         rest = []
