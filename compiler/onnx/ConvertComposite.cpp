@@ -175,28 +175,38 @@ LogicalResult convertReduction(NodeContext &ctx, Reduction kind) {
   return failure();
 }
 
+/// The input of a softmax-family op (LogSoftmax, Hardmax) and the axis it
+/// works along: before opset 13 the input coerced to 2-D at `axis` (rows x
+/// the flattened rest, axis 1), from opset 13 the input itself.
+FailureOr<std::pair<Value, int64_t>> softmaxFamilyInput(NodeContext &ctx, Builder &g) {
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", ctx.opset < 13 ? 1 : -1), rank);
+  if (failed(axis))
+    return failure();
+  if (ctx.opset >= 13 || *axis == rank - 1)
+    return std::make_pair(ctx.input(0), *axis);
+  int64_t rows = 1, cols = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < *axis ? rows : cols) *= in.getDimSize(i);
+  Value x = g.reshape(ctx.input(0), {rows, cols});
+  if (!g.ok({x}))
+    return failure();
+  return std::make_pair(x, int64_t(1));
+}
+
 /// LogSoftmax: x - m - log(sum(exp(x - m))) along the axis (before opset 13:
 /// over the input coerced to 2-D at the axis).
 LogicalResult convertLogSoftmax(NodeContext &ctx) {
   if (failed(requireFloat(ctx)))
     return failure();
   auto in = ctx.inputType(0);
-  int64_t rank = in.getRank();
-  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", ctx.opset < 13 ? 1 : -1), rank);
-  if (failed(axis))
-    return failure();
   Builder g{ctx};
-  Value x = ctx.input(0);
-  std::vector<int64_t> axes;
-  if (ctx.opset >= 13 || *axis == rank - 1) {
-    axes = {*axis};
-  } else {
-    int64_t rows = 1, cols = 1;
-    for (int64_t i = 0; i < rank; ++i)
-      (i < *axis ? rows : cols) *= in.getDimSize(i);
-    x = g.reshape(x, {rows, cols});
-    axes = {1};
-  }
+  auto xa = softmaxFamilyInput(ctx, g);
+  if (failed(xa))
+    return failure();
+  Value x = xa->first;
+  std::vector<int64_t> axes{xa->second};
   Value m = g.reduce<kiln::ReduceMaxOp>(x, axes, true);
   Value d = g.sub(x, m);
   Value s = g.reduce<kiln::ReduceSumOp>(g.un<kiln::ExpOp>(d), axes, true);
@@ -632,23 +642,12 @@ LogicalResult convertHardmax(NodeContext &ctx) {
   if (failed(requireFloat(ctx)))
     return failure();
   auto in = ctx.inputType(0);
-  int64_t rank = in.getRank();
-  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", ctx.opset < 13 ? 1 : -1), rank);
-  if (failed(axis))
-    return failure();
   Builder g{ctx};
-  Value x = ctx.input(0);
-  int64_t ax = *axis, r = rank;
-  if (ctx.opset < 13 && ax != rank - 1) {
-    int64_t rows = 1, cols = 1;
-    for (int64_t i = 0; i < rank; ++i)
-      (i < ax ? rows : cols) *= in.getDimSize(i);
-    x = g.reshape(x, {rows, cols});
-    ax = 1;
-    r = 2;
-  }
-  if (!g.ok({x}))
+  auto xa = softmaxFamilyInput(ctx, g);
+  if (failed(xa))
     return failure();
+  auto [x, ax] = *xa;
+  int64_t r = static_cast<int64_t>(g.shape(x).size());
   OpBuilder &b = ctx.builder;
   Value arg = g.take(ctx.create<kiln::ArgReduceOp>(x, b.getI64IntegerAttr(ax),
                                                    b.getBoolAttr(true), b.getBoolAttr(true),

@@ -51,6 +51,25 @@ struct AxisPlan {
   }
 };
 
+/// The given axes normalized (an `axes` attribute or input), or every axis.
+FailureOr<std::vector<int64_t>> axesOrAll(NodeContext &ctx,
+                                          const std::optional<std::vector<int64_t>> &given,
+                                          int64_t rank) {
+  std::vector<int64_t> axes;
+  if (!given) {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+    return axes;
+  }
+  for (int64_t a : *given) {
+    auto n = normalizeAxis(ctx, a, rank);
+    if (failed(n))
+      return failure();
+    axes.push_back(*n);
+  }
+  return axes;
+}
+
 double cubicKernel(double x, double A) {
   x = std::fabs(x);
   if (x < 1)
@@ -238,18 +257,10 @@ LogicalResult convertResize(NodeContext &ctx, bool upsample) {
     return ctx.error("linear and cubic modes need a floating-point input");
 
   // The resized axes (opset 18: `axes`), and their scales and sizes.
-  std::vector<int64_t> axes;
-  if (auto given = ctx.attrInts("axes")) {
-    for (int64_t ax : *given) {
-      auto n = normalizeAxis(ctx, ax, rank);
-      if (failed(n))
-        return failure();
-      axes.push_back(*n);
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
+  auto axesOr = axesOrAll(ctx, ctx.attrInts("axes"), rank);
+  if (failed(axesOr))
+    return failure();
+  std::vector<int64_t> axes = *axesOr;
   int64_t nAxes = static_cast<int64_t>(axes.size());
   std::vector<double> scales(nAxes, 1.0);
   std::vector<int64_t> sizes(nAxes);
@@ -394,21 +405,19 @@ LogicalResult convertPad(NodeContext &ctx) {
         runtimeValue = ctx.input(2);
     }
   }
-  std::vector<int64_t> axes;
+  std::optional<std::vector<int64_t>> given;
   if (ctx.opset >= 18 && ctx.hasInput(3)) {
     const HostTensor *a = ctx.hostInput(3);
     if (!a)
       return ctx.error("axes must be known at compile time");
-    for (double v : a->values) {
-      auto n = normalizeAxis(ctx, static_cast<int64_t>(v), rank);
-      if (failed(n))
-        return failure();
-      axes.push_back(*n);
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
+    given.emplace();
+    for (double v : a->values)
+      given->push_back(static_cast<int64_t>(v));
   }
+  auto axesOr = axesOrAll(ctx, given, rank);
+  if (failed(axesOr))
+    return failure();
+  std::vector<int64_t> axes = *axesOr;
   int64_t nAxes = static_cast<int64_t>(axes.size());
   if (static_cast<int64_t>(pads.size()) != 2 * nAxes)
     return ctx.error("expects " + Twine(2 * nAxes) + " pads (a begin and an end per axis), got " +
