@@ -37,54 +37,58 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx|model.mlir>"),
+/// kiln-compile's own options: --help lists these, not every LLVM flag.
+static cl::OptionCategory kilnCategory("kiln-compile options");
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::cat(kilnCategory), cl::desc("<model.onnx|model.mlir>"),
                                       cl::Required);
-static cl::opt<std::string> outputPath("o", cl::desc("output: OUT.so, OUT.o (+ OUT.h), or a text file with --emit"),
+static cl::opt<std::string> outputPath("o", cl::cat(kilnCategory), cl::desc("output: OUT.so, OUT.o (+ OUT.h), or a text file with --emit"),
                                        cl::value_desc("file"), cl::init("-"));
 static cl::opt<std::string> emit("emit",
-    cl::desc("print IR instead of writing an artifact: mlir-import (after "
-             "import), mlir (after the graph passes), kernels, llvm"),
+    cl::cat(kilnCategory), cl::desc("print IR instead of writing an artifact: mlir-import (after "
+             "import), mlir (after the graph passes), kernels, llvm, cuda-src (with "
+             "--target=cuda or cuda-emu)"),
     cl::init(""));
 static cl::list<std::string> shapes("shape",
-    cl::desc("static shape for an input: NAME=1x3x224x224 (repeatable)"));
+    cl::cat(kilnCategory), cl::desc("static shape for an input: NAME=1x3x224x224 (repeatable)"));
 static cl::list<std::string> bindings("bind",
-    cl::desc("freeze an input to the tensor in a .npy or .pb file: NAME=FILE (repeatable); "
+    cl::cat(kilnCategory), cl::desc("freeze an input to the tensor in a .npy or .pb file: NAME=FILE (repeatable); "
              "shape arguments given as inputs (axes, target shapes) become compile-time values"));
-static cl::opt<std::string> mcpu("mcpu", cl::desc("target CPU (native: this host's features)"),
+static cl::opt<std::string> mcpu("mcpu", cl::cat(kilnCategory), cl::desc("target CPU (native: this host's features)"),
                                  cl::init("native"));
 static cl::opt<std::string> target("target",
-    cl::desc("cpu; cuda (CUDA C++ kernels compiled with NVRTC into CUBIN/PTX images embedded "
+    cl::cat(kilnCategory), cl::desc("cpu; cuda (CUDA C++ kernels compiled with NVRTC into CUBIN/PTX images embedded "
              "in the artifact, run through the CUDA driver); cuda-emu (the same CUDA C++ "
              "compiled for and run on this CPU through the emulation header, for tests)"),
     cl::init("cpu"));
 static cl::list<std::string> cudaArchs("cuda-arch",
-    cl::desc("CUDA architectures to compile for with NVRTC: sm_XY (a CUBIN) or compute_XY "
+    cl::cat(kilnCategory), cl::desc("CUDA architectures to compile for with NVRTC: sm_XY (a CUBIN) or compute_XY "
              "(PTX the driver JIT-compiles on newer GPUs). Default for --target=cuda: "
              "sm_80,sm_86,sm_89,sm_90,compute_80, or $KILN_CUDA_ARCH when set"),
     cl::CommaSeparated);
 static cl::opt<bool> cudaNoSpills("cuda-no-spills",
-    cl::desc("fail when ptxas reports register spills in any CUDA kernel (a warning otherwise)"),
+    cl::cat(kilnCategory), cl::desc("fail when ptxas reports register spills in any CUDA kernel (a warning otherwise)"),
     cl::init(false));
-static cl::opt<std::string> modelName("name", cl::desc("C identifier prefix of the model (default: the output's stem)"),
+static cl::opt<std::string> modelName("name", cl::cat(kilnCategory), cl::desc("C identifier prefix of the model (default: the output's stem)"),
                                       cl::init(""));
 static cl::opt<std::string> reportPath("report",
-    cl::desc("write what the compiler did per kernel: FILE.json or FILE.md"),
+    cl::cat(kilnCategory), cl::desc("write what the compiler did per kernel: FILE.json or FILE.md"),
     cl::value_desc("file"), cl::init(""));
 static cl::list<std::string> printAfter("print-ir-after",
-    cl::desc("print the IR (to stderr) after the graph pass with this flag, "
+    cl::cat(kilnCategory), cl::desc("print the IR (to stderr) after the graph pass with this flag, "
              "e.g. kiln-fuse, kiln-fold-batchnorm, canonicalize; or 'all'"),
     cl::CommaSeparated);
-static cl::opt<unsigned> optLevel("O", cl::desc("optimization level 0-3"), cl::Prefix,
+static cl::opt<unsigned> optLevel("O", cl::cat(kilnCategory), cl::desc("optimization level 0-3"), cl::Prefix,
                                   cl::init(3));
 static cl::list<std::string> disablePasses("disable-pass",
-    cl::desc("skip these graph passes (kiln-fold-batchnorm, kiln-recognize-patterns, "
+    cl::cat(kilnCategory), cl::desc("skip these graph passes (kiln-fold-batchnorm, kiln-recognize-patterns, "
              "kiln-select-layout, kiln-fuse), e.g. to measure what each one is worth"),
     cl::CommaSeparated);
 static cl::opt<std::string> layoutOpt("layout",
-    cl::desc("tensor layout of convolutional regions: auto (cost model), nchw, nhwc"),
+    cl::cat(kilnCategory), cl::desc("tensor layout of convolutional regions: auto (cost model), nchw, nhwc"),
     cl::init("auto"));
 static cl::opt<std::string> ioLayout("io-layout",
-    cl::desc("layout of the model's rank-4 inputs and outputs: nchw (ONNX's) or nhwc"),
+    cl::cat(kilnCategory), cl::desc("layout of the model's rank-4 inputs and outputs: nchw (ONNX's) or nhwc"),
     cl::init("nchw"));
 
 static int fail(const llvm::Twine &msg) {
@@ -147,6 +151,7 @@ static bool writeFile(llvm::StringRef path, llvm::StringRef data) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(kilnCategory);
   cl::ParseCommandLineOptions(argc, argv, "Kiln ahead-of-time model compiler\n");
   if (target != "cpu" && target != "cuda" && target != "cuda-emu")
     return fail("unknown --target=" + target + " (cpu, cuda, cuda-emu)");
