@@ -109,6 +109,15 @@ LogicalResult convertShrink(NodeContext &ctx) {
 LogicalResult convertPRelu(NodeContext &ctx) {
   Builder g{ctx};
   Value x = ctx.input(0), slope = ctx.input(1);
+  // PRelu-6 applies a 1-D slope of size C per channel (axis 1); from opset 7
+  // the slope broadcasts unidirectionally like any operand.
+  auto xs = ctx.inputType(0), ss = ctx.inputType(1);
+  if (ctx.opset < 7 && ss.getRank() == 1 && xs.getRank() > 2 &&
+      ss.getDimSize(0) == xs.getDimSize(1) && ss.getDimSize(0) != 1) {
+    SmallVector<int64_t> perChannel(xs.getRank() - 1, 1);
+    perChannel[0] = ss.getDimSize(0);
+    slope = g.reshape(slope, perChannel);
+  }
   return g.result(g.where(g.cmp("lt", x, g.scalar(x, 0.0)), g.mul(slope, x), x));
 }
 

@@ -375,58 +375,17 @@ LogicalResult convertResize(NodeContext &ctx, bool upsample) {
   return g.result(x);
 }
 
-/// Pad: per padded axis, a gather whose indices map each output position
-/// to its source (edge: clamped, reflect: mirrored without the edge, wrap:
-/// periodic, constant: clamped and masked).
-LogicalResult convertPad(NodeContext &ctx) {
+/// x (the node's input 0) padded along each axis by lo/hi positions (negative
+/// ones crop) in `mode`; constant borders take `value` or `runtimeValue`.
+LogicalResult padAxes(NodeContext &ctx, ArrayRef<int64_t> axes, ArrayRef<int64_t> los,
+                      ArrayRef<int64_t> his, StringRef mode, double value, Value runtimeValue) {
   auto in = ctx.inputType(0);
   int64_t rank = in.getRank();
-  std::string mode = ctx.attrString("mode", "constant");
-  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
-    return ctx.error("mode must be constant, edge, reflect or wrap, not '" + mode + "'");
-  std::vector<int64_t> pads;
-  double value = 0;
-  Value runtimeValue;
-  if (ctx.opset < 11) {
-    pads = ctx.attrInts("pads").value_or(std::vector<int64_t>{});
-    value = ctx.attrFloat("value", 0.0f);
-  } else {
-    const HostTensor *p = ctx.hostInput(1);
-    if (!p)
-      return ctx.error("pads must be known at compile time");
-    for (double v : p->values)
-      pads.push_back(static_cast<int64_t>(v));
-    if (ctx.hasInput(2)) {
-      if (ctx.inputType(2).getNumElements() != 1)
-        return ctx.error("constant_value must be a scalar");
-      if (const HostTensor *c = ctx.hostInput(2))
-        value = c->values.empty() ? 0.0 : c->values[0];
-      else
-        runtimeValue = ctx.input(2);
-    }
-  }
-  std::optional<std::vector<int64_t>> given;
-  if (ctx.opset >= 18 && ctx.hasInput(3)) {
-    const HostTensor *a = ctx.hostInput(3);
-    if (!a)
-      return ctx.error("axes must be known at compile time");
-    given.emplace();
-    for (double v : a->values)
-      given->push_back(static_cast<int64_t>(v));
-  }
-  auto axesOr = axesOrAll(ctx, given, rank);
-  if (failed(axesOr))
-    return failure();
-  std::vector<int64_t> axes = *axesOr;
-  int64_t nAxes = static_cast<int64_t>(axes.size());
-  if (static_cast<int64_t>(pads.size()) != 2 * nAxes)
-    return ctx.error("expects " + Twine(2 * nAxes) + " pads (a begin and an end per axis), got " +
-                     Twine(pads.size()));
   Builder g{ctx};
   Value x = ctx.input(0);
   Value outside;
-  for (int64_t i = 0; i < nAxes; ++i) {
-    int64_t d = axes[i], lo = pads[i], hi = pads[nAxes + i], n = in.getDimSize(d);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t d = axes[i], lo = los[i], hi = his[i], n = in.getDimSize(d);
     if (lo == 0 && hi == 0)
       continue;
     int64_t out = n + lo + hi;
@@ -482,10 +441,88 @@ LogicalResult convertPad(NodeContext &ctx) {
   return success();
 }
 
+/// Pad: per padded axis, a gather whose indices map each output position
+/// to its source (edge: clamped, reflect: mirrored without the edge, wrap:
+/// periodic, constant: clamped and masked).
+LogicalResult convertPad(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  int64_t rank = in.getRank();
+  std::string mode = ctx.attrString("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    return ctx.error("mode must be constant, edge, reflect or wrap, not '" + mode + "'");
+  std::vector<int64_t> pads;
+  double value = 0;
+  Value runtimeValue;
+  if (ctx.opset < 11) {
+    pads = ctx.attrInts("pads").value_or(std::vector<int64_t>{});
+    value = ctx.attrFloat("value", 0.0f);
+  } else {
+    const HostTensor *p = ctx.hostInput(1);
+    if (!p)
+      return ctx.error("pads must be known at compile time");
+    for (double v : p->values)
+      pads.push_back(static_cast<int64_t>(v));
+    if (ctx.hasInput(2)) {
+      if (ctx.inputType(2).getNumElements() != 1)
+        return ctx.error("constant_value must be a scalar");
+      if (const HostTensor *c = ctx.hostInput(2))
+        value = c->values.empty() ? 0.0 : c->values[0];
+      else
+        runtimeValue = ctx.input(2);
+    }
+  }
+  std::optional<std::vector<int64_t>> given;
+  if (ctx.opset >= 18 && ctx.hasInput(3)) {
+    const HostTensor *a = ctx.hostInput(3);
+    if (!a)
+      return ctx.error("axes must be known at compile time");
+    given.emplace();
+    for (double v : a->values)
+      given->push_back(static_cast<int64_t>(v));
+  }
+  auto axesOr = axesOrAll(ctx, given, rank);
+  if (failed(axesOr))
+    return failure();
+  std::vector<int64_t> axes = *axesOr;
+  int64_t nAxes = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(pads.size()) != 2 * nAxes)
+    return ctx.error("expects " + Twine(2 * nAxes) + " pads (a begin and an end per axis), got " +
+                     Twine(pads.size()));
+  std::vector<int64_t> lo(pads.begin(), pads.begin() + nAxes), hi(pads.begin() + nAxes, pads.end());
+  return padAxes(ctx, axes, lo, hi, mode, value, runtimeValue);
+}
+
+/// CenterCropPad: each listed axis cropped or zero-padded to its target
+/// size around the centre (the extra element, if any, at the end).
+LogicalResult convertCenterCropPad(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  const HostTensor *shapeT = ctx.hostInput(1);
+  if (!shapeT)
+    return ctx.error("shape must be known at compile time");
+  auto axesOr = axesOrAll(ctx, ctx.attrInts("axes"), in.getRank());
+  if (failed(axesOr))
+    return failure();
+  std::vector<int64_t> axes = *axesOr;
+  if (static_cast<int64_t>(shapeT->values.size()) != static_cast<int64_t>(axes.size()))
+    return ctx.error("expects one target size per axis");
+  std::vector<int64_t> lo, hi;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t n = in.getDimSize(axes[i]), want = static_cast<int64_t>(shapeT->values[i]);
+    if (want <= 0)
+      return ctx.error("target sizes must be positive");
+    // crop: begin at (n - want) / 2 (a negative pad); pad: (want - n) / 2 before
+    int64_t begin = want < n ? -((n - want) / 2) : (want - n) / 2;
+    lo.push_back(begin);
+    hi.push_back(want - n - begin);
+  }
+  return padAxes(ctx, axes, lo, hi, "constant", 0.0, Value());
+}
+
 } // namespace
 
 void registerIndexMapConverters(llvm::StringMap<Converter> &t) {
   t["Pad"] = convertPad;
+  t["CenterCropPad"] = convertCenterCropPad;
   t["Resize"] = [](NodeContext &c) { return convertResize(c, false); };
   t["Upsample"] = [](NodeContext &c) { return convertResize(c, true); };
 }

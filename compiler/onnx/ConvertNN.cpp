@@ -1,4 +1,5 @@
 //===- ConvertNN.cpp - Conv Gemm MatMul pooling BatchNorm Softmax ----------===//
+#include "compiler/onnx/ImporterImpl.h"
 #include "compiler/onnx/NodeContext.h"
 
 using namespace mlir;
@@ -100,8 +101,12 @@ LogicalResult convertMatMul(NodeContext &ctx) {
   return ctx.setResult(ctx.create<kiln::MatMulOp>(ctx.input(0), ctx.input(1)));
 }
 
-template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
-  auto in = ctx.inputType(0);
+/// A max or average pool of `x` (the node's input, or a value computed from
+/// it with its shape) with the node's window attributes; 1-D pools run as
+/// 2-D ones of height 1.
+template <typename OpTy>
+FailureOr<Value> buildPool(NodeContext &ctx, Value x, bool countIncludePad) {
+  auto in = llvm::cast<RankedTensorType>(x.getType());
   if (in.getRank() != 4 && in.getRank() != 3)
     return ctx.error("only 1-D and 2-D pooling (a rank-3 or rank-4 input) is "
                      "supported; the input has rank " + Twine(in.getRank()));
@@ -118,10 +123,12 @@ template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
     return failure();
   if (ctx.attrInt("storage_order", 0) != 0 && ctx.node.output_size() > 1)
     return ctx.error("column-major Indices output is not supported");
-  Value x = ctx.input(0);
   bool oneD = spatial == 1;
   if (oneD) {
-    auto x4 = insertUnitDim(ctx, 0);
+    SmallVector<int64_t> shape(in.getShape());
+    shape.insert(shape.begin() + 2, 1);
+    auto x4 = ctx.createTyped<kiln::ReshapeOp>(
+        RankedTensorType::get(shape, in.getElementType()), x);
     if (failed(x4))
       return failure();
     x = *x4;
@@ -131,14 +138,56 @@ template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
     *pads = lift(*pads, true);
   }
   OpBuilder &b = ctx.builder;
-  return setWindowResult(
-      ctx,
-      ctx.create<OpTy>(x, b.getDenseI64ArrayAttr(*kernel),
-                       b.getDenseI64ArrayAttr(*strides),
-                       b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(*dil),
-                       b.getBoolAttr(ctx.attrInt("ceil_mode", 0) != 0),
-                       b.getBoolAttr(ctx.attrInt("count_include_pad", 0) != 0)),
-      oneD);
+  auto y = ctx.create<OpTy>(x, b.getDenseI64ArrayAttr(*kernel), b.getDenseI64ArrayAttr(*strides),
+                            b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(*dil),
+                            b.getBoolAttr(ctx.attrInt("ceil_mode", 0) != 0),
+                            b.getBoolAttr(countIncludePad));
+  if (failed(y) || !oneD)
+    return y;
+  auto t = llvm::cast<RankedTensorType>(y->getType());
+  SmallVector<int64_t> shape(t.getShape());
+  shape.erase(shape.begin() + 2);
+  return ctx.createTyped<kiln::ReshapeOp>(RankedTensorType::get(shape, t.getElementType()), *y);
+}
+
+template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
+  return ctx.setResult(
+      buildPool<OpTy>(ctx, ctx.input(0), ctx.attrInt("count_include_pad", 0) != 0));
+}
+
+/// LpPool: (sum over the window of |x|^p)^(1/p), the sum as an average pool
+/// that counts the (zero) padding, times the window size.
+LogicalResult convertLpPool(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  if (!llvm::isa<FloatType>(in.getElementType()))
+    return ctx.error("expects a floating-point input");
+  int64_t p = ctx.attrInt("p", 2);
+  if (p <= 0)
+    return ctx.error("p must be positive");
+  auto kernel = ctx.attrInts("kernel_shape");
+  if (!kernel)
+    return ctx.error("expects a kernel_shape");
+  int64_t taps = 1;
+  for (int64_t k : *kernel)
+    taps *= k;
+  auto scalar = [&](Value like, double v) {
+    HostTensor h{llvm::cast<RankedTensorType>(like.getType()).getElementType(), {}, {v}, {}};
+    return Importer::materialize(ctx.builder, h, ctx.node.name() + ".c");
+  };
+  Value x = ctx.input(0);
+  auto ax = ctx.createTyped<kiln::AbsOp>(x.getType(), x);
+  if (failed(ax))
+    return failure();
+  auto xp = p == 1 ? ax : ctx.create<kiln::PowOp>(*ax, scalar(x, static_cast<double>(p)));
+  if (failed(xp))
+    return failure();
+  auto avg = buildPool<kiln::AvgPoolOp>(ctx, *xp, true);
+  if (failed(avg))
+    return failure();
+  auto sum = ctx.create<kiln::MulOp>(*avg, scalar(*avg, static_cast<double>(taps)));
+  if (failed(sum) || p == 1)
+    return ctx.setResult(sum);
+  return ctx.setResult(ctx.create<kiln::PowOp>(*sum, scalar(*sum, 1.0 / p)));
 }
 
 LogicalResult convertGlobalAvgPool(NodeContext &ctx) {
@@ -190,6 +239,7 @@ void registerNNConverters(llvm::StringMap<Converter> &t) {
   t["MatMul"] = convertMatMul;
   t["MaxPool"] = convertPool<kiln::MaxPoolOp>;
   t["AveragePool"] = convertPool<kiln::AvgPoolOp>;
+  t["LpPool"] = convertLpPool;
   t["GlobalAveragePool"] = convertGlobalAvgPool;
   t["BatchNormalization"] = convertBatchNorm;
   t["Softmax"] = convertSoftmax;

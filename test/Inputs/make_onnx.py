@@ -200,6 +200,15 @@ def attention_einsum():
                  [vi("y", None)], [init("w", f32(8, 5))], opset=23)
 
 
+def lppool_crop():
+    """LpPool (|x|^p averaged with the padding counted, times the window, then
+    the p-th root) and CenterCropPad (a crop and a zero pad as gathers)."""
+    nodes = [helper.make_node("LpPool", ["x"], ["l"], name="lp", kernel_shape=[2, 2], p=3),
+             helper.make_node("CenterCropPad", ["l", "sz"], ["y"], name="ccp")]
+    return model(nodes, [vi("x", [1, 1, 4, 5])], [vi("y", None)],
+                 [init("sz", np.array([1, 1, 1, 6], np.int64))], opset=18)
+
+
 def slice_dynamic_starts():
     """Slice whose starts are known only at run time."""
     nodes = [helper.make_node("Slice", ["x", "dyn", "en"], ["y"], name="cut_dyn")]
@@ -288,7 +297,7 @@ def transformer_ops():
                  opset=20)
 
 
-CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
+CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, lppool_crop, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
                                  old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

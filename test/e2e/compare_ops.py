@@ -635,6 +635,13 @@ CASES = {
     "einsum_f64_three_operands": typed(
         [("a", (3, 4), "f64", "normal"), ("b", (4, 5), "f64", "normal"), ("c", (5,), "f64", "normal")],
         [("Einsum", ["a", "b", "c"], {"equation": "ij,jk,k->i"})], opset=12),
+    "lppool_p3_pads_and_1d": typed([("x", (1, 3, 7, 6), "f32", "normal"), ("z", (2, 3, 9), "f32", "normal")], [
+        ("LpPool", ["x"], {"kernel_shape": [3, 2], "p": 3, "pads": [1, 0, 1, 1], "strides": [2, 1]}),
+        ("LpPool", ["z"], {"kernel_shape": [4], "p": 2}), ("ReduceSum", ["t0"], {"keepdims": 0}),
+        ("ReduceSum", ["t1"], {"keepdims": 0}), ("Add", ["t2", "t3"], {})], opset=11),
+    "center_crop_pad": typed([("x", (3, 8, 5), "f32", "normal")], [
+        ("CenterCropPad", ["x", "sz"], {"axes": [1, 2]})], opset=18,
+        consts=[("sz", np.array([5, 8], np.int64))]),
     "reduce_f64": typed([("x", (4, 300), "f64", "normal")], [
         ("ReduceLogSumExp", ["x", "ax"], {"keepdims": 1}), ("ReduceSum", ["x", "ax"], {}),
         ("ReduceMax", ["x", "ax0"], {"keepdims": 1}), ("Add", ["t0", "t1"], {}),
