@@ -585,6 +585,65 @@ LogicalResult convertGatherElements(NodeContext &ctx) {
                                                           ctx.builder.getI64IntegerAttr(*axis)));
 }
 
+/// GatherND: each index tuple (the indices' last dimension, k values, negative
+/// ones wrapped) becomes one linear position into the data's first
+/// batch_dims + k dimensions flattened, then one kiln.gather of the slices
+/// behind them. Batch dimensions add their own offset (an import-time iota).
+LogicalResult convertGatherND(NodeContext &ctx) {
+  auto dt = ctx.inputType(0), it = ctx.inputType(1);
+  int64_t r = dt.getRank(), q = it.getRank(), b = ctx.attrInt("batch_dims", 0);
+  if (!it.getElementType().isSignlessInteger())
+    return ctx.error("indices must be int32 or int64");
+  if (q < 1 || b < 0 || b >= std::min(r, q))
+    return ctx.error("batch_dims must be smaller than the ranks of data and indices");
+  int64_t k = it.getDimSize(q - 1);
+  if (k < 1 || b + k > r)
+    return ctx.error("each index tuple must address 1 to rank(data) - batch_dims dimensions");
+  for (int64_t d = 0; d < b; ++d)
+    if (dt.getDimSize(d) != it.getDimSize(d))
+      return ctx.error("batch dimension " + Twine(d) + " differs between data and indices");
+  Builder g{ctx};
+  OpBuilder &ob = ctx.builder;
+  Type i64 = ob.getIntegerType(64);
+  Value idx = g.cast(ctx.input(1), i64);
+  SmallVector<int64_t> tupleShape(it.getShape().drop_back());
+  // linear = sum_j wrap(idx[..., j]) * stride_j over the k addressed dims.
+  Value linear;
+  int64_t stride = 1;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    int64_t n = dt.getDimSize(b + j);
+    SmallVector<int64_t> off(q, 0), sizes(it.getShape()), steps(q, 1);
+    off[q - 1] = j;
+    sizes[q - 1] = 1;
+    Value c = g.reshape(g.slice(idx, off, sizes, steps), tupleShape);
+    c = g.where(g.cmp("lt", c, g.scalar(c, 0.0)), g.add(c, g.scalar(c, static_cast<double>(n))), c);
+    if (stride != 1)
+      c = g.mul(c, g.scalar(c, static_cast<double>(stride)));
+    linear = linear ? g.add(linear, c) : c;
+    stride *= n;
+  }
+  int64_t block = stride; // positions per batch element
+  int64_t batch = 1;
+  for (int64_t d = 0; d < b; ++d)
+    batch *= dt.getDimSize(d);
+  if (b > 0) {
+    HostTensor iota;
+    iota.elementType = i64;
+    iota.shape.assign(it.getShape().begin(), it.getShape().begin() + b);
+    iota.shape.resize(q - 1, 1);
+    for (int64_t i = 0; i < batch; ++i)
+      iota.values.push_back(static_cast<double>(i * block));
+    linear = g.add(linear, Importer::materialize(ob, iota, ctx.node.name() + ".batch"));
+  }
+  SmallVector<int64_t> flat{batch * block};
+  for (int64_t d = b + k; d < r; ++d)
+    flat.push_back(dt.getDimSize(d));
+  Value data = g.reshape(ctx.input(0), flat);
+  if (!g.ok({data, linear}))
+    return failure();
+  return g.result(g.take(ctx.create<kiln::GatherOp>(data, linear, ob.getI64IntegerAttr(0))));
+}
+
 LogicalResult convertArgReduce(NodeContext &ctx, bool max) {
   auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), ctx.inputType(0).getRank());
   if (failed(axis))
@@ -718,6 +777,7 @@ LogicalResult convertClipGeneral(NodeContext &ctx) {
 void registerCompositeConverters(llvm::StringMap<Converter> &t) {
   t["Split"] = convertSplit;
   t["GatherElements"] = convertGatherElements;
+  t["GatherND"] = convertGatherND;
   t["ArgMax"] = [](NodeContext &c) { return convertArgReduce(c, true); };
   t["ArgMin"] = [](NodeContext &c) { return convertArgReduce(c, false); };
   t["CumSum"] = convertCumSum;

@@ -209,6 +209,13 @@ def lppool_crop():
                  [init("sz", np.array([1, 1, 1, 6], np.int64))], opset=18)
 
 
+def gathernd_batch():
+    """GatherND with batch_dims 1: index pairs into dims 1 and 2 of each batch."""
+    nodes = [helper.make_node("GatherND", ["x", "i"], ["y"], name="gnd", batch_dims=1)]
+    return model(nodes, [vi("x", [2, 3, 4, 5]), vi("i", [2, 6, 2], TensorProto.INT64)],
+                 [vi("y", None)], opset=13)
+
+
 def slice_dynamic_starts():
     """Slice whose starts are known only at run time."""
     nodes = [helper.make_node("Slice", ["x", "dyn", "en"], ["y"], name="cut_dyn")]
@@ -297,7 +304,7 @@ def transformer_ops():
                  opset=20)
 
 
-CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, lppool_crop, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
+CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
                                  old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

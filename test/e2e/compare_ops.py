@@ -642,6 +642,15 @@ CASES = {
     "center_crop_pad": typed([("x", (3, 8, 5), "f32", "normal")], [
         ("CenterCropPad", ["x", "sz"], {"axes": [1, 2]})], opset=18,
         consts=[("sz", np.array([5, 8], np.int64))]),
+    "gathernd_negative_and_batch_dims": typed(
+        [("x", (3, 4, 5, 2), "f32", "normal"), ("i", (3, 6, 2), "i64", "small")], [
+            ("Sub", ["i", "four"], {}), ("Clip", ["t0", "lo", "hi"], {}),
+            ("GatherND", ["x", "t1"], {"batch_dims": 1}),
+            ("GatherND", ["x", "ij"], {}), ("ReduceSum", ["t3", "ax"], {"keepdims": 0}),
+            ("Add", ["t2", "t4"], {})],
+        opset=13, consts=[("four", np.array(4, np.int64)), ("ij", np.array([[0, 1], [2, -1]], np.int64)),
+                          ("ax", np.array([0, 1], np.int64)), ("lo", np.array(-4, np.int64)),
+                          ("hi", np.array(3, np.int64))]),
     "reduce_f64": typed([("x", (4, 300), "f64", "normal")], [
         ("ReduceLogSumExp", ["x", "ax"], {"keepdims": 1}), ("ReduceSum", ["x", "ax"], {}),
         ("ReduceMax", ["x", "ax0"], {"keepdims": 1}), ("Add", ["t0", "t1"], {}),
