@@ -6,7 +6,8 @@
 // computed in f32 (f64 for f64 inputs). The scale and zero point are brought
 // to x's rank first: a per-axis vector becomes (1, .., C, .., 1); a blocked
 // scale is repeated block_size times along the axis. The integer types are
-// 8, 16 and 32 bits; float8 and 4/2-bit types are not tensors Kiln holds.
+// 8 and 16 bits (Dequantize also reads int32); float8 and 4/2-bit types are
+// not tensors Kiln holds.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/CompositeBuilder.h"
@@ -68,8 +69,10 @@ Value alignParam(Builder &g, Value p, RankedTensorType x, int64_t axis, int64_t 
 /// qmin, qmax of an integer type Kiln quantizes to, or failure.
 FailureOr<std::pair<double, double>> intRange(NodeContext &ctx, Type t) {
   auto it = llvm::dyn_cast<IntegerType>(t);
-  if (!it || it.getWidth() < 8 || it.getWidth() > 32)
-    return ctx.error("quantizes to int8/uint8/int16/uint16/int32, not this element type");
+  // (ONNX quantizes to 8 and 16 bits here; a 32-bit range would not survive
+  // the f32 clamp: 2^31 - 1 rounds to 2^31.)
+  if (!it || it.getWidth() < 8 || it.getWidth() > 16)
+    return ctx.error("quantizes to int8/uint8/int16/uint16, not this element type");
   unsigned w = it.getWidth();
   if (it.isUnsigned())
     return std::make_pair(0.0, std::ldexp(1.0, w) - 1);
