@@ -215,6 +215,16 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
   void rewriteInterface(func::FuncOp fn) {
     Block &entry = fn.getBody().front();
     OpBuilder b(fn.getContext());
+    // Symbolic dimensions (kiln.symbols, one entry per axis) move with them.
+    auto permuteSymbols = [&](DictionaryAttr attrs, auto set) {
+      auto syms = attrs ? attrs.getAs<DenseI32ArrayAttr>("kiln.symbols") : nullptr;
+      if (!syms)
+        return;
+      SmallVector<int32_t> p;
+      for (int64_t d : kToNhwc)
+        p.push_back(syms[d]);
+      set(b.getDenseI32ArrayAttr(p));
+    };
     b.setInsertionPointToStart(&entry);
     SmallVector<Type> argTypes;
     for (BlockArgument arg : entry.getArguments()) {
@@ -225,6 +235,9 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
       if (isRank4Float(arg) && !onlyWeight) {
         auto nchw = tensorOf(arg);
         arg.setType(permuted(nchw, kToNhwc));
+        permuteSymbols(fn.getArgAttrDict(arg.getArgNumber()), [&](Attribute a) {
+          fn.setArgAttr(arg.getArgNumber(), "kiln.symbols", a);
+        });
         auto t = TransposeOp::create(b, arg.getLoc(), arg, ArrayRef<int64_t>(kToNchw));
         arg.replaceAllUsesExcept(t.getResult(), t);
       }
@@ -239,8 +252,13 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
       b.setInsertionPoint(ret);
       for (OpOperand &operand : ret->getOpOperands()) {
         Value v = operand.get();
-        if (isRank4Float(v))
+        if (isRank4Float(v)) {
           operand.set(TransposeOp::create(b, ret.getLoc(), v, ArrayRef<int64_t>(kToNhwc)));
+          unsigned i = operand.getOperandNumber();
+          permuteSymbols(fn.getResultAttrDict(i), [&](Attribute a) {
+            fn.setResultAttr(i, "kiln.symbols", a);
+          });
+        }
         resultTypes.push_back(operand.get().getType());
       }
     }

@@ -3847,13 +3847,26 @@ LogicalResult Lowering::run() {
         return s.str();
     return dflt;
   };
+  auto symbolsOf = [](DictionaryAttr attrs) {
+    std::vector<int32_t> v;
+    if (attrs)
+      if (auto s = attrs.getAs<DenseI32ArrayAttr>("kiln.symbols"))
+        v.assign(s.asArrayRef().begin(), s.asArrayRef().end());
+    return v;
+  };
+  if (auto names = fn->getAttrOfType<ArrayAttr>("kiln.symbol_names"))
+    for (Attribute a : names)
+      p.symbolNames.push_back(llvm::cast<StringAttr>(a).str());
+  if (auto bounds = fn->getAttrOfType<DenseI64ArrayAttr>("kiln.symbol_bounds"))
+    p.symbolBounds.assign(bounds.asArrayRef().begin(), bounds.asArrayRef().end());
   for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
     auto t = llvm::dyn_cast<RankedTensorType>(arg.getType());
     if (!t || !t.hasStaticShape())
       return fn.emitError("input ") << i << " must be a statically shaped tensor";
     TensorInfo info{nameOf(fn.getArgAttrDict(i), "input" + std::to_string(i)),
                     dtypeCode(t.getElementType()),
-                    std::vector<int64_t>(t.getShape().begin(), t.getShape().end())};
+                    std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
+                    symbolsOf(fn.getArgAttrDict(i))};
     if (!info.dtype)
       return fn.emitError("input '") << info.name << "' has unsupported element type "
                                      << t.getElementType();
@@ -3876,7 +3889,8 @@ LogicalResult Lowering::run() {
     auto t = llvm::cast<RankedTensorType>(v.getType());
     TensorInfo info{nameOf(fn.getResultAttrDict(i), "output" + std::to_string(i)),
                     dtypeCode(t.getElementType()),
-                    std::vector<int64_t>(t.getShape().begin(), t.getShape().end())};
+                    std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
+                    symbolsOf(fn.getResultAttrDict(i))};
     if (!info.dtype)
       return fn.emitError("output '")
              << info.name << "' has unsupported element type " << t.getElementType();

@@ -36,7 +36,8 @@ struct Buffer {
 struct TensorInfo {
   std::string name;
   int32_t dtype = kF32;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;   // symbolic axes: the symbol's bound
+  std::vector<int32_t> symbols; // per axis: a symbol id, or -1; empty: static
 };
 
 struct Launch {
@@ -72,6 +73,10 @@ struct Program {
   std::vector<Buffer> buffers;
   std::vector<Launch> launches;
   std::vector<TensorInfo> inputs, outputs;
+  /// Symbolic (dynamic) dimensions: kernels run at the bounds; the runtime
+  /// pads smaller inputs to them and crops the outputs.
+  std::vector<std::string> symbolNames;
+  std::vector<int64_t> symbolBounds;
   std::vector<char> weights;      // all constants, 64-byte aligned offsets
   int64_t arenaBytes = 0;
   /// Lower for the CUDA target: op families with GPU-shaped builders

@@ -299,7 +299,7 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
     deviceProgram = emitDeviceProgram(p, *mod, weights, options);
 
   // The model descriptor (layout of kiln_model_desc in kiln/runtime.h).
-  auto *tensorTy = llvm::StructType::get(lc, {ptrTy, i32, i32, ptrTy});
+  auto *tensorTy = llvm::StructType::get(lc, {ptrTy, i32, i32, ptrTy, ptrTy});
   auto tensorTable = [&](const std::vector<TensorInfo> &ts, const char *what) {
     std::vector<llvm::Constant *> rows;
     for (auto [i, t] : llvm::enumerate(ts)) {
@@ -309,9 +309,16 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
       auto *shapeInit = llvm::ConstantDataArray::get(lc, dims);
       auto *shapeG = new llvm::GlobalVariable(*mod, shapeInit->getType(), true,
                                               internal, shapeInit, base + "_shape");
+      llvm::Constant *symsG = llvm::ConstantPointerNull::get(b.getPtrTy());
+      if (!t.symbols.empty()) {
+        std::vector<uint32_t> syms(t.symbols.begin(), t.symbols.end());
+        auto *symsInit = llvm::ConstantDataArray::get(lc, syms);
+        symsG = new llvm::GlobalVariable(*mod, symsInit->getType(), true, internal,
+                                         symsInit, base + "_symbols");
+      }
       rows.push_back(llvm::ConstantStruct::get(
           tensorTy, {nameC, b.getInt32(t.dtype),
-                     b.getInt32(static_cast<int32_t>(t.shape.size())), shapeG}));
+                     b.getInt32(static_cast<int32_t>(t.shape.size())), shapeG, symsG}));
     }
     auto *arrTy = llvm::ArrayType::get(tensorTy, rows.size());
     return new llvm::GlobalVariable(*mod, arrTy, true, internal,
@@ -333,9 +340,25 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   auto *flopsInit = llvm::ConstantDataArray::get(lc, flops);
   auto *kernelFlops = new llvm::GlobalVariable(*mod, flopsInit->getType(), true, internal,
                                                flopsInit, p.name + "_kernel_flops");
+  llvm::Constant *symbolNames = llvm::ConstantPointerNull::get(b.getPtrTy());
+  llvm::Constant *symbolBounds = llvm::ConstantPointerNull::get(b.getPtrTy());
+  if (!p.symbolNames.empty()) {
+    std::vector<llvm::Constant *> sn;
+    for (auto [i, n] : llvm::enumerate(p.symbolNames))
+      sn.push_back(b.CreateGlobalString(n, p.name + "_symbol" + std::to_string(i), 0,
+                                        mod.get()));
+    auto *snTy = llvm::ArrayType::get(ptrTy, sn.size());
+    symbolNames = new llvm::GlobalVariable(*mod, snTy, true, internal,
+                                           llvm::ConstantArray::get(snTy, sn),
+                                           p.name + "_symbol_names");
+    std::vector<uint64_t> bounds(p.symbolBounds.begin(), p.symbolBounds.end());
+    auto *bInit = llvm::ConstantDataArray::get(lc, bounds);
+    symbolBounds = new llvm::GlobalVariable(*mod, bInit->getType(), true, internal, bInit,
+                                            p.name + "_symbol_bounds");
+  }
   auto *descTy = llvm::StructType::get(
       lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
-           ptrTy});
+           ptrTy, i32, i32, ptrTy, ptrTy});
   int32_t deviceKind = options.device == CpuOptions::Device::Cuda      ? KILN_DEVICE_CUDA
                        : options.device == CpuOptions::Device::CudaEmu ? KILN_DEVICE_CUDA_EMU
                                                                        : KILN_DEVICE_CPU;
@@ -347,7 +370,9 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                b.CreateGlobalString(p.name, p.name + "_name", 0, mod.get()),
                inputs, outputs, b.getInt64(p.arenaBytes),
                b.getInt64(p.weights.size()), runC, kernelNames, kernelFlops,
-               b.getInt32(deviceKind), b.getInt32(0), deviceProgram});
+               b.getInt32(deviceKind), b.getInt32(0), deviceProgram,
+               b.getInt32(p.symbolNames.size()), b.getInt32(0), symbolNames,
+               symbolBounds});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

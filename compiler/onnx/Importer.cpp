@@ -21,6 +21,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -302,6 +303,103 @@ LogicalResult Importer::checkSupported(const llvm::StringMap<Converter> &table) 
   return fileError(msg);
 }
 
+/// The symbol of dimension `d` of a graph input: its dim_param, or
+/// "input[d]" for a dimension left unknown.
+static std::string symbolNameOf(const onnx::ValueInfoProto &vi, int d) {
+  const auto &dim = vi.type().tensor_type().shape().dim(d);
+  if (dim.has_dim_param() && !dim.dim_param().empty())
+    return dim.dim_param();
+  return vi.name() + "[" + std::to_string(d) + "]";
+}
+
+/// The shape a graph input is compiled at and the symbols its axes carry:
+/// --shape specializes; a dynamic dimension becomes a symbol compiled at its
+/// bound (--max-shape, kDefaultSymbolBound otherwise).
+LogicalResult Importer::inputSymbols(const onnx::ValueInfoProto &vi,
+                                     const ImportOptions &options,
+                                     SmallVectorImpl<int64_t> &shape, AxisSymbols &axes) {
+  const auto &tt = vi.type().tensor_type();
+  auto ov = options.inputShapes.find(vi.name());
+  if (ov != options.inputShapes.end()) {
+    if (tt.has_shape() && tt.shape().dim_size() != (int)ov->second.size())
+      return fileError("--shape " + vi.name() + " gives " +
+                       Twine(ov->second.size()) + " dimensions; the input has " +
+                       Twine(tt.shape().dim_size()));
+    shape.assign(ov->second.begin(), ov->second.end());
+    axes.assign(shape.size(), -1);
+    return success();
+  }
+  if (!tt.has_shape())
+    return fileError("input '" + vi.name() + "' has no shape; give one with "
+                     "--shape " + vi.name() + "=D0xD1x...");
+  for (int d = 0; d < tt.shape().dim_size(); ++d) {
+    const auto &dim = tt.shape().dim(d);
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+      axes.push_back(-1);
+      continue;
+    }
+    std::string sym = symbolNameOf(vi, d);
+    auto it = llvm::find(symbols.names, sym);
+    int32_t id = it - symbols.names.begin();
+    if (it == symbols.names.end()) {
+      auto given = givenBounds.find(sym);
+      symbols.names.push_back(sym);
+      symbols.bounds.push_back(given != givenBounds.end() ? given->second
+                                                          : kDefaultSymbolBound);
+    }
+    shape.push_back(symbols.bounds[id]);
+    axes.push_back(id);
+  }
+  return success();
+}
+
+/// After a node with symbolic or symbol-derived inputs: derives the symbols
+/// of the ops it built (failing where one mixes positions along a symbolic
+/// axis) and marks host values it computed from symbolic sizes.
+LogicalResult Importer::trackSymbols(NodeContext &nc, Block *body, Operation *before,
+                                     bool taintedIn, bool symbolicIn) {
+  const char *hint = " (a dynamic dimension compiles at its bound and smaller runs are "
+                     "padded to it; give the inputs static sizes with --shape)";
+  // Shape with start/end reading only static axes computes a static value.
+  bool staticShape = false;
+  if (nc.node.op_type() == "Shape" && !taintedIn) {
+    Value in = nc.input(0);
+    AxisSymbols a = symbols.of(in);
+    int64_t rank = a.size();
+    auto clampAxis = [&](int64_t v) {
+      return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank);
+    };
+    int64_t start = clampAxis(nc.attrInt("start", 0)),
+            end = clampAxis(nc.attrInt("end", rank));
+    staticShape = llvm::none_of(llvm::ArrayRef<int32_t>(a).slice(start, std::max<int64_t>(end - start, 0)),
+                                [](int32_t sym) { return sym >= 0; });
+  }
+  bool runtimeOut = false;
+  for (int o = 0; o < nc.node.output_size(); ++o) {
+    auto it = slots.find(nc.node.output(o));
+    if (nc.node.output(o).empty() || it == slots.end())
+      continue; // (an output the converter left unset is reported after)
+    if (it->second.host)
+      it->second.host->fromSymbolicShape = !staticShape;
+    else
+      runtimeOut = true;
+  }
+  if (taintedIn && runtimeOut && nc.node.op_type() != "Reshape")
+    return nc.error("uses a value computed from the size of a dynamic dimension as a "
+                    "compile-time constant; only Reshape targets may depend on dynamic "
+                    "sizes" + Twine(hint));
+  for (Operation *op = before ? before->getNextNode()
+                                 : (body->empty() ? nullptr : &body->front());
+       op;
+       op = op->getNextNode()) {
+    std::string why;
+    if (failed(symbols.visit(op, why)))
+      return nc.error(why + hint);
+  }
+  return success();
+}
+
 LogicalResult Importer::run(const ImportOptions &options,
                             OwningOpRef<ModuleOp> &out) {
   if (failed(parse()))
@@ -373,6 +471,43 @@ LogicalResult Importer::run(const ImportOptions &options,
   // Graph inputs (those that are not initializers).
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  SmallVector<AxisSymbols> argSymbols;
+  for (auto &[name, _] : options.maxShapes)
+    if (slots.count(name) || llvm::none_of(g.input(), [&](const onnx::ValueInfoProto &vi) {
+          return vi.name() == name;
+        }))
+      return fileError("--max-shape names '" + name + "', which is not a graph input");
+  // Bounds the user gave, by symbol name (one symbol may appear in several
+  // inputs: their bounds must agree).
+  for (const auto &vi : g.input()) {
+    auto mx = options.maxShapes.find(vi.name());
+    if (mx == options.maxShapes.end() || options.inputShapes.count(vi.name()))
+      continue;
+    const auto &tt = vi.type().tensor_type();
+    if (!tt.has_shape() || tt.shape().dim_size() != (int)mx->second.size())
+      return fileError("--max-shape " + vi.name() + " gives " + Twine(mx->second.size()) +
+                       " dimensions; the input has " +
+                       Twine(tt.has_shape() ? tt.shape().dim_size() : 0));
+    for (int d = 0; d < tt.shape().dim_size(); ++d) {
+      const auto &dim = tt.shape().dim(d);
+      int64_t want = mx->second[d];
+      if (dim.has_dim_value() && dim.dim_value() >= 0) {
+        if (want != dim.dim_value())
+          return fileError("--max-shape " + vi.name() + ": dimension " + Twine(d) +
+                           " is static (" + Twine(dim.dim_value()) + ") in the model, not " +
+                           Twine(want));
+        continue;
+      }
+      if (want < 1)
+        return fileError("--max-shape " + vi.name() + ": dimension " + Twine(d) +
+                         " needs a bound of at least 1");
+      std::string sym = symbolNameOf(vi, d);
+      auto [it, fresh] = givenBounds.try_emplace(sym, want);
+      if (!fresh && it->second != want)
+        return fileError("--max-shape bounds dimension '" + sym + "' by both " +
+                         Twine(it->second) + " and " + Twine(want));
+    }
+  }
   for (const auto &vi : g.input()) {
     if (slots.count(vi.name()))
       continue;
@@ -384,39 +519,12 @@ LogicalResult Importer::run(const ImportOptions &options,
       return fileError("input '" + vi.name() + "' has unsupported element type " +
                        Twine(tt.elem_type()));
     SmallVector<int64_t> shape;
-    auto ov = options.inputShapes.find(vi.name());
-    if (ov != options.inputShapes.end()) {
-      if (tt.has_shape() && tt.shape().dim_size() != (int)ov->second.size())
-        return fileError("--shape " + vi.name() + " gives " +
-                         Twine(ov->second.size()) + " dimensions; the input has " +
-                         Twine(tt.shape().dim_size()));
-      shape.assign(ov->second.begin(), ov->second.end());
-    } else {
-      if (!tt.has_shape())
-        return fileError("input '" + vi.name() + "' has no shape; give one with "
-                         "--shape " + vi.name() + "=D0xD1x...");
-      for (int d = 0; d < tt.shape().dim_size(); ++d) {
-        const auto &dim = tt.shape().dim(d);
-        if (!dim.has_dim_value() || dim.dim_value() < 0) {
-          std::string sym = dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "?";
-          std::string example;
-          for (int e = 0; e < tt.shape().dim_size(); ++e) {
-            const auto &de = tt.shape().dim(e);
-            example += (e ? "x" : "") +
-                       (de.has_dim_value() && de.dim_value() >= 0
-                            ? std::to_string(de.dim_value())
-                            : std::string("N"));
-          }
-          return fileError("input '" + vi.name() + "' has a dynamic dimension " +
-                           sym + " (dimension " + Twine(d) +
-                           "); Kiln compiles static shapes: pass --shape " +
-                           vi.name() + "=" + example + " with N set");
-        }
-        shape.push_back(dim.dim_value());
-      }
-    }
+    AxisSymbols axes;
+    if (failed(inputSymbols(vi, options, shape, axes)))
+      return failure();
     argTypes.push_back(RankedTensorType::get(shape, et));
     argNames.push_back(vi.name());
+    argSymbols.push_back(axes);
   }
 
   OpBuilder b(ctx);
@@ -429,6 +537,16 @@ LogicalResult Importer::run(const ImportOptions &options,
   for (auto [i, name] : llvm::enumerate(argNames)) {
     func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
     slots[name].value = entry->getArgument(i);
+    symbols.setSymbols(entry->getArgument(i), argSymbols[i]);
+    if (symbols.carriesSymbol(entry->getArgument(i)))
+      func.setArgAttr(i, "kiln.symbols", b.getDenseI32ArrayAttr(argSymbols[i]));
+  }
+  if (!symbols.empty()) {
+    SmallVector<Attribute> names;
+    for (const std::string &n : symbols.names)
+      names.push_back(b.getStringAttr(n));
+    func->setAttr("kiln.symbol_names", b.getArrayAttr(names));
+    func->setAttr("kiln.symbol_bounds", b.getDenseI64ArrayAttr(symbols.bounds));
   }
   b.setInsertionPointToEnd(entry);
 
@@ -442,7 +560,19 @@ LogicalResult Importer::run(const ImportOptions &options,
                    << "): input '" << in << "' is not produced by any earlier "
                    << "node, initializer or graph input";
     NodeContext nc(*this, node, opset, b, nodeLoc(node, i));
+    Operation *before = entry->empty() ? nullptr : &entry->back();
+    bool taintedIn = false, symbolicIn = false;
+    for (const auto &in : node.input()) {
+      if (in.empty())
+        continue;
+      const Slot &s = slots[in];
+      taintedIn |= s.host && s.host->fromSymbolicShape;
+      symbolicIn |= !s.host && s.value && symbols.carriesSymbol(s.value);
+    }
     if (failed(table.lookup(node.op_type())(nc)))
+      return failure();
+    if ((taintedIn || symbolicIn) &&
+        failed(trackSymbols(nc, entry, before, taintedIn, symbolicIn)))
       return failure();
     for (int o = 0; o < node.output_size(); ++o)
       if (!node.output(o).empty() && !slots.count(node.output(o)))
@@ -464,8 +594,17 @@ LogicalResult Importer::run(const ImportOptions &options,
   for (Value v : results)
     resultTypes.push_back(v.getType());
   func.setType(b.getFunctionType(argTypes, resultTypes));
-  for (auto [i, vi] : llvm::enumerate(g.output()))
+  for (auto [i, vi] : llvm::enumerate(g.output())) {
     func.setResultAttr(i, "kiln.name", b.getStringAttr(vi.name()));
+    const Slot &s = slots[vi.name()];
+    if (s.host && s.host->fromSymbolicShape)
+      return fileError("graph output '" + vi.name() + "' is computed from the size of a "
+                       "dynamic dimension, which Kiln knows only at run time; give the "
+                       "inputs static sizes with --shape");
+    if (symbols.carriesSymbol(results[i]))
+      func.setResultAttr(i, "kiln.symbols",
+                         b.getDenseI32ArrayAttr(symbols.of(results[i])));
+  }
   if (failed(mlir::verify(*out)))
     return failure();
   return success();

@@ -32,7 +32,13 @@ struct ImportOptions {
   /// (`--bind NAME=FILE`): they become constants, so shape arguments (axes,
   /// target shapes, pads given as inputs) are known at compile time.
   std::map<std::string, std::string> bindings;
+  /// Upper bounds of graph inputs' symbolic dimensions, by input name
+  /// (`--max-shape NAME=64x3x224x224`: static dimensions repeat the model's).
+  std::map<std::string, std::vector<int64_t>> maxShapes;
 };
+
+/// The bound of a symbolic dimension that no --max-shape names.
+constexpr int64_t kDefaultSymbolBound = 64;
 
 /// Imports the model at `path`. Returns null after emitting diagnostics.
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &ctx,

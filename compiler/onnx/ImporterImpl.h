@@ -2,6 +2,7 @@
 #ifndef KILN_COMPILER_ONNX_IMPORTERIMPL_H
 #define KILN_COMPILER_ONNX_IMPORTERIMPL_H
 
+#include "compiler/onnx/DynamicDims.h"
 #include "compiler/onnx/Importer.h"
 #include "compiler/onnx/NodeContext.h"
 
@@ -30,6 +31,10 @@ public:
   onnx::ModelProto model;
   int64_t opset = 0;
   std::map<std::string, Slot> slots;
+  /// Which axes of each value carry a symbolic dimension.
+  SymbolTracker symbols;
+  /// --max-shape bounds by symbol name.
+  std::map<std::string, int64_t> givenBounds;
 
 private:
   mlir::LogicalResult parse();
@@ -37,6 +42,13 @@ private:
   mlir::LogicalResult tensorBytes(const onnx::TensorProto &t, std::string &bytes,
                                   const llvm::Twine &what);
   mlir::Location nodeLoc(const onnx::NodeProto &node, int index);
+  mlir::LogicalResult inputSymbols(const onnx::ValueInfoProto &vi,
+                                   const ImportOptions &options,
+                                   llvm::SmallVectorImpl<int64_t> &shape,
+                                   AxisSymbols &axes);
+  mlir::LogicalResult trackSymbols(NodeContext &nc, mlir::Block *body,
+                                   mlir::Operation *before, bool taintedIn,
+                                   bool symbolicIn);
   static std::string sanitize(llvm::StringRef name);
 };
 

@@ -27,6 +27,9 @@ struct HostTensor {
   std::vector<int64_t> shape;
   std::vector<double> values;          // any element type, widened
   std::string raw;                     // float initializers: raw bytes (elementType)
+  /// Computed from the size of a symbolic (dynamic) dimension, whose value
+  /// here is only its bound: usable as a Reshape target, nowhere else.
+  bool fromSymbolicShape = false;
 
   int64_t numElements() const {
     int64_t n = 1;

@@ -60,6 +60,16 @@ std::string generateHeader(const codegen::Program &p) {
   os << "#define " << U << "_ARENA_BYTES " << p.arenaBytes << "ull\n";
   os << "#define " << U << "_WEIGHTS_BYTES " << p.weights.size() << "ull\n";
   os << "#define " << U << "_NUM_KERNELS " << p.launches.size() << "\n\n";
+  if (!p.symbolNames.empty()) {
+    os << "/* Dynamic dimensions: any size from 1 to the bound per run (inputs\n"
+          " * are padded to the bound; kiln_instance_output_shape gives the\n"
+          " * outputs' shapes). */\n";
+    os << "#define " << U << "_NUM_SYMBOLS " << p.symbolNames.size() << "\n";
+    for (size_t i = 0; i < p.symbolNames.size(); ++i)
+      os << "/* symbol " << i << ": \"" << p.symbolNames[i] << "\" */\n#define " << U
+         << "_SYMBOL" << i << "_BOUND " << p.symbolBounds[i] << "\n";
+    os << "\n";
+  }
   auto tensors = [&](const std::vector<codegen::TensorInfo> &ts, const char *what) {
     for (size_t i = 0; i < ts.size(); ++i) {
       const auto &t = ts[i];
@@ -73,7 +83,16 @@ std::string generateHeader(const codegen::Program &p) {
       os << "#define " << m << "_SHAPE {";
       for (size_t d = 0; d < t.shape.size(); ++d)
         os << (d ? ", " : "") << t.shape[d];
-      os << "}\n#define " << m << "_NUM_ELEMENTS " << n << "\n\n";
+      os << "}\n#define " << m << "_NUM_ELEMENTS " << n << "\n";
+      if (!t.symbols.empty()) {
+        // Symbolic axes: the shape above holds their bounds.
+        os << "/* dynamic axes (symbol index per axis, -1 static): _SHAPE gives the "
+              "bounds */\n#define " << m << "_SYMBOLS {";
+        for (size_t d = 0; d < t.symbols.size(); ++d)
+          os << (d ? ", " : "") << t.symbols[d];
+        os << "}\n";
+      }
+      os << "\n";
     }
   };
   tensors(p.inputs, "INPUT");

@@ -132,7 +132,7 @@ class GraphBuilder:
         return self.node("Mul", [half_x, self.node("Add", [self.scalar("one", 1.0), t])])
 
     def heads(self, x, seq, heads, dh, perm):
-        shape = self.const("shape", np.array([1, seq, heads, dh], np.int64))
+        shape = self.const("shape", np.array([0, seq, heads, dh], np.int64))
         return self.node("Transpose", [self.node("Reshape", [x, shape])], perm=perm)
 
     def self_attention(self, x, seq, hidden, heads, mask):
@@ -145,7 +145,7 @@ class GraphBuilder:
         s = self.node("Add", [s, mask], "mask")
         p = self.node("Softmax", [s], axis=-1)
         o = self.node("Transpose", [self.node("MatMul", [p, v], "context")], perm=[0, 2, 1, 3])
-        o = self.node("Reshape", [o, self.const("shape", np.array([1, seq, hidden], np.int64))])
+        o = self.node("Reshape", [o, self.const("shape", np.array([0, seq, hidden], np.int64))])
         return self.linear(o, hidden, hidden)
 
     def model(self, name, x_shape, out, out_shape, opset=OPSET):

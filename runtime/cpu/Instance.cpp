@@ -10,6 +10,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <vector>
 
 struct kiln_instance {
   const kiln_model_desc *model = nullptr;
@@ -18,6 +19,11 @@ struct kiln_instance {
   std::unique_ptr<kiln::rt::DeviceRun> device; // CUDA and cuda-emu models
   std::string deviceName;
   std::string error;
+  // Symbolic dimensions: their sizes in the current run, and bound-sized
+  // staging for the tensors that carry them (allocated on the first run
+  // below the bounds).
+  std::vector<int64_t> symbolValues;
+  std::vector<void *> stageIn, stageOut;
 };
 
 namespace {
@@ -49,10 +55,27 @@ std::string shapeString(int32_t rank, const int64_t *shape) {
   return s + "]";
 }
 
+int64_t elementsOf(const kiln_tensor_desc &d) {
+  int64_t n = 1;
+  for (int32_t k = 0; k < d.rank; ++k)
+    n *= d.shape[k];
+  return n;
+}
+
+/// The size axis k of `d` has in this run.
+int64_t wantDim(const kiln_instance *inst, const kiln_tensor_desc &d, int32_t k) {
+  if (d.symbols && d.symbols[k] >= 0)
+    return inst->symbolValues[d.symbols[k]];
+  return d.shape[k];
+}
+
+/// Checks count, dtype and shape; symbolic axes of inputs set the symbols'
+/// sizes (`bind`), those of outputs must match them.
 kiln_status checkTensors(kiln_instance *inst, const char *what,
                          const kiln_tensor_desc *want, uint32_t count,
                          const kiln_tensor *got, size_t gotCount,
-                         void **ptrs) {
+                         void **ptrs, bool bind) {
+  const kiln_model_desc *m = inst->model;
   if (gotCount != count) {
     inst->error = std::string("expected ") + std::to_string(count) + " " +
                   what + "s, got " + std::to_string(gotCount);
@@ -65,13 +88,6 @@ kiln_status checkTensors(kiln_instance *inst, const char *what,
   for (uint32_t i = 0; i < count; ++i) {
     const kiln_tensor &t = got[i];
     const kiln_tensor_desc &d = want[i];
-    int64_t elems = 1;
-    for (int32_t k = 0; k < d.rank; ++k)
-      elems *= d.shape[k];
-    if (!t.data && elems != 0) {
-      inst->error = std::string(what) + " '" + d.name + "' has no data";
-      return KILN_ERROR_INVALID_ARGUMENT;
-    }
     if (t.dtype != d.dtype) {
       inst->error = std::string(what) + " '" + d.name + "' has dtype " +
                     dtypeName(t.dtype) + "; the model expects " +
@@ -79,19 +95,153 @@ kiln_status checkTensors(kiln_instance *inst, const char *what,
       return KILN_ERROR_DTYPE_MISMATCH;
     }
     bool same = t.rank == d.rank && (t.rank == 0 || t.shape);
-    for (int32_t k = 0; same && k < d.rank; ++k)
-      same = t.shape[k] == d.shape[k];
+    std::string expect = "[";
+    for (int32_t k = 0; k < d.rank; ++k) {
+      int32_t sym = d.symbols ? d.symbols[k] : -1;
+      bool known = sym < 0 || inst->symbolValues[sym] >= 0;
+      expect += (k ? "x" : "") + (known ? std::to_string(wantDim(inst, d, k))
+                                        : std::string(m->symbol_names[sym]) + "<=" +
+                                              std::to_string(m->symbol_bounds[sym]));
+    }
+    expect += "]";
+    for (int32_t k = 0; same && k < d.rank; ++k) {
+      int32_t sym = d.symbols ? d.symbols[k] : -1;
+      if (sym >= 0 && bind && inst->symbolValues[sym] < 0) {
+        int64_t v = t.shape[k];
+        if (v < 1 || v > m->symbol_bounds[sym]) {
+          inst->error = std::string(what) + " '" + d.name + "' has shape " +
+                        shapeString(t.rank, t.shape) + ": dynamic dimension '" +
+                        m->symbol_names[sym] + "' (axis " + std::to_string(k) +
+                        ") must be from 1 to " + std::to_string(m->symbol_bounds[sym]) +
+                        ", the bound it was compiled for (kiln-compile --max-shape)";
+          return KILN_ERROR_SHAPE_MISMATCH;
+        }
+        inst->symbolValues[sym] = v;
+      }
+      same = t.shape[k] == wantDim(inst, d, k);
+    }
     if (!same) {
       inst->error = std::string(what) + " '" + d.name + "' has shape " +
-                    shapeString(t.rank, t.shape) + "; the model expects " +
-                    shapeString(d.rank, d.shape);
+                    shapeString(t.rank, t.shape) + "; the model expects " + expect;
       return KILN_ERROR_SHAPE_MISMATCH;
+    }
+    int64_t elems = 1;
+    for (int32_t k = 0; k < d.rank; ++k)
+      elems *= t.shape[k];
+    if (!t.data && elems != 0) {
+      inst->error = std::string(what) + " '" + d.name + "' has no data";
+      return KILN_ERROR_INVALID_ARGUMENT;
     }
     // An empty tensor may come without data; kernels touch none of it.
     alignas(64) static char emptyTensor[64];
     ptrs[i] = t.data ? t.data : emptyTensor;
   }
   return KILN_OK;
+}
+
+/// Copies a tensor of shape `act` into one of shape `bound` (each axis at
+/// least as long), repeating the last element along every padded axis.
+void padCopy(char *dst, const char *src, const int64_t *act, const int64_t *bound,
+             int32_t rank, size_t elem) {
+  if (rank == 0) {
+    std::memcpy(dst, src, elem);
+    return;
+  }
+  size_t dstRow = elem, srcRow = elem;
+  for (int32_t k = 1; k < rank; ++k) {
+    dstRow *= bound[k];
+    srcRow *= act[k];
+  }
+  if (rank == 1 || dstRow == srcRow)
+    std::memcpy(dst, src, act[0] * srcRow);
+  else
+    for (int64_t i = 0; i < act[0]; ++i)
+      padCopy(dst + i * dstRow, src + i * srcRow, act + 1, bound + 1, rank - 1, elem);
+  for (int64_t i = act[0]; i < bound[0]; ++i)
+    std::memcpy(dst + i * dstRow, dst + (act[0] - 1) * dstRow, dstRow);
+}
+
+/// The inverse: the leading `act` box of a `bound`-shaped tensor.
+void cropCopy(char *dst, const char *src, const int64_t *act, const int64_t *bound,
+              int32_t rank, size_t elem) {
+  if (rank == 0) {
+    std::memcpy(dst, src, elem);
+    return;
+  }
+  size_t dstRow = elem, srcRow = elem;
+  for (int32_t k = 1; k < rank; ++k) {
+    dstRow *= act[k];
+    srcRow *= bound[k];
+  }
+  if (rank == 1 || dstRow == srcRow) {
+    std::memcpy(dst, src, act[0] * dstRow);
+    return;
+  }
+  for (int64_t i = 0; i < act[0]; ++i)
+    cropCopy(dst + i * dstRow, src + i * srcRow, act + 1, bound + 1, rank - 1, elem);
+}
+
+/// The input checks of a run (sets the symbols' sizes).
+kiln_status checkInputs(kiln_instance *inst, const kiln_tensor *inputs, size_t n,
+                        void **ptrs) {
+  const kiln_model_desc *m = inst->model;
+  inst->symbolValues.assign(m->num_symbols, -1);
+  kiln_status st = checkTensors(inst, "input", m->inputs, m->num_inputs, inputs, n, ptrs, true);
+  for (uint32_t s = 0; st == KILN_OK && s < m->num_symbols; ++s)
+    if (inst->symbolValues[s] < 0)
+      inst->symbolValues[s] = m->symbol_bounds[s]; // (carried by no input)
+  return st;
+}
+/// Below the bounds: inputs carrying a symbol are padded into bound-sized
+/// staging, and outputs carrying one are computed there.
+kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **ins,
+                        void **outs) {
+  const kiln_model_desc *m = inst->model;
+  auto stage = [&](std::vector<void *> &bufs, const kiln_tensor_desc *ds, uint32_t n,
+                   uint32_t i) -> void * {
+    bufs.resize(n, nullptr);
+    if (!bufs[i]) {
+      size_t bytes = elementsOf(ds[i]) * kiln_dtype_size(ds[i].dtype);
+      bufs[i] = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    }
+    return bufs[i];
+  };
+  for (uint32_t i = 0; i < m->num_inputs; ++i) {
+    const kiln_tensor_desc &d = m->inputs[i];
+    if (!d.symbols)
+      continue;
+    void *buf = stage(inst->stageIn, m->inputs, m->num_inputs, i);
+    if (!buf) {
+      inst->error = "out of memory staging input '" + std::string(d.name) + "'";
+      return KILN_ERROR_OUT_OF_MEMORY;
+    }
+    padCopy(static_cast<char *>(buf), static_cast<const char *>(ins[i]), inputs[i].shape,
+            d.shape, d.rank, kiln_dtype_size(d.dtype));
+    ins[i] = buf;
+  }
+  for (uint32_t i = 0; i < m->num_outputs; ++i) {
+    const kiln_tensor_desc &d = m->outputs[i];
+    if (!d.symbols)
+      continue;
+    void *buf = stage(inst->stageOut, m->outputs, m->num_outputs, i);
+    if (!buf) {
+      inst->error = "out of memory staging output '" + std::string(d.name) + "'";
+      return KILN_ERROR_OUT_OF_MEMORY;
+    }
+    outs[i] = buf;
+  }
+  return KILN_OK;
+}
+
+void cropOutputs(kiln_instance *inst, const kiln_tensor *outputs) {
+  const kiln_model_desc *m = inst->model;
+  for (uint32_t i = 0; i < m->num_outputs; ++i) {
+    const kiln_tensor_desc &d = m->outputs[i];
+    if (d.symbols)
+      cropCopy(static_cast<char *>(outputs[i].data),
+               static_cast<const char *>(inst->stageOut[i]), outputs[i].shape, d.shape,
+               d.rank, kiln_dtype_size(d.dtype));
+  }
 }
 } // namespace
 
@@ -177,16 +327,23 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
   void **outs = m->num_outputs <= 64 ? outp : new (std::nothrow) void *[m->num_outputs];
   kiln_status st = KILN_ERROR_OUT_OF_MEMORY;
   if (ins && outs) {
-    st = checkTensors(inst, "input", m->inputs, m->num_inputs, inputs, numInputs, ins);
+    st = checkInputs(inst, inputs, numInputs, ins);
     if (st == KILN_OK)
       st = checkTensors(inst, "output", m->outputs, m->num_outputs, outputs,
-                        numOutputs, outs);
+                        numOutputs, outs, false);
+    bool padded = false;
+    for (uint32_t s = 0; s < m->num_symbols; ++s)
+      padded |= inst->symbolValues[s] != m->symbol_bounds[s];
+    if (st == KILN_OK && padded)
+      st = stageInputs(inst, inputs, ins, outs);
     if (st == KILN_OK && inst->device) {
       st = inst->device->run(ins, outs, inst->error);
     } else if (st == KILN_OK) {
       inst->pool->beginRun();
       m->run(inst->arena, ins, outs, inst->pool);
     }
+    if (st == KILN_OK && padded)
+      cropOutputs(inst, outputs);
   } else {
     inst->error = "out of memory";
   }
@@ -195,9 +352,34 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
   return st;
 }
 
+kiln_status kiln_instance_output_shape(kiln_instance *inst, const kiln_tensor *inputs,
+                                       size_t numInputs, uint32_t index, int64_t *shape) {
+  if (!inst || !shape)
+    return KILN_ERROR_INVALID_ARGUMENT;
+  inst->error.clear();
+  const kiln_model_desc *m = inst->model;
+  if (index >= m->num_outputs) {
+    inst->error = "output " + std::to_string(index) + " of a model with " +
+                  std::to_string(m->num_outputs) + " outputs";
+    return KILN_ERROR_INVALID_ARGUMENT;
+  }
+  std::vector<void *> ptrs(m->num_inputs);
+  kiln_status st = checkInputs(inst, inputs, numInputs, ptrs.data());
+  if (st != KILN_OK)
+    return st;
+  const kiln_tensor_desc &d = m->outputs[index];
+  for (int32_t k = 0; k < d.rank; ++k)
+    shape[k] = wantDim(inst, d, k);
+  return KILN_OK;
+}
+
 void kiln_instance_destroy(kiln_instance *inst) {
   if (!inst)
     return;
+  for (void *p : inst->stageIn)
+    std::free(p);
+  for (void *p : inst->stageOut)
+    std::free(p);
   inst->device.reset(); // before the pool its emulated launches use
   delete inst->pool;
   std::free(inst->arena);

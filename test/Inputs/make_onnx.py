@@ -228,6 +228,55 @@ def dynamic_batch():
     return model(nodes, [vi("x", ["N", 3])], [vi("y", ["N", 3])])
 
 
+def dynamic_mlp():
+    """A batch-dynamic MLP head with torch's x.view(x.size(0), -1) chain."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "b"], ["a"], name="add"),
+             helper.make_node("Relu", ["a"], ["r"], name="relu"),
+             helper.make_node("Softmax", ["r"], ["sm"], axis=1, name="softmax"),
+             helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["n0"], axis=0, name="batch"),
+             helper.make_node("Unsqueeze", ["n0", "ax0"], ["n1"], name="unsq"),
+             helper.make_node("Concat", ["n1", "minus1"], ["target"], axis=0, name="cat"),
+             helper.make_node("Reshape", ["sm", "target"], ["y"], name="view")]
+    return model(nodes, [vi("x", ["batch", 4])], [vi("y", ["batch", 5])],
+                 [init("w", f32(4, 5)), init("b", f32(5)), init("zero", np.array(0, np.int64)),
+                  init("ax0", np.array([0], np.int64)), init("minus1", np.array([-1], np.int64))])
+
+
+def dynamic_conv():
+    """Conv + pool + flatten + gemm over a dynamic batch and an unnamed dim."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("GlobalAveragePool", ["r"], ["p"], name="gap"),
+             helper.make_node("Flatten", ["p"], ["f"], axis=1, name="flat"),
+             helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1, name="fc"),
+             helper.make_node("Mul", ["t", "t"], ["t2"], name="square")]
+    t = helper.make_tensor_value_info("t", TensorProto.FLOAT, None)
+    t.type.tensor_type.shape.dim.add()
+    t.type.tensor_type.shape.dim.add().dim_value = 2
+    return model(nodes, [vi("x", ["N", 3, 8, 8]), t], [vi("y", ["N", 4]), vi("t2", None)],
+                 [init("w", f32(6, 3, 3, 3)), init("fc", f32(4, 6)), init("fcb", f32(4))])
+
+
+def dynamic_reduce_batch():
+    nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=1, name="sum_batch")]
+    return model(nodes, [vi("x", ["N", 3])], [vi("y", [1, 3])],
+                 [init("axes", np.array([0], np.int64))])
+
+
+def dynamic_shape_data():
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("ConstantOfShape", ["s"], ["z"], name="zeros"),
+             helper.make_node("Add", ["x", "z"], ["y"], name="add")]
+    return model(nodes, [vi("x", ["N", 3])], [vi("y", ["N", 3])])
+
+
+def dynamic_two_symbols():
+    nodes = [helper.make_node("Add", ["x", "z"], ["y"], name="add_xz")]
+    return model(nodes, [vi("x", ["N", 3]), vi("z", ["M", 3])], [vi("y", None)])
+
+
 def bad_conv():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_bad")]
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
@@ -306,6 +355,8 @@ def transformer_ops():
 
 CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
+                                 dynamic_mlp, dynamic_conv, dynamic_reduce_batch,
+                                 dynamic_shape_data, dynamic_two_symbols,
                                  old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,
                                  logic_ops, composite_ops]}

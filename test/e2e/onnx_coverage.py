@@ -145,7 +145,8 @@ def first_error(text):
 
 
 def make_dynamic(model_path, out_path):
-    """The model with every graph input's first dimension symbolic; False
+    """The model with every graph input's first dimension symbolic (named
+    after its static size, so that equal sizes stay one symbol); False
     when no input has a dimension to make symbolic."""
     m = onnx.load(model_path, load_external_data=False)
     inits = {i.name for i in m.graph.initializer}
@@ -155,8 +156,12 @@ def make_dynamic(model_path, out_path):
             continue
         dims = vi.type.tensor_type.shape.dim
         if len(dims) >= 1:
+            # Inputs whose first dimensions were equal share one symbol;
+            # different sizes get different symbols (one symbol would state
+            # that they are equal).
+            size = dims[0].dim_value if dims[0].HasField("dim_value") else "?"
             dims[0].ClearField("dim_value")
-            dims[0].dim_param = "N"
+            dims[0].dim_param = f"N{size}"
             changed = True
     if changed:
         onnx.save(m, out_path)
@@ -261,7 +266,8 @@ def write_markdown(path, results, tests, targets, modes, scope):
         f"Generated {now} with onnx {onnx.__version__}'s and onnx 1.12's backend tests "
         "(`python3 test/e2e/onnx_coverage.py --bindir build/bin --write-doc`). "
         f"Tolerance rtol {RTOL}, atol {ATOL}. *dynamic*: every graph input's first "
-        "dimension made symbolic. Tests whose shape arguments (axes, target shapes, "
+        "dimension made symbolic (one symbol per distinct size), compiled at the default "
+        "bound (64) and run at the stored sizes (docs/cli.md, *Dynamic shapes*). Tests whose shape arguments (axes, target shapes, "
         "pads, repeats, OneHot's depth, Resize's scales) are graph inputs compile with "
         "those inputs (integer ones, and float ones of at most 8 values) bound to their "
         "stored values (`kiln-compile --bind NAME=FILE`, as onnx-mlir's backend tests make "

@@ -51,6 +51,10 @@ static cl::opt<std::string> emit("emit",
     cl::init(""));
 static cl::list<std::string> shapes("shape",
     cl::cat(kilnCategory), cl::desc("static shape for an input: NAME=1x3x224x224 (repeatable)"));
+static cl::list<std::string> maxShapes("max-shape",
+    cl::cat(kilnCategory), cl::desc("upper bounds for an input's dynamic dimensions (dim_param or unknown): "
+             "NAME=64x3x224x224, static dimensions as in the model (repeatable); "
+             "unbounded ones default to 64"));
 static cl::list<std::string> bindings("bind",
     cl::cat(kilnCategory), cl::desc("freeze an input to the tensor in a .npy or .pb file: NAME=FILE (repeatable); "
              "shape arguments given as inputs (axes, target shapes) become compile-time values"));
@@ -108,11 +112,12 @@ static bool parseBindings(kiln::onnx_import::ImportOptions &opts) {
   return true;
 }
 
-static bool parseShapes(kiln::onnx_import::ImportOptions &opts) {
-  for (const std::string &s : shapes) {
+static bool parseShapeList(const cl::list<std::string> &list, const char *flag,
+                           std::map<std::string, std::vector<int64_t>> &out) {
+  for (const std::string &s : list) {
     auto [name, dims] = llvm::StringRef(s).rsplit('=');
     if (name.empty() || dims.empty()) {
-      fail("--shape expects NAME=D0xD1x..., got '" + s + "'");
+      fail(llvm::Twine(flag) + " expects NAME=D0xD1x..., got '" + s + "'");
       return false;
     }
     std::vector<int64_t> v;
@@ -121,14 +126,19 @@ static bool parseShapes(kiln::onnx_import::ImportOptions &opts) {
     for (llvm::StringRef p : parts) {
       int64_t d;
       if (p.getAsInteger(10, d) || d < 0) {
-        fail("--shape " + s + ": '" + p + "' is not a dimension");
+        fail(llvm::Twine(flag) + " " + s + ": '" + p + "' is not a dimension");
         return false;
       }
       v.push_back(d);
     }
-    opts.inputShapes[name.str()] = v;
+    out[name.str()] = v;
   }
   return true;
+}
+
+static bool parseShapes(kiln::onnx_import::ImportOptions &opts) {
+  return parseShapeList(shapes, "--shape", opts.inputShapes) &&
+         parseShapeList(maxShapes, "--max-shape", opts.maxShapes);
 }
 
 /// model.o -> model.h

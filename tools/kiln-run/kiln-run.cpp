@@ -35,6 +35,7 @@ struct Api {
   decltype(&kiln_last_error) lastError = nullptr;
   decltype(&kiln_instance_profile) profile = nullptr;
   decltype(&kiln_instance_device) device = nullptr;
+  decltype(&kiln_instance_output_shape) outputShape = nullptr;
 };
 
 int usage() {
@@ -127,8 +128,10 @@ int main(int argc, char **argv) {
   api.lastError = reinterpret_cast<decltype(api.lastError)>(dlsym(lib, "kiln_last_error"));
   api.profile = reinterpret_cast<decltype(api.profile)>(dlsym(lib, "kiln_instance_profile"));
   api.device = reinterpret_cast<decltype(api.device)>(dlsym(lib, "kiln_instance_device"));
+  api.outputShape =
+      reinterpret_cast<decltype(api.outputShape)>(dlsym(lib, "kiln_instance_output_shape"));
   if (!modelPtr || !api.create || !api.run || !api.destroy || !api.error || !api.lastError ||
-      !api.profile || !api.device)
+      !api.profile || !api.device || !api.outputShape)
     return fail("'" + modelPath + "' is not a model compiled by kiln-compile (missing symbols)");
   api.model = *modelPtr;
   const kiln_model_desc *m = api.model;
@@ -143,9 +146,14 @@ int main(int argc, char **argv) {
                 (unsigned long long)m->weights_bytes);
     for (uint32_t j = 0; j < m->num_inputs + m->num_outputs; ++j) {
       const kiln_tensor_desc &t = j < m->num_inputs ? m->inputs[j] : m->outputs[j - m->num_inputs];
+      std::string shape;
+      for (int32_t k = 0; k < t.rank; ++k)
+        shape += (k ? "x" : "") + (t.symbols && t.symbols[k] >= 0
+                                       ? std::string(m->symbol_names[t.symbols[k]]) + "<=" +
+                                             std::to_string(t.shape[k])
+                                       : std::to_string(t.shape[k]));
       std::printf("  %s %s: %s %s\n", j < m->num_inputs ? "input" : "output", t.name,
-                  kiln::tools::dtypeName(t.dtype),
-                  shapeStr(std::vector<int64_t>(t.shape, t.shape + t.rank)).c_str());
+                  kiln::tools::dtypeName(t.dtype), shape.empty() ? "scalar" : shape.c_str());
     }
     if (const kiln_device_program *d = m->device) {
       for (uint32_t j = 0; j < d->num_images; ++j)
@@ -198,18 +206,23 @@ int main(int argc, char **argv) {
   for (uint32_t j = 0; j < m->num_inputs; ++j)
     inT[j] = {in[j].data.data(), in[j].dtype, static_cast<int32_t>(in[j].shape.size()),
               in[j].shape.data()};
-  for (uint32_t j = 0; j < m->num_outputs; ++j) {
-    const kiln_tensor_desc &d = m->outputs[j];
-    out[j].dtype = d.dtype;
-    out[j].shape.assign(d.shape, d.shape + d.rank);
-    out[j].data.assign(out[j].numElements() * out[j].elementSize(), 0);
-    outT[j] = {out[j].data.data(), d.dtype, d.rank, out[j].shape.data()};
-  }
-
   kiln_options opts{threads, profile ? 1 : 0, cudaGraphs ? 1 : 0, cudaDevice};
   kiln_instance *inst = nullptr;
   if (api.create(m, &opts, &inst) != KILN_OK)
     return fail(std::string("cannot create the model instance: ") + api.lastError());
+  for (uint32_t j = 0; j < m->num_outputs; ++j) {
+    const kiln_tensor_desc &d = m->outputs[j];
+    out[j].dtype = d.dtype;
+    out[j].shape.assign(d.shape, d.shape + d.rank);
+    // Symbolic dimensions take the inputs' sizes.
+    if (api.outputShape(inst, inT.data(), inT.size(), j, out[j].shape.data()) != KILN_OK) {
+      fail(std::string("run failed: ") + api.error(inst));
+      api.destroy(inst);
+      return 1;
+    }
+    out[j].data.assign(out[j].numElements() * out[j].elementSize(), 0);
+    outT[j] = {out[j].data.data(), d.dtype, d.rank, out[j].shape.data()};
+  }
   auto runOnce = [&]() -> bool {
     if (api.run(inst, inT.data(), inT.size(), outT.data(), outT.size()) != KILN_OK) {
       fail(std::string("run failed: ") + api.error(inst));

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 2
+#define KILN_ABI_VERSION 3
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -59,12 +59,15 @@ static inline size_t kiln_dtype_size(int32_t dtype) {
   }
 }
 
-/** Static description of one model input or output. */
+/** Description of one model input or output. */
 typedef struct kiln_tensor_desc {
   const char *name;
   int32_t dtype; /* kiln_dtype */
   int32_t rank;
-  const int64_t *shape;
+  const int64_t *shape; /* a symbolic axis holds its symbol's bound */
+  /** Null for a static tensor; else per axis the index of the symbolic
+   *  dimension it carries (kiln_model_desc.symbol_names), or -1. */
+  const int32_t *symbols;
 } kiln_tensor_desc;
 
 /** A kernel entry: runs one workgroup of a kernel on its arguments. */
@@ -151,6 +154,14 @@ typedef struct kiln_model_desc {
   int32_t device_kind;
   int32_t reserved;
   const kiln_device_program *device;
+  /** Symbolic (dynamic) dimensions of the inputs: names ("batch", or
+   *  "input[axis]" for an unnamed one) and bounds. A run takes any size from
+   *  1 to the bound on a symbolic axis (the same size wherever one symbol
+   *  appears); outputs carrying a symbol take its size. */
+  uint32_t num_symbols;
+  uint32_t reserved2;
+  const char *const *symbol_names;
+  const int64_t *symbol_bounds;
 } kiln_model_desc;
 
 /** Options for kiln_instance_create; a null pointer means defaults. */
@@ -176,11 +187,19 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
                                  const kiln_options *options,
                                  kiln_instance **out);
 /** Checks every tensor's dtype and shape against the model, then runs it.
- *  Output buffers are written in place. */
+ *  Output buffers are written in place. With symbolic dimensions, inputs
+ *  smaller than the bounds are padded to them (edge values repeated) and the
+ *  outputs cropped; kiln_instance_output_shape gives the outputs' shapes. */
 kiln_status kiln_instance_run(kiln_instance *instance,
                               const kiln_tensor *inputs, size_t num_inputs,
                               const kiln_tensor *outputs, size_t num_outputs);
 void kiln_instance_destroy(kiln_instance *instance);
+/** The shape output `index` has when the model runs on `inputs` (rank
+ *  entries written to `shape`): the symbols take the inputs' sizes. Checks
+ *  the inputs as kiln_instance_run does. */
+kiln_status kiln_instance_output_shape(kiln_instance *instance,
+                                       const kiln_tensor *inputs, size_t num_inputs,
+                                       uint32_t index, int64_t *shape);
 /** The message of the instance's last failed call ("" if none). */
 const char *kiln_instance_error(const kiln_instance *instance);
 /** The message of this thread's last failed kiln_instance_create. */

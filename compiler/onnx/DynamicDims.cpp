@@ -1,0 +1,357 @@
+//===- DynamicDims.cpp - which axes carry symbolic dimensions -------------===//
+#include "compiler/onnx/DynamicDims.h"
+
+#include "dialects/kiln/KilnDialect.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+namespace {
+int64_t rankOf(Value v) {
+  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+  return t ? t.getRank() : 0;
+}
+int64_t dimOf(Value v, int64_t d) {
+  return llvm::cast<RankedTensorType>(v.getType()).getDimSize(d);
+}
+} // namespace
+
+void SymbolTracker::setSymbols(Value v, const AxisSymbols &a) {
+  if (llvm::any_of(a, [](int32_t s) { return s >= 0; }))
+    axes[v] = a;
+}
+
+AxisSymbols SymbolTracker::of(Value v) const {
+  auto it = axes.find(v);
+  if (it != axes.end())
+    return it->second;
+  return AxisSymbols(rankOf(v), -1);
+}
+
+bool SymbolTracker::carriesSymbol(Value v) const { return axes.count(v) != 0; }
+
+/// numpy broadcasting of `operands` to the op's first result: a result axis
+/// carries a symbol when an operand's aligned axis does; every other operand
+/// must carry the same symbol there or have size 1 (a static size there
+/// would pin the symbol to the bound).
+LogicalResult SymbolTracker::broadcast(Operation *op, ValueRange operands,
+                                       std::string &why) {
+  Value res = op->getResult(0);
+  int64_t rank = rankOf(res);
+  AxisSymbols out(rank, -1);
+  for (int64_t r = 0; r < rank; ++r) {
+    for (Value v : operands) {
+      int64_t d = r - (rank - rankOf(v));
+      if (d < 0)
+        continue;
+      int32_t s = of(v)[d];
+      if (s < 0)
+        continue;
+      if (out[r] >= 0 && out[r] != s) {
+        why = "dynamic dimensions " + symbolName(out[r]) + " and " + symbolName(s) +
+              " meet on one axis (Kiln cannot prove they are equal)";
+        return failure();
+      }
+      out[r] = s;
+    }
+    if (out[r] < 0)
+      continue;
+    for (auto [i, v] : llvm::enumerate(operands)) {
+      int64_t d = r - (rank - rankOf(v));
+      if (d < 0 || of(v)[d] >= 0 || dimOf(v, d) == 1)
+        continue;
+      why = "operand " + std::to_string(i) + " has the static size " +
+            std::to_string(dimOf(v, d)) + " along dynamic dimension " +
+            symbolName(out[r]);
+      return failure();
+    }
+  }
+  setSymbols(res, out);
+  return success();
+}
+
+LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
+  if (op->getNumResults() == 0)
+    return success();
+  bool any = llvm::any_of(op->getOperands(), [&](Value v) { return carriesSymbol(v); });
+  if (!any)
+    return success(); // static in, static out
+  Value res = op->getResult(0);
+  int64_t rank = rankOf(res);
+  auto mixes = [&](int32_t s, const std::string &what) {
+    why = what + " dynamic dimension " + symbolName(s) +
+          ", so padding it to its bound would change the result";
+    return failure();
+  };
+  // Operands that must be static (weights, per-channel parameters).
+  auto mustBeStatic = [&](ValueRange vs, const char *what) -> LogicalResult {
+    for (Value v : vs)
+      for (int32_t s : of(v))
+        if (s >= 0) {
+          why = std::string("its ") + what + " has dynamic dimension " + symbolName(s);
+          return failure();
+        }
+    return success();
+  };
+  // Only the leading (batch) axis may be dynamic.
+  auto batchOnly = [&](Value in) -> LogicalResult {
+    AxisSymbols a = of(in);
+    for (size_t d = 1; d < a.size(); ++d)
+      if (a[d] >= 0)
+        return mixes(a[d], "it mixes positions along");
+    AxisSymbols out(rank, -1);
+    if (!a.empty() && rank)
+      out[0] = a[0];
+    setSymbols(res, out);
+    return success();
+  };
+  // Reductions/normalizations over `reduced` axes of `in`.
+  auto reduce = [&](Value in, llvm::ArrayRef<int64_t> reduced, bool keepdims) -> LogicalResult {
+    AxisSymbols a = of(in), out;
+    for (int64_t d = 0; d < (int64_t)a.size(); ++d) {
+      bool red = llvm::is_contained(reduced, d);
+      if (red && a[d] >= 0)
+        return mixes(a[d], "it reduces over");
+      if (!red || keepdims)
+        out.push_back(red ? -1 : a[d]);
+    }
+    out.resize(rank, -1);
+    setSymbols(res, out);
+    return success();
+  };
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<kiln::ConvOp>([&](kiln::ConvOp c) {
+        if (failed(mustBeStatic(c->getOperands().drop_front(), "weight or bias")))
+          return failure();
+        return batchOnly(c.getInput());
+      })
+      .Case<kiln::MaxPoolOp, kiln::AvgPoolOp, kiln::GlobalAvgPoolOp>(
+          [&](Operation *p) { return batchOnly(p->getOperand(0)); })
+      .Case<kiln::BatchNormOp>([&](kiln::BatchNormOp bn) {
+        if (failed(mustBeStatic(bn->getOperands().drop_front(), "scale, bias, mean or variance")))
+          return failure();
+        return batchOnly(bn.getInput());
+      })
+      .Case<kiln::GemmOp>([&](kiln::GemmOp g) {
+        AxisSymbols a = of(g.getA()), b = of(g.getB());
+        int rowA = g.getTransA() ? 1 : 0, kB = g.getTransB() ? 1 : 0;
+        if (a[1 - rowA] >= 0)
+          return mixes(a[1 - rowA], "it contracts over");
+        if (b[kB] >= 0)
+          return mixes(b[kB], "it contracts over");
+        AxisSymbols out{a[rowA], b[1 - kB]};
+        setSymbols(res, out);
+        if (Value c = g.getC()) {
+          AxisSymbols cs = of(c);
+          int64_t off = 2 - rankOf(c);
+          for (int64_t d = 0; d < rankOf(c); ++d) {
+            int32_t want = out[d + off];
+            if (cs[d] >= 0 && want >= 0 && cs[d] != want)
+              return mixes(cs[d], "its bias meets");
+            if (cs[d] >= 0 && want < 0) {
+              if (dimOf(res, d + off) != 1 && dimOf(res, d + off) != dimOf(c, d))
+                return mixes(cs[d], "it broadcasts");
+              out[d + off] = cs[d];
+            }
+            if (cs[d] < 0 && want >= 0 && dimOf(c, d) != 1)
+              return mixes(want, "its bias has a static size along");
+          }
+          setSymbols(res, out);
+        }
+        return success();
+      })
+      .Case<kiln::MatMulOp>([&](kiln::MatMulOp m) {
+        Value l = m.getLhs(), r = m.getRhs();
+        AxisSymbols ls = of(l), rs = of(r);
+        int64_t lr = ls.size(), rr = rs.size();
+        // Contraction: the last axis of lhs, the second-to-last (or only) of rhs.
+        if (ls[lr - 1] >= 0)
+          return mixes(ls[lr - 1], "it contracts over");
+        if (rs[rr >= 2 ? rr - 2 : 0] >= 0)
+          return mixes(rs[rr >= 2 ? rr - 2 : 0], "it contracts over");
+        AxisSymbols out(rank, -1);
+        int64_t batch = rank - (lr >= 2 ? 1 : 0) - (rr >= 2 ? 1 : 0);
+        if (lr >= 2)
+          out[batch] = ls[lr - 2];
+        if (rr >= 2)
+          out[rank - 1] = rs[rr - 1];
+        // Batch axes broadcast as in numpy.
+        for (int64_t d = 0; d < batch; ++d) {
+          for (auto [v, s, vr] : {std::tuple{l, &ls, lr}, std::tuple{r, &rs, rr}}) {
+            int64_t vd = d - (batch - (vr - 2));
+            if (vr < 2 || vd < 0)
+              continue;
+            int32_t sym = (*s)[vd];
+            if (sym >= 0 && out[d] >= 0 && out[d] != sym)
+              return mixes(sym, "its batch axes meet");
+            if (sym >= 0)
+              out[d] = sym;
+          }
+          for (auto [v, s, vr] : {std::tuple{l, &ls, lr}, std::tuple{r, &rs, rr}}) {
+            int64_t vd = d - (batch - (vr - 2));
+            if (vr < 2 || vd < 0 || out[d] < 0)
+              continue;
+            if ((*s)[vd] < 0 && dimOf(v, vd) != 1)
+              return mixes(out[d], "an operand has a static batch size along");
+          }
+        }
+        setSymbols(res, out);
+        return success();
+      })
+      .Case<kiln::SoftmaxOp>([&](kiln::SoftmaxOp s) {
+        int64_t ax = s.getAxis() < 0 ? s.getAxis() + rank : s.getAxis();
+        return reduce(s.getInput(), {ax}, true);
+      })
+      .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp,
+            kiln::ReduceProdOp>([&](auto r) {
+        llvm::SmallVector<int64_t> ax(r.getAxes());
+        return reduce(r.getInput(), ax, r.getKeepdims());
+      })
+      .Case<kiln::ArgReduceOp>([&](kiln::ArgReduceOp r) {
+        return reduce(r.getInput(), {r.getAxis()}, r.getKeepdims());
+      })
+      .Case<kiln::CumSumOp>([&](kiln::CumSumOp c) {
+        return reduce(c.getInput(), {c.getAxis()}, true);
+      })
+      .Case<kiln::LayerNormOp>([&](kiln::LayerNormOp ln) {
+        if (failed(mustBeStatic(ln->getOperands().drop_front(), "scale or bias")))
+          return failure();
+        int64_t ax = ln.getAxis() < 0 ? ln.getAxis() + rank : ln.getAxis();
+        llvm::SmallVector<int64_t> red;
+        for (int64_t d = ax; d < rank; ++d)
+          red.push_back(d);
+        return reduce(ln.getInput(), red, true);
+      })
+      .Case<kiln::AttentionOp>([&](kiln::AttentionOp a) {
+        // Rows of the query are independent; keys and values are mixed.
+        for (Value kv : {a.getKey(), a.getValue()}) {
+          AxisSymbols s = of(kv);
+          for (int64_t d = s.size() - 2; d < (int64_t)s.size(); ++d)
+            if (s[d] >= 0)
+              return mixes(s[d], "it attends over");
+        }
+        AxisSymbols q = of(a.getQuery());
+        if (q.back() >= 0)
+          return mixes(q.back(), "it contracts over");
+        if (Value mask = a.getMask()) {
+          AxisSymbols ms = of(mask);
+          if (!ms.empty() && ms.back() >= 0)
+            return mixes(ms.back(), "its mask runs over");
+        }
+        llvm::SmallVector<Value> ops{a.getQuery(), a.getKey(), a.getValue()};
+        if (Value mask = a.getMask())
+          ops.push_back(mask);
+        return broadcast(op, ops, why);
+      })
+      .Case<kiln::ReshapeOp>([&](kiln::ReshapeOp r) {
+        // A symbolic axis survives when the result has an axis of the same
+        // size with the same number of elements before it.
+        Value in = r.getInput();
+        AxisSymbols a = of(in), out(rank, -1);
+        auto inT = llvm::cast<RankedTensorType>(in.getType());
+        auto outT = llvm::cast<RankedTensorType>(res.getType());
+        int64_t pre = 1;
+        for (int64_t d = 0; d < (int64_t)a.size(); ++d) {
+          if (a[d] >= 0) {
+            int64_t opre = 1;
+            bool found = false;
+            for (int64_t e = 0; e < rank && !found; ++e) {
+              if (opre == pre && outT.getDimSize(e) == inT.getDimSize(d)) {
+                // Everything after it must stay after it: the suffixes match.
+                out[e] = a[d];
+                found = true;
+              }
+              opre *= outT.getDimSize(e);
+            }
+            if (!found)
+              return mixes(a[d], "it merges or splits");
+          }
+          pre *= inT.getDimSize(d);
+        }
+        setSymbols(res, out);
+        return success();
+      })
+      .Case<kiln::TransposeOp>([&](kiln::TransposeOp t) {
+        AxisSymbols a = of(t.getInput()), out;
+        for (int64_t p : t.getPerm())
+          out.push_back(a[p]);
+        setSymbols(res, out);
+        return success();
+      })
+      .Case<kiln::SliceOp>([&](kiln::SliceOp s) {
+        AxisSymbols a = of(s.getInput());
+        for (size_t d = 0; d < a.size(); ++d)
+          if (a[d] >= 0 && (s.getOffsets()[d] != 0 || s.getStrides()[d] != 1 ||
+                            s.getSizes()[d] != dimOf(s.getInput(), d)))
+            return mixes(a[d], "it slices");
+        setSymbols(res, a);
+        return success();
+      })
+      .Case<kiln::ConcatOp>([&](kiln::ConcatOp c) {
+        int64_t ax = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();
+        AxisSymbols out(rank, -1);
+        for (Value v : c.getInputs()) {
+          AxisSymbols s = of(v);
+          if (s[ax] >= 0)
+            return mixes(s[ax], "it concatenates along");
+          for (int64_t d = 0; d < rank; ++d)
+            if (s[d] >= 0)
+              out[d] = s[d];
+        }
+        for (auto [i, v] : llvm::enumerate(c.getInputs())) {
+          AxisSymbols s = of(v);
+          for (int64_t d = 0; d < rank; ++d)
+            if (out[d] >= 0 && s[d] != out[d])
+              return mixes(out[d], "operand " + std::to_string(i) +
+                                       " has a static size (or another symbol) along");
+        }
+        setSymbols(res, out);
+        return success();
+      })
+      .Case<kiln::GatherOp>([&](kiln::GatherOp g) {
+        AxisSymbols d = of(g.getData()), ix = of(g.getIndices());
+        int64_t ax = g.getAxis() < 0 ? g.getAxis() + (int64_t)d.size() : g.getAxis();
+        if (d[ax] >= 0)
+          return mixes(d[ax], "it gathers along");
+        AxisSymbols out(d.begin(), d.begin() + ax);
+        out.append(ix.begin(), ix.end());
+        out.append(d.begin() + ax + 1, d.end());
+        out.resize(rank, -1);
+        setSymbols(res, out);
+        return success();
+      })
+      .Case<kiln::GatherElementsOp>([&](kiln::GatherElementsOp g) {
+        AxisSymbols d = of(g.getData()), ix = of(g.getIndices());
+        int64_t ax = g.getAxis() < 0 ? g.getAxis() + (int64_t)d.size() : g.getAxis();
+        if (d[ax] >= 0)
+          return mixes(d[ax], "it gathers along");
+        AxisSymbols out = ix;
+        for (int64_t k = 0; k < (int64_t)d.size(); ++k) {
+          if (k == ax || d[k] == ix[k])
+            continue;
+          return mixes(d[k] >= 0 ? d[k] : ix[k],
+                       "its data and indices differ (static or another symbol) along");
+        }
+        setSymbols(res, out);
+        return success();
+      })
+      .Default([&](Operation *o) -> LogicalResult {
+        if (o->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+            o->hasTrait<OpTrait::SameOperandsAndResultShape>() ||
+            llvm::isa<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp, kiln::PowOp,
+                      kiln::MaxOp, kiln::MinOp, kiln::ModOp, kiln::AndOp, kiln::OrOp,
+                      kiln::XorOp, kiln::ShlOp, kiln::ShrOp, kiln::CompareOp, kiln::WhereOp,
+                      kiln::ExpandOp>(o))
+          return broadcast(o, o->getOperands(), why);
+        why = "'" + o->getName().getStringRef().str() +
+              "' has no rule for dynamic dimensions yet";
+        return failure();
+      });
+}
+
+} // namespace kiln::onnx_import

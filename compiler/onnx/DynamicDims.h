@@ -1,0 +1,60 @@
+//===- DynamicDims.h - symbolic dimensions through the kiln graph -*- C++ -*-===//
+//
+// A model input dimension given as a dim_param ("batch", "N") or left unknown
+// is a *symbol*. Kiln compiles the graph at the symbol's upper bound (the
+// --max-shape, a default otherwise) and the runtime runs smaller sizes
+// padded to that bound, then crops the outputs (XLA's bounded dynamic
+// shapes do the same). That is exact only when no element of a result
+// depends on the padding: along a symbolic axis every op must be
+// position-wise ("row i of the result reads only row i of its operands").
+//
+// SymbolTracker proves it op by op as the importer builds the graph: for
+// each value it knows which axes carry which symbol, and an op that mixes
+// positions along a symbolic axis (a reduction, softmax or contraction over
+// it, a gather, slice or concat along it, a reshape merging it) is an error
+// naming the node, the op and the symbol -- never a wrong answer.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_ONNX_DYNAMICDIMS_H
+#define KILN_COMPILER_ONNX_DYNAMICDIMS_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln::onnx_import {
+
+/// Per axis of a value: the symbol it carries, or -1 (a static axis).
+using AxisSymbols = llvm::SmallVector<int32_t, 4>;
+
+class SymbolTracker {
+public:
+  /// Symbols by id: their names and bounds (the size the graph is built at).
+  std::vector<std::string> names;
+  std::vector<int64_t> bounds;
+
+  bool empty() const { return names.empty(); }
+  /// Records the symbols of a graph input.
+  void setSymbols(mlir::Value v, const AxisSymbols &axes);
+  /// The symbols of `v` (all -1 for values that carry none).
+  AxisSymbols of(mlir::Value v) const;
+  bool carriesSymbol(mlir::Value v) const;
+  /// Derives the symbols of `op`'s results from its operands', or fails with
+  /// the reason (no trailing period) in `why` when the op mixes positions
+  /// along a symbolic axis.
+  mlir::LogicalResult visit(mlir::Operation *op, std::string &why);
+
+private:
+  llvm::DenseMap<mlir::Value, AxisSymbols> axes;
+  mlir::LogicalResult broadcast(mlir::Operation *op, mlir::ValueRange operands,
+                                std::string &why);
+  std::string symbolName(int32_t s) const { return "'" + names[s] + "'"; }
+};
+
+} // namespace kiln::onnx_import
+
+#endif // KILN_COMPILER_ONNX_DYNAMICDIMS_H

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Dynamic shapes end to end: models whose inputs have symbolic dimensions
+(dim_param, or unknown) are compiled once -- at the default bound and with
+--max-shape -- and run at several sizes up to the bound, on the CPU and
+cuda-emu targets, against onnxruntime on the same dynamic model with the
+same fresh random inputs.
+
+Models: the batch-dynamic small CNN, BERT layer and GPT-2 block from
+python/kiln_models (batch made symbolic on every input and output), an MLP
+head with torch's x.view(x.size(0), -1) chain, a conv net with a second,
+unnamed symbol, and a mixed-dtype graph (an int64 index input gathering
+rows, integer arithmetic, bool masks) whose padded rows must stay valid
+indices. Then the run-time errors: a size past the bound, two inputs that
+disagree on one symbol.
+
+Tolerance: |kiln - ort| <= 1e-4 * |ort| + 1e-5 * max|ort| (integers exact).
+Prints 'N passed, N failed'.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+from kiln_models import MODELS  # noqa: E402
+
+RTOL, ATOL_SCALE = 1e-4, 1e-5
+
+
+def symbolic_batch(m, name="batch"):
+    """Every graph input's and output's first dimension becomes `name`."""
+    inits = {i.name for i in m.graph.initializer}
+    for vi in list(m.graph.input) + list(m.graph.output):
+        if vi.name in inits:
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims):
+            dims[0].ClearField("dim_value")
+            dims[0].dim_param = name
+    return m
+
+
+def mlp_view():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]),
+             helper.make_node("Add", ["m", "b"], ["a"]),
+             helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Softmax", ["r"], ["sm"], axis=-1),
+             helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n0"], axis=0),
+             helper.make_node("Unsqueeze", ["n0", "ax0"], ["n1"]),
+             helper.make_node("Concat", ["n1", "minus1"], ["target"], axis=0),
+             helper.make_node("Reshape", ["sm", "target"], ["y"])]
+    rng = np.random.default_rng(1)
+    inits = [numpy_helper.from_array(rng.standard_normal((2, 6, 5)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(5).astype(np.float32), "b"),
+             numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+             numpy_helper.from_array(np.array([-1], np.int64), "minus1")]
+    g = helper.make_graph(nodes, "mlp_view",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 2, 3, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 30])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def conv_two_symbols():
+    rng = np.random.default_rng(2)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("BatchNormalization", ["c", "g", "be", "mu", "var"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["p"], ["gp"]),
+             helper.make_node("Flatten", ["gp"], ["f"], axis=1),
+             helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1),
+             helper.make_node("LayerNormalization", ["t", "lg", "lb"], ["t2"], axis=-1)]
+    t = helper.make_tensor_value_info("t", TensorProto.FLOAT, None)
+    t.type.tensor_type.shape.dim.add()  # unknown: symbol "t[0]"
+    t.type.tensor_type.shape.dim.add().dim_value = 7
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    inits = [numpy_helper.from_array(a, n) for n, a in
+             [("w", f32(8, 3, 3, 3)), ("g", f32(8)), ("be", f32(8)), ("mu", f32(8)),
+              ("var", np.abs(f32(8)) + 0.5), ("fc", f32(4, 8)), ("fcb", f32(4)),
+              ("lg", f32(7)), ("lb", f32(7))]]
+    g = helper.make_graph(nodes, "conv_two_symbols",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16]), t],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4]),
+                           helper.make_tensor_value_info("t2", TensorProto.FLOAT, None)],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def mixed_dtypes():
+    """Rows of an embedding table picked by a dynamic int64 index vector,
+    integer arithmetic on the indices, a bool mask from a comparison."""
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["e"], axis=0),
+             helper.make_node("Mul", ["ids", "three"], ["i3"]),
+             helper.make_node("Mod", ["i3", "seven"], ["im"]),
+             helper.make_node("Cast", ["im"], ["imf"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["imf", "ax1"], ["imu"]),
+             helper.make_node("Mul", ["e", "imu"], ["es"]),
+             helper.make_node("Greater", ["es", "x"], ["gt"]),
+             helper.make_node("Where", ["gt", "es", "x"], ["y"]),
+             helper.make_node("Cast", ["gt"], ["gf"], to=TensorProto.FLOAT),
+             helper.make_node("ReduceSum", ["gf", "ax1"], ["cf"], keepdims=0),
+             helper.make_node("Cast", ["cf"], ["count"], to=TensorProto.INT32)]
+    inits = [numpy_helper.from_array(rng.standard_normal((10, 5)).astype(np.float32), "table"),
+             numpy_helper.from_array(np.array(3, np.int64), "three"),
+             numpy_helper.from_array(np.array(7, np.int64), "seven"),
+             numpy_helper.from_array(np.array([1], np.int64), "ax1")]
+    g = helper.make_graph(nodes, "mixed_dtypes",
+                          [helper.make_tensor_value_info("ids", TensorProto.INT64, ["B"]),
+                           helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 5]),
+                           helper.make_tensor_value_info("count", TensorProto.INT32, ["B"])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def random_inputs(m, sizes, rng):
+    """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
+    input's own entry), index inputs within the table."""
+    feeds = {}
+    inits = {i.name for i in m.graph.initializer}
+    for vi in m.graph.input:
+        if vi.name in inits:
+            continue
+        shape = []
+        for k, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_value"):
+                shape.append(d.dim_value)
+            else:
+                shape.append(sizes.get(d.dim_param or f"{vi.name}[{k}]"))
+        if vi.type.tensor_type.elem_type == TensorProto.INT64:
+            feeds[vi.name] = rng.integers(0, 10, shape).astype(np.int64)
+        else:
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def close(got, ref):
+    if ref.dtype.kind in "iub":
+        return got.shape == ref.shape and np.array_equal(got, ref), 0.0
+    atol = ATOL_SCALE * float(np.abs(ref).max()) if ref.size else 0.0
+    err = np.abs(got.astype(np.float64) - ref)
+    return got.shape == ref.shape and bool(np.all(err <= RTOL * np.abs(ref) + atol)), \
+        float(err.max()) if err.size else 0.0
+
+
+def kiln_run(bindir, so, feeds, outputs, work, tag):
+    cmd = [os.path.join(bindir, "kiln-run"), so]
+    for n, a in feeds.items():
+        f = os.path.join(work, f"{tag}_in_{n}.npy".replace("/", "_"))
+        np.save(f, a)
+        cmd += ["--input", f"{n}={f}"]
+    out_dir = os.path.join(work, tag + "_out")
+    os.makedirs(out_dir, exist_ok=True)
+    cmd += ["--output-dir", out_dir]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return r, {o: (np.load(os.path.join(out_dir, o + ".npy")) if r.returncode == 0 else None)
+               for o in outputs}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("--targets", default="cpu,cuda-emu")
+    args = ap.parse_args()
+    rng = np.random.default_rng(7)
+    bert = symbolic_batch(MODELS["bert_layer"](seq=32, hidden=64, heads=4, ffn=128))
+    gpt2 = symbolic_batch(MODELS["gpt2_block"](seq=32, hidden=64, heads=4))
+    cnn = symbolic_batch(MODELS["small_cnn"]())
+    # (name, model, compile flags, the sizes to run: {symbol: size} each)
+    cases = [
+        ("mlp_view", mlp_view(), [], [{"n": 1}, {"n": 5}, {"n": 64}]),
+        ("mlp_view_max8", mlp_view(), ["--max-shape", "x=8x2x3x6"], [{"n": 3}, {"n": 8}]),
+        ("conv_two_symbols", conv_two_symbols(), ["--max-shape", "x=6x3x16x16"],
+         [{"N": 1, "t[0]": 64}, {"N": 4, "t[0]": 9}, {"N": 6, "t[0]": 1}]),
+        ("mixed_dtypes", mixed_dtypes(), ["--max-shape", "ids=16"], [{"B": 1}, {"B": 11}]),
+        ("small_cnn", cnn, ["--max-shape", "input=4x3x32x32"], [{"batch": 1}, {"batch": 3}]),
+        ("bert_layer", bert, ["--max-shape", "input=3x32x64"], [{"batch": 2}, {"batch": 3}]),
+        ("gpt2_block", gpt2, ["--max-shape", "input=3x32x64"], [{"batch": 1}, {"batch": 3}]),
+    ]
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as work:
+        for name, m, flags, runs in cases:
+            m.ir_version = 8
+            path = os.path.join(work, name + ".onnx")
+            onnx.save(m, path)
+            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            outputs = [o.name for o in m.graph.output]
+            for target in args.targets.split(","):
+                so = os.path.join(work, f"{name}_{target}.so")
+                r = subprocess.run([os.path.join(args.bindir, "kiln-compile"), path,
+                                    "--target=" + target, "-o", so] + flags,
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    print(f"FAIL {name} [{target}]: kiln-compile: {r.stderr.strip()[-400:]}")
+                    failed += 1
+                    continue
+                for sizes in runs:
+                    feeds = random_inputs(m, sizes, rng)
+                    ref = sess.run(None, feeds)
+                    tag = f"{name}_{target}_{'_'.join(map(str, sizes.values()))}"
+                    r, got = kiln_run(args.bindir, so, feeds, outputs, work, tag)
+                    if r.returncode != 0:
+                        print(f"FAIL {name} [{target}] {sizes}: kiln-run: "
+                              f"{(r.stdout + r.stderr).strip()[-400:]}")
+                        failed += 1
+                        continue
+                    ok, worst = True, 0.0
+                    for o, want in zip(outputs, ref):
+                        good, err = close(got[o], want)
+                        ok &= good
+                        worst = max(worst, err)
+                    print(f"{'ok  ' if ok else 'FAIL'} {name} [{target}] {sizes}: "
+                          f"max abs error {worst:.3g}")
+                    passed += ok
+                    failed += not ok
+        # Run-time errors: past the bound; one symbol, two sizes.
+        so = os.path.join(work, "mixed_dtypes_cpu.so")
+        for feeds, want in [
+                (random_inputs(mixed_dtypes(), {"B": 17}, rng),
+                 "dynamic dimension 'B' (axis 0) must be from 1 to 16, the bound it was "
+                 "compiled for"),
+                ({"ids": rng.integers(0, 10, 3).astype(np.int64),
+                  "x": rng.standard_normal((4, 5)).astype(np.float32)},
+                 "input 'x' has shape [4x5]; the model expects [3x5]")]:
+            cmd = [os.path.join(args.bindir, "kiln-run"), so]
+            for n, a in feeds.items():
+                np.save(os.path.join(work, n + "_e.npy"), a)
+                cmd += ["--input", f"{n}={os.path.join(work, n + '_e.npy')}"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            ok = r.returncode != 0 and want in r.stderr
+            print(f"{'ok  ' if ok else 'FAIL'} error: {want!r}"
+                  + ("" if ok else f" -- got rc {r.returncode}: {r.stderr.strip()}"))
+            passed += ok
+            failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
