@@ -224,6 +224,19 @@ def main():
                           f"max abs error {worst:.3g}")
                     passed += ok
                     failed += not ok
+        # The header of a .o names the symbols, their bounds and each axis's.
+        obj = os.path.join(work, "mlp_view.o")
+        subprocess.run([os.path.join(args.bindir, "kiln-compile"), os.path.join(work, "mlp_view.onnx"),
+                        "-o", obj], check=True)
+        header = open(obj[:-2] + ".h").read()
+        for want in ['/* symbol 0: "n" */\n#define MLP_VIEW_SYMBOL0_BOUND 64',
+                     "#define MLP_VIEW_INPUT0_SHAPE {64, 2, 3, 6}",
+                     "#define MLP_VIEW_INPUT0_SYMBOLS {0, -1, -1, -1}",
+                     "#define MLP_VIEW_OUTPUT0_SYMBOLS {0, -1}"]:
+            ok = want in header
+            print(f"{'ok  ' if ok else 'FAIL'} header has {want!r}")
+            passed += ok
+            failed += not ok
         # Run-time errors: past the bound; one symbol, two sizes.
         so = os.path.join(work, "mixed_dtypes_cpu.so")
         for feeds, want in [
