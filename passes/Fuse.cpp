@@ -68,6 +68,13 @@ bool canJoin(Operation *user, Value chain, Operation *anchor) {
                        : shapeOf(user->getResult(0)) == shapeOf(chain);
   if (!typeOk)
     return false;
+  // Epilogues read side operands in the anchor's element type (a where's
+  // i1 condition, e.g. a dynamic-shape mask, is an elementwise group's).
+  auto elemOf = [](Value v) { return llvm::cast<ShapedType>(v.getType()).getElementType(); };
+  if (anchor && llvm::any_of(user->getOperands(), [&](Value o) {
+        return elemOf(o) != elemOf(chain);
+      }))
+    return false;
   if (isa<BatchNormOp>(user) && user->getOperand(0) != chain)
     return false; // the chain must be the normalized input, not a parameter
   return sidesOk(user, chain, anchor);

@@ -3859,6 +3859,9 @@ LogicalResult Lowering::run() {
       p.symbolNames.push_back(llvm::cast<StringAttr>(a).str());
   if (auto bounds = fn->getAttrOfType<DenseI64ArrayAttr>("kiln.symbol_bounds"))
     p.symbolBounds.assign(bounds.asArrayRef().begin(), bounds.asArrayRef().end());
+  p.symbolPins.assign(p.symbolBounds.size(), 0);
+  if (auto pins = fn->getAttrOfType<DenseI64ArrayAttr>("kiln.symbol_pins"))
+    p.symbolPins.assign(pins.asArrayRef().begin(), pins.asArrayRef().end());
   for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
     auto t = llvm::dyn_cast<RankedTensorType>(arg.getType());
     if (!t || !t.hasStaticShape())
@@ -3867,6 +3870,16 @@ LogicalResult Lowering::run() {
                     dtypeCode(t.getElementType()),
                     std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
                     symbolsOf(fn.getArgAttrDict(i))};
+    if (auto sym = fn.getArgAttrDict(i)
+                       ? fn.getArgAttrDict(i).getAs<IntegerAttr>("kiln.symbol_input")
+                       : nullptr) {
+      // A symbol's run-time size (after the graph's inputs).
+      p.symbolInputs.push_back(sym.getInt());
+      int id = newBuffer(Buffer::Input, 8, t.getElementType());
+      p.buffers[id].index = i;
+      bufferOf[arg] = id;
+      continue;
+    }
     if (!info.dtype)
       return fn.emitError("input '") << info.name << "' has unsupported element type "
                                      << t.getElementType();

@@ -77,6 +77,10 @@ struct Program {
   /// pads smaller inputs to them and crops the outputs.
   std::vector<std::string> symbolNames;
   std::vector<int64_t> symbolBounds;
+  std::vector<int64_t> symbolPins; // 0, or K: a run gives 1 or K
+  /// Hidden inputs after `inputs` (the runtime fills them): the i64 size of
+  /// each listed symbol, for the masks of reductions over symbolic axes.
+  std::vector<int32_t> symbolInputs;
   std::vector<char> weights;      // all constants, 64-byte aligned offsets
   int64_t arenaBytes = 0;
   /// Lower for the CUDA target: op families with GPU-shaped builders

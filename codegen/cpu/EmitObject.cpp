@@ -342,6 +342,7 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                                                flopsInit, p.name + "_kernel_flops");
   llvm::Constant *symbolNames = llvm::ConstantPointerNull::get(b.getPtrTy());
   llvm::Constant *symbolBounds = llvm::ConstantPointerNull::get(b.getPtrTy());
+  llvm::Constant *symbolPins = llvm::ConstantPointerNull::get(b.getPtrTy());
   if (!p.symbolNames.empty()) {
     std::vector<llvm::Constant *> sn;
     for (auto [i, n] : llvm::enumerate(p.symbolNames))
@@ -355,10 +356,22 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
     auto *bInit = llvm::ConstantDataArray::get(lc, bounds);
     symbolBounds = new llvm::GlobalVariable(*mod, bInit->getType(), true, internal, bInit,
                                             p.name + "_symbol_bounds");
+    std::vector<uint64_t> pins(p.symbolPins.begin(), p.symbolPins.end());
+    pins.resize(bounds.size(), 0);
+    auto *pInit = llvm::ConstantDataArray::get(lc, pins);
+    symbolPins = new llvm::GlobalVariable(*mod, pInit->getType(), true, internal, pInit,
+                                          p.name + "_symbol_pins");
+  }
+  llvm::Constant *symbolInputs = llvm::ConstantPointerNull::get(b.getPtrTy());
+  if (!p.symbolInputs.empty()) {
+    std::vector<uint32_t> si(p.symbolInputs.begin(), p.symbolInputs.end());
+    auto *siInit = llvm::ConstantDataArray::get(lc, si);
+    symbolInputs = new llvm::GlobalVariable(*mod, siInit->getType(), true, internal, siInit,
+                                            p.name + "_symbol_inputs");
   }
   auto *descTy = llvm::StructType::get(
       lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
-           ptrTy, i32, i32, ptrTy, ptrTy});
+           ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy});
   int32_t deviceKind = options.device == CpuOptions::Device::Cuda      ? KILN_DEVICE_CUDA
                        : options.device == CpuOptions::Device::CudaEmu ? KILN_DEVICE_CUDA_EMU
                                                                        : KILN_DEVICE_CPU;
@@ -372,7 +385,8 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                b.getInt64(p.weights.size()), runC, kernelNames, kernelFlops,
                b.getInt32(deviceKind), b.getInt32(0), deviceProgram,
                b.getInt32(p.symbolNames.size()), b.getInt32(0), symbolNames,
-               symbolBounds});
+               symbolBounds, symbolPins, b.getInt32(p.symbolInputs.size()), b.getInt32(0),
+               symbolInputs});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

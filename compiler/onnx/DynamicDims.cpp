@@ -34,6 +34,12 @@ AxisSymbols SymbolTracker::of(Value v) const {
 
 bool SymbolTracker::carriesSymbol(Value v) const { return axes.count(v) != 0; }
 
+bool SymbolTracker::masked(Value v, int64_t d) const {
+  auto w = v.getDefiningOp<kiln::WhereOp>();
+  auto m = w ? w->getAttrOfType<DenseI64ArrayAttr>("kiln.masked_axes") : nullptr;
+  return m && llvm::is_contained(m.asArrayRef(), d);
+}
+
 /// numpy broadcasting of `operands` to the op's first result: a result axis
 /// carries a symbol when an operand's aligned axis does; every other operand
 /// must carry the same symbol there or have size 1 (a static size there
@@ -110,11 +116,14 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
     return success();
   };
   // Reductions/normalizations over `reduced` axes of `in`.
-  auto reduce = [&](Value in, llvm::ArrayRef<int64_t> reduced, bool keepdims) -> LogicalResult {
+  // Reductions/normalizations over `reduced` axes of `in`; `invariant`:
+  // repeating the last position (the padding) never changes the result.
+  auto reduce = [&](Value in, llvm::ArrayRef<int64_t> reduced, bool keepdims,
+                    bool invariant = false) -> LogicalResult {
     AxisSymbols a = of(in), out;
     for (int64_t d = 0; d < (int64_t)a.size(); ++d) {
       bool red = llvm::is_contained(reduced, d);
-      if (red && a[d] >= 0)
+      if (red && a[d] >= 0 && !invariant && !masked(in, d))
         return mixes(a[d], "it reduces over");
       if (!red || keepdims)
         out.push_back(red ? -1 : a[d]);
@@ -140,9 +149,9 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
       .Case<kiln::GemmOp>([&](kiln::GemmOp g) {
         AxisSymbols a = of(g.getA()), b = of(g.getB());
         int rowA = g.getTransA() ? 1 : 0, kB = g.getTransB() ? 1 : 0;
-        if (a[1 - rowA] >= 0)
+        if (a[1 - rowA] >= 0 && !masked(g.getA(), 1 - rowA))
           return mixes(a[1 - rowA], "it contracts over");
-        if (b[kB] >= 0)
+        if (b[kB] >= 0 && !masked(g.getB(), kB))
           return mixes(b[kB], "it contracts over");
         AxisSymbols out{a[rowA], b[1 - kB]};
         setSymbols(res, out);
@@ -170,10 +179,11 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
         AxisSymbols ls = of(l), rs = of(r);
         int64_t lr = ls.size(), rr = rs.size();
         // Contraction: the last axis of lhs, the second-to-last (or only) of rhs.
-        if (ls[lr - 1] >= 0)
+        int64_t kr = rr >= 2 ? rr - 2 : 0;
+        if (ls[lr - 1] >= 0 && !masked(l, lr - 1))
           return mixes(ls[lr - 1], "it contracts over");
-        if (rs[rr >= 2 ? rr - 2 : 0] >= 0)
-          return mixes(rs[rr >= 2 ? rr - 2 : 0], "it contracts over");
+        if (rs[kr] >= 0 && !masked(r, kr))
+          return mixes(rs[kr], "it contracts over");
         AxisSymbols out(rank, -1);
         int64_t batch = rank - (lr >= 2 ? 1 : 0) - (rr >= 2 ? 1 : 0);
         if (lr >= 2)
@@ -205,18 +215,27 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
       })
       .Case<kiln::SoftmaxOp>([&](kiln::SoftmaxOp s) {
         int64_t ax = s.getAxis() < 0 ? s.getAxis() + rank : s.getAxis();
-        return reduce(s.getInput(), {ax}, true);
+        if (failed(reduce(s.getInput(), {ax}, true)))
+          return failure();
+        setSymbols(res, of(s.getInput())); // (each position is normalized)
+        return success();
       })
       .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp,
             kiln::ReduceProdOp>([&](auto r) {
         llvm::SmallVector<int64_t> ax(r.getAxes());
-        return reduce(r.getInput(), ax, r.getKeepdims());
+        bool invariant = isa<kiln::ReduceMaxOp, kiln::ReduceMinOp>(r.getOperation());
+        return reduce(r.getInput(), ax, r.getKeepdims(), invariant);
       })
       .Case<kiln::ArgReduceOp>([&](kiln::ArgReduceOp r) {
-        return reduce(r.getInput(), {r.getAxis()}, r.getKeepdims());
+        // The first extreme index is never a repeat of the last position.
+        return reduce(r.getInput(), {r.getAxis()}, r.getKeepdims(), !r.getSelectLastIndex());
       })
       .Case<kiln::CumSumOp>([&](kiln::CumSumOp c) {
-        return reduce(c.getInput(), {c.getAxis()}, true);
+        // Forward sums read only earlier positions.
+        if (failed(reduce(c.getInput(), {c.getAxis()}, true, !c.getReverse())))
+          return failure();
+        setSymbols(res, of(c.getInput()));
+        return success();
       })
       .Case<kiln::LayerNormOp>([&](kiln::LayerNormOp ln) {
         if (failed(mustBeStatic(ln->getOperands().drop_front(), "scale or bias")))
@@ -285,10 +304,17 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
       })
       .Case<kiln::SliceOp>([&](kiln::SliceOp s) {
         AxisSymbols a = of(s.getInput());
-        for (size_t d = 0; d < a.size(); ++d)
-          if (a[d] >= 0 && (s.getOffsets()[d] != 0 || s.getStrides()[d] != 1 ||
-                            s.getSizes()[d] != dimOf(s.getInput(), d)))
+        // A pinned symbol (1 or K at run time, see pins) keeps its first K.
+        auto pinned = s->getAttrOfType<IntegerAttr>("kiln.pins_symbol");
+        for (size_t d = 0; d < a.size(); ++d) {
+          bool whole = s.getOffsets()[d] == 0 && s.getStrides()[d] == 1 &&
+                       s.getSizes()[d] == dimOf(s.getInput(), d);
+          if (a[d] >= 0 && !whole && pinned && pinned.getInt() == a[d] &&
+              s.getOffsets()[d] == 0 && s.getStrides()[d] == 1)
+            a[d] = -1;
+          else if (a[d] >= 0 && !whole)
             return mixes(a[d], "it slices");
+        }
         setSymbols(res, a);
         return success();
       })
@@ -339,6 +365,13 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
         }
         setSymbols(res, out);
         return success();
+      })
+      .Case<kiln::WhereOp>([&](kiln::WhereOp w) -> LogicalResult {
+        if (w->hasAttr("kiln.masked_axes")) { // a mask: positions stay
+          setSymbols(res, of(w->getOperand(1)));
+          return success();
+        }
+        return broadcast(w, w->getOperands(), why);
       })
       .Default([&](Operation *o) -> LogicalResult {
         if (o->hasTrait<OpTrait::SameOperandsAndResultType>() ||

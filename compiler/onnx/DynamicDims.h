@@ -23,6 +23,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ public:
   /// Symbols by id: their names and bounds (the size the graph is built at).
   std::vector<std::string> names;
   std::vector<int64_t> bounds;
+  /// Symbols broadcast against a static size K (> 1): a run must give 1 or K.
+  std::map<int32_t, int64_t> pins;
 
   bool empty() const { return names.empty(); }
   /// Records the symbols of a graph input.
@@ -50,6 +53,8 @@ public:
 
 private:
   llvm::DenseMap<mlir::Value, AxisSymbols> axes;
+  /// Whether axis `d` of `v` has its padding masked (MaskSymbols.cpp).
+  bool masked(mlir::Value v, int64_t d) const;
   mlir::LogicalResult broadcast(mlir::Operation *op, mlir::ValueRange operands,
                                 std::string &why);
   std::string symbolName(int32_t s) const { return "'" + names[s] + "'"; }

@@ -391,11 +391,20 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, Block *body, Operation *be
                     "sizes" + Twine(hint));
   for (Operation *op = before ? before->getNextNode()
                                  : (body->empty() ? nullptr : &body->front());
-       op;
-       op = op->getNextNode()) {
+       op;) {
+    // Reductions over a symbolic axis read masked inputs: visit the masks
+    // (inserted before the op) and then the op.
+    auto masked = maskAlongSymbols(op);
+    if (failed(masked))
+      return failure();
+    if (*masked) {
+      op = *masked;
+      continue;
+    }
     std::string why;
     if (failed(symbols.visit(op, why)))
       return nc.error(why + hint);
+    op = op->getNextNode();
   }
   return success();
 }
@@ -534,6 +543,7 @@ LogicalResult Importer::run(const ImportOptions &options,
   auto func = func::FuncOp::create(b, FileLineColLoc::get(ctx, path, 0, 0),
                                    "main", funcType);
   Block *entry = func.addEntryBlock();
+  entryBlock = entry;
   for (auto [i, name] : llvm::enumerate(argNames)) {
     func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
     slots[name].value = entry->getArgument(i);
@@ -590,10 +600,30 @@ LogicalResult Importer::run(const ImportOptions &options,
     results.push_back(v);
   }
   func::ReturnOp::create(b, func.getLoc(), results);
+  // Hidden inputs after the graph's: the sizes of the symbols masks need.
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i = 0; i < argTypes.size(); ++i)
+    argAttrs.push_back(func.getArgAttrDict(i) ? func.getArgAttrDict(i) : b.getDictionaryAttr({}));
+  argAttrs.resize(entry->getNumArguments(), b.getDictionaryAttr({}));
+  for (auto [sym, arg] : symbolArgs) {
+    unsigned i = llvm::cast<BlockArgument>(arg).getArgNumber();
+    argAttrs[i] = b.getDictionaryAttr(
+        {b.getNamedAttr("kiln.name", b.getStringAttr("__kiln_size_" + symbols.names[sym])),
+         b.getNamedAttr("kiln.symbol_input", b.getI32IntegerAttr(sym))});
+  }
+  for (unsigned i = argTypes.size(); i < entry->getNumArguments(); ++i)
+    argTypes.push_back(entry->getArgument(i).getType());
   SmallVector<Type> resultTypes;
   for (Value v : results)
     resultTypes.push_back(v.getType());
   func.setType(b.getFunctionType(argTypes, resultTypes));
+  func.setAllArgAttrs(argAttrs);
+  if (!symbols.pins.empty()) {
+    SmallVector<int64_t> pins(symbols.names.size(), 0);
+    for (auto [sym, k] : symbols.pins)
+      pins[sym] = k;
+    func->setAttr("kiln.symbol_pins", b.getDenseI64ArrayAttr(pins));
+  }
   for (auto [i, vi] : llvm::enumerate(g.output())) {
     func.setResultAttr(i, "kiln.name", b.getStringAttr(vi.name()));
     const Slot &s = slots[vi.name()];
@@ -687,6 +717,53 @@ void NodeContext::setHostOutput(size_t i, HostTensor t) {
     Slot &s = imp.slots[node.output(i)];
     s.value = {};
     s.host = std::move(t);
+  }
+}
+
+void NodeContext::pinBroadcast(SmallVectorImpl<Value> &operands) {
+  SymbolTracker &st = imp.symbols;
+  if (st.empty())
+    return;
+  auto typeOf = [](Value v) { return llvm::dyn_cast<RankedTensorType>(v.getType()); };
+  int64_t rank = 0;
+  for (Value v : operands) {
+    if (!typeOf(v))
+      return;
+    rank = std::max<int64_t>(rank, typeOf(v).getRank());
+  }
+  for (int64_t r = 0; r < rank; ++r) {
+    // The static size (> 1) other operands have on this axis.
+    int64_t k = 1;
+    for (Value v : operands) {
+      int64_t d = r - (rank - typeOf(v).getRank());
+      if (d < 0 || st.of(v)[d] >= 0 || typeOf(v).getDimSize(d) == 1)
+        continue;
+      if (k != 1 && k != typeOf(v).getDimSize(d))
+        return; // the shapes do not broadcast anyway
+      k = typeOf(v).getDimSize(d);
+    }
+    if (k == 1)
+      continue;
+    for (Value &v : operands) {
+      auto t = typeOf(v);
+      int64_t d = r - (rank - t.getRank());
+      int32_t sym = d < 0 ? -1 : st.of(v)[d];
+      if (sym < 0 || t.getDimSize(d) < k)
+        continue;
+      auto pin = st.pins.find(sym);
+      if (pin != st.pins.end() && pin->second != k)
+        continue; // pinned to another size: the verifier reports it
+      st.pins[sym] = k;
+      SmallVector<int64_t> offsets(t.getRank(), 0), strides(t.getRank(), 1);
+      SmallVector<int64_t> sizes(t.getShape());
+      sizes[d] = k;
+      OpBuilder::InsertionGuard guard(builder);
+      auto slice = kiln::SliceOp::create(builder, loc, v, builder.getDenseI64ArrayAttr(offsets),
+                                         builder.getDenseI64ArrayAttr(sizes),
+                                         builder.getDenseI64ArrayAttr(strides));
+      slice->setAttr("kiln.pins_symbol", builder.getI32IntegerAttr(sym));
+      v = slice.getResult();
+    }
   }
 }
 

@@ -35,6 +35,14 @@ public:
   SymbolTracker symbols;
   /// --max-shape bounds by symbol name.
   std::map<std::string, int64_t> givenBounds;
+  /// The function body, and the hidden i64[1] inputs holding symbols'
+  /// run-time sizes (for masks; MaskSymbols.cpp), by symbol.
+  mlir::Block *entryBlock = nullptr;
+  std::map<int32_t, mlir::Value> symbolArgs;
+  mlir::Value symbolInput(int32_t sym);
+  /// Masks the padding of a reduction or contraction over a symbolic axis;
+  /// returns the first op it inserted (null when `op` needs none).
+  mlir::FailureOr<mlir::Operation *> maskAlongSymbols(mlir::Operation *op);
 
 private:
   mlir::LogicalResult parse();

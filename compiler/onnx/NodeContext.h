@@ -100,6 +100,11 @@ public:
     mlir::OperationState state(loc, OpTy::getOperationName());
     OpTy::build(builder, state, mlir::Type(), std::forward<Args>(args)...);
     state.types.clear();
+    if constexpr (llvm::is_one_of<OpTy, kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp,
+                                  kiln::PowOp, kiln::MaxOp, kiln::MinOp, kiln::ModOp,
+                                  kiln::AndOp, kiln::OrOp, kiln::XorOp, kiln::ShlOp,
+                                  kiln::ShrOp, kiln::CompareOp, kiln::WhereOp>::value)
+      pinBroadcast(state.operands);
     llvm::SmallVector<mlir::Type, 1> types;
     if (mlir::failed(OpTy::inferReturnTypes(
             builder.getContext(), loc, state.operands,
@@ -118,6 +123,11 @@ public:
   }
 
 private:
+  /// Dynamic shapes: a symbolic axis broadcast against a static size K > 1
+  /// means the symbol is 1 or K at run time; the operand is sliced to K (a
+  /// run at 1 is padded to K copies: numpy broadcasting) and the symbol
+  /// pinned, so that the runtime refuses other sizes.
+  void pinBroadcast(llvm::SmallVectorImpl<mlir::Value> &operands);
   mlir::FailureOr<mlir::Value> finish(mlir::Operation *op) {
     if (mlir::failed(mlir::verify(op))) {
       op->erase();

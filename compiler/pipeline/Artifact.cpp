@@ -65,9 +65,13 @@ std::string generateHeader(const codegen::Program &p) {
           " * are padded to the bound; kiln_instance_output_shape gives the\n"
           " * outputs' shapes). */\n";
     os << "#define " << U << "_NUM_SYMBOLS " << p.symbolNames.size() << "\n";
-    for (size_t i = 0; i < p.symbolNames.size(); ++i)
+    for (size_t i = 0; i < p.symbolNames.size(); ++i) {
       os << "/* symbol " << i << ": \"" << p.symbolNames[i] << "\" */\n#define " << U
          << "_SYMBOL" << i << "_BOUND " << p.symbolBounds[i] << "\n";
+      if (i < p.symbolPins.size() && p.symbolPins[i])
+        os << "/* broadcast against a static size: a run gives 1 or this */\n#define " << U
+           << "_SYMBOL" << i << "_PIN " << p.symbolPins[i] << "\n";
+    }
     os << "\n";
   }
   auto tensors = [&](const std::vector<codegen::TensorInfo> &ts, const char *what) {

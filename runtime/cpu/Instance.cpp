@@ -23,6 +23,7 @@ struct kiln_instance {
   // staging for the tensors that carry them (allocated on the first run
   // below the bounds).
   std::vector<int64_t> symbolValues;
+  std::vector<int64_t> hiddenInputs; // the sizes symbol_inputs name, per run
   std::vector<void *> stageIn, stageOut;
 };
 
@@ -187,9 +188,17 @@ kiln_status checkInputs(kiln_instance *inst, const kiln_tensor *inputs, size_t n
   const kiln_model_desc *m = inst->model;
   inst->symbolValues.assign(m->num_symbols, -1);
   kiln_status st = checkTensors(inst, "input", m->inputs, m->num_inputs, inputs, n, ptrs, true);
-  for (uint32_t s = 0; st == KILN_OK && s < m->num_symbols; ++s)
+  for (uint32_t s = 0; st == KILN_OK && s < m->num_symbols; ++s) {
     if (inst->symbolValues[s] < 0)
       inst->symbolValues[s] = m->symbol_bounds[s]; // (carried by no input)
+    int64_t pin = m->symbol_pins ? m->symbol_pins[s] : 0, v = inst->symbolValues[s];
+    if (pin && v != 1 && v != pin) {
+      inst->error = "dynamic dimension '" + std::string(m->symbol_names[s]) + "' is " +
+                    std::to_string(v) + "; the model broadcasts it against size " +
+                    std::to_string(pin) + ", so it must be 1 or " + std::to_string(pin);
+      return KILN_ERROR_SHAPE_MISMATCH;
+    }
+  }
   return st;
 }
 /// Below the bounds: inputs carrying a symbol are padded into bound-sized
@@ -323,7 +332,8 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
   inst->error.clear();
   const kiln_model_desc *m = inst->model;
   void *in[64], *outp[64];
-  void **ins = m->num_inputs <= 64 ? in : new (std::nothrow) void *[m->num_inputs];
+  uint32_t numIns = m->num_inputs + m->num_symbol_inputs; // caller's + hidden
+  void **ins = numIns <= 64 ? in : new (std::nothrow) void *[numIns];
   void **outs = m->num_outputs <= 64 ? outp : new (std::nothrow) void *[m->num_outputs];
   kiln_status st = KILN_ERROR_OUT_OF_MEMORY;
   if (ins && outs) {
@@ -336,6 +346,13 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
       padded |= inst->symbolValues[s] != m->symbol_bounds[s];
     if (st == KILN_OK && padded)
       st = stageInputs(inst, inputs, ins, outs);
+    if (st == KILN_OK && m->num_symbol_inputs) {
+      inst->hiddenInputs.resize(m->num_symbol_inputs);
+      for (uint32_t j = 0; j < m->num_symbol_inputs; ++j) {
+        inst->hiddenInputs[j] = inst->symbolValues[m->symbol_inputs[j]];
+        ins[m->num_inputs + j] = &inst->hiddenInputs[j];
+      }
+    }
     if (st == KILN_OK && inst->device) {
       st = inst->device->run(ins, outs, inst->error);
     } else if (st == KILN_OK) {
@@ -354,10 +371,14 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
 
 kiln_status kiln_instance_output_shape(kiln_instance *inst, const kiln_tensor *inputs,
                                        size_t numInputs, uint32_t index, int64_t *shape) {
-  if (!inst || !shape)
+  if (!inst)
     return KILN_ERROR_INVALID_ARGUMENT;
   inst->error.clear();
   const kiln_model_desc *m = inst->model;
+  if (index < m->num_outputs && !shape && m->outputs[index].rank > 0) {
+    inst->error = "kiln_instance_output_shape: null shape array";
+    return KILN_ERROR_INVALID_ARGUMENT;
+  }
   if (index >= m->num_outputs) {
     inst->error = "output " + std::to_string(index) + " of a model with " +
                   std::to_string(m->num_outputs) + " outputs";

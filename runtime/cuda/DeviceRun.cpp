@@ -404,6 +404,14 @@ std::unique_ptr<DeviceRun> DeviceRun::create(const kiln_model_desc &m, const kil
   if (!io(m.inputs, m.num_inputs, r->inDev, r->inHost, r->inBytes) ||
       !io(m.outputs, m.num_outputs, r->outDev, r->outHost, r->outBytes))
     return nullptr;
+  // The hidden inputs after the caller's: one int64 symbol size each.
+  for (uint32_t j = 0; j < m.num_symbol_inputs; ++j) {
+    r->inBytes.push_back(8);
+    r->inDev.push_back(0);
+    r->inHost.push_back(nullptr);
+    if (!be.alloc(8, r->inDev.back(), error) || !be.allocHost(8, r->inHost.back(), error))
+      return nullptr;
+  }
   // Every launch's parameters, resolved once: the addresses never change
   // for the life of the instance (which is what makes graph replay valid).
   status = KILN_ERROR_INVALID_ARGUMENT;

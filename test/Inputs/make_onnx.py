@@ -265,6 +265,11 @@ def dynamic_reduce_batch():
                  [init("axes", np.array([0], np.int64))])
 
 
+def dynamic_concat_batch():
+    nodes = [helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat_batch")]
+    return model(nodes, [vi("x", ["N", 3])], [vi("y", None)])
+
+
 def dynamic_shape_data():
     nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
              helper.make_node("ConstantOfShape", ["s"], ["z"], name="zeros"),
@@ -355,7 +360,7 @@ def transformer_ops():
 
 CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
-                                 dynamic_mlp, dynamic_conv, dynamic_reduce_batch,
+                                 dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_shape_data, dynamic_two_symbols,
                                  old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

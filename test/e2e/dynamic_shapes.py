@@ -10,8 +10,10 @@ python/kiln_models (batch made symbolic on every input and output), an MLP
 head with torch's x.view(x.size(0), -1) chain, a conv net with a second,
 unnamed symbol, and a mixed-dtype graph (an int64 index input gathering
 rows, integer arithmetic, bool masks) whose padded rows must stay valid
-indices. Then the run-time errors: a size past the bound, two inputs that
-disagree on one symbol.
+indices, a symbol broadcast against a static size (pinned: 1 or that
+size), reductions and matrix products over the symbolic batch (masked
+padding), and self-attention over a symbolic sequence length. Then the run-time errors: a size past the bound, two inputs that
+disagree on one symbol, a pinned symbol at another size.
 
 Tolerance: |kiln - ort| <= 1e-4 * |ort| + 1e-5 * max|ort| (integers exact).
 Prints 'N passed, N failed'.
@@ -124,6 +126,75 @@ def mixed_dtypes():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def broadcast_pin():
+    """b's symbolic only dimension meets a's static last one (4): ONNX then
+    allows 1 or 4; the symbol is pinned to that."""
+    nodes = [helper.make_node("Add", ["a", "b"], ["s"]),
+             helper.make_node("Mul", ["s", "a"], ["y"])]
+    g = helper.make_graph(nodes, "broadcast_pin",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["A", 4]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, ["B"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["A", 4])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def batch_reductions():
+    """Reductions and contractions over the symbolic batch axis: the padding
+    is masked with each reduction's identity (or needs no mask: max, min,
+    first argmax, forward cumsum)."""
+    nodes = [helper.make_node("ReduceMean", ["x", "ax0"], ["mean"], keepdims=1),
+             helper.make_node("Sub", ["x", "mean"], ["xc"]),
+             helper.make_node("ReduceSum", ["xc", "ax0"], ["ssum"], keepdims=0),
+             helper.make_node("ReduceMax", ["x", "ax0"], ["mx"], keepdims=0),
+             helper.make_node("ReduceProd", ["x", "ax0"], ["prod"], keepdims=0),
+             helper.make_node("Softmax", ["x"], ["sm"], axis=0),
+             helper.make_node("ArgMax", ["x"], ["amax"], axis=0, keepdims=0, select_last_index=1),
+             helper.make_node("ArgMin", ["x"], ["amin"], axis=0, keepdims=0),
+             helper.make_node("CumSum", ["x", "zero"], ["csr"], reverse=1),
+             helper.make_node("CumSum", ["x", "zero"], ["csf"]),
+             helper.make_node("Transpose", ["xc"], ["xt"], perm=[1, 0]),
+             helper.make_node("MatMul", ["xt", "xc"], ["gram"]),
+             helper.make_node("Gemm", ["x", "x"], ["gemm"], transA=1, alpha=0.5),
+             helper.make_node("ReduceMean", ["x"], ["all"], keepdims=0)]
+    inits = [numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+             numpy_helper.from_array(np.array(0, np.int64), "zero")]
+    outs = [("mean", [1, 6]), ("ssum", [6]), ("mx", [6]), ("prod", [6]), ("sm", ["N", 6]),
+            ("amax", [6]), ("amin", [6]), ("csr", ["N", 6]), ("csf", ["N", 6]),
+            ("gram", [6, 6]), ("gemm", [6, 6]), ("all", [])]
+    g = helper.make_graph(nodes, "batch_reductions",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+                          [helper.make_tensor_value_info(
+                              n, TensorProto.INT64 if n.startswith("am") else TensorProto.FLOAT, s)
+                           for n, s in outs], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def attention_dynamic_seq():
+    """Self-attention over a symbolic sequence length (and batch): softmax
+    over padded keys is masked to -inf, the context product to 0."""
+    rng = np.random.default_rng(5)
+    d = 16
+    f32 = lambda *s: (rng.standard_normal(s) / np.sqrt(d)).astype(np.float32)  # noqa: E731
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]),
+             helper.make_node("MatMul", ["x", "wk"], ["k"]),
+             helper.make_node("MatMul", ["x", "wv"], ["v"]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Div", ["s", "scale"], ["ss"]),
+             helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["o"]),
+             helper.make_node("Add", ["o", "x"], ["r"]),
+             helper.make_node("LayerNormalization", ["r", "g", "b"], ["y"], axis=-1)]
+    inits = [numpy_helper.from_array(a, n) for n, a in
+             [("wq", f32(d, d)), ("wk", f32(d, d)), ("wv", f32(d, d)),
+              ("scale", np.array(np.sqrt(d), np.float32)), ("g", f32(d) + 1), ("b", f32(d))]]
+    g = helper.make_graph(nodes, "attention_dynamic_seq",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", d])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", d])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -146,8 +217,10 @@ def random_inputs(m, sizes, rng):
 
 
 def close(got, ref):
+    if got.shape != ref.shape:
+        return False, float("inf")
     if ref.dtype.kind in "iub":
-        return got.shape == ref.shape and np.array_equal(got, ref), 0.0
+        return np.array_equal(got, ref), 0.0
     atol = ATOL_SCALE * float(np.abs(ref).max()) if ref.size else 0.0
     err = np.abs(got.astype(np.float64) - ref)
     return got.shape == ref.shape and bool(np.all(err <= RTOL * np.abs(ref) + atol)), \
@@ -184,6 +257,11 @@ def main():
         ("conv_two_symbols", conv_two_symbols(), ["--max-shape", "x=6x3x16x16"],
          [{"N": 1, "t[0]": 64}, {"N": 4, "t[0]": 9}, {"N": 6, "t[0]": 1}]),
         ("mixed_dtypes", mixed_dtypes(), ["--max-shape", "ids=16"], [{"B": 1}, {"B": 11}]),
+        ("broadcast_pin", broadcast_pin(), [], [{"A": 3, "B": 4}, {"A": 5, "B": 1}]),
+        ("batch_reductions", batch_reductions(), ["--max-shape", "x=12x6"],
+         [{"N": 1}, {"N": 5}, {"N": 12}]),
+        ("attention_dynamic_seq", attention_dynamic_seq(), ["--max-shape", "x=2x24x16"],
+         [{"B": 1, "S": 24}, {"B": 2, "S": 7}, {"B": 1, "S": 1}]),
         ("small_cnn", cnn, ["--max-shape", "input=4x3x32x32"], [{"batch": 1}, {"batch": 3}]),
         ("bert_layer", bert, ["--max-shape", "input=3x32x64"], [{"batch": 2}, {"batch": 3}]),
         ("gpt2_block", gpt2, ["--max-shape", "input=3x32x64"], [{"batch": 1}, {"batch": 3}]),
@@ -215,13 +293,15 @@ def main():
                               f"{(r.stdout + r.stderr).strip()[-400:]}")
                         failed += 1
                         continue
-                    ok, worst = True, 0.0
+                    ok, worst, bad = True, 0.0, []
                     for o, want in zip(outputs, ref):
                         good, err = close(got[o], want)
                         ok &= good
                         worst = max(worst, err)
+                        if not good:
+                            bad.append(f"{o}: {got[o].shape} vs {want.shape}, error {err:.3g}")
                     print(f"{'ok  ' if ok else 'FAIL'} {name} [{target}] {sizes}: "
-                          f"max abs error {worst:.3g}")
+                          f"max abs error {worst:.3g}" + (f" ({'; '.join(bad)})" if bad else ""))
                     passed += ok
                     failed += not ok
         # The header of a .o names the symbols, their bounds and each axis's.
@@ -237,16 +317,21 @@ def main():
             print(f"{'ok  ' if ok else 'FAIL'} header has {want!r}")
             passed += ok
             failed += not ok
-        # Run-time errors: past the bound; one symbol, two sizes.
-        so = os.path.join(work, "mixed_dtypes_cpu.so")
-        for feeds, want in [
-                (random_inputs(mixed_dtypes(), {"B": 17}, rng),
+        # Run-time errors: past the bound; one symbol, two sizes; a pinned
+        # symbol at a size other than 1 or its pin.
+        for so, feeds, want in [
+                ("mixed_dtypes_cpu.so", random_inputs(mixed_dtypes(), {"B": 17}, rng),
                  "dynamic dimension 'B' (axis 0) must be from 1 to 16, the bound it was "
                  "compiled for"),
-                ({"ids": rng.integers(0, 10, 3).astype(np.int64),
+                ("mixed_dtypes_cpu.so", {"ids": rng.integers(0, 10, 3).astype(np.int64),
                   "x": rng.standard_normal((4, 5)).astype(np.float32)},
-                 "input 'x' has shape [4x5]; the model expects [3x5]")]:
-            cmd = [os.path.join(args.bindir, "kiln-run"), so]
+                 "input 'x' has shape [4x5]; the model expects [3x5]"),
+                ("broadcast_pin_cpu.so",
+                 {"a": rng.standard_normal((2, 4)).astype(np.float32),
+                  "b": rng.standard_normal(3).astype(np.float32)},
+                 "dynamic dimension 'B' is 3; the model broadcasts it against size 4, so "
+                 "it must be 1 or 4")]:
+            cmd = [os.path.join(args.bindir, "kiln-run"), os.path.join(work, so)]
             for n, a in feeds.items():
                 np.save(os.path.join(work, n + "_e.npy"), a)
                 cmd += ["--input", f"{n}={os.path.join(work, n + '_e.npy')}"]

@@ -162,6 +162,16 @@ typedef struct kiln_model_desc {
   uint32_t reserved2;
   const char *const *symbol_names;
   const int64_t *symbol_bounds;
+  /** Per symbol: 0, or K when the model broadcasts it against a static
+   *  size K (then a run gives 1 or K). */
+  const int64_t *symbol_pins;
+  /** Hidden inputs the runtime appends after the caller's (`run` and device
+   *  programs read them as inputs num_inputs...): each is one int64, the
+   *  run-time size of symbol symbol_inputs[i] (the masks of reductions over
+   *  a symbolic axis). */
+  uint32_t num_symbol_inputs;
+  uint32_t reserved3;
+  const int32_t *symbol_inputs;
 } kiln_model_desc;
 
 /** Options for kiln_instance_create; a null pointer means defaults. */

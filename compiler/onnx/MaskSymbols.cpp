@@ -1,0 +1,183 @@
+//===- MaskSymbols.cpp - reductions over dynamic dimensions ---------------===//
+//
+// A graph compiled at a symbol's bound and run on inputs padded to it (see
+// DynamicDims.h) stays exact through a reduction over the symbolic axis when
+// the padded positions are replaced by the reduction's identity first (XLA's
+// dynamic padder does the same): sums, products, means, softmax, reverse
+// cumulative sums and matrix products over the axis read
+// `where(iota < size, x, identity)`, with `size` the symbol's run-time value
+// -- a hidden i64 input the runtime fills (`kiln.symbol_input`). A mean
+// divides by the run-time count. Max, min, first-index argmax/argmin and
+// forward cumsum need no mask: padding repeats the last real position, so it
+// never changes them (SymbolTracker accepts those as they are).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/ImporterImpl.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+Value Importer::symbolInput(int32_t sym) {
+  auto it = symbolArgs.find(sym);
+  if (it != symbolArgs.end())
+    return it->second;
+  auto t = RankedTensorType::get({1}, IntegerType::get(ctx, 64));
+  Value arg = entryBlock->addArgument(t, entryBlock->getParentOp()->getLoc());
+  symbols.setSymbols(arg, AxisSymbols{-1});
+  symbolArgs[sym] = arg;
+  return arg;
+}
+
+FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
+  // The symbolic axes among `axes` of `v` that no mask covers yet.
+  auto symbolicAxes = [&](Value v, ArrayRef<int64_t> axes) {
+    SmallVector<std::pair<int64_t, int32_t>> r;
+    AxisSymbols a = symbols.of(v);
+    auto w = v.getDefiningOp<kiln::WhereOp>();
+    auto done = w ? w->getAttrOfType<DenseI64ArrayAttr>("kiln.masked_axes") : nullptr;
+    for (int64_t d : axes)
+      if (d >= 0 && d < (int64_t)a.size() && a[d] >= 0 &&
+          !(done && llvm::is_contained(done.asArrayRef(), d)))
+        r.push_back({d, a[d]});
+    return r;
+  };
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  Operation *first = nullptr;
+  auto note = [&](Value v) {
+    if (!first)
+      first = v.getDefiningOp();
+    return v;
+  };
+  // where(iota_d < size_s for every (d, s), x, fill)
+  auto mask = [&](Value x, ArrayRef<std::pair<int64_t, int32_t>> axes, double fill) -> Value {
+    auto t = llvm::cast<RankedTensorType>(x.getType());
+    Value cond;
+    for (auto [d, s] : axes) {
+      HostTensor iota;
+      iota.elementType = b.getIntegerType(64);
+      iota.shape.assign(t.getRank(), 1);
+      iota.shape[d] = t.getDimSize(d);
+      for (int64_t i = 0; i < t.getDimSize(d); ++i)
+        iota.values.push_back(static_cast<double>(i));
+      Value c = note(materialize(b, iota, "iota"));
+      Value lt = kiln::CompareOp::create(b, loc, c, symbolInput(s), "lt");
+      cond = cond ? Value(kiln::AndOp::create(b, loc, cond, lt)) : lt;
+    }
+    HostTensor f;
+    f.elementType = t.getElementType();
+    f.values = {fill};
+    Value fv = materialize(b, f, "identity");
+    auto w = kiln::WhereOp::create(b, loc, cond, x, fv);
+    SmallVector<int64_t> masked;
+    for (auto [d, s] : axes)
+      masked.push_back(d);
+    w->setAttr("kiln.masked_axes", b.getDenseI64ArrayAttr(masked));
+    return w.getResult();
+  };
+  double inf = std::numeric_limits<double>::infinity();
+  auto isFloat = [](Value v) {
+    return llvm::isa<FloatType>(llvm::cast<RankedTensorType>(v.getType()).getElementType());
+  };
+
+  if (isa<kiln::ReduceSumOp, kiln::ReduceProdOp, kiln::ReduceMeanOp>(op)) {
+    Value x = op->getOperand(0);
+    auto axesAttr = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+    auto sa = symbolicAxes(x, axesAttr.asArrayRef());
+    if (sa.empty())
+      return static_cast<Operation *>(nullptr);
+    Value m = mask(x, sa, isa<kiln::ReduceProdOp>(op) ? 1.0 : 0.0);
+    if (!isa<kiln::ReduceMeanOp>(op)) {
+      op->setOperand(0, m);
+      return first;
+    }
+    // mean = sum / (static count * the symbols' run-time sizes)
+    auto xt = llvm::cast<RankedTensorType>(x.getType());
+    double count = 1;
+    for (int64_t d : axesAttr.asArrayRef())
+      if (llvm::none_of(sa, [&](auto p) { return p.first == d; }))
+        count *= xt.getDimSize(d);
+    auto sum = kiln::ReduceSumOp::create(b, loc, m, axesAttr,
+                                         op->getAttrOfType<BoolAttr>("keepdims"));
+    Type et = xt.getElementType();
+    Value n;
+    for (auto [d, s] : sa) {
+      Value c = kiln::CastOp::create(b, loc, RankedTensorType::get({1}, et), symbolInput(s));
+      n = n ? Value(kiln::MulOp::create(b, loc, n, c)) : c;
+    }
+    if (count != 1) {
+      HostTensor k;
+      k.elementType = et;
+      k.shape = {1};
+      k.values = {count};
+      n = kiln::MulOp::create(b, loc, n, materialize(b, k, "count"));
+    }
+    auto rt = llvm::cast<RankedTensorType>(op->getResult(0).getType());
+    if (rt.getRank() == 0)
+      n = kiln::ReshapeOp::create(b, loc, RankedTensorType::get({}, et), n);
+    auto mean = kiln::DivOp::create(b, loc, sum, n);
+    Value old = op->getResult(0);
+    old.replaceAllUsesWith(mean.getResult());
+    for (auto &[name, slot] : slots) // the graph values naming it
+      if (slot.value == old)
+        slot.value = mean.getResult();
+    op->erase();
+    return first;
+  }
+  if (auto sm = dyn_cast<kiln::SoftmaxOp>(op)) {
+    int64_t rank = llvm::cast<RankedTensorType>(sm.getInput().getType()).getRank();
+    int64_t axis = sm.getAxis() < 0 ? sm.getAxis() + rank : sm.getAxis();
+    auto sa = symbolicAxes(sm.getInput(), {axis});
+    if (sa.empty())
+      return static_cast<Operation *>(nullptr);
+    op->setOperand(0, mask(sm.getInput(), sa, -inf));
+    return first;
+  }
+  if (auto cs = dyn_cast<kiln::CumSumOp>(op)) {
+    auto sa = symbolicAxes(cs.getInput(), {cs.getAxis()});
+    if (sa.empty() || !cs.getReverse())
+      return static_cast<Operation *>(nullptr); // forward: reads only earlier positions
+    op->setOperand(0, mask(cs.getInput(), sa, 0.0));
+    return first;
+  }
+  if (auto ar = dyn_cast<kiln::ArgReduceOp>(op)) {
+    auto sa = symbolicAxes(ar.getInput(), {ar.getAxis()});
+    if (sa.empty() || !ar.getSelectLastIndex() || !isFloat(ar.getInput()))
+      return static_cast<Operation *>(nullptr);
+    op->setOperand(0, mask(ar.getInput(), sa, ar.getMax() ? -inf : inf));
+    return first;
+  }
+  if (auto mm = dyn_cast<kiln::MatMulOp>(op)) {
+    int64_t lr = llvm::cast<RankedTensorType>(mm.getLhs().getType()).getRank();
+    int64_t rr = llvm::cast<RankedTensorType>(mm.getRhs().getType()).getRank();
+    auto sl = symbolicAxes(mm.getLhs(), {lr - 1});
+    auto sr = symbolicAxes(mm.getRhs(), {rr >= 2 ? rr - 2 : 0});
+    if (sl.empty() && sr.empty())
+      return static_cast<Operation *>(nullptr);
+    if (!sl.empty())
+      op->setOperand(0, mask(mm.getLhs(), sl, 0.0));
+    if (!sr.empty())
+      op->setOperand(1, mask(mm.getRhs(), sr, 0.0));
+    return first;
+  }
+  if (auto g = dyn_cast<kiln::GemmOp>(op)) {
+    auto sa = symbolicAxes(g.getA(), {g.getTransA() ? 0 : 1});
+    auto sb = symbolicAxes(g.getB(), {g.getTransB() ? 1 : 0});
+    if (sa.empty() && sb.empty())
+      return static_cast<Operation *>(nullptr);
+    if (!sa.empty())
+      op->setOperand(0, mask(g.getA(), sa, 0.0));
+    if (!sb.empty())
+      op->setOperand(1, mask(g.getB(), sb, 0.0));
+    return first;
+  }
+  return static_cast<Operation *>(nullptr);
+}
+
+} // namespace kiln::onnx_import
