@@ -389,10 +389,19 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, Block *body, Operation *be
     return nc.error("uses a value computed from the size of a dynamic dimension as a "
                     "compile-time constant; only Reshape targets may depend on dynamic "
                     "sizes" + Twine(hint));
-  for (Operation *op = before ? before->getNextNode()
-                                 : (body->empty() ? nullptr : &body->front());
+  (void)before;
+  (void)body;
+  std::string why;
+  if (failed(deriveSymbols(why)))
+    return why.empty() ? failure() : nc.error(why + hint);
+  return success();
+}
+
+LogicalResult Importer::deriveSymbols(std::string &why) {
+  for (Operation *op = derivedUpTo ? derivedUpTo->getNextNode()
+                                   : (entryBlock->empty() ? nullptr : &entryBlock->front());
        op;) {
-    // Reductions over a symbolic axis read masked inputs: visit the masks
+    // Reductions over a symbolic axis read masked inputs: derive the masks
     // (inserted before the op) and then the op.
     auto masked = maskAlongSymbols(op);
     if (failed(masked))
@@ -401,9 +410,9 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, Block *body, Operation *be
       op = *masked;
       continue;
     }
-    std::string why;
     if (failed(symbols.visit(op, why)))
-      return nc.error(why + hint);
+      return failure();
+    derivedUpTo = op;
     op = op->getNextNode();
   }
   return success();
@@ -723,6 +732,11 @@ void NodeContext::setHostOutput(size_t i, HostTensor t) {
 void NodeContext::pinBroadcast(SmallVectorImpl<Value> &operands) {
   SymbolTracker &st = imp.symbols;
   if (st.empty())
+    return;
+  // The symbols of the operands this node built so far (a failure there is
+  // reported when the node's ops are checked).
+  std::string why;
+  if (failed(imp.deriveSymbols(why)))
     return;
   auto typeOf = [](Value v) { return llvm::dyn_cast<RankedTensorType>(v.getType()); };
   int64_t rank = 0;

@@ -38,6 +38,12 @@ public:
   /// The function body, and the hidden i64[1] inputs holding symbols'
   /// run-time sizes (for masks; MaskSymbols.cpp), by symbol.
   mlir::Block *entryBlock = nullptr;
+  /// The last op whose result symbols are derived (null: none yet).
+  mlir::Operation *derivedUpTo = nullptr;
+  /// Derives the symbols of the ops after derivedUpTo (masking reductions
+  /// over symbolic axes); stops at the first op that mixes positions along
+  /// one, with the reason in `why`.
+  mlir::LogicalResult deriveSymbols(std::string &why);
   std::map<int32_t, mlir::Value> symbolArgs;
   mlir::Value symbolInput(int32_t sym);
   /// Masks the padding of a reduction or contraction over a symbolic axis;

