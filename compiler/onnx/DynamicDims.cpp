@@ -35,8 +35,8 @@ AxisSymbols SymbolTracker::of(Value v) const {
 bool SymbolTracker::carriesSymbol(Value v) const { return axes.count(v) != 0; }
 
 bool SymbolTracker::masked(Value v, int64_t d) const {
-  auto w = v.getDefiningOp<kiln::WhereOp>();
-  auto m = w ? w->getAttrOfType<DenseI64ArrayAttr>("kiln.masked_axes") : nullptr;
+  Operation *def = v.getDefiningOp();
+  auto m = def ? def->getAttrOfType<DenseI64ArrayAttr>("kiln.masked_axes") : nullptr;
   return m && llvm::is_contained(m.asArrayRef(), d);
 }
 

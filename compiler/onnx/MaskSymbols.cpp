@@ -6,8 +6,10 @@
 // dynamic padder does the same): sums, products, means, softmax, reverse
 // cumulative sums and matrix products over the axis read
 // `where(iota < size, x, identity)`, with `size` the symbol's run-time value
-// -- a hidden i64 input the runtime fills (`kiln.symbol_input`). A mean
-// divides by the run-time count. Max, min, first-index argmax/argmin and
+// -- a hidden i64 input the runtime fills (`kiln.symbol_input`). A mean's
+// input is also scaled by bound / size (it divides by the bound's count).
+// Ops are only given new operands, never replaced: converters building
+// several ops hold on to their results while this runs. Max, min, first-index argmax/argmin and
 // forward cumsum need no mask: padding repeats the last real position, so it
 // never changes them (SymbolTracker accepts those as they are).
 //
@@ -39,8 +41,8 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
   auto symbolicAxes = [&](Value v, ArrayRef<int64_t> axes) {
     SmallVector<std::pair<int64_t, int32_t>> r;
     AxisSymbols a = symbols.of(v);
-    auto w = v.getDefiningOp<kiln::WhereOp>();
-    auto done = w ? w->getAttrOfType<DenseI64ArrayAttr>("kiln.masked_axes") : nullptr;
+    Operation *def = v.getDefiningOp();
+    auto done = def ? def->getAttrOfType<DenseI64ArrayAttr>("kiln.masked_axes") : nullptr;
     for (int64_t d : axes)
       if (d >= 0 && d < (int64_t)a.size() && a[d] >= 0 &&
           !(done && llvm::is_contained(done.asArrayRef(), d)))
@@ -93,41 +95,28 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     if (sa.empty())
       return static_cast<Operation *>(nullptr);
     Value m = mask(x, sa, isa<kiln::ReduceProdOp>(op) ? 1.0 : 0.0);
-    if (!isa<kiln::ReduceMeanOp>(op)) {
-      op->setOperand(0, m);
-      return first;
+    if (isa<kiln::ReduceMeanOp>(op)) {
+      // The mean divides by the bound's count: scale the masked input by
+      // bound / size per symbol. (The op stays, so values that name its
+      // result -- converters still building -- stay valid.)
+      auto xt = llvm::cast<RankedTensorType>(x.getType());
+      Type et = xt.getElementType();
+      auto vec = RankedTensorType::get({1}, et);
+      Value scale;
+      for (auto [d, s] : sa) {
+        HostTensor bound;
+        bound.elementType = et;
+        bound.shape = {1};
+        bound.values = {static_cast<double>(xt.getDimSize(d))};
+        Value n = kiln::CastOp::create(b, loc, vec, symbolInput(s));
+        Value r = kiln::DivOp::create(b, loc, materialize(b, bound, "bound"), n);
+        scale = scale ? Value(kiln::MulOp::create(b, loc, scale, r)) : r;
+      }
+      auto scaled = kiln::MulOp::create(b, loc, m, scale);
+      scaled->setAttr("kiln.masked_axes", m.getDefiningOp()->getAttr("kiln.masked_axes"));
+      m = scaled.getResult();
     }
-    // mean = sum / (static count * the symbols' run-time sizes)
-    auto xt = llvm::cast<RankedTensorType>(x.getType());
-    double count = 1;
-    for (int64_t d : axesAttr.asArrayRef())
-      if (llvm::none_of(sa, [&](auto p) { return p.first == d; }))
-        count *= xt.getDimSize(d);
-    auto sum = kiln::ReduceSumOp::create(b, loc, m, axesAttr,
-                                         op->getAttrOfType<BoolAttr>("keepdims"));
-    Type et = xt.getElementType();
-    Value n;
-    for (auto [d, s] : sa) {
-      Value c = kiln::CastOp::create(b, loc, RankedTensorType::get({1}, et), symbolInput(s));
-      n = n ? Value(kiln::MulOp::create(b, loc, n, c)) : c;
-    }
-    if (count != 1) {
-      HostTensor k;
-      k.elementType = et;
-      k.shape = {1};
-      k.values = {count};
-      n = kiln::MulOp::create(b, loc, n, materialize(b, k, "count"));
-    }
-    auto rt = llvm::cast<RankedTensorType>(op->getResult(0).getType());
-    if (rt.getRank() == 0)
-      n = kiln::ReshapeOp::create(b, loc, RankedTensorType::get({}, et), n);
-    auto mean = kiln::DivOp::create(b, loc, sum, n);
-    Value old = op->getResult(0);
-    old.replaceAllUsesWith(mean.getResult());
-    for (auto &[name, slot] : slots) // the graph values naming it
-      if (slot.value == old)
-        slot.value = mean.getResult();
-    op->erase();
+    op->setOperand(0, m);
     return first;
   }
   if (auto sm = dyn_cast<kiln::SoftmaxOp>(op)) {

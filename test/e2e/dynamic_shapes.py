@@ -15,7 +15,8 @@ size), reductions and matrix products over the symbolic batch (masked
 padding), and self-attention over a symbolic sequence length. Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
-Tolerance: |kiln - ort| <= 1e-4 * |ort| + 1e-5 * max|ort| (integers exact).
+Tolerance: |kiln - ort| <= 1e-4 * |ort| + 1e-5 * max(1, max|ort|) (integers
+exact).
 Prints 'N passed, N failed'.
 """
 import argparse
@@ -221,7 +222,7 @@ def close(got, ref):
         return False, float("inf")
     if ref.dtype.kind in "iub":
         return np.array_equal(got, ref), 0.0
-    atol = ATOL_SCALE * float(np.abs(ref).max()) if ref.size else 0.0
+    atol = ATOL_SCALE * max(1.0, float(np.abs(ref).max()) if ref.size else 0.0)
     err = np.abs(got.astype(np.float64) - ref)
     return got.shape == ref.shape and bool(np.all(err <= RTOL * np.abs(ref) + atol)), \
         float(err.max()) if err.size else 0.0
