@@ -357,8 +357,7 @@ LogicalResult Importer::inputSymbols(const onnx::ValueInfoProto &vi,
 /// After a node with symbolic or symbol-derived inputs: derives the symbols
 /// of the ops it built (failing where one mixes positions along a symbolic
 /// axis) and marks host values it computed from symbolic sizes.
-LogicalResult Importer::trackSymbols(NodeContext &nc, Block *body, Operation *before,
-                                     bool taintedIn, bool symbolicIn) {
+LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
   const char *hint = " (a dynamic dimension compiles at its bound and smaller runs are "
                      "padded to it; give the inputs static sizes with --shape)";
   // Shape with start/end reading only static axes computes a static value.
@@ -389,8 +388,6 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, Block *body, Operation *be
     return nc.error("uses a value computed from the size of a dynamic dimension as a "
                     "compile-time constant; only Reshape targets may depend on dynamic "
                     "sizes" + Twine(hint));
-  (void)before;
-  (void)body;
   std::string why;
   if (failed(deriveSymbols(why)))
     return why.empty() ? failure() : nc.error(why + hint);
@@ -579,7 +576,6 @@ LogicalResult Importer::run(const ImportOptions &options,
                    << "): input '" << in << "' is not produced by any earlier "
                    << "node, initializer or graph input";
     NodeContext nc(*this, node, opset, b, nodeLoc(node, i));
-    Operation *before = entry->empty() ? nullptr : &entry->back();
     bool taintedIn = false, symbolicIn = false;
     for (const auto &in : node.input()) {
       if (in.empty())
@@ -591,7 +587,7 @@ LogicalResult Importer::run(const ImportOptions &options,
     if (failed(table.lookup(node.op_type())(nc)))
       return failure();
     if ((taintedIn || symbolicIn) &&
-        failed(trackSymbols(nc, entry, before, taintedIn, symbolicIn)))
+        failed(trackSymbols(nc, taintedIn)))
       return failure();
     for (int o = 0; o < node.output_size(); ++o)
       if (!node.output(o).empty() && !slots.count(node.output(o)))

@@ -60,9 +60,7 @@ private:
                                    const ImportOptions &options,
                                    llvm::SmallVectorImpl<int64_t> &shape,
                                    AxisSymbols &axes);
-  mlir::LogicalResult trackSymbols(NodeContext &nc, mlir::Block *body,
-                                   mlir::Operation *before, bool taintedIn,
-                                   bool symbolicIn);
+  mlir::LogicalResult trackSymbols(NodeContext &nc, bool taintedIn);
   static std::string sanitize(llvm::StringRef name);
 };
 
