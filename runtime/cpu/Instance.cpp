@@ -96,15 +96,6 @@ kiln_status checkTensors(kiln_instance *inst, const char *what,
       return KILN_ERROR_DTYPE_MISMATCH;
     }
     bool same = t.rank == d.rank && (t.rank == 0 || t.shape);
-    std::string expect = "[";
-    for (int32_t k = 0; k < d.rank; ++k) {
-      int32_t sym = d.symbols ? d.symbols[k] : -1;
-      bool known = sym < 0 || inst->symbolValues[sym] >= 0;
-      expect += (k ? "x" : "") + (known ? std::to_string(wantDim(inst, d, k))
-                                        : std::string(m->symbol_names[sym]) + "<=" +
-                                              std::to_string(m->symbol_bounds[sym]));
-    }
-    expect += "]";
     for (int32_t k = 0; same && k < d.rank; ++k) {
       int32_t sym = d.symbols ? d.symbols[k] : -1;
       if (sym >= 0 && bind && inst->symbolValues[sym] < 0) {
@@ -121,7 +112,16 @@ kiln_status checkTensors(kiln_instance *inst, const char *what,
       }
       same = t.shape[k] == wantDim(inst, d, k);
     }
-    if (!same) {
+    if (!same) { // (the message is built only here: run() checks every call)
+      std::string expect = "[";
+      for (int32_t k = 0; k < d.rank; ++k) {
+        int32_t sym = d.symbols ? d.symbols[k] : -1;
+        bool known = sym < 0 || inst->symbolValues[sym] >= 0;
+        expect += (k ? "x" : "") + (known ? std::to_string(wantDim(inst, d, k))
+                                          : std::string(m->symbol_names[sym]) + "<=" +
+                                                std::to_string(m->symbol_bounds[sym]));
+      }
+      expect += "]";
       inst->error = std::string(what) + " '" + d.name + "' has shape " +
                     shapeString(t.rank, t.shape) + "; the model expects " + expect;
       return KILN_ERROR_SHAPE_MISMATCH;
