@@ -2,6 +2,7 @@
 #   make demo   install what is missing, build, compile the example CNN, run it
 #   make test   install what is missing, build, run every test
 #   make build  kiln-compile, kiln-opt, kiln-run into build/bin/
+#   make fuzz   the importer's libFuzzer target (clang, ASan+UBSan) into build-fuzz/bin/
 #   make bench  Kiln vs onnxruntime, side by side (docs/performance.md)
 #   make docs   regenerate docs/dialect.md from the ODS definitions
 BUILD ?= build
@@ -10,7 +11,7 @@ PYTHON ?= python3
 LLVM_PREFIX ?= /usr/lib/llvm-22
 LIT ?= $(LLVM_PREFIX)/bin/lit
 
-.PHONY: all deps configure build demo test bench docs clean
+.PHONY: all deps configure build fuzz demo test bench docs clean
 
 all: build
 
@@ -26,10 +27,20 @@ configure: deps $(BUILD)/build.ninja
 build: configure
 	ninja -C $(BUILD) -j $(JOBS)
 
+# The fuzz build: only the importer, instrumented, in its own folder.
+FUZZ_BUILD ?= $(BUILD)-fuzz
+$(FUZZ_BUILD)/build.ninja: CMakeLists.txt
+	cmake -G Ninja -S . -B $(FUZZ_BUILD) -DKILN_FUZZ=ON -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_COMPILER=$(LLVM_PREFIX)/bin/clang -DCMAKE_CXX_COMPILER=$(LLVM_PREFIX)/bin/clang++ \
+	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir
+
+fuzz: deps $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) -j $(JOBS) kiln-fuzz-import
+
 demo: build
 	@bash scripts/demo.sh $(BUILD)
 
-test: build
+test: build fuzz
 	@bash scripts/run-tests.sh $(BUILD)
 
 bench: build
@@ -41,4 +52,4 @@ docs: build
 	  cat $(BUILD)/dialects/kiln/KilnDialect.md ) > docs/dialect.md
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD)

@@ -5,7 +5,8 @@ set -euo pipefail
 
 APT_PKGS=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
           libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-          ninja-build ccache cmake g++ python3 python3-pip)
+          ninja-build ccache cmake g++ python3 python3-pip
+          clang-22 libclang-rt-22-dev)  # clang: the importer's fuzz build (libFuzzer, ASan+UBSan)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -79,8 +79,13 @@ LogicalResult convertAttention(NodeContext &ctx) {
     return g.take(ctx.create<kiln::ConcatOp>(ValueRange{ctx.input(i), x},
                                              b.getI64IntegerAttr(2)));
   };
-  if (ctx.hasInput(4))
+  if (ctx.hasInput(4) != ctx.hasInput(5))
+    return ctx.error("expects past_key and past_value together");
+  if (ctx.hasInput(4)) {
+    if (ctx.inputType(4).getRank() != 4 || ctx.inputType(5).getRank() != 4)
+      return ctx.error("expects 4-D past_key and past_value");
     past = ctx.inputType(4).getDimSize(2);
+  }
   Value presentK = cache(k, 4), presentV = cache(v, 5);
   if (!g.ok({presentK, presentV}))
     return failure();

@@ -290,8 +290,10 @@ LogicalResult convertConstantOfShape(NodeContext &ctx) {
   for (double d : shape->values) {
     if (d < 0)
       return ctx.error("the shape has a negative dimension");
-    h.shape.push_back(static_cast<int64_t>(d));
+    h.shape.push_back(hostInt(d));
   }
+  if (!h.evaluable())
+    return ctx.error("the output would have more than 2^27 elements");
   h.values.assign(h.numElements(), value);
   ctx.setHostOutput(0, std::move(h));
   return success();
@@ -307,12 +309,15 @@ LogicalResult convertRange(NodeContext &ctx) {
   double start = s->values[0], limit = l->values[0], delta = d->values[0];
   if (delta == 0)
     return ctx.error("delta must not be 0");
-  double count = std::max(std::ceil((limit - start) / delta), 0.0);
-  if (count > (1 << 28))
-    return ctx.error("the range has more than 2^28 elements");
+  double count = std::ceil((limit - start) / delta);
+  if (std::isnan(count))
+    return ctx.error("start, limit and delta give no length");
+  count = std::max(count, 0.0);
+  if (count > static_cast<double>(kMaxHostElements))
+    return ctx.error("the range has more than 2^27 elements");
   HostTensor h;
   h.elementType = s->elementType;
-  h.shape = {static_cast<int64_t>(count)};
+  h.shape = {hostInt(count)};
   for (int64_t i = 0; i < h.shape[0]; ++i)
     h.values.push_back(start + static_cast<double>(i) * delta);
   ctx.setHostOutput(0, std::move(h));
@@ -328,9 +333,11 @@ LogicalResult convertExpand(NodeContext &ctx) {
   HostTensor target;
   target.elementType = ctx.inputType(0).getElementType();
   for (double d : shape->values)
-    target.shape.push_back(static_cast<int64_t>(d));
+    target.shape.push_back(hostInt(d));
   if (const HostTensor *x = ctx.hostInput(0)) {
     // (the target's values only matter to the host broadcast)
+    if (!target.evaluable())
+      return ctx.error("the output would have more than 2^27 elements");
     target.values.assign(target.numElements(), 0.0);
     auto r = hostBinary(*x, target, +[](double a, double) { return a; });
     if (!r)
@@ -376,7 +383,7 @@ LogicalResult convertSplit(NodeContext &ctx) {
     if (!h)
       return ctx.error("split sizes must be known at compile time");
     for (double v : h->values)
-      sizes.push_back(static_cast<int64_t>(v));
+      sizes.push_back(hostInt(v));
   }
   if (sizes.empty()) {
     int64_t parts = ctx.attr("num_outputs") ? ctx.attrInt("num_outputs", outs) : outs;
@@ -421,7 +428,7 @@ LogicalResult convertTrilu(NodeContext &ctx) {
     const HostTensor *h = ctx.hostInput(1);
     if (!h || h->numElements() != 1)
       return ctx.error("k must be a compile-time scalar");
-    k = static_cast<int64_t>(h->values[0]);
+    k = hostInt(h->values[0]);
   }
   bool upper = ctx.attrInt("upper", 1) != 0;
   int64_t n = in.getDimSize(in.getRank() - 2), m = in.getDimSize(in.getRank() - 1);
@@ -449,13 +456,16 @@ LogicalResult convertTile(NodeContext &ctx) {
                      Twine(in.getRank()) + " input");
   SmallVector<int64_t> split, expanded, out;
   for (int64_t d = 0; d < in.getRank(); ++d) {
-    int64_t r = static_cast<int64_t>(reps->values[d]);
+    int64_t r = hostInt(reps->values[d]);
     if (r < 0)
       return ctx.error("repeats must not be negative");
     split.append({1, in.getDimSize(d)});
     expanded.append({r, in.getDimSize(d)});
-    out.push_back(r * in.getDimSize(d));
   }
+  if (checkedElements(expanded) < 0)
+    return ctx.error("the output would have more than 2^40 elements");
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    out.push_back(expanded[2 * d] * in.getDimSize(d));
   Builder g{ctx};
   return g.result(g.reshape(g.expand(g.reshape(ctx.input(0), split), expanded), out));
 }
@@ -733,7 +743,7 @@ LogicalResult convertOneHot(NodeContext &ctx) {
   const HostTensor *depthT = ctx.hostInput(1);
   if (!depthT || depthT->numElements() != 1)
     return ctx.error("depth must be a compile-time scalar");
-  int64_t depth = static_cast<int64_t>(depthT->values[0]);
+  int64_t depth = hostInt(depthT->values[0]);
   if (depth <= 0)
     return ctx.error("depth must be positive");
   auto idxT = ctx.inputType(0);

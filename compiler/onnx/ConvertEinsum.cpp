@@ -65,7 +65,7 @@ Term permuteTo(Builder &g, Term t, const std::vector<int> &order) {
   for (int l : order)
     for (size_t d = 0; d < t.labels.size(); ++d)
       if (t.labels[d] == l) {
-        perm.push_back(static_cast<int64_t>(d));
+        perm.push_back(hostInt(d));
         labels.push_back(l);
       }
   bool identity = true;
@@ -130,7 +130,7 @@ Term sumOut(Builder &g, Term t, const std::set<int> &keep) {
     if (keep.count(t.labels[d]))
       labels.push_back(t.labels[d]);
     else
-      axes.push_back(static_cast<int64_t>(d));
+      axes.push_back(hostInt(d));
   }
   if (!axes.empty())
     t.v = g.reduce<kiln::ReduceSumOp>(t.v, axes, false);
@@ -281,7 +281,7 @@ LogicalResult convertEinsum(NodeContext &ctx) {
     }
     std::vector<int64_t> axes;
     for (size_t d = out.size(); d < all.size(); ++d)
-      axes.push_back(static_cast<int64_t>(d));
+      axes.push_back(hostInt(d));
     r = {axes.empty() ? acc : g.reduce<kiln::ReduceSumOp>(acc, axes, false), out};
     if (g.ok({r.v}) && static_cast<int64_t>(g.shape(r.v).size()) != static_cast<int64_t>(out.size()))
       return ctx.error("internal: einsum result rank");

@@ -251,6 +251,8 @@ LogicalResult convertWhere(NodeContext &ctx) {
     HostTensor r;
     r.elementType = x->elementType;
     r.shape = out;
+    if (!r.evaluable())
+      return ctx.error("the output would have more than 2^27 elements");
     std::vector<int64_t> idx(rank, 0);
     for (int64_t e = 0, n = r.numElements(); e < n; ++e) {
       int64_t off[3] = {0, 0, 0};

@@ -1,4 +1,4 @@
-//===- ConvertIndexMaps.cpp - Resize, Upsample, Pad as gathers --------------===//
+//===- ConvertIndexMaps.cpp - Resize, Upsample, Pad, ConvTranspose as gathers ===//
 //
 // Ops whose output reads the input at positions that, with static shapes,
 // are known at import time: along each axis every output position reads a
@@ -314,7 +314,7 @@ LogicalResult convertResize(NodeContext &ctx, bool upsample) {
       if (!(scales[i] > 0))
         return ctx.error("scales must be positive");
       // The scale as stored (float32), times the size, rounded down.
-      sizes[i] = static_cast<int64_t>(std::floor(
+      sizes[i] = hostInt(std::floor(
           static_cast<double>(static_cast<float>(scales[i])) * in.getDimSize(axes[i])));
       scales[i] = static_cast<float>(scales[i]);
     }
@@ -329,13 +329,13 @@ LogicalResult convertResize(NodeContext &ctx, bool upsample) {
       scales[i] = sizesT->values[i] / static_cast<double>(in.getDimSize(axes[i]));
     if (policy == "stretch") {
       for (int64_t i = 0; i < nAxes; ++i)
-        sizes[i] = static_cast<int64_t>(sizesT->values[i]);
+        sizes[i] = hostInt(sizesT->values[i]);
     } else {
       double s = policy == "not_larger" ? *std::min_element(scales.begin(), scales.end())
                                         : *std::max_element(scales.begin(), scales.end());
       for (int64_t i = 0; i < nAxes; ++i) {
         scales[i] = s;
-        sizes[i] = static_cast<int64_t>(std::nearbyint(s * in.getDimSize(axes[i])));
+        sizes[i] = hostInt(std::nearbyint(s * in.getDimSize(axes[i])));
       }
     }
   }
@@ -461,7 +461,7 @@ LogicalResult convertPad(NodeContext &ctx) {
     if (!p)
       return ctx.error("pads must be known at compile time");
     for (double v : p->values)
-      pads.push_back(static_cast<int64_t>(v));
+      pads.push_back(hostInt(v));
     if (ctx.hasInput(2)) {
       if (ctx.inputType(2).getNumElements() != 1)
         return ctx.error("constant_value must be a scalar");
@@ -478,7 +478,7 @@ LogicalResult convertPad(NodeContext &ctx) {
       return ctx.error("axes must be known at compile time");
     given.emplace();
     for (double v : a->values)
-      given->push_back(static_cast<int64_t>(v));
+      given->push_back(hostInt(v));
   }
   auto axesOr = axesOrAll(ctx, given, rank);
   if (failed(axesOr))
@@ -507,7 +507,7 @@ LogicalResult convertCenterCropPad(NodeContext &ctx) {
     return ctx.error("expects one target size per axis");
   std::vector<int64_t> lo, hi;
   for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t n = in.getDimSize(axes[i]), want = static_cast<int64_t>(shapeT->values[i]);
+    int64_t n = in.getDimSize(axes[i]), want = hostInt(shapeT->values[i]);
     if (want <= 0)
       return ctx.error("target sizes must be positive");
     // crop: begin at (n - want) / 2 (a negative pad); pad: (want - n) / 2 before
@@ -520,11 +520,176 @@ LogicalResult convertCenterCropPad(NodeContext &ctx) {
 
 } // namespace
 
+/// ConvTranspose: the input spread out along each spatial axis (every
+/// stride-th position of a zero tensor, shifted by the padding: a gather with
+/// constant indices and a zero mask), then a stride-1 convolution with the
+/// weight's in/out channels swapped per group and its taps reversed.
+/// out[o] = sum over i, k with i*s + k*d - padBegin = o of x[i] * w[k], so
+/// with z[j] = x[(j - P) / s] where that divides (P = (K-1)*d - padBegin),
+/// out[o] = sum over k' of z[o + k'*d] * w[K-1-k'].
+LogicalResult convertConvTranspose(NodeContext &ctx) {
+  auto in = ctx.inputType(0), wt = ctx.inputType(1);
+  int64_t rank = in.getRank();
+  if ((rank != 3 && rank != 4) || wt.getRank() != rank)
+    return ctx.error("only 1-D and 2-D transposed convolution (rank-3 or rank-4 input and "
+                     "weight) is supported; the input has rank " + Twine(rank));
+  if (!llvm::isa<FloatType>(in.getElementType()))
+    return ctx.error("expects a floating-point input");
+  size_t nsp = rank - 2;
+  int64_t group = ctx.attrInt("group", 1);
+  int64_t C = in.getDimSize(1), Mg = wt.getDimSize(1);
+  if (group < 1 || C % group || wt.getDimSize(0) != C)
+    return ctx.error("the weight has " + Twine(wt.getDimSize(0)) + " input channels; the "
+                     "input has " + Twine(C) + " in " + Twine(group) + " group(s)");
+  std::vector<int64_t> kernel(wt.getShape().begin() + 2, wt.getShape().end());
+  if (auto k = ctx.attrInts("kernel_shape"); k && *k != kernel)
+    return ctx.error("kernel_shape does not match the weight's shape");
+  auto ints = [&](StringRef name, int64_t dflt, size_t n) -> FailureOr<std::vector<int64_t>> {
+    auto v = ctx.attrInts(name).value_or(std::vector<int64_t>(n, dflt));
+    if (v.size() != n)
+      return ctx.error("expects " + Twine(n) + " values in '" + name + "', got " +
+                       Twine(v.size()));
+    return v;
+  };
+  auto strides = ints("strides", 1, nsp), dil = ints("dilations", 1, nsp),
+       outPad = ints("output_padding", 0, nsp);
+  if (failed(strides) || failed(dil) || failed(outPad))
+    return failure();
+  for (size_t i = 0; i < nsp; ++i)
+    if ((*strides)[i] < 1 || (*dil)[i] < 1 || (*outPad)[i] < 0 || kernel[i] < 1)
+      return ctx.error("strides, dilations and kernel sizes must be positive, "
+                       "output_padding not negative");
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
+    return ctx.error("unknown auto_pad '" + autoPad + "'");
+  auto givenPads = ctx.attrInts("pads");
+  auto outShape = ctx.attrInts("output_shape");
+  if (outShape && outShape->size() == static_cast<size_t>(rank))
+    outShape->erase(outShape->begin(), outShape->begin() + 2); // N and C given too
+  if (outShape && outShape->size() != nsp)
+    return ctx.error("output_shape has " + Twine(outShape->size()) + " values for " +
+                     Twine(nsp) + " spatial dimension(s)");
+  // Pads and output sizes as the ONNX reference computes them.
+  std::vector<int64_t> lo(nsp, 0), hi(nsp, 0), out(nsp);
+  for (size_t i = 0; i < nsp; ++i) {
+    int64_t n = in.getDimSize(2 + i), s = (*strides)[i];
+    int64_t natural = s * (n - 1) + (*outPad)[i] + (kernel[i] - 1) * (*dil)[i] + 1;
+    bool derive = !givenPads && (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" || outShape);
+    if (derive) {
+      out[i] = outShape ? (*outShape)[i] : n * s;
+      int64_t total = natural - out[i];
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); // floor division
+      if (autoPad == "SAME_UPPER") {
+        lo[i] = half;
+        hi[i] = total - half;
+      } else {
+        lo[i] = total - half;
+        hi[i] = half;
+      }
+    } else {
+      if (givenPads) {
+        if (givenPads->size() != 2 * nsp)
+          return ctx.error("expects " + Twine(2 * nsp) + " pads, got " +
+                           Twine(givenPads->size()));
+        lo[i] = (*givenPads)[i];
+        hi[i] = (*givenPads)[nsp + i];
+      }
+      out[i] = outShape ? (*outShape)[i] : natural - lo[i] - hi[i];
+    }
+    if (out[i] < 1 || checkedElements({out[i], (kernel[i] - 1) * (*dil)[i] + 1}) < 0)
+      return ctx.error("spatial dimension " + Twine(i) + " of the output would be " +
+                       Twine(out[i]));
+  }
+
+  Builder g{ctx};
+  OpBuilder &b = ctx.builder;
+  Value x = ctx.input(0), w = ctx.input(1);
+  // The input spread out: z[j] = x[(j - P) / s], zero elsewhere.
+  Value zero;
+  for (size_t i = 0; i < nsp; ++i) {
+    int64_t n = in.getDimSize(2 + i), s = (*strides)[i], span = (kernel[i] - 1) * (*dil)[i];
+    int64_t P = span - lo[i], len = out[i] + span;
+    AxisPlan p;
+    p.in = n;
+    p.out = len;
+    p.idx.assign(1, std::vector<int64_t>(len, 0));
+    p.w.assign(1, std::vector<double>(len, 1.0));
+    p.outside.assign(len, true);
+    for (int64_t j = 0; j < len; ++j) {
+      int64_t t = j - P;
+      if (t >= 0 && t % s == 0 && t / s < n) {
+        p.idx[0][j] = t / s;
+        p.outside[j] = false;
+      }
+    }
+    if (p.identity())
+      continue;
+    x = applyPlan(g, x, 2 + i, p, false);
+    if (llvm::is_contained(p.outside, true)) {
+      std::vector<int64_t> shape(rank, 1);
+      shape[2 + i] = len;
+      std::vector<double> m(p.outside.begin(), p.outside.end());
+      Value mask = hostConstant(g, b.getI1Type(), shape, m, "spread" + Twine(i));
+      zero = zero ? g.bin<kiln::OrOp>(zero, mask) : mask;
+    }
+  }
+  if (zero)
+    x = g.where(zero, g.scalar(x, 0.0), x);
+  // The weight [C, M/G, k...] as [M, C/G, k...] with reversed taps.
+  int64_t Cg = C / group;
+  SmallVector<int64_t> split{group, Cg, Mg}, oihw{group * Mg, Cg};
+  split.append(kernel.begin(), kernel.end());
+  oihw.append(kernel.begin(), kernel.end());
+  SmallVector<int64_t> perm{0, 2, 1};
+  for (size_t i = 0; i < nsp; ++i)
+    perm.push_back(3 + i);
+  w = g.reshape(g.transpose(g.reshape(w, split), perm), oihw);
+  for (size_t i = 0; i < nsp; ++i) {
+    if (kernel[i] == 1)
+      continue;
+    std::vector<double> rev(kernel[i]);
+    for (int64_t k = 0; k < kernel[i]; ++k)
+      rev[k] = static_cast<double>(kernel[i] - 1 - k);
+    Value idx = hostConstant(g, b.getIntegerType(64), {kernel[i]}, rev, "flip" + Twine(i));
+    w = g.ok({w}) ? g.take(ctx.create<kiln::GatherOp>(w, idx, b.getI64IntegerAttr(2 + i)))
+                  : Value();
+  }
+  std::vector<int64_t> st(2, 1), pads(4, 0), dl(2, 1);
+  if (nsp == 1) { // 1-D as 2-D of height 1
+    auto unit = [&](Value v) {
+      if (!g.ok({v}))
+        return Value();
+      SmallVector<int64_t> sh(g.shape(v));
+      sh.insert(sh.begin() + 2, 1);
+      return g.reshape(v, sh);
+    };
+    x = unit(x);
+    w = unit(w);
+    dl[1] = (*dil)[0];
+  } else {
+    dl = *dil;
+  }
+  if (!g.ok({x, w}))
+    return failure();
+  Value y = g.take(ctx.create<kiln::ConvOp>(x, w, ctx.input(2), b.getDenseI64ArrayAttr(st),
+                                            b.getDenseI64ArrayAttr(pads),
+                                            b.getDenseI64ArrayAttr(dl),
+                                            b.getI64IntegerAttr(group)));
+  if (nsp == 1 && g.ok({y})) {
+    SmallVector<int64_t> sh(g.shape(y));
+    sh.erase(sh.begin() + 2);
+    y = g.reshape(y, sh);
+  }
+  return g.result(y);
+}
+
 void registerIndexMapConverters(llvm::StringMap<Converter> &t) {
   t["Pad"] = convertPad;
   t["CenterCropPad"] = convertCenterCropPad;
   t["Resize"] = [](NodeContext &c) { return convertResize(c, false); };
   t["Upsample"] = [](NodeContext &c) { return convertResize(c, true); };
+  t["ConvTranspose"] = convertConvTranspose;
 }
 
 } // namespace kiln::onnx_import

@@ -55,13 +55,13 @@ LogicalResult convertBitwise(NodeContext &ctx, HostFn fn) {
 }
 
 double andF(double a, double b) {
-  return static_cast<double>(static_cast<int64_t>(a) & static_cast<int64_t>(b));
+  return static_cast<double>(hostInt(a) & hostInt(b));
 }
 double orF(double a, double b) {
-  return static_cast<double>(static_cast<int64_t>(a) | static_cast<int64_t>(b));
+  return static_cast<double>(hostInt(a) | hostInt(b));
 }
 double xorF(double a, double b) {
-  return static_cast<double>(static_cast<int64_t>(a) ^ static_cast<int64_t>(b));
+  return static_cast<double>(hostInt(a) ^ hostInt(b));
 }
 
 LogicalResult convertNot(NodeContext &ctx) {
@@ -77,7 +77,7 @@ LogicalResult convertNot(NodeContext &ctx) {
         v = v == 0;
         continue;
       }
-      APInt x(w, static_cast<uint64_t>(static_cast<int64_t>(v)), true, true);
+      APInt x(w, static_cast<uint64_t>(hostInt(v)), true, true);
       x.flipAllBits();
       v = uns ? static_cast<double>(x.getZExtValue()) : static_cast<double>(x.getSExtValue());
     }

@@ -21,7 +21,7 @@ FailureOr<std::optional<std::vector<int64_t>>> reductionAxes(NodeContext &ctx,
     if (!h)
       return ctx.error("axes must be known at compile time");
     for (double v : h->values)
-      axes.push_back(static_cast<int64_t>(v));
+      axes.push_back(hostInt(v));
   }
   if (axes.empty()) {
     if (ctx.attrInt("noop_with_empty_axes", 0))

@@ -44,7 +44,7 @@ FailureOr<std::vector<int64_t>> hostInts(NodeContext &ctx, size_t i,
                             "shape arithmetic on static shapes)");
   std::vector<int64_t> v;
   for (double d : h->values)
-    v.push_back(static_cast<int64_t>(d));
+    v.push_back(hostInt(d));
   return v;
 }
 
@@ -73,6 +73,8 @@ LogicalResult convertReshape(NodeContext &ctx) {
       inferAt = i;
     } else if (target[i] < 0) {
       return ctx.error("invalid target dimension " + Twine(target[i]));
+    } else if (target[i] != 0 && known > kMaxTensorElements / target[i]) {
+      return ctx.error("the target shape has more than 2^40 elements");
     } else {
       known *= target[i];
     }
@@ -318,10 +320,10 @@ LogicalResult convertGather(NodeContext &ctx) {
   r.shape.insert(r.shape.end(), data->shape.begin() + *axis + 1, data->shape.end());
   for (int64_t o = 0; o < outer; ++o)
     for (double dv : idx->values) {
-      int64_t k = static_cast<int64_t>(dv);
+      int64_t k = hostInt(dv);
       if (k < 0) k += n;
       if (k < 0 || k >= n)
-        return ctx.error("index " + Twine(static_cast<int64_t>(dv)) +
+        return ctx.error("index " + Twine(hostInt(dv)) +
                          " is out of range for a dimension of " + Twine(n));
       for (int64_t i = 0; i < inner; ++i)
         r.values.push_back(data->values[(o * n + k) * inner + i]);
@@ -457,7 +459,7 @@ LogicalResult castTo(NodeContext &ctx, Type to) {
       else if (to.isInteger()) {
         // Truncate toward zero, then wrap to the width (as the kernels do).
         unsigned w = to.getIntOrFloatBitWidth();
-        APInt x(w, static_cast<uint64_t>(static_cast<int64_t>(std::trunc(v))), true, true);
+        APInt x(w, static_cast<uint64_t>(hostInt(std::trunc(v))), true, true);
         v = to.isUnsignedInteger() ? static_cast<double>(x.getZExtValue())
                                    : static_cast<double>(x.getSExtValue());
       }

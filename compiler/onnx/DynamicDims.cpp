@@ -228,11 +228,11 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
       })
       .Case<kiln::ArgReduceOp>([&](kiln::ArgReduceOp r) {
         // The first extreme index is never a repeat of the last position.
-        return reduce(r.getInput(), {r.getAxis()}, r.getKeepdims(), !r.getSelectLastIndex());
+        return reduce(r.getInput(), {static_cast<int64_t>(r.getAxis())}, r.getKeepdims(), !r.getSelectLastIndex());
       })
       .Case<kiln::CumSumOp>([&](kiln::CumSumOp c) {
         // Forward sums read only earlier positions.
-        if (failed(reduce(c.getInput(), {c.getAxis()}, true, !c.getReverse())))
+        if (failed(reduce(c.getInput(), {static_cast<int64_t>(c.getAxis())}, true, !c.getReverse())))
           return failure();
         setSymbols(res, of(c.getInput()));
         return success();

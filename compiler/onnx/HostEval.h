@@ -37,6 +37,8 @@ inline std::optional<HostTensor> hostBinary(const HostTensor &a,
   HostTensor r;
   r.elementType = a.elementType;
   r.shape = out;
+  if (!r.evaluable())
+    return std::nullopt;
   int64_t n = r.numElements();
   r.values.resize(n);
   std::vector<int64_t> idx(rank, 0);

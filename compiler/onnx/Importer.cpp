@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/Importer.h"
 #include "compiler/onnx/ImporterImpl.h"
+#include "compiler/onnx/OnnxSchemas.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -147,6 +148,8 @@ FailureOr<HostTensor> Importer::hostTensorFromProto(const onnx::TensorProto &t,
   if (failed(tensorBytes(t, bytes, what)))
     return failure();
   size_t w = byteWidth(h.elementType);
+  if (!h.evaluable())
+    return fileError(what + ": more than 2^27 elements (Kiln's limit for a constant)");
   int64_t n = h.numElements();
   if (static_cast<int64_t>(bytes.size()) != n * static_cast<int64_t>(w))
     return fileError(what + ": holds " + Twine(bytes.size()) +
@@ -216,7 +219,7 @@ Value Importer::materialize(OpBuilder &b, const HostTensor &h, StringRef name) {
     SmallVector<APInt> ints;
     unsigned w = h.elementType.getIntOrFloatBitWidth();
     for (double v : h.values)
-      ints.push_back(APInt(w, static_cast<uint64_t>(static_cast<int64_t>(v)),
+      ints.push_back(APInt(w, static_cast<uint64_t>(hostInt(v)),
                            /*isSigned=*/true, /*implicitTrunc=*/true));
     attr = DenseElementsAttr::get(type, ints);
   }
@@ -537,6 +540,9 @@ LogicalResult Importer::run(const ImportOptions &options,
     AxisSymbols axes;
     if (failed(inputSymbols(vi, options, shape, axes)))
       return failure();
+    if (checkedElements(shape) < 0)
+      return fileError("input '" + vi.name() + "' has a negative dimension or more than "
+                       "2^40 elements");
     argTypes.push_back(RankedTensorType::get(shape, et));
     argNames.push_back(vi.name());
     argSymbols.push_back(axes);
@@ -576,6 +582,12 @@ LogicalResult Importer::run(const ImportOptions &options,
                    << "): input '" << in << "' is not produced by any earlier "
                    << "node, initializer or graph input";
     NodeContext nc(*this, node, opset, b, nodeLoc(node, i));
+    int required = requiredInputs(node.op_type(), opset);
+    for (int r = 0; r < required; ++r)
+      if (r >= node.input_size() || node.input(r).empty())
+        return nc.error("input " + Twine(r) + " is required (the op takes at least " +
+                        Twine(required) + " input(s); the node has " +
+                        Twine(node.input_size()) + ")");
     bool taintedIn = false, symbolicIn = false;
     for (const auto &in : node.input()) {
       if (in.empty())

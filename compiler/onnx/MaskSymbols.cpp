@@ -129,14 +129,14 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     return first;
   }
   if (auto cs = dyn_cast<kiln::CumSumOp>(op)) {
-    auto sa = symbolicAxes(cs.getInput(), {cs.getAxis()});
+    auto sa = symbolicAxes(cs.getInput(), {static_cast<int64_t>(cs.getAxis())});
     if (sa.empty() || !cs.getReverse())
       return static_cast<Operation *>(nullptr); // forward: reads only earlier positions
     op->setOperand(0, mask(cs.getInput(), sa, 0.0));
     return first;
   }
   if (auto ar = dyn_cast<kiln::ArgReduceOp>(op)) {
-    auto sa = symbolicAxes(ar.getInput(), {ar.getAxis()});
+    auto sa = symbolicAxes(ar.getInput(), {static_cast<int64_t>(ar.getAxis())});
     if (sa.empty() || !ar.getSelectLastIndex() || !isFloat(ar.getInput()))
       return static_cast<Operation *>(nullptr);
     op->setOperand(0, mask(ar.getInput(), sa, ar.getMax() ? -inf : inf));

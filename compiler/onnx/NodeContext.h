@@ -15,10 +15,51 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
 namespace kiln::onnx_import {
+
+/// A host value as an integer. Host values are widened to double, and the
+/// cast of a double outside int64's range (or NaN) is undefined: saturate
+/// (NaN reads 0), so that a nonsense size or index reaches the range checks.
+inline int64_t hostInt(double v) {
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9223372036854775807.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+/// The most elements a tensor Kiln builds may have (2^40): larger shapes,
+/// negative dimensions and products that overflow are refused.
+constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
+/// The most elements of a tensor evaluated while importing (2^27: a GiB of
+/// widened values; the largest weight of VGG-19 has 103M).
+constexpr int64_t kMaxHostElements = int64_t(1) << 27;
+
+/// The elements of `shape`, or -1 when a dimension is negative, one passes
+/// kMaxTensorElements or the count (of the non-zero dimensions) does.
+inline int64_t checkedElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || d > kMaxTensorElements)
+      return -1;
+    if (d == 0)
+      continue;
+    if (n > kMaxTensorElements / d)
+      n = kMaxTensorElements + 1;
+    else
+      n *= d;
+  }
+  if (n > kMaxTensorElements)
+    return -1;
+  return llvm::is_contained(shape, 0) ? 0 : n;
+}
 
 /// A tensor whose value is known while importing (initializers, Constant
 /// nodes, and everything computed from them by shape arithmetic).
@@ -31,11 +72,13 @@ struct HostTensor {
   /// here is only its bound: usable as a Reshape target, nowhere else.
   bool fromSymbolicShape = false;
 
-  int64_t numElements() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
+  /// The element count; -1 for a negative dimension or a count past
+  /// kMaxTensorElements.
+  int64_t numElements() const { return checkedElements(shape); }
+  /// Whether the import may evaluate a tensor of this shape.
+  bool evaluable() const {
+    int64_t n = numElements();
+    return n >= 0 && n <= kMaxHostElements;
   }
   bool isInteger() const { return elementType.isInteger(); }
 };
@@ -129,9 +172,18 @@ private:
   /// pinned, so that the runtime refuses other sizes.
   void pinBroadcast(llvm::SmallVectorImpl<mlir::Value> &operands);
   mlir::FailureOr<mlir::Value> finish(mlir::Operation *op) {
+    for (mlir::Type t : op->getResultTypes())
+      if (auto rt = llvm::dyn_cast<mlir::RankedTensorType>(t);
+          rt && checkedElements(rt.getShape()) < 0) {
+        std::string name = op->getName().getStringRef().str();
+        op->erase();
+        return error("a " + name + " result would have a negative dimension or more "
+                     "than 2^40 elements");
+      }
     if (mlir::failed(mlir::verify(op))) {
+      std::string name = op->getName().getStringRef().str();
       op->erase();
-      return error("could not build a valid " + op->getName().getStringRef());
+      return error("could not build a valid " + name);
     }
     return op->getResult(0);
   }

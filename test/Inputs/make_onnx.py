@@ -287,6 +287,37 @@ def bad_conv():
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
 
 
+def missing_input():
+    # Conv needs X and W; the node names only X (a fuzzed model's shape).
+    nodes = [helper.make_node("Conv", ["x"], ["y"], name="conv_one")]
+    return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)])
+
+
+def huge_reshape():
+    # A target shape whose product overflows int64.
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_huge")]
+    return model(nodes, [vi("x", [2, 6])], [vi("y", None)],
+                 [init("shape", np.array([1, 1152921504606846988, 12, -1], np.int64))])
+
+
+def huge_tile():
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["y"], name="tile_huge")]
+    return model(nodes, [vi("x", [2, 3])], [vi("y", None)],
+                 [init("reps", np.array([8227634981156618240, 2], np.int64))])
+
+
+def huge_constant_of_shape():
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["z"], name="zeros_huge"),
+             helper.make_node("Add", ["x", "z"], ["y"], name="add")]
+    return model(nodes, [vi("x", [1])], [vi("y", None)],
+                 [init("shape", np.array([1 << 20, 1 << 20], np.int64))])
+
+
+def huge_input():
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return model(nodes, [vi("x", [1 << 30, 1 << 30, 4])], [vi("y", None)])
+
+
 def old_opset():
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     return model(nodes, [vi("x", [2])], [vi("y", [2])], opset=6)
@@ -303,6 +334,14 @@ def conv1d():
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 2], strides=[2]),
              helper.make_node("MaxPool", ["c"], ["y"], name="pool", kernel_shape=[2])]
     return model(nodes, [vi("x", [1, 4, 16])], [vi("y", None)], [init("w", f32(8, 4, 3))])
+
+
+def conv_transpose():
+    # Stride 2, kernel 3, pads 1, output_padding 1, 2 groups: 4x5 -> 8x10.
+    nodes = [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", strides=[2, 2],
+                              pads=[1, 1, 1, 1], output_padding=[1, 1], group=2)]
+    return model(nodes, [vi("x", [1, 4, 4, 5])], [vi("y", None)],
+                 [init("w", f32(4, 3, 3, 3)), init("b", f32(6))])
 
 
 def new_opset():
@@ -360,9 +399,11 @@ def transformer_ops():
 
 CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
+                                 missing_input, huge_reshape, huge_tile,
+                                 huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_shape_data, dynamic_two_symbols,
-                                 old_opset, new_opset, legacy_broadcast, conv1d, slice_runtime,
+                                 old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,
                                  logic_ops, composite_ops]}
 OUT_CASES = {"external_inside": external_inside, "external_outside": external_outside}

@@ -248,6 +248,21 @@ CASES = {
     "conv_large_k": conv(1, 300, 5, 5, 20, 3),
     "conv_many_channels": conv(1, 1101, 10, 10, 8, 3),
     "conv_pointwise_s2_batch2": conv(2, 32, 9, 9, 48, 1, stride=2, pad=[0, 0, 0, 0]),
+    # Transposed convolutions (decoders, U-Nets, GAN generators).
+    "convtranspose_s2_k4_p1": model("ConvTranspose", [("x", (2, 16, 9, 7))],
+                                    [("w", (16, 8, 4, 4)), ("b", (8,))], None,
+                                    strides=[2, 2], pads=[1, 1, 1, 1]),
+    "convtranspose_s2_k3_outpad": model("ConvTranspose", [("x", (1, 12, 6, 5))],
+                                        [("w", (12, 10, 3, 3))], None, strides=[2, 2],
+                                        pads=[1, 1, 1, 1], output_padding=[1, 1]),
+    "convtranspose_group_dil": model("ConvTranspose", [("x", (1, 8, 5, 6))],
+                                     [("w", (8, 3, 3, 2)), ("b", (12,))], None, group=4,
+                                     dilations=[2, 1], strides=[1, 3]),
+    "convtranspose_same_upper": model("ConvTranspose", [("x", (1, 4, 5, 5))],
+                                      [("w", (4, 6, 3, 3))], None, strides=[2, 2],
+                                      auto_pad="SAME_UPPER"),
+    "convtranspose1d_s4": model("ConvTranspose", [("x", (2, 6, 50))], [("w", (6, 5, 8))],
+                                None, strides=[4], pads=[2, 2]),
     "gemm_transB_const": model("Gemm", [("a", (3, 300))], [("w", (70, 300)), ("c", (70,))],
                                None, transB=1),
     "gemm_ukernel_transB": model("Gemm", [("a", (13, 300))], [("w", (70, 300)), ("c", (13, 70))],
@@ -703,7 +718,7 @@ def main():
             cmd += ["--compare", f"y={os.path.join(tmp, 'ref.npy')}", "--rtol", str(rtol),
                     "--atol", f"{atol:.3g}"]
             variants = [["-O0"], ["-O3"], ["-O3", "--target=" + args.cuda_target]]
-            spatial = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"}
+            spatial = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool"}
             if any(n.op_type in spatial for n in m.graph.node) and len(ref.shape) == 4:
                 variants += [["-O3", "--layout=nhwc"], ["-O3", "--layout=nhwc", "--io-layout=nhwc"]]
             elif any(n.op_type in spatial for n in m.graph.node):

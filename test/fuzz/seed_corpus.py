@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Builds the importer fuzzer's seed corpus: every model.onnx of the ONNX
+backend-test suites (node, pytorch-converted, pytorch-operator, simple; onnx
+1.12's libonnx-testdata and the pinned onnx package's) up to --max-bytes, one
+file each, named by content hash so byte-identical models count once. (The
+"light" real models rebuild their full weights at import: seconds and GBs per
+run, too slow to fuzz.)
+
+    seed_corpus.py OUT_DIR [--max-bytes N]
+"""
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+import onnx
+
+SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
+
+
+def model_files():
+    roots = []
+    out = subprocess.run(["dpkg", "-L", "libonnx-testdata"], capture_output=True,
+                         text=True).stdout
+    tops = [line for line in out.splitlines()
+            if line.endswith("/data") and os.path.isdir(line)]
+    tops.append(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))
+    roots = [os.path.join(t, s) for t in tops for s in SUITES if os.path.isdir(os.path.join(t, s))]
+    for root in roots:
+        for dirpath, _, files in os.walk(root):
+            for f in files:
+                if f.endswith(".onnx"):
+                    yield os.path.join(dirpath, f)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--max-bytes", type=int, default=16384)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    seen = 0
+    for path in model_files():
+        if os.path.getsize(path) > args.max_bytes:
+            continue
+        with open(path, "rb") as f:
+            digest = hashlib.sha1(f.read()).hexdigest()
+        dst = os.path.join(args.out, digest)
+        if not os.path.exists(dst):
+            shutil.copyfile(path, dst)
+            seen += 1
+    if seen == 0:
+        sys.exit("seed_corpus.py: no ONNX test models found (libonnx-testdata, onnx)")
+    print(f"seed_corpus.py: {seen} seeds")
+
+
+if __name__ == "__main__":
+    main()
