@@ -530,9 +530,9 @@ LogicalResult convertCenterCropPad(NodeContext &ctx) {
 LogicalResult convertConvTranspose(NodeContext &ctx) {
   auto in = ctx.inputType(0), wt = ctx.inputType(1);
   int64_t rank = in.getRank();
-  if ((rank != 3 && rank != 4) || wt.getRank() != rank)
-    return ctx.error("only 1-D and 2-D transposed convolution (rank-3 or rank-4 input and "
-                     "weight) is supported; the input has rank " + Twine(rank));
+  if (rank < 3 || rank > 5 || wt.getRank() != rank)
+    return ctx.error("only 1-D, 2-D and 3-D transposed convolution (rank-3, 4 or 5 input "
+                     "and weight) is supported; the input has rank " + Twine(rank));
   if (!llvm::isa<FloatType>(in.getElementType()))
     return ctx.error("expects a floating-point input");
   size_t nsp = rank - 2;
@@ -654,6 +654,12 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
     Value idx = hostConstant(g, b.getIntegerType(64), {kernel[i]}, rev, "flip" + Twine(i));
     w = g.ok({w}) ? g.take(ctx.create<kiln::GatherOp>(w, idx, b.getI64IntegerAttr(2 + i)))
                   : Value();
+  }
+  if (nsp == 3) {
+    if (!g.ok({x, w}))
+      return failure();
+    return ctx.setResult(buildConv3d(ctx, x, w, ctx.input(2), {1, 1, 1}, {0, 0, 0, 0, 0, 0},
+                                     *dil, group));
   }
   std::vector<int64_t> st(2, 1), pads(4, 0), dl(2, 1);
   if (nsp == 1) { // 1-D as 2-D of height 1

@@ -1,6 +1,9 @@
 //===- ConvertNN.cpp - Conv Gemm MatMul pooling BatchNorm Softmax ----------===//
+#include "compiler/onnx/CompositeBuilder.h"
 #include "compiler/onnx/ImporterImpl.h"
 #include "compiler/onnx/NodeContext.h"
+
+#include <limits>
 
 using namespace mlir;
 namespace kiln::onnx_import {
@@ -46,10 +49,117 @@ LogicalResult setWindowResult(NodeContext &ctx, FailureOr<Value> v, bool oneD) {
                       RankedTensorType::get(shape, t.getElementType()), *v));
 }
 
+/// The output length of a window axis (ONNX: floor, or ceil with the last
+/// window starting inside the input or its begin padding); 0 if none fits.
+int64_t windowOut(int64_t n, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
+                  bool ceil) {
+  int64_t span = (k - 1) * d + 1, room = n + pb + pe - span;
+  if (room < 0)
+    return 0;
+  int64_t out = (ceil ? (room + s - 1) / s : room / s) + 1;
+  if (ceil && (out - 1) * s >= n + pb)
+    --out;
+  return out;
+}
+
+/// The taps of window axis `axis` side by side: [.., n, ..] -> [.., out*K, ..]
+/// with position o*K + k reading x[o*s + k*d - pb] (`fill` where that is
+/// outside the input: zero for sums, -inf for maxima).
+Value gatherTaps(Builder &g, Value x, int64_t axis, int64_t out, int64_t k, int64_t s,
+                 int64_t d, int64_t pb, double fill) {
+  if (!g.ok({x}))
+    return Value();
+  OpBuilder &b = g.ctx.builder;
+  auto shape = g.shape(x);
+  int64_t n = shape[axis], rank = shape.size();
+  HostTensor idx{b.getIntegerType(64), {out * k}, {}, {}};
+  HostTensor mask{b.getI1Type(), {}, {}, {}};
+  mask.shape.assign(rank, 1);
+  mask.shape[axis] = out * k;
+  bool any = false;
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t t = 0; t < k; ++t) {
+      int64_t p = o * s + t * d - pb;
+      bool outside = p < 0 || p >= n;
+      any |= outside;
+      idx.values.push_back(static_cast<double>(std::clamp<int64_t>(p, 0, n - 1)));
+      mask.values.push_back(outside);
+    }
+  bool identity = !any && out * k == n;
+  for (int64_t j = 0; identity && j < n; ++j)
+    identity = idx.values[j] == static_cast<double>(j);
+  if (identity) // non-overlapping windows tiling the axis: a reshape suffices
+    return x;
+  std::string name = g.ctx.node.name() + ".taps" + std::to_string(axis);
+  Value iv = Importer::materialize(b, idx, name);
+  Value y = g.take(g.ctx.create<kiln::GatherOp>(x, iv, b.getI64IntegerAttr(axis)));
+  if (any)
+    y = g.where(Importer::materialize(b, mask, name + ".outside"), g.scalar(y, fill), y);
+  return y;
+}
+
+} // namespace
+
+/// 3-D convolution as one 2-D convolution: the depth taps gathered into
+/// the channels (per group: [kD, C/G]), batch and output depth merged.
+/// `pads` is ONNX's [d, h, w begins, d, h, w ends].
+FailureOr<Value> buildConv3d(NodeContext &ctx, Value x, Value w, Value bias,
+                             ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                             ArrayRef<int64_t> dil, int64_t group) {
+  Builder g{ctx};
+  auto xs = g.shape(x), ws = g.shape(w);
+  int64_t N = xs[0], C = xs[1], D = xs[2], H = xs[3], W = xs[4];
+  int64_t O = ws[0], Cg = ws[1], kD = ws[2];
+  if (group < 1 || C % group || C / group != Cg || O % group)
+    return ctx.error("the weight has " + Twine(Cg) + " input channels per group; the input "
+                     "has " + Twine(C) + " channels in " + Twine(group) + " group(s)");
+  for (size_t i = 0; i < 3; ++i)
+    if (strides[i] < 1 || dil[i] < 1)
+      return ctx.error("strides and dilations must be positive");
+  int64_t Do = windowOut(D, kD, strides[0], dil[0], pads[0], pads[3], false);
+  if (Do < 1)
+    return ctx.error("the kernel's depth does not fit the padded input");
+  Value t = gatherTaps(g, x, 2, Do, kD, strides[0], dil[0], pads[0], 0.0);
+  t = g.reshape(t, {N, group, Cg, Do, kD, H, W});
+  t = g.transpose(t, {0, 3, 1, 4, 2, 5, 6});
+  t = g.reshape(t, {N * Do, group * kD * Cg, H, W});
+  Value w2 = g.reshape(g.transpose(w, {0, 2, 1, 3, 4}), {O, kD * Cg, ws[3], ws[4]});
+  if (!g.ok({t, w2}))
+    return failure();
+  OpBuilder &b = ctx.builder;
+  Value y = g.take(ctx.create<kiln::ConvOp>(
+      t, w2, bias, b.getDenseI64ArrayAttr({strides[1], strides[2]}),
+      b.getDenseI64ArrayAttr({pads[1], pads[2], pads[4], pads[5]}),
+      b.getDenseI64ArrayAttr({dil[1], dil[2]}), b.getI64IntegerAttr(group)));
+  if (!g.ok({y}))
+    return failure();
+  auto ys = g.shape(y);
+  y = g.transpose(g.reshape(y, {N, Do, O, ys[2], ys[3]}), {0, 2, 1, 3, 4});
+  if (!g.ok({y}))
+    return failure();
+  return y;
+}
+
+namespace {
+
 LogicalResult convertConv(NodeContext &ctx) {
   auto in = ctx.inputType(0), w = ctx.inputType(1);
+  if (in.getRank() == 5 && w.getRank() == 5) {
+    std::vector<int64_t> kernel(w.getShape().begin() + 2, w.getShape().end());
+    if (auto k = ctx.attrInts("kernel_shape"); k && *k != kernel)
+      return ctx.error("kernel_shape does not match the weight's shape");
+    auto strides = spatialInts(ctx, "strides", 3);
+    auto dil = spatialInts(ctx, "dilations", 3);
+    if (failed(strides) || failed(dil))
+      return failure();
+    auto pads = windowPads(ctx, in.getShape().drop_front(2), kernel, *strides, *dil);
+    if (failed(pads))
+      return failure();
+    return ctx.setResult(buildConv3d(ctx, ctx.input(0), ctx.input(1), ctx.input(2), *strides,
+                                     *pads, *dil, ctx.attrInt("group", 1)));
+  }
   if ((in.getRank() != 4 && in.getRank() != 3) || w.getRank() != in.getRank())
-    return ctx.error("only 1-D and 2-D convolution (rank-3 or rank-4 input and "
+    return ctx.error("only 1-D, 2-D and 3-D convolution (rank-3, 4 or 5 input and "
                      "weight) is supported; the input has rank " +
                      Twine(in.getRank()));
   size_t spatial = in.getRank() - 2;
@@ -104,11 +214,78 @@ LogicalResult convertMatMul(NodeContext &ctx) {
 /// A max or average pool of `x` (the node's input, or a value computed from
 /// it with its shape) with the node's window attributes; 1-D pools run as
 /// 2-D ones of height 1.
+/// 3-D pooling, separably: per spatial axis the window's taps gathered side
+/// by side and reduced (max: -inf outside the input; average: sums divided
+/// by the window's count, the padding counted or not as ONNX's reference
+/// does: never past the end padding).
+FailureOr<Value> buildPool3d(NodeContext &ctx, Value x, bool isMax, bool countIncludePad,
+                             ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                             ArrayRef<int64_t> pads, ArrayRef<int64_t> dil, bool ceil) {
+  Builder g{ctx};
+  auto xs = g.shape(x);
+  std::vector<int64_t> outShape{1, 1};
+  std::vector<std::vector<double>> counts(3);
+  const double ninf = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < 3; ++i) {
+    int64_t n = xs[2 + i], k = kernel[i], s = strides[i], d = dil[i];
+    if (k < 1 || s < 1 || d < 1)
+      return ctx.error("kernel sizes, strides and dilations must be positive");
+    int64_t out = windowOut(n, k, s, d, pads[i], pads[3 + i], ceil);
+    if (out < 1)
+      return ctx.error("the window does not fit the padded input along axis " + Twine(2 + i));
+    outShape.push_back(out);
+    for (int64_t o = 0; o < out; ++o) {
+      int64_t c = 0;
+      for (int64_t t = 0; t < k; ++t) {
+        int64_t p = o * s + t * d - pads[i];
+        c += countIncludePad ? p < n + pads[3 + i] : (p >= 0 && p < n);
+      }
+      counts[i].push_back(static_cast<double>(c));
+    }
+    Value t = gatherTaps(g, x, 2 + i, out, k, s, d, pads[i], isMax ? ninf : 0.0);
+    if (!g.ok({t}))
+      return failure();
+    SmallVector<int64_t> split(g.shape(t));
+    split[2 + i] = out;
+    split.insert(split.begin() + 3 + i, k);
+    t = g.reshape(t, split);
+    x = isMax ? g.reduce<kiln::ReduceMaxOp>(t, {3 + i}, false)
+              : g.reduce<kiln::ReduceSumOp>(t, {3 + i}, false);
+  }
+  if (!isMax) {
+    HostTensor div{g.elem(x), outShape, {}, {}};
+    for (double a : counts[0])
+      for (double b : counts[1])
+        for (double c : counts[2])
+          div.values.push_back(a * b * c);
+    x = g.div(x, Importer::materialize(ctx.builder, div, ctx.node.name() + ".count"));
+  }
+  if (!g.ok({x}))
+    return failure();
+  return x;
+}
+
 template <typename OpTy>
 FailureOr<Value> buildPool(NodeContext &ctx, Value x, bool countIncludePad) {
   auto in = llvm::cast<RankedTensorType>(x.getType());
+  if (in.getRank() == 5) {
+    auto kernel = ctx.attrInts("kernel_shape");
+    if (!kernel || kernel->size() != 3)
+      return ctx.error("expects a kernel_shape of 3 values");
+    auto strides = spatialInts(ctx, "strides", 3);
+    auto dil = spatialInts(ctx, "dilations", 3);
+    if (failed(strides) || failed(dil))
+      return failure();
+    auto pads = windowPads(ctx, in.getShape().drop_front(2), *kernel, *strides, *dil);
+    if (failed(pads))
+      return failure();
+    if (ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
+      return ctx.error("the Indices output of 3-D max pooling is not supported");
+    return buildPool3d(ctx, x, std::is_same_v<OpTy, kiln::MaxPoolOp>, countIncludePad, *kernel,
+                       *strides, *pads, *dil, ctx.attrInt("ceil_mode", 0) != 0);
+  }
   if (in.getRank() != 4 && in.getRank() != 3)
-    return ctx.error("only 1-D and 2-D pooling (a rank-3 or rank-4 input) is "
+    return ctx.error("only 1-D, 2-D and 3-D pooling (a rank-3, 4 or 5 input) is "
                      "supported; the input has rank " + Twine(in.getRank()));
   size_t spatial = in.getRank() - 2;
   auto kernel = ctx.attrInts("kernel_shape");

@@ -810,6 +810,9 @@ FailureOr<std::vector<int64_t>> windowPads(NodeContext &ctx,
                                            ArrayRef<int64_t> s,
                                            ArrayRef<int64_t> d) {
   size_t n = in.size();
+  for (size_t i = 0; i < n; ++i)
+    if (s[i] < 1 || d[i] < 1 || k[i] < 1)
+      return ctx.error("kernel sizes, strides and dilations must be positive");
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   std::vector<int64_t> pads(2 * n, 0);
   if (autoPad == "NOTSET") {

@@ -216,6 +216,12 @@ mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t onnxType);
 /// Normalizes a possibly negative axis for `rank`; fails with a diagnostic.
 mlir::FailureOr<int64_t> normalizeAxis(NodeContext &ctx, int64_t axis,
                                        int64_t rank);
+/// A 3-D convolution (NCDHW input, OIDHW weight, optional bias; pads as
+/// ONNX's [begins, ends]) built from one 2-D kiln.conv.
+mlir::FailureOr<mlir::Value> buildConv3d(NodeContext &ctx, mlir::Value x, mlir::Value w,
+                                         mlir::Value bias, llvm::ArrayRef<int64_t> strides,
+                                         llvm::ArrayRef<int64_t> pads,
+                                         llvm::ArrayRef<int64_t> dil, int64_t group);
 /// Resolves pads for Conv/pooling from pads/auto_pad attributes.
 mlir::FailureOr<std::vector<int64_t>>
 windowPads(NodeContext &ctx, llvm::ArrayRef<int64_t> inSpatial,

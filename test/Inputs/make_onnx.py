@@ -344,6 +344,16 @@ def conv_transpose():
                  [init("w", f32(4, 3, 3, 3)), init("b", f32(6))])
 
 
+def conv3d_pool3d():
+    # Conv 3-D (kernel depth 3, pad 1, 2 groups) then MaxPool 3-D (2x2x2).
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv3", pads=[1, 0, 0, 1, 0, 0],
+                              group=2),
+             helper.make_node("MaxPool", ["c"], ["y"], name="pool3", kernel_shape=[2, 2, 2],
+                              strides=[2, 2, 2])]
+    return model(nodes, [vi("x", [1, 4, 4, 6, 6])], [vi("y", None)],
+                 [init("w", f32(6, 2, 3, 3, 3))])
+
+
 def new_opset():
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     return model(nodes, [vi("x", [2])], [vi("y", [2])], opset=99)
@@ -403,7 +413,7 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_shape_data, dynamic_two_symbols,
-                                 old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, slice_runtime,
+                                 old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,
                                  logic_ops, composite_ops]}
 OUT_CASES = {"external_inside": external_inside, "external_outside": external_outside}
