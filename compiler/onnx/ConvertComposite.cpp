@@ -784,7 +784,74 @@ LogicalResult convertClipGeneral(NodeContext &ctx) {
   return g.result(x);
 }
 
+/// Hann, Hamming and Blackman windows (opset 17): a compile-time constant
+/// of `size` values, w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)
+/// with N = size (periodic) or size - 1 (symmetric).
+LogicalResult convertWindow(NodeContext &ctx, double a0, double a1, double a2) {
+  const HostTensor *sizeT = ctx.hostInput(0);
+  if (!sizeT || sizeT->values.size() != 1)
+    return ctx.error("size must be known at compile time (a constant scalar)");
+  int64_t size = hostInt(sizeT->values[0]);
+  if (size < 0 || size > kMaxHostElements)
+    return ctx.error("size " + Twine(size) + " is out of range");
+  HostTensor h;
+  h.elementType = elementTypeOf(ctx.builder.getContext(),
+                                static_cast<int32_t>(ctx.attrInt("output_datatype", 1)));
+  if (!h.elementType)
+    return ctx.error("unsupported output_datatype " + Twine(ctx.attrInt("output_datatype", 1)));
+  h.shape = {size};
+  double n1 = static_cast<double>(ctx.attrInt("periodic", 1) != 0 ? size : size - 1);
+  for (int64_t i = 0; i < size; ++i) {
+    double x = 2.0 * M_PI * static_cast<double>(i) / n1;
+    double v = a0 - a1 * std::cos(x) + a2 * std::cos(2.0 * x);
+    h.values.push_back(h.isInteger() ? std::trunc(v) : v);
+  }
+  ctx.setHostOutput(0, std::move(h));
+  return success();
+}
+
+/// ReverseSequence: along the time axis, the first sequence_lens[b]
+/// positions of batch entry b reversed, the rest kept: a gather_elements
+/// with indices where(t < len, len - 1 - t, t), computed at run time.
+LogicalResult convertReverseSequence(NodeContext &ctx) {
+  auto in = ctx.inputType(0), lensT = ctx.inputType(1);
+  int64_t rank = in.getRank();
+  int64_t batchAxis = ctx.attrInt("batch_axis", 1), timeAxis = ctx.attrInt("time_axis", 0);
+  if (rank < 2 || (batchAxis != 0 && batchAxis != 1) || (timeAxis != 0 && timeAxis != 1) ||
+      batchAxis == timeAxis)
+    return ctx.error("expects a rank >= 2 input with batch_axis and time_axis 0 and 1");
+  int64_t B = in.getDimSize(batchAxis), T = in.getDimSize(timeAxis);
+  if (lensT.getRank() != 1 || lensT.getDimSize(0) != B ||
+      !lensT.getElementType().isSignlessInteger())
+    return ctx.error("sequence_lens must hold one integer per batch entry (" + Twine(B) + ")");
+  Builder g{ctx};
+  OpBuilder &b = ctx.builder;
+  Type i64 = b.getIntegerType(64);
+  // [B, T] or [T, B] as the axes are ordered, then unit dimensions.
+  SmallVector<int64_t> lensShape(rank, 1), timeShape(rank, 1);
+  lensShape[batchAxis] = B;
+  timeShape[timeAxis] = T;
+  Value lens = g.reshape(g.cast(ctx.input(1), i64), lensShape);
+  HostTensor iota{i64, std::vector<int64_t>(timeShape.begin(), timeShape.end()), {}, {}};
+  for (int64_t t = 0; t < T; ++t)
+    iota.values.push_back(static_cast<double>(t));
+  Value t = Importer::materialize(b, iota, ctx.node.name() + ".t");
+  Value rev = g.sub(g.sub(lens, g.scalar(lens, 1.0)), t);
+  Value idx = g.where(g.cmp("lt", t, lens), rev, t);
+  idx = g.expand(idx, in.getShape());
+  if (!g.ok({idx}))
+    return failure();
+  return ctx.setResult(ctx.create<kiln::GatherElementsOp>(ctx.input(0), idx,
+                                                          b.getI64IntegerAttr(timeAxis)));
+}
+
 void registerCompositeConverters(llvm::StringMap<Converter> &t) {
+  t["HannWindow"] = [](NodeContext &c) { return convertWindow(c, 0.5, 0.5, 0.0); };
+  t["HammingWindow"] = [](NodeContext &c) {
+    return convertWindow(c, 25.0 / 46.0, 21.0 / 46.0, 0.0);
+  };
+  t["BlackmanWindow"] = [](NodeContext &c) { return convertWindow(c, 0.42, 0.5, 0.08); };
+  t["ReverseSequence"] = convertReverseSequence;
   t["Split"] = convertSplit;
   t["GatherElements"] = convertGatherElements;
   t["GatherND"] = convertGatherND;

@@ -690,7 +690,170 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
   return g.result(y);
 }
 
+/// GridSample: every output point reads the input at the position its grid
+/// entry names (normalized to [-1, 1], x first), found at run time: per
+/// spatial axis the denormalized coordinate (rounded for nearest; outside
+/// the borders clamped or reflected by padding_mode), then its taps (1, 2 or
+/// 4: nearest, linear, cubic with Keys' A = -0.75) with weights; every
+/// combination of taps is one kiln.gather_elements over the flattened
+/// spatial dimensions, weighted and summed. Taps outside the input read 0
+/// (zeros), the edge (border) or their mirror image (reflection), as the
+/// ONNX reference does.
+LogicalResult convertGridSample(NodeContext &ctx) {
+  auto xT = ctx.inputType(0), gT = ctx.inputType(1);
+  int64_t rank = xT.getRank(), nsp = rank - 2;
+  if ((rank != 4 && rank != 5) || gT.getRank() != rank || gT.getDimSize(0) != xT.getDimSize(0) ||
+      gT.getDimSize(rank - 1) != nsp)
+    return ctx.error("expects an (N, C, H, W) or (N, C, D, H, W) input and an (N, ..., " +
+                     Twine(nsp) + ") grid");
+  if (!llvm::isa<FloatType>(xT.getElementType()) || !llvm::isa<FloatType>(gT.getElementType()))
+    return ctx.error("expects floating-point input and grid");
+  std::string mode = ctx.attrString("mode", ctx.opset >= 20 ? "linear" : "bilinear");
+  if (mode == "bilinear")
+    mode = "linear";
+  if (mode == "bicubic")
+    mode = "cubic";
+  if (mode != "linear" && mode != "nearest" && mode != "cubic")
+    return ctx.error("unknown mode '" + mode + "'");
+  if (mode == "cubic" && nsp == 3)
+    return ctx.error("cubic mode takes a 4-D input");
+  std::string pad = ctx.attrString("padding_mode", "zeros");
+  if (pad != "zeros" && pad != "border" && pad != "reflection")
+    return ctx.error("unknown padding_mode '" + pad + "'");
+  bool align = ctx.attrInt("align_corners", 0) != 0;
+
+  Builder g{ctx};
+  OpBuilder &b = ctx.builder;
+  int64_t N = xT.getDimSize(0), C = xT.getDimSize(1), P = 1, S = 1;
+  SmallVector<int64_t> outShape{N, C};
+  for (int64_t i = 1; i < rank - 1; ++i) {
+    P *= gT.getDimSize(i);
+    outShape.push_back(gT.getDimSize(i));
+  }
+  for (int64_t i = 2; i < rank; ++i)
+    S *= xT.getDimSize(i);
+  // Coordinate arithmetic in f32 (f64 for f64 models).
+  Type ft = xT.getElementType().isF64() ? Type(b.getF64Type()) : Type(b.getF32Type());
+  Type i64 = b.getIntegerType(64);
+  Value grid = g.cast(ctx.input(1), ft);
+  auto c = [&](Value like, double v) { return g.scalar(like, v); };
+  auto clampTo = [&](Value v, double lo, double hi) {
+    return g.bin<kiln::MinOp>(g.bin<kiln::MaxOp>(v, c(v, lo)), c(v, hi));
+  };
+  // Mirror v into [lo, hi] (reflection padding; the reference's rule).
+  auto reflect = [&](Value v, double lo, double hi) {
+    double range = hi - lo;
+    if (range <= 0)
+      return clampTo(v, lo, hi);
+    Value below = g.cmp("lt", v, c(v, lo));
+    Value d = g.where(below, g.sub(c(v, lo), v), g.sub(v, c(v, hi)));
+    Value n = g.un<kiln::FloorOp>(g.div(d, c(d, range)));
+    Value r = g.sub(d, g.mul(n, c(n, range)));
+    Value half = g.un<kiln::FloorOp>(g.mul(n, c(n, 0.5)));
+    Value even = g.cmp("eq", g.sub(n, g.mul(half, c(half, 2.0))), c(n, 0.0));
+    Value fromLo = g.add(c(r, lo), r), fromHi = g.sub(c(r, hi), r);
+    Value inBelow = g.where(even, fromLo, fromHi), inAbove = g.where(even, fromHi, fromLo);
+    Value out = g.bin<kiln::OrOp>(below, g.cmp("gt", v, c(v, hi)));
+    return g.where(out, g.where(below, inBelow, inAbove), v);
+  };
+
+  struct Tap {
+    Value index;  // i64 [N, P], inside the input
+    Value weight; // ft [N, P], null for 1
+  };
+  std::vector<std::vector<Tap>> taps(nsp);
+  for (int64_t i = 0; i < nsp; ++i) {
+    int64_t L = xT.getDimSize(2 + i);
+    double lo = align ? 0.0 : -0.5, hi = align ? L - 1.0 : L - 0.5;
+    SmallVector<int64_t> off(rank, 0), sizes(gT.getShape()), ones(rank, 1);
+    off[rank - 1] = nsp - 1 - i; // the grid lists x (the last axis) first
+    sizes[rank - 1] = 1;
+    Value n = g.reshape(g.slice(grid, off, sizes, ones), {N, P});
+    Value x = align ? g.mul(g.add(n, c(n, 1.0)), c(n, (L - 1) / 2.0))
+                    : g.sub(g.mul(g.add(n, c(n, 1.0)), c(n, L / 2.0)), c(n, 0.5));
+    if (mode == "nearest")
+      x = g.un<kiln::RoundOp>(x);
+    if (pad != "zeros") {
+      Value out = g.bin<kiln::OrOp>(g.cmp("lt", x, c(x, lo)), g.cmp("gt", x, c(x, hi)));
+      x = g.where(out, pad == "border" ? clampTo(x, 0.0, L - 1.0) : reflect(x, lo, hi), x);
+    }
+    // A tap at (integral) position t with weight w.
+    auto addTap = [&](Value t, Value w) {
+      Value valid;
+      if (pad == "zeros")
+        valid = g.bin<kiln::AndOp>(g.cmp("ge", t, c(t, 0.0)), g.cmp("lt", t, c(t, L)));
+      else if (pad == "reflection")
+        t = g.un<kiln::FloorOp>(reflect(t, lo, hi)); // the reference truncates (>= 0 here)
+      Value idx = g.cast(clampTo(t, 0.0, L - 1.0), i64);
+      if (valid) {
+        Value v = g.cast(valid, ft);
+        w = w ? g.mul(w, v) : v;
+      }
+      taps[i].push_back({idx, w});
+    };
+    if (mode == "nearest") {
+      // (the reference truncates toward zero: x is integral unless reflected)
+      Value t = g.where(g.cmp("lt", x, c(x, 0.0)), g.un<kiln::CeilOp>(x), g.un<kiln::FloorOp>(x));
+      addTap(t, Value());
+      continue;
+    }
+    Value x0 = g.un<kiln::FloorOp>(x), f = g.sub(x, x0);
+    if (mode == "linear") {
+      addTap(x0, g.sub(c(f, 1.0), f));
+      addTap(g.add(x0, c(x0, 1.0)), f);
+      continue;
+    }
+    const double A = -0.75;
+    auto far = [&](Value t) { // ((A t - 5A) t + 8A) t - 4A, for 1 <= t <= 2
+      return g.sub(g.mul(g.add(g.mul(g.sub(g.mul(t, c(t, A)), c(t, 5 * A)), t), c(t, 8 * A)), t),
+                   c(t, 4 * A));
+    };
+    auto near = [&](Value t) { // ((A + 2) t - (A + 3)) t t + 1, for 0 <= t <= 1
+      return g.add(g.mul(g.mul(g.sub(g.mul(t, c(t, A + 2)), c(t, A + 3)), t), t), c(t, 1.0));
+    };
+    Value oneMinus = g.sub(c(f, 1.0), f);
+    Value w[4] = {far(g.add(f, c(f, 1.0))), near(f), near(oneMinus),
+                  far(g.sub(c(f, 2.0), f))};
+    for (int k = 0; k < 4; ++k)
+      addTap(g.add(x0, c(x0, k - 1.0)), w[k]);
+  }
+
+  // Every combination of taps: a gather over the flattened spatial axes.
+  Value xf = g.reshape(ctx.input(0), {N, C, S});
+  Value acc;
+  std::vector<size_t> pick(nsp, 0);
+  while (true) {
+    Value flat, w;
+    int64_t stride = S;
+    for (int64_t i = 0; i < nsp; ++i) {
+      stride /= xT.getDimSize(2 + i);
+      const Tap &t = taps[i][pick[i]];
+      Value part = stride == 1 ? t.index : g.mul(t.index, c(t.index, stride));
+      flat = flat ? g.add(flat, part) : part;
+      if (t.weight)
+        w = w ? g.mul(w, t.weight) : t.weight;
+    }
+    Value idx = g.expand(g.reshape(flat, {N, 1, P}), {N, C, P});
+    Value v = g.ok({xf, idx}) ? g.take(ctx.create<kiln::GatherElementsOp>(
+                                    xf, idx, b.getI64IntegerAttr(2)))
+                              : Value();
+    if (w)
+      v = g.mul(v, g.cast(g.reshape(w, {N, 1, P}), xT.getElementType()));
+    acc = acc ? g.add(acc, v) : v;
+    int64_t i = nsp - 1;
+    for (; i >= 0; --i) {
+      if (++pick[i] < taps[i].size())
+        break;
+      pick[i] = 0;
+    }
+    if (i < 0)
+      break;
+  }
+  return g.result(g.reshape(acc, outShape));
+}
+
 void registerIndexMapConverters(llvm::StringMap<Converter> &t) {
+  t["GridSample"] = convertGridSample;
   t["Pad"] = convertPad;
   t["CenterCropPad"] = convertCenterCropPad;
   t["Resize"] = [](NodeContext &c) { return convertResize(c, false); };

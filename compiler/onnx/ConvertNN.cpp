@@ -410,7 +410,34 @@ LogicalResult convertSoftmax(NodeContext &ctx) {
 
 } // namespace
 
+/// LRN: x / (bias + alpha / size * sum of x^2 over the channel window)^beta,
+/// the window [c - floor((size-1)/2), c + ceil((size-1)/2)] clipped to the
+/// channels; its taps gathered side by side along the channels and summed.
+LogicalResult convertLRN(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  if (in.getRank() < 3 || !llvm::isa<FloatType>(in.getElementType()))
+    return ctx.error("expects a floating-point input of rank 3 or more (N, C, ...)");
+  int64_t size = ctx.attrInt("size", 0);
+  if (size < 1)
+    return ctx.error("size must be positive");
+  double alpha = ctx.attrFloat("alpha", 1e-4f), beta = ctx.attrFloat("beta", 0.75f),
+         bias = ctx.attrFloat("bias", 1.0f);
+  int64_t C = in.getDimSize(1), before = (size - 1) / 2;
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  Value sq = g.mul(x, x);
+  Value taps = gatherTaps(g, sq, 1, C, size, 1, 1, before, 0.0);
+  if (!g.ok({taps}))
+    return failure();
+  SmallVector<int64_t> split(in.getShape());
+  split.insert(split.begin() + 2, size);
+  Value sum = g.reduce<kiln::ReduceSumOp>(g.reshape(taps, split), {2}, false);
+  Value base = g.add(g.mul(sum, g.scalar(x, alpha / static_cast<double>(size))), g.scalar(x, bias));
+  return g.result(g.div(x, g.bin<kiln::PowOp>(base, g.scalar(x, beta))));
+}
+
 void registerNNConverters(llvm::StringMap<Converter> &t) {
+  t["LRN"] = convertLRN;
   t["Conv"] = convertConv;
   t["Gemm"] = convertGemm;
   t["MatMul"] = convertMatMul;

@@ -354,6 +354,26 @@ def conv3d_pool3d():
                  [init("w", f32(6, 2, 3, 3, 3))])
 
 
+def lrn_window_reverse():
+    # LRN over channels, a Hann window (a compile-time constant) scaling the
+    # last axis, ReverseSequence of the first seq[b] time steps.
+    nodes = [helper.make_node("LRN", ["x"], ["l"], name="lrn", size=3, alpha=0.01, beta=0.5),
+             helper.make_node("HannWindow", ["n"], ["w"], name="hann"),
+             helper.make_node("Mul", ["l", "w"], ["y"], name="scale"),
+             helper.make_node("ReverseSequence", ["s", "lens"], ["r"], name="rev",
+                              batch_axis=0, time_axis=1)]
+    return model(nodes, [vi("x", [1, 5, 2, 4]), vi("s", [3, 6, 2]),
+                         vi("lens", [3], TensorProto.INT64)],
+                 [vi("y", None), vi("r", None)], [init("n", np.array(4, np.int64))], opset=17)
+
+
+def grid_sample():
+    # Bilinear, zeros padding: 4 taps, each a gather_elements over H*W.
+    nodes = [helper.make_node("GridSample", ["x", "grid"], ["y"], name="warp")]
+    return model(nodes, [vi("x", [1, 3, 4, 5]), vi("grid", [1, 2, 6, 2])], [vi("y", None)],
+                 opset=16)
+
+
 def new_opset():
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     return model(nodes, [vi("x", [2])], [vi("y", [2])], opset=99)
@@ -413,7 +433,8 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_shape_data, dynamic_two_symbols,
-                                 old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d, slice_runtime,
+                                 old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
+                                 lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,
                                  logic_ops, composite_ops]}
 OUT_CASES = {"external_inside": external_inside, "external_outside": external_outside}

@@ -528,6 +528,40 @@ CASES = {
     # Indexing with run-time indices (an embedding lookup, GatherElements),
     # ArgMax/ArgMin and CumSum along an axis, Split/Tile/DepthToSpace/Trilu
     # built from slices, expands, transposes and masks.
+    # ReverseSequence with run-time lengths (1 to 6 of 6 steps), LRN across
+    # channels (AlexNet/GoogLeNet), a Hamming window scaling frames.
+    "reverse_sequence_time0": typed([("x", (6, 4, 3), "f32", "normal"),
+                                     ("lens", (4,), "i64", "small")],
+                                    [("Clip", ["lens", "lo", "hi"], {}),
+                                     ("ReverseSequence", ["x", "t0"],
+                                      {"batch_axis": 1, "time_axis": 0})],
+                                    consts=[("lo", np.array(1, np.int64)),
+                                            ("hi", np.array(6, np.int64))]),
+    "lrn_alexnet": typed([("x", (2, 16, 7, 7), "f32", "normal")],
+                         [("LRN", ["x"], {"size": 5, "alpha": 1e-4, "beta": 0.75, "bias": 2.0})]),
+    "lrn_size3": typed([("x", (1, 6, 5, 3), "f32", "normal")],
+                       [("LRN", ["x"], {"size": 3, "alpha": 0.3, "beta": 0.6})]),
+    "hamming_frames": typed([("x", (3, 10), "f32", "normal")],
+                            [("HammingWindow", ["n"], {"periodic": 0}), ("Mul", ["x", "t0"], {})],
+                            consts=[("n", np.array(10, np.int64))]),
+    # GridSample (spatial transformers, flow warping, deformable DETR): grids
+    # drawn normal, so a third of the points fall outside and exercise the
+    # padding modes.
+    "gridsample_bilinear_zeros": typed([("x", (2, 3, 7, 9), "f32", "normal"),
+                                        ("grid", (2, 5, 4, 2), "f32", "normal")],
+                                       [("GridSample", ["x", "grid"], {})], opset=16),
+    "gridsample_nearest_border_aligned": typed(
+        [("x", (1, 4, 6, 5), "f32", "normal"), ("grid", (1, 8, 3, 2), "f32", "normal")],
+        [("GridSample", ["x", "grid"], {"mode": "nearest", "padding_mode": "border",
+                                        "align_corners": 1})], opset=16),
+    "gridsample_bicubic_reflection": typed(
+        [("x", (1, 2, 8, 6), "f32", "normal"), ("grid", (1, 4, 7, 2), "f32", "normal")],
+        [("GridSample", ["x", "grid"], {"mode": "bicubic", "padding_mode": "reflection"})],
+        opset=16),
+    "gridsample_volumetric_linear": typed(
+        [("x", (1, 2, 4, 5, 6), "f32", "normal"), ("grid", (1, 3, 2, 4, 3), "f32", "normal")],
+        [("GridSample", ["x", "grid"], {"mode": "linear", "padding_mode": "reflection",
+                                        "align_corners": 1})], opset=20),
     "gather_embedding": typed([("ids", (2, 7), "i64", "small")], [("Gather", ["table", "ids"], {})],
                               consts=[("table", crng.standard_normal((9, 16)).astype(np.float32))]),
     "gather_axis1_negative": typed([("x", (3, 8, 5), "f32", "normal")],
