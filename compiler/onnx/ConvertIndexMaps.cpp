@@ -556,6 +556,9 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
   if (failed(strides) || failed(dil) || failed(outPad))
     return failure();
   for (size_t i = 0; i < nsp; ++i)
+    if (in.getDimSize(2 + i) == 0)
+      return ctx.error("the input's spatial dimensions must not be empty");
+  for (size_t i = 0; i < nsp; ++i)
     if ((*strides)[i] < 1 || (*dil)[i] < 1 || (*outPad)[i] < 0 || kernel[i] < 1)
       return ctx.error("strides, dilations and kernel sizes must be positive, "
                        "output_padding not negative");
@@ -730,8 +733,11 @@ LogicalResult convertGridSample(NodeContext &ctx) {
     P *= gT.getDimSize(i);
     outShape.push_back(gT.getDimSize(i));
   }
-  for (int64_t i = 2; i < rank; ++i)
+  for (int64_t i = 2; i < rank; ++i) {
+    if (xT.getDimSize(i) == 0)
+      return ctx.error("the input's spatial dimensions must not be empty");
     S *= xT.getDimSize(i);
+  }
   // Coordinate arithmetic in f32 (f64 for f64 models).
   Type ft = xT.getElementType().isF64() ? Type(b.getF64Type()) : Type(b.getF32Type());
   Type i64 = b.getIntegerType(64);

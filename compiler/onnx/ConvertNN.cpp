@@ -72,6 +72,11 @@ Value gatherTaps(Builder &g, Value x, int64_t axis, int64_t out, int64_t k, int6
   OpBuilder &b = g.ctx.builder;
   auto shape = g.shape(x);
   int64_t n = shape[axis], rank = shape.size();
+  if (n == 0) {
+    (void)g.ctx.error("cannot slide a window over the empty dimension " + Twine(axis));
+    g.failed = true;
+    return Value();
+  }
   HostTensor idx{b.getIntegerType(64), {out * k}, {}, {}};
   HostTensor mask{b.getI1Type(), {}, {}, {}};
   mask.shape.assign(rank, 1);
