@@ -229,6 +229,19 @@ Value applyPlan(Builder &g, Value x, int64_t axis, const AxisPlan &p, bool weigh
   return acc;
 }
 
+/// Ors into `outside` a mask of the positions along `axis` that the plan
+/// reads from no input position (nothing when there are none).
+void orOutsideMask(Builder &g, int64_t rank, int64_t axis, const AxisPlan &p, const Twine &what,
+                   Value &outside) {
+  if (!llvm::is_contained(p.outside, true))
+    return;
+  std::vector<int64_t> shape(rank, 1);
+  shape[axis] = p.out;
+  std::vector<double> m(p.outside.begin(), p.outside.end());
+  Value mask = hostConstant(g, g.ctx.builder.getI1Type(), shape, m, what);
+  outside = outside ? g.bin<kiln::OrOp>(outside, mask) : mask;
+}
+
 LogicalResult convertResize(NodeContext &ctx, bool upsample) {
   auto in = ctx.inputType(0);
   int64_t rank = in.getRank();
@@ -362,13 +375,7 @@ LogicalResult convertResize(NodeContext &ctx, bool upsample) {
     if (p.identity())
       continue;
     x = applyPlan(g, x, d, p, a.mode != "nearest");
-    if (llvm::is_contained(p.outside, true)) {
-      std::vector<int64_t> shape(rank, 1);
-      shape[d] = p.out;
-      std::vector<double> m(p.outside.begin(), p.outside.end());
-      Value mask = hostConstant(g, ctx.builder.getI1Type(), shape, m, "outside" + Twine(d));
-      outside = outside ? g.bin<kiln::OrOp>(outside, mask) : mask;
-    }
+    orOutsideMask(g, rank, d, p, "outside" + Twine(d), outside);
   }
   if (outside)
     x = g.where(outside, g.scalar(x, a.extrapolation), x);
@@ -423,13 +430,7 @@ LogicalResult padAxes(NodeContext &ctx, ArrayRef<int64_t> axes, ArrayRef<int64_t
     if (out == 0)
       return ctx.error("padding would leave dimension " + Twine(d) + " empty");
     x = applyPlan(g, x, d, p, false);
-    if (llvm::is_contained(p.outside, true)) {
-      std::vector<int64_t> shape(rank, 1);
-      shape[d] = out;
-      std::vector<double> m(p.outside.begin(), p.outside.end());
-      Value mask = hostConstant(g, ctx.builder.getI1Type(), shape, m, "border" + Twine(d));
-      outside = outside ? g.bin<kiln::OrOp>(outside, mask) : mask;
-    }
+    orOutsideMask(g, rank, d, p, "border" + Twine(d), outside);
   }
   if (outside) {
     Value v = runtimeValue ? g.reshape(runtimeValue, {}) : g.scalar(x, value);
@@ -544,15 +545,8 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
   std::vector<int64_t> kernel(wt.getShape().begin() + 2, wt.getShape().end());
   if (auto k = ctx.attrInts("kernel_shape"); k && *k != kernel)
     return ctx.error("kernel_shape does not match the weight's shape");
-  auto ints = [&](StringRef name, int64_t dflt, size_t n) -> FailureOr<std::vector<int64_t>> {
-    auto v = ctx.attrInts(name).value_or(std::vector<int64_t>(n, dflt));
-    if (v.size() != n)
-      return ctx.error("expects " + Twine(n) + " values in '" + name + "', got " +
-                       Twine(v.size()));
-    return v;
-  };
-  auto strides = ints("strides", 1, nsp), dil = ints("dilations", 1, nsp),
-       outPad = ints("output_padding", 0, nsp);
+  auto strides = spatialInts(ctx, "strides", nsp), dil = spatialInts(ctx, "dilations", nsp),
+       outPad = spatialInts(ctx, "output_padding", nsp, 0);
   if (failed(strides) || failed(dil) || failed(outPad))
     return failure();
   for (size_t i = 0; i < nsp; ++i)
@@ -629,13 +623,7 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
     if (p.identity())
       continue;
     x = applyPlan(g, x, 2 + i, p, false);
-    if (llvm::is_contained(p.outside, true)) {
-      std::vector<int64_t> shape(rank, 1);
-      shape[2 + i] = len;
-      std::vector<double> m(p.outside.begin(), p.outside.end());
-      Value mask = hostConstant(g, b.getI1Type(), shape, m, "spread" + Twine(i));
-      zero = zero ? g.bin<kiln::OrOp>(zero, mask) : mask;
-    }
+    orOutsideMask(g, rank, 2 + i, p, "spread" + Twine(i), zero);
   }
   if (zero)
     x = g.where(zero, g.scalar(x, 0.0), x);

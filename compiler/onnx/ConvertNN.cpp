@@ -9,15 +9,6 @@ using namespace mlir;
 namespace kiln::onnx_import {
 namespace {
 
-/// Strides and dilations default to 1 per spatial dimension.
-FailureOr<std::vector<int64_t>> spatialInts(NodeContext &ctx, StringRef name,
-                                            size_t n) {
-  auto v = ctx.attrInts(name).value_or(std::vector<int64_t>(n, 1));
-  if (v.size() != n)
-    return ctx.error("expects " + Twine(n) + " values in '" + name + "', got " +
-                     Twine(v.size()));
-  return v;
-}
 
 /// Input `i` with a unit dimension inserted at 2: 1-D windows run as 2-D
 /// windows of height 1.
@@ -47,19 +38,6 @@ LogicalResult setWindowResult(NodeContext &ctx, FailureOr<Value> v, bool oneD) {
   shape.erase(shape.begin() + 2);
   return ctx.setResult(ctx.createTyped<kiln::ReshapeOp>(
                       RankedTensorType::get(shape, t.getElementType()), *v));
-}
-
-/// The output length of a window axis (ONNX: floor, or ceil with the last
-/// window starting inside the input or its begin padding); 0 if none fits.
-int64_t windowOut(int64_t n, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
-                  bool ceil) {
-  int64_t span = (k - 1) * d + 1, room = n + pb + pe - span;
-  if (room < 0)
-    return 0;
-  int64_t out = (ceil ? (room + s - 1) / s : room / s) + 1;
-  if (ceil && (out - 1) * s >= n + pb)
-    --out;
-  return out;
 }
 
 /// The taps of window axis `axis` side by side: [.., n, ..] -> [.., out*K, ..]
@@ -105,6 +83,15 @@ Value gatherTaps(Builder &g, Value x, int64_t axis, int64_t out, int64_t k, int6
 
 } // namespace
 
+FailureOr<std::vector<int64_t>> spatialInts(NodeContext &ctx, StringRef name, size_t n,
+                                            int64_t dflt) {
+  auto v = ctx.attrInts(name).value_or(std::vector<int64_t>(n, dflt));
+  if (v.size() != n)
+    return ctx.error("expects " + Twine(n) + " values in '" + name + "', got " +
+                     Twine(v.size()));
+  return v;
+}
+
 /// 3-D convolution as one 2-D convolution: the depth taps gathered into
 /// the channels (per group: [kD, C/G]), batch and output depth merged.
 /// `pads` is ONNX's [d, h, w begins, d, h, w ends].
@@ -121,7 +108,7 @@ FailureOr<Value> buildConv3d(NodeContext &ctx, Value x, Value w, Value bias,
   for (size_t i = 0; i < 3; ++i)
     if (strides[i] < 1 || dil[i] < 1)
       return ctx.error("strides and dilations must be positive");
-  int64_t Do = windowOut(D, kD, strides[0], dil[0], pads[0], pads[3], false);
+  int64_t Do = kiln::windowOut(D, kD, strides[0], dil[0], pads[0], pads[3], false);
   if (Do < 1)
     return ctx.error("the kernel's depth does not fit the padded input");
   Value t = gatherTaps(g, x, 2, Do, kD, strides[0], dil[0], pads[0], 0.0);
@@ -235,7 +222,7 @@ FailureOr<Value> buildPool3d(NodeContext &ctx, Value x, bool isMax, bool countIn
     int64_t n = xs[2 + i], k = kernel[i], s = strides[i], d = dil[i];
     if (k < 1 || s < 1 || d < 1)
       return ctx.error("kernel sizes, strides and dilations must be positive");
-    int64_t out = windowOut(n, k, s, d, pads[i], pads[3 + i], ceil);
+    int64_t out = kiln::windowOut(n, k, s, d, pads[i], pads[3 + i], ceil);
     if (out < 1)
       return ctx.error("the window does not fit the padded input along axis " + Twine(2 + i));
     outShape.push_back(out);

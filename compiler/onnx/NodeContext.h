@@ -216,6 +216,10 @@ mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t onnxType);
 /// Normalizes a possibly negative axis for `rank`; fails with a diagnostic.
 mlir::FailureOr<int64_t> normalizeAxis(NodeContext &ctx, int64_t axis,
                                        int64_t rank);
+/// A per-spatial-dimension attribute (strides, dilations, output_padding):
+/// `n` values, `dflt` each when absent.
+mlir::FailureOr<std::vector<int64_t>> spatialInts(NodeContext &ctx, llvm::StringRef name,
+                                                  size_t n, int64_t dflt = 1);
 /// A 3-D convolution (NCDHW input, OIDHW weight, optional bias; pads as
 /// ONNX's [begins, ends]) built from one 2-D kiln.conv.
 mlir::FailureOr<mlir::Value> buildConv3d(NodeContext &ctx, mlir::Value x, mlir::Value w,

@@ -28,6 +28,12 @@ namespace kiln {
 /// activations. Such ops fuse into epilogues and elementwise kernels.
 bool isElementwise(mlir::Operation *op);
 
+/// The output size of one windowed spatial dimension (convolution or
+/// pooling; ONNX's rule: with ceil mode the last window starts inside the
+/// input or its begin padding); 0 when no window fits.
+int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pBegin, int64_t pEnd,
+                  bool ceilMode);
+
 /// Where a tensor's elements lie in the buffer of another: element i (a
 /// coordinate per dimension) is at offset + sum(i[d] * strides[d]) of
 /// `base`'s row-major buffer.

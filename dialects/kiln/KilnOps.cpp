@@ -39,8 +39,9 @@ LogicalResult broadcast(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
   return success();
 }
 
-/// Output size of one windowed spatial dimension (convolution or pooling).
-int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pBegin,
+} // namespace
+
+int64_t kiln::windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pBegin,
                   int64_t pEnd, bool ceilMode) {
   int64_t span = in + pBegin + pEnd - ((k - 1) * d + 1);
   if (span < 0)
@@ -51,6 +52,8 @@ int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pBegin,
     --out;
   return out;
 }
+
+namespace {
 
 /// `dense` with its dimensions permuted (result dimension i is input
 /// dimension perm[i]); null for bit-packed (i1) elements.
