@@ -539,6 +539,9 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
   size_t nsp = rank - 2;
   int64_t group = ctx.attrInt("group", 1);
   int64_t C = in.getDimSize(1), Mg = wt.getDimSize(1);
+  if (!ctx.hostInput(0) && !ctx.hostInput(1) &&
+      ctx.requireEqual(ctx.input(1), 0, ctx.input(0), 1))
+    return failure(); // the import restarts with the symbol fixed
   if (group < 1 || C % group || wt.getDimSize(0) != C)
     return ctx.error("the weight has " + Twine(wt.getDimSize(0)) + " input channels; the "
                      "input has " + Twine(C) + " in " + Twine(group) + " group(s)");

@@ -84,6 +84,9 @@ FailureOr<LossArgs> lossArgs(NodeContext &ctx) {
   for (int64_t d = 1; d < t.getRank(); ++d)
     if (t.getDimSize(d) != in.getDimSize(d + 1))
       return ctx.error("target dimension " + Twine(d) + " differs from the scores'");
+  if (ctx.hasInput(2) && ctx.inputType(2).getRank() == 1 && !ctx.hostInput(2) &&
+      !ctx.hostInput(0) && ctx.requireEqual(ctx.input(2), 0, ctx.input(0), 1))
+    return failure(); // the import restarts with the symbol fixed
   if (ctx.hasInput(2) && (ctx.inputType(2).getRank() != 1 ||
                           ctx.inputType(2).getDimSize(0) != in.getDimSize(1)))
     return ctx.error("expects a weight of shape (C)");

@@ -102,6 +102,8 @@ FailureOr<Value> buildConv3d(NodeContext &ctx, Value x, Value w, Value bias,
   auto xs = g.shape(x), ws = g.shape(w);
   int64_t N = xs[0], C = xs[1], D = xs[2], H = xs[3], W = xs[4];
   int64_t O = ws[0], Cg = ws[1], kD = ws[2];
+  if (group >= 1 && C % group == 0 && ctx.requireSize(w, 1, C / group))
+    return failure(); // the import restarts with the symbol fixed
   if (group < 1 || C % group || C / group != Cg || O % group)
     return ctx.error("the weight has " + Twine(Cg) + " input channels per group; the input "
                      "has " + Twine(C) + " channels in " + Twine(group) + " group(s)");
@@ -191,8 +193,37 @@ LogicalResult convertGemm(NodeContext &ctx) {
   // Before opset 7, broadcast=0 required C to be M x N already; numpy
   // broadcasting (what kiln.gemm does) agrees on those shapes.
   OpBuilder &b = ctx.builder;
+  Value c = ctx.input(2);
+  bool tA = ctx.attrInt("transA", 0) != 0, tB = ctx.attrInt("transB", 0) != 0;
+  if (c && !ctx.imp.symbols.empty()) {
+    // A dynamic dimension of C broadcast against a static one of the
+    // result: 1 or that size (pinned); a result of 1 fixes it to 1.
+    auto at = ctx.inputType(0), bt = ctx.inputType(1), ct = ctx.inputType(2);
+    if (at.getRank() == 2 && bt.getRank() == 2 && ct.getRank() <= 2) {
+      Value a = ctx.input(0), bv = ctx.input(1);
+      int64_t mAxis = tA ? 1 : 0, nAxis = tB ? 0 : 1;
+      std::pair<Value, int64_t> res[2] = {{a, mAxis}, {bv, nAxis}};
+      for (int64_t d = 0; d < ct.getRank(); ++d) {
+        auto [src, axis] = res[d + 2 - ct.getRank()];
+        bool cSym = ctx.imp.symbols.of(c)[d] >= 0;
+        if (ctx.imp.symbols.of(src)[axis] >= 0) {
+          // A static size of C fixes the result's symbol.
+          if (!cSym && ct.getDimSize(d) > 1 && ctx.requireSize(src, axis, ct.getDimSize(d)))
+            return failure();
+          continue; // the same symbol or another: the tracker decides
+        }
+        if (!cSym)
+          continue;
+        int64_t k = llvm::cast<RankedTensorType>(src.getType()).getDimSize(axis);
+        if (k == 1 ? ctx.requireSize(c, d, 1) : false)
+          return failure(); // the import restarts with the symbol fixed
+        if (k > 1)
+          c = ctx.pinAxis(c, d, k);
+      }
+    }
+  }
   return ctx.setResult(ctx.create<kiln::GemmOp>(
-                      ctx.input(0), ctx.input(1), ctx.input(2),
+                      ctx.input(0), ctx.input(1), c,
                       b.getF32FloatAttr(ctx.attrFloat("alpha", 1.0f)),
                       b.getF32FloatAttr(ctx.attrFloat("beta", 1.0f)),
                       b.getBoolAttr(ctx.attrInt("transA", 0) != 0),

@@ -29,6 +29,22 @@ LogicalResult reshapeTo(NodeContext &ctx, ArrayRef<int64_t> shape) {
   }
   auto in = ctx.inputType(0);
   auto type = RankedTensorType::get(shape, in.getElementType());
+  if (type.getNumElements() != in.getNumElements() && !llvm::is_contained(shape, 0)) {
+    // A static target fixes the one symbolic axis of the input, if any.
+    Value x = ctx.input(0);
+    int64_t rest = 1, symAxis = -1, n = 0;
+    for (int64_t d = 0; d < in.getRank(); ++d) {
+      if (ctx.imp.symbols.of(x)[d] >= 0) {
+        symAxis = d;
+        ++n;
+      } else {
+        rest *= in.getDimSize(d);
+      }
+    }
+    if (n == 1 && rest > 0 && type.getNumElements() % rest == 0 &&
+        ctx.requireSize(x, symAxis, type.getNumElements() / rest))
+      return failure(); // the import restarts with the symbol fixed
+  }
   if (type.getNumElements() != in.getNumElements())
     return ctx.error("cannot reshape " + Twine(in.getNumElements()) +
                      " elements to " + Twine(type.getNumElements()));

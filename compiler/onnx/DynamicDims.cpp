@@ -40,6 +40,120 @@ bool SymbolTracker::masked(Value v, int64_t d) const {
   return m && llvm::is_contained(m.asArrayRef(), d);
 }
 
+bool SymbolTracker::requireSize(Value v, int64_t d, int64_t size) {
+  if (fix || !v || d < 0 || d >= rankOf(v))
+    return false;
+  int32_t s = of(v)[d];
+  if (s < 0)
+    return false;
+  fix = Fix{s, size, -1};
+  return true;
+}
+
+bool SymbolTracker::requireEqual(Value a, int64_t da, Value b, int64_t db) {
+  if (fix || !a || !b || da < 0 || db < 0 || da >= rankOf(a) || db >= rankOf(b))
+    return false;
+  int32_t sa = of(a)[da], sb = of(b)[db];
+  if (sa >= 0 && sb >= 0) {
+    if (sa == sb)
+      return false;
+    fix = Fix{std::max(sa, sb), 0, std::min(sa, sb)};
+    return true;
+  }
+  if (sa >= 0)
+    return requireSize(a, da, dimOf(b, db));
+  if (sb >= 0)
+    return requireSize(b, db, dimOf(a, da));
+  return false;
+}
+
+bool SymbolTracker::constrain(StringRef opName, ValueRange operands,
+                              DictionaryAttr attrs) {
+  if (empty() || fix)
+    return false;
+  auto boolAttr = [&](StringRef n) {
+    auto a = attrs ? attrs.getAs<BoolAttr>(n) : nullptr;
+    return a && a.getValue();
+  };
+  auto intAttr = [&](StringRef n, int64_t dflt) {
+    auto a = attrs ? attrs.getAs<IntegerAttr>(n) : nullptr;
+    return a ? a.getInt() : dflt;
+  };
+  auto ranked = [&](size_t i) {
+    return i < operands.size() && operands[i] &&
+           llvm::isa<RankedTensorType>(operands[i].getType());
+  };
+  if (opName == kiln::GemmOp::getOperationName()) {
+    if (!ranked(0) || !ranked(1) || rankOf(operands[0]) != 2 || rankOf(operands[1]) != 2)
+      return false;
+    Value a = operands[0], b = operands[1];
+    int64_t kA = boolAttr("trans_a") ? 0 : 1, kB = boolAttr("trans_b") ? 1 : 0;
+    return requireEqual(a, kA, b, kB);
+  }
+  if (opName == kiln::MatMulOp::getOperationName()) {
+    if (!ranked(0) || !ranked(1) || rankOf(operands[0]) < 1 || rankOf(operands[1]) < 1)
+      return false;
+    Value l = operands[0], r = operands[1];
+    int64_t rr = rankOf(r);
+    return requireEqual(l, rankOf(l) - 1, r, rr >= 2 ? rr - 2 : 0);
+  }
+  if (opName == kiln::BatchNormOp::getOperationName()) {
+    if (!ranked(0) || rankOf(operands[0]) < 2)
+      return false;
+    for (size_t i = 1; i < operands.size(); ++i)
+      if (ranked(i) && rankOf(operands[i]) == 1 && requireEqual(operands[i], 0, operands[0], 1))
+        return true;
+    return false;
+  }
+  if (opName == kiln::LayerNormOp::getOperationName()) {
+    if (!ranked(0))
+      return false;
+    Value in = operands[0];
+    int64_t rank = rankOf(in), axis = intAttr("axis", -1);
+    for (size_t i = 1; i < operands.size(); ++i) {
+      if (!ranked(i))
+        continue;
+      Value p = operands[i];
+      // Right-aligned over the normalized axes [axis, rank).
+      for (int64_t d = 0; d < rankOf(p); ++d) {
+        int64_t id = d + rank - rankOf(p);
+        if (id >= axis && id >= 0 && requireEqual(p, d, in, id))
+          return true;
+      }
+    }
+    return false;
+  }
+  if (opName == kiln::ConvOp::getOperationName()) {
+    if (!ranked(0) || !ranked(1) || rankOf(operands[0]) < 3 ||
+        rankOf(operands[1]) != rankOf(operands[0]))
+      return false;
+    Value x = operands[0], w = operands[1];
+    int64_t group = std::max<int64_t>(1, intAttr("group", 1));
+    // The weight's input channels are the data's per group.
+    if (of(w)[1] >= 0 && of(x)[1] < 0 && dimOf(x, 1) % group == 0)
+      return requireSize(w, 1, dimOf(x, 1) / group);
+    if (group == 1 && requireEqual(w, 1, x, 1))
+      return true;
+    // The bias has one value per output channel.
+    return ranked(2) && rankOf(operands[2]) == 1 && requireEqual(operands[2], 0, w, 0);
+  }
+  if (opName == kiln::ConcatOp::getOperationName()) {
+    int64_t rank = ranked(0) ? rankOf(operands[0]) : 0;
+    int64_t axis = intAttr("axis", 0);
+    axis = axis < 0 ? axis + rank : axis;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == axis)
+        continue;
+      for (size_t i = 1; i < operands.size(); ++i)
+        if (ranked(i) && rankOf(operands[i]) == rank &&
+            requireEqual(operands[i], d, operands[0], d))
+          return true;
+    }
+    return false;
+  }
+  return false;
+}
+
 /// numpy broadcasting of `operands` to the op's first result: a result axis
 /// carries a symbol when an operand's aligned axis does; every other operand
 /// must carry the same symbol there or have size 1 (a static size there
@@ -70,6 +184,15 @@ LogicalResult SymbolTracker::broadcast(Operation *op, ValueRange operands,
       int64_t d = r - (rank - rankOf(v));
       if (d < 0 || of(v)[d] >= 0 || dimOf(v, d) == 1)
         continue;
+      // The symbol must be that size: fix it (the operands carrying it).
+      // (Not to its bound: a static size equal to it is most likely
+      // derived from it, e.g. an iota over the padded axis.)
+      for (Value w : operands) {
+        int64_t e = r - (rank - rankOf(w));
+        if (e >= 0 && of(w)[e] == out[r] && dimOf(v, d) != bounds[out[r]] &&
+            requireSize(w, e, dimOf(v, d)))
+          return failure();
+      }
       why = "operand " + std::to_string(i) + " has the static size " +
             std::to_string(dimOf(v, d)) + " along dynamic dimension " +
             symbolName(out[r]);
@@ -134,10 +257,33 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
   };
 
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<kiln::ConvOp>([&](kiln::ConvOp c) {
-        if (failed(mustBeStatic(c->getOperands().drop_front(), "weight or bias")))
+      .Case<kiln::ConvOp>([&](kiln::ConvOp c) -> LogicalResult {
+        // Output channel o reads only filter o: a symbol on the filters
+        // (and the same one on the bias) carries over to the channels.
+        AxisSymbols w = of(c.getWeight());
+        int32_t filters = w.empty() ? -1 : w[0];
+        if (!w.empty())
+          w[0] = -1;
+        for (int32_t s : w)
+          if (s >= 0) {
+            why = "its weight has dynamic dimension " + symbolName(s) +
+                  " on an axis other than the filters'";
+            return failure();
+          }
+        if (Value bias = c.getBias())
+          if (of(bias)[0] != filters) {
+            why = "its bias and weight differ along dynamic dimension " +
+                  symbolName(std::max(of(bias)[0], filters));
+            return failure();
+          }
+        if (failed(batchOnly(c.getInput())))
           return failure();
-        return batchOnly(c.getInput());
+        if (filters >= 0) {
+          AxisSymbols out = of(res);
+          out[1] = filters;
+          setSymbols(res, out);
+        }
+        return success();
       })
       .Case<kiln::MaxPoolOp, kiln::AvgPoolOp, kiln::GlobalAvgPoolOp>(
           [&](Operation *p) { return batchOnly(p->getOperand(0)); })
@@ -342,7 +488,8 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
       .Case<kiln::GatherOp>([&](kiln::GatherOp g) {
         AxisSymbols d = of(g.getData()), ix = of(g.getIndices());
         int64_t ax = g.getAxis() < 0 ? g.getAxis() + (int64_t)d.size() : g.getAxis();
-        if (d[ax] >= 0)
+        // (MaskSymbols wraps negative indices by the run-time size.)
+        if (d[ax] >= 0 && !g->hasAttr("kiln.symbol_indices"))
           return mixes(d[ax], "it gathers along");
         AxisSymbols out(d.begin(), d.begin() + ax);
         out.append(ix.begin(), ix.end());
@@ -354,7 +501,7 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
       .Case<kiln::GatherElementsOp>([&](kiln::GatherElementsOp g) {
         AxisSymbols d = of(g.getData()), ix = of(g.getIndices());
         int64_t ax = g.getAxis() < 0 ? g.getAxis() + (int64_t)d.size() : g.getAxis();
-        if (d[ax] >= 0)
+        if (d[ax] >= 0 && !g->hasAttr("kiln.symbol_indices"))
           return mixes(d[ax], "it gathers along");
         AxisSymbols out = ix;
         for (int64_t k = 0; k < (int64_t)d.size(); ++k) {

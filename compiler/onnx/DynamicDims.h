@@ -14,16 +14,26 @@
 // it, a gather, slice or concat along it, a reshape merging it) is an error
 // naming the node, the op and the symbol -- never a wrong answer.
 //
+// Some ops need a symbol to equal a static size (a weight's channel count
+// against the data's, the inner dimension of a product, a loss weight of
+// C values) or another symbol (both inner dimensions of a product). Those
+// are constraints of the model, not choices: the tracker records one as a
+// *fix request*, the importer fails silently and imports again with the
+// symbol static (or renamed to the other), and warns that it did
+// (ONNX Runtime's symbolic shape inference merges dimensions the same way).
+//
 //===----------------------------------------------------------------------===//
 #ifndef KILN_COMPILER_ONNX_DYNAMICDIMS_H
 #define KILN_COMPILER_ONNX_DYNAMICDIMS_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +50,28 @@ public:
   /// Symbols broadcast against a static size K (> 1): a run must give 1 or K.
   std::map<int32_t, int64_t> pins;
 
+  /// A constraint found while building: `symbol` must be `size` (when
+  /// `other` < 0) or the symbol `other`.
+  struct Fix {
+    int32_t symbol = -1;
+    int64_t size = 0;
+    int32_t other = -1;
+  };
+  std::optional<Fix> fix;
+
   bool empty() const { return names.empty(); }
+  /// When axis `d` of `v` carries a symbol, requests that it be fixed to
+  /// `size` and returns true: the caller then fails without a diagnostic
+  /// and the import restarts (Importer::run's caller).
+  bool requireSize(mlir::Value v, int64_t d, int64_t size);
+  /// Axis `da` of `a` and `db` of `b` must have equal sizes: requests a fix
+  /// when one carries a symbol and the other a static size or another
+  /// symbol (true), and returns false when both agree already.
+  bool requireEqual(mlir::Value a, int64_t da, mlir::Value b, int64_t db);
+  /// The constraints kiln op `opName` puts on its operands' sizes (checked
+  /// before the op is built; see requireEqual).
+  bool constrain(llvm::StringRef opName, mlir::ValueRange operands,
+                 mlir::DictionaryAttr attrs);
   /// Records the symbols of a graph input.
   void setSymbols(mlir::Value v, const AxisSymbols &axes);
   /// The symbols of `v` (all -1 for values that carry none).

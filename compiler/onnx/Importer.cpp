@@ -342,11 +342,20 @@ LogicalResult Importer::inputSymbols(const onnx::ValueInfoProto &vi,
       axes.push_back(-1);
       continue;
     }
-    std::string sym = symbolNameOf(vi, d);
+    std::string sym = symbolNameOf(vi, d), given0 = sym;
+    for (auto a = aliases.find(sym); a != aliases.end(); a = aliases.find(sym))
+      sym = a->second;
+    if (auto f = fixedSizes.find(sym); f != fixedSizes.end()) {
+      shape.push_back(f->second); // the model fixes it (SymbolTracker::Fix)
+      axes.push_back(-1);
+      continue;
+    }
     auto it = llvm::find(symbols.names, sym);
     int32_t id = it - symbols.names.begin();
     if (it == symbols.names.end()) {
       auto given = givenBounds.find(sym);
+      if (given == givenBounds.end())
+        given = givenBounds.find(given0);
       symbols.names.push_back(sym);
       symbols.bounds.push_back(given != givenBounds.end() ? given->second
                                                           : kDefaultSymbolBound);
@@ -582,6 +591,10 @@ LogicalResult Importer::run(const ImportOptions &options,
                    << "): input '" << in << "' is not produced by any earlier "
                    << "node, initializer or graph input";
     NodeContext nc(*this, node, opset, b, nodeLoc(node, i));
+    currentNode = "node '" +
+                  (node.name().empty() ? llvm::cast<NameLoc>(nc.loc).getName().str()
+                                       : node.name()) +
+                  "' (" + node.op_type() + ")";
     int required = requiredInputs(node.op_type(), opset);
     for (int r = 0; r < required; ++r)
       if (r >= node.input_size() || node.input(r).empty())
@@ -666,14 +679,74 @@ Value Importer::valueOf(OpBuilder &b, const std::string &name) {
   return s.value;
 }
 
+namespace {
+/// A diagnostic held back until the attempt that emitted it is known to be
+/// the last (see importOnnxFile).
+struct HeldDiagnostic {
+  Location loc;
+  DiagnosticSeverity severity;
+  std::string message;
+  std::vector<std::pair<Location, std::string>> notes;
+};
+} // namespace
+
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
                                      const ImportOptions &options) {
   ctx.loadDialect<kiln::KilnDialect, func::FuncDialect>();
-  Importer imp(ctx, path);
-  OwningOpRef<ModuleOp> module;
-  if (failed(imp.run(options, module)))
-    return nullptr;
-  return module;
+  // An import that finds a symbol the model fixes (a weight's channel
+  // count, a product's inner dimension: SymbolTracker::Fix) starts again
+  // with the symbol static or renamed; each attempt removes one symbol.
+  std::map<std::string, int64_t> fixedSizes;
+  std::map<std::string, std::string> aliases;
+  std::vector<std::string> fixNotes;
+  for (;;) {
+    Importer imp(ctx, path);
+    imp.fixedSizes = fixedSizes;
+    imp.aliases = aliases;
+    std::vector<HeldDiagnostic> held;
+    OwningOpRef<ModuleOp> module;
+    LogicalResult ok = failure();
+    {
+      ScopedDiagnosticHandler hold(&ctx, [&](Diagnostic &d) {
+        HeldDiagnostic h{d.getLocation(), d.getSeverity(), d.str(), {}};
+        for (Diagnostic &n : d.getNotes())
+          h.notes.emplace_back(n.getLocation(), n.str());
+        held.push_back(std::move(h));
+        return success();
+      });
+      ok = imp.run(options, module);
+    }
+    auto &fix = imp.symbols.fix;
+    if (failed(ok) && fix && fix->symbol < (int32_t)imp.symbols.names.size()) {
+      const std::string &name = imp.symbols.names[fix->symbol];
+      if (fix->other >= 0) {
+        const std::string &other = imp.symbols.names[fix->other];
+        aliases[name] = other;
+        fixNotes.push_back("dynamic dimensions '" + name + "' and '" + other +
+                           "' are taken as one: " + imp.currentNode +
+                           " needs them equal");
+      } else {
+        fixedSizes[name] = fix->size;
+        fixNotes.push_back("dynamic dimension '" + name + "' is fixed to " +
+                           std::to_string(fix->size) + ": " + imp.currentNode +
+                           " needs that size; inputs must have it");
+      }
+      continue;
+    }
+    for (HeldDiagnostic &h : held) {
+      InFlightDiagnostic d = h.severity == DiagnosticSeverity::Error     ? emitError(h.loc)
+                             : h.severity == DiagnosticSeverity::Warning ? emitWarning(h.loc)
+                                                                         : emitRemark(h.loc);
+      d << h.message;
+      for (auto &[loc, msg] : h.notes)
+        d.attachNote(loc) << msg;
+    }
+    if (failed(ok))
+      return nullptr;
+    for (const std::string &n : fixNotes)
+      emitWarning(FileLineColLoc::get(&ctx, path, 0, 0)) << n;
+    return module;
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -772,21 +845,49 @@ void NodeContext::pinBroadcast(SmallVectorImpl<Value> &operands) {
       int32_t sym = d < 0 ? -1 : st.of(v)[d];
       if (sym < 0 || t.getDimSize(d) < k)
         continue;
-      auto pin = st.pins.find(sym);
-      if (pin != st.pins.end() && pin->second != k)
-        continue; // pinned to another size: the verifier reports it
-      st.pins[sym] = k;
-      SmallVector<int64_t> offsets(t.getRank(), 0), strides(t.getRank(), 1);
-      SmallVector<int64_t> sizes(t.getShape());
-      sizes[d] = k;
-      OpBuilder::InsertionGuard guard(builder);
-      auto slice = kiln::SliceOp::create(builder, loc, v, builder.getDenseI64ArrayAttr(offsets),
-                                         builder.getDenseI64ArrayAttr(sizes),
-                                         builder.getDenseI64ArrayAttr(strides));
-      slice->setAttr("kiln.pins_symbol", builder.getI32IntegerAttr(sym));
-      v = slice.getResult();
+      v = pinAxis(v, d, k);
     }
   }
+}
+
+Value NodeContext::pinAxis(Value v, int64_t d, int64_t k) {
+  SymbolTracker &st = imp.symbols;
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  int32_t sym = st.of(v)[d];
+  auto pin = st.pins.find(sym);
+  if (sym < 0 || t.getDimSize(d) < k || (pin != st.pins.end() && pin->second != k))
+    return v; // pinned to another size: the verifier reports it
+  st.pins[sym] = k;
+  SmallVector<int64_t> offsets(t.getRank(), 0), strides(t.getRank(), 1);
+  SmallVector<int64_t> sizes(t.getShape());
+  sizes[d] = k;
+  OpBuilder::InsertionGuard guard(builder);
+  auto slice = kiln::SliceOp::create(builder, loc, v, builder.getDenseI64ArrayAttr(offsets),
+                                     builder.getDenseI64ArrayAttr(sizes),
+                                     builder.getDenseI64ArrayAttr(strides));
+  slice->setAttr("kiln.pins_symbol", builder.getI32IntegerAttr(sym));
+  return slice.getResult();
+}
+
+bool NodeContext::requireSize(Value v, int64_t d, int64_t size) {
+  std::string why;
+  if (imp.symbols.empty() || failed(imp.deriveSymbols(why)))
+    return false;
+  return imp.symbols.requireSize(v, d, size);
+}
+
+bool NodeContext::requireEqual(Value a, int64_t da, Value b, int64_t db) {
+  std::string why;
+  if (imp.symbols.empty() || failed(imp.deriveSymbols(why)))
+    return false;
+  return imp.symbols.requireEqual(a, da, b, db);
+}
+
+bool NodeContext::constrainSymbols(OperationState &state, DictionaryAttr attrs) {
+  std::string why;
+  if (imp.symbols.empty() || failed(imp.deriveSymbols(why)))
+    return false;
+  return imp.symbols.constrain(state.name.getStringRef(), state.operands, attrs);
 }
 
 LogicalResult NodeContext::error(const Twine &msg) {

@@ -28,6 +28,12 @@ public:
 
   mlir::MLIRContext *ctx;
   std::string path;
+  /// Symbols an earlier attempt found fixed by the model (SymbolTracker::
+  /// Fix), by name: to a static size, or renamed to another symbol.
+  std::map<std::string, int64_t> fixedSizes;
+  std::map<std::string, std::string> aliases;
+  /// The node being converted ("node 'n' (Op)"), for notes on fixes.
+  std::string currentNode;
   onnx::ModelProto model;
   int64_t opset = 0;
   std::map<std::string, Slot> slots;

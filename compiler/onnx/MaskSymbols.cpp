@@ -155,6 +155,32 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
       op->setOperand(1, mask(mm.getRhs(), sr, 0.0));
     return first;
   }
+  if (isa<kiln::GatherOp, kiln::GatherElementsOp>(op) && !op->hasAttr("kiln.symbol_indices")) {
+    // Gathering along a symbolic axis reads only real positions for indices
+    // in range; negative ones count from the run-time size, not the bound.
+    Value data = op->getOperand(0), idx = op->getOperand(1);
+    int64_t rank = llvm::cast<RankedTensorType>(data.getType()).getRank();
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    axis = axis < 0 ? axis + rank : axis;
+    auto sa = symbolicAxes(data, {axis});
+    if (sa.empty())
+      return static_cast<Operation *>(nullptr);
+    auto it = llvm::cast<RankedTensorType>(idx.getType());
+    auto vec = RankedTensorType::get({1}, it.getElementType());
+    Value size = symbolInput(sa[0].second);
+    if (it.getElementType() != llvm::cast<RankedTensorType>(size.getType()).getElementType())
+      size = note(kiln::CastOp::create(b, loc, vec, size).getResult());
+    HostTensor zero;
+    zero.elementType = it.getElementType();
+    zero.values = {0.0};
+    Value z = note(materialize(b, zero, "zero"));
+    Value neg = kiln::CompareOp::create(b, loc, idx, z, "lt");
+    Value wrapped = kiln::AddOp::create(b, loc, idx, size);
+    Value fixed = kiln::WhereOp::create(b, loc, neg, wrapped, idx);
+    op->setOperand(1, fixed);
+    op->setAttr("kiln.symbol_indices", b.getUnitAttr());
+    return first;
+  }
   if (auto g = dyn_cast<kiln::GemmOp>(op)) {
     auto sa = symbolicAxes(g.getA(), {g.getTransA() ? 0 : 1});
     auto sb = symbolicAxes(g.getB(), {g.getTransB() ? 1 : 0});

@@ -132,6 +132,17 @@ public:
     return mlir::success();
   }
 
+  // Dynamic shapes: the model needs axis `d` of `v` to be `size` (or equal
+  // to axis `db` of `b`). When it carries a symbol, requests that the
+  // symbol be fixed and returns true: return failure() without a
+  // diagnostic; the import restarts with the symbol static (DynamicDims.h).
+  bool requireSize(mlir::Value v, int64_t d, int64_t size);
+  /// Axis `d` of `v` carries a symbol broadcast against the static size
+  /// `k` > 1: `v` sliced to k there, the symbol pinned to 1 or k (see
+  /// pinBroadcast).
+  mlir::Value pinAxis(mlir::Value v, int64_t d, int64_t k);
+  bool requireEqual(mlir::Value a, int64_t da, mlir::Value b, int64_t db);
+
   // Errors: "node 'n' (Op): message", at the node's location. Returns failure.
   mlir::LogicalResult error(const llvm::Twine &msg);
 
@@ -148,6 +159,8 @@ public:
                                   kiln::AndOp, kiln::OrOp, kiln::XorOp, kiln::ShlOp,
                                   kiln::ShrOp, kiln::CompareOp, kiln::WhereOp>::value)
       pinBroadcast(state.operands);
+    if (constrainSymbols(state, inherentAttrs<OpTy>(state)))
+      return mlir::failure(); // the import restarts with a symbol fixed
     llvm::SmallVector<mlir::Type, 1> types;
     if (mlir::failed(OpTy::inferReturnTypes(
             builder.getContext(), loc, state.operands,
@@ -162,6 +175,8 @@ public:
   mlir::FailureOr<mlir::Value> createTyped(mlir::Type type, Args &&...args) {
     mlir::OperationState state(loc, OpTy::getOperationName());
     OpTy::build(builder, state, type, std::forward<Args>(args)...);
+    if (constrainSymbols(state, inherentAttrs<OpTy>(state)))
+      return mlir::failure(); // the import restarts with a symbol fixed
     return finish(builder.create(state));
   }
 
@@ -171,6 +186,18 @@ private:
   /// run at 1 is padded to K copies: numpy broadcasting) and the symbol
   /// pinned, so that the runtime refuses other sizes.
   void pinBroadcast(llvm::SmallVectorImpl<mlir::Value> &operands);
+  /// The size constraints of the op about to be built (SymbolTracker::
+  /// constrain); true when one requests a fix.
+  bool constrainSymbols(mlir::OperationState &state, mlir::DictionaryAttr attrs);
+  /// The attributes of an op being built (its properties, as a dictionary).
+  template <typename OpTy>
+  mlir::DictionaryAttr inherentAttrs(mlir::OperationState &state) {
+    if constexpr (OpTy::hasProperties())
+      return llvm::dyn_cast_or_null<mlir::DictionaryAttr>(OpTy::getPropertiesAsAttr(
+          builder.getContext(), state.getOrAddProperties<typename OpTy::Properties>()));
+    else
+      return state.attributes.getDictionary(builder.getContext());
+  }
   mlir::FailureOr<mlir::Value> finish(mlir::Operation *op) {
     for (mlir::Type t : op->getResultTypes())
       if (auto rt = llvm::dyn_cast<mlir::RankedTensorType>(t);

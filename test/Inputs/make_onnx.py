@@ -282,6 +282,23 @@ def dynamic_two_symbols():
     return model(nodes, [vi("x", ["N", 3]), vi("z", ["M", 3])], [vi("y", None)])
 
 
+def dynamic_fixed():
+    """Symbols the model fixes: a weight input's inner dimension (K, fixed
+    to 4 by the data), two inner dimensions of one product (A and B, taken
+    as one), a conv's weight input with symbolic filters (O, carried to the
+    output channels) and input channels (C, fixed to 3), and a gather along
+    the dynamic batch with a negative index."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm_fix"),
+             helper.make_node("MatMul", ["p", "q"], ["pq"], name="mm_alias"),
+             helper.make_node("Conv", ["img", "filt"], ["c"], name="conv_filters"),
+             helper.make_node("Gather", ["x", "idx"], ["g"], axis=0, name="pick_rows")]
+    return model(nodes, [vi("x", ["N", 4]), vi("w", ["K", 3]), vi("p", [2, "A"]),
+                         vi("q", ["B", 5]), vi("img", ["N", 3, 6, 6]),
+                         vi("filt", ["O", "C", 3, 3])],
+                 [vi("m", None), vi("pq", None), vi("c", None), vi("g", None)],
+                 [init("idx", np.array([-1, 0], np.int64))])
+
+
 def bad_conv():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_bad")]
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
@@ -432,7 +449,7 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_shape_data, dynamic_two_symbols,
+                                 dynamic_shape_data, dynamic_two_symbols, dynamic_fixed,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

@@ -11,7 +11,8 @@ head with torch's x.view(x.size(0), -1) chain, a conv net with a second,
 unnamed symbol, and a mixed-dtype graph (an int64 index input gathering
 rows, integer arithmetic, bool masks) whose padded rows must stay valid
 indices, a symbol broadcast against a static size (pinned: 1 or that
-size), reductions and matrix products over the symbolic batch (masked
+size), symbols the model fixes to a static size or to another symbol (a
+weight input's channels, a product's inner dimensions), reductions and matrix products over the symbolic batch (masked
 padding), and self-attention over a symbolic sequence length. Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
@@ -196,6 +197,32 @@ def attention_dynamic_seq():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def fixed_symbols():
+    """Symbols the model constrains: K (a weight input's inner dimension)
+    is fixed to 4, B is taken as A (both inner dimensions of one product),
+    C is fixed to the image's 3 channels, O (the filters) stays dynamic and
+    carries over to the output channels, Cb (a Gemm bias's rows) is pinned
+    to 1 or 3, and rows are gathered along the dynamic batch with a
+    negative index (counted from the run-time size)."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]),
+             helper.make_node("MatMul", ["p", "q"], ["pq"]),
+             helper.make_node("Conv", ["img", "filt"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Gather", ["x", "idx"], ["g"], axis=0),
+             helper.make_node("Gemm", ["a", "wa", "cb"], ["ga"], transB=1)]
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph(
+        nodes, "fixed_symbols",
+        [vi("x", TensorProto.FLOAT, ["N", 4]), vi("w", TensorProto.FLOAT, ["K", 3]),
+         vi("p", TensorProto.FLOAT, [2, "A"]), vi("q", TensorProto.FLOAT, ["B", 5]),
+         vi("img", TensorProto.FLOAT, ["N", 3, 6, 6]),
+         vi("filt", TensorProto.FLOAT, ["O", "C", 3, 3]),
+         vi("a", TensorProto.FLOAT, [3, 4]), vi("wa", TensorProto.FLOAT, [5, 4]),
+         vi("cb", TensorProto.FLOAT, ["Cb", 5])],
+        [vi(n, TensorProto.FLOAT, None) for n in ["m", "pq", "c", "g", "ga"]],
+        [numpy_helper.from_array(np.array([-1, 0, -2], np.int64), "idx")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -259,6 +286,9 @@ def main():
          [{"N": 1, "t[0]": 64}, {"N": 4, "t[0]": 9}, {"N": 6, "t[0]": 1}]),
         ("mixed_dtypes", mixed_dtypes(), ["--max-shape", "ids=16"], [{"B": 1}, {"B": 11}]),
         ("broadcast_pin", broadcast_pin(), [], [{"A": 3, "B": 4}, {"A": 5, "B": 1}]),
+        ("fixed_symbols", fixed_symbols(), [],
+         [{"N": 3, "K": 4, "A": 7, "B": 7, "O": 5, "C": 3, "Cb": 1},
+          {"N": 2, "K": 4, "A": 1, "B": 1, "O": 1, "C": 3, "Cb": 3}]),
         ("batch_reductions", batch_reductions(), ["--max-shape", "x=12x6"],
          [{"N": 1}, {"N": 5}, {"N": 12}]),
         ("attention_dynamic_seq", attention_dynamic_seq(), ["--max-shape", "x=2x24x16"],
