@@ -15,6 +15,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -386,24 +387,183 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
     staticShape = llvm::none_of(llvm::ArrayRef<int32_t>(a).slice(start, std::max<int64_t>(end - start, 0)),
                                 [](int32_t sym) { return sym >= 0; });
   }
+  // Host results that depend on no symbolic size: CastLike reads only its
+  // second input's element type; Shape and Size of a host tensor read its
+  // (static) shape, not its tainted values.
+  const std::string &opType = nc.node.op_type();
+  auto hostTainted = [&](size_t i) {
+    const HostTensor *h = nc.hostInput(i);
+    return h && h->fromSymbolicShape;
+  };
+  if (opType == "CastLike")
+    staticShape = !hostTainted(0);
+  if ((opType == "Shape" || opType == "Size") && nc.hostInput(0) &&
+      !nc.hostInput(0)->shapeFromSymbolicShape)
+    staticShape = true;
   bool runtimeOut = false;
   for (int o = 0; o < nc.node.output_size(); ++o) {
     auto it = slots.find(nc.node.output(o));
     if (nc.node.output(o).empty() || it == slots.end())
       continue; // (an output the converter left unset is reported after)
-    if (it->second.host)
+    if (it->second.host) {
       it->second.host->fromSymbolicShape = !staticShape;
-    else
+      it->second.host->shapeFromSymbolicShape = !staticShape && opType != "Shape";
+    } else
       runtimeOut = true;
   }
-  if (taintedIn && runtimeOut && nc.node.op_type() != "Reshape")
+  if (opType == "CastLike" && !hostTainted(0))
+    taintedIn = false;
+  tagHostOutputs(nc, taintedIn);
+
+  // Run-time results may use such values only where an exact one (every
+  // element static or a symbol's size) stands for a shape: Reshape and
+  // Expand targets, ConstantOfShape results (axisSymbols).
+  auto exact = [](const HostTensor *h) {
+    return h && (!h->fromSymbolicShape ||
+                 (!h->symbolTags.empty() && llvm::all_of(h->symbolTags, [](int32_t t) {
+                   return t >= -1;
+                 })));
+  };
+  bool expandTarget = opType == "Expand" && runtimeOut && exact(nc.hostInput(1));
+  bool blocking = false;
+  for (size_t i = 0; i < nc.numInputs(); ++i) {
+    const HostTensor *h = nc.hostInput(i);
+    if (!h || !h->fromSymbolicShape || !h->axisSymbols.empty())
+      continue;
+    if ((opType == "Reshape" && i == 1) || (expandTarget && i == 1))
+      continue;
+    blocking = true;
+  }
+  if (blocking && runtimeOut)
     return nc.error("uses a value computed from the size of a dynamic dimension as a "
                     "compile-time constant; only Reshape targets may depend on dynamic "
                     "sizes" + Twine(hint));
   std::string why;
   if (failed(deriveSymbols(why)))
     return why.empty() ? failure() : nc.error(why + hint);
+  if (expandTarget) {
+    // The result's axes where the target names a symbol carry it.
+    const HostTensor *t = nc.hostInput(1);
+    Value res = slots[nc.node.output(0)].value;
+    AxisSymbols out = symbols.of(res);
+    int64_t rank = out.size(), n = t->symbolTags.size();
+    for (int64_t i = 0; i < n && i < rank; ++i) {
+      int32_t tag = t->symbolTags[n - 1 - i];
+      int32_t &have = out[rank - 1 - i];
+      if (tag < 0)
+        continue;
+      if (have >= 0 && have != tag)
+        return nc.error("dynamic dimensions '" + symbols.names[have] + "' and '" +
+                        symbols.names[tag] + "' meet on one axis (Kiln cannot prove they "
+                        "are equal)" + Twine(hint));
+      have = tag;
+    }
+    symbols.setSymbols(res, out);
+  }
   return success();
+}
+
+/// The symbolTags of a node's host results: Shape names its input's
+/// symbols; data movement (Gather, Slice, Concat, ...) moves its inputs'
+/// tags as it moves their values -- found by running the converter once
+/// more on the tags themselves; ConstantOfShape of an exact shape gets the
+/// shape's symbols on its axes.
+void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
+  const onnx::NodeProto &node = nc.node;
+  const std::string &opType = node.op_type();
+  auto outHost = [&](int o) -> HostTensor * {
+    if (o >= node.output_size() || node.output(o).empty())
+      return nullptr;
+    auto it = slots.find(node.output(o));
+    return it == slots.end() || !it->second.host ? nullptr : &*it->second.host;
+  };
+  // Positional results shaped like a run-time input (EyeLike's identity,
+  // Dropout's all-true mask): element (i, j, ...) depends only on its
+  // position, so the padded layout is exact.
+  if ((opType == "EyeLike" || opType == "Dropout") && !nc.hostInput(0)) {
+    Value in = nc.input(0);
+    for (int o = 0; o < node.output_size(); ++o)
+      if (HostTensor *h = outHost(o); h && h->fromSymbolicShape &&
+          llvm::ArrayRef<int64_t>(h->shape) ==
+              llvm::cast<RankedTensorType>(in.getType()).getShape()) {
+        AxisSymbols a = symbols.of(in);
+        h->axisSymbols.assign(a.begin(), a.end());
+      }
+    return;
+  }
+  HostTensor *out = outHost(0);
+  if (!out || !out->fromSymbolicShape)
+    return;
+  auto tagsOf = [](const HostTensor &h) {
+    if (!h.symbolTags.empty())
+      return h.symbolTags;
+    return std::vector<int32_t>(h.values.size(), h.fromSymbolicShape ? -2 : -1);
+  };
+  if (opType == "Shape" && !nc.hostInput(0)) {
+    AxisSymbols a = symbols.of(nc.input(0));
+    int64_t rank = a.size();
+    auto clampAxis = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+    int64_t start = clampAxis(nc.attrInt("start", 0)), end = clampAxis(nc.attrInt("end", rank));
+    out->symbolTags.clear();
+    for (int64_t d = start; d < end; ++d)
+      out->symbolTags.push_back(a[d]);
+    return;
+  }
+  if (opType == "Expand" && nc.hostInput(0) && !nc.hostInput(0)->fromSymbolicShape) {
+    // A static tensor broadcast to an exact shape: copies along the symbols.
+    const HostTensor *shape = nc.hostInput(1);
+    if (shape && !shape->symbolTags.empty() &&
+        llvm::all_of(shape->symbolTags, [](int32_t t) { return t >= -1; })) {
+      size_t rank = out->shape.size(), n = shape->symbolTags.size();
+      out->axisSymbols.assign(rank, -1);
+      for (size_t i = 0; i < n && i < rank; ++i)
+        out->axisSymbols[rank - 1 - i] = shape->symbolTags[n - 1 - i];
+    }
+    return;
+  }
+  if (opType == "ConstantOfShape") {
+    const HostTensor *shape = nc.hostInput(0);
+    if (shape && !shape->symbolTags.empty() &&
+        llvm::all_of(shape->symbolTags, [](int32_t t) { return t >= -1; }) &&
+        llvm::any_of(shape->symbolTags, [](int32_t t) { return t >= 0; }))
+      out->axisSymbols = shape->symbolTags;
+    return;
+  }
+  static const llvm::StringSet<> moves = {"Identity", "Gather", "Slice", "Concat", "Squeeze",
+                                          "Unsqueeze", "Reshape", "Flatten", "Transpose", "Cast"};
+  if (!taintedIn || !moves.contains(opType) || node.output_size() != 1 ||
+      (opType == "Cast" && out->elementType.isInteger(1)))
+    return;
+  // Swap the moved inputs' values for their tags, convert again, swap back.
+  size_t moved = opType == "Concat" ? node.input_size() : 1;
+  std::vector<std::pair<std::string, HostTensor>> saved;
+  for (size_t i = 0; i < moved; ++i) {
+    if (node.input(i).empty() || !slots[node.input(i)].host)
+      return;
+  }
+  for (size_t i = 0; i < moved; ++i) {
+    HostTensor &h = *slots[node.input(i)].host;
+    saved.emplace_back(node.input(i), h);
+    std::vector<int32_t> tags = tagsOf(h);
+    h.values.assign(tags.begin(), tags.end());
+    h.raw.clear();
+  }
+  HostTensor real = *out;
+  bool ok;
+  {
+    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+    NodeContext shadow(*this, node, opset, nc.builder, nc.loc);
+    ok = succeeded(table.lookup(opType)(shadow));
+  }
+  std::vector<int32_t> tags;
+  if (HostTensor *t = outHost(0); ok && t && t->values.size() == real.values.size())
+    for (double v : t->values)
+      tags.push_back(static_cast<int32_t>(v));
+  for (auto it = saved.rbegin(); it != saved.rend(); ++it)
+    *slots[it->first].host = std::move(it->second);
+  slots[node.output(0)].value = {};
+  slots[node.output(0)].host = std::move(real);
+  slots[node.output(0)].host->symbolTags = std::move(tags);
 }
 
 LogicalResult Importer::deriveSymbols(std::string &why) {
@@ -431,7 +591,7 @@ LogicalResult Importer::run(const ImportOptions &options,
                             OwningOpRef<ModuleOp> &out) {
   if (failed(parse()))
     return failure();
-  llvm::StringMap<Converter> table;
+  table.clear();
   registerElementwiseConverters(table);
   registerNNConverters(table);
   registerShapeConverters(table);
@@ -657,7 +817,7 @@ LogicalResult Importer::run(const ImportOptions &options,
   for (auto [i, vi] : llvm::enumerate(g.output())) {
     func.setResultAttr(i, "kiln.name", b.getStringAttr(vi.name()));
     const Slot &s = slots[vi.name()];
-    if (s.host && s.host->fromSymbolicShape)
+    if (s.host && s.host->fromSymbolicShape && s.host->axisSymbols.empty())
       return fileError("graph output '" + vi.name() + "' is computed from the size of a "
                        "dynamic dimension, which Kiln knows only at run time; give the "
                        "inputs static sizes with --shape");
@@ -675,6 +835,9 @@ Value Importer::valueOf(OpBuilder &b, const std::string &name) {
   if (!s.value && s.host) {
     OpBuilder::InsertionGuard guard(b);
     s.value = materialize(b, *s.host, name);
+    if (!s.host->axisSymbols.empty())
+      symbols.setSymbols(s.value, AxisSymbols(s.host->axisSymbols.begin(),
+                                              s.host->axisSymbols.end()));
   }
   return s.value;
 }

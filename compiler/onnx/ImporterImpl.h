@@ -67,6 +67,9 @@ private:
                                    llvm::SmallVectorImpl<int64_t> &shape,
                                    AxisSymbols &axes);
   mlir::LogicalResult trackSymbols(NodeContext &nc, bool taintedIn);
+  void tagHostOutputs(NodeContext &nc, bool taintedIn);
+  /// The converters, by op_type.
+  llvm::StringMap<Converter> table;
   static std::string sanitize(llvm::StringRef name);
 };
 

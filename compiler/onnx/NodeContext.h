@@ -71,6 +71,18 @@ struct HostTensor {
   /// Computed from the size of a symbolic (dynamic) dimension, whose value
   /// here is only its bound: usable as a Reshape target, nowhere else.
   bool fromSymbolicShape = false;
+  /// Whether its shape (not only its values) may depend on one: false for
+  /// Shape's result (its length is the rank).
+  bool shapeFromSymbolicShape = false;
+  /// Per element of a value computed from symbolic sizes, when known: -1
+  /// a static value, s >= 0 exactly the size of symbol s (Shape's result and
+  /// data movement on it: Gather, Slice, Concat, ...), -2 anything else.
+  /// Empty: all -2 (or all -1 when not fromSymbolicShape).
+  std::vector<int32_t> symbolTags;
+  /// Per axis: the symbol it carries (ConstantOfShape of an exact shape:
+  /// the same value everywhere, so the padded layout is exact); such a
+  /// tensor may be materialized for run-time ops. Empty: none.
+  std::vector<int32_t> axisSymbols;
 
   /// The element count; -1 for a negative dimension or a count past
   /// kMaxTensorElements.

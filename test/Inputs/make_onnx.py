@@ -271,10 +271,31 @@ def dynamic_concat_batch():
 
 
 def dynamic_shape_data():
+    # The batch size as data (arithmetic on it): only known at run time.
     nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
-             helper.make_node("ConstantOfShape", ["s"], ["z"], name="zeros"),
-             helper.make_node("Add", ["x", "z"], ["y"], name="add")]
-    return model(nodes, [vi("x", ["N", 3])], [vi("y", ["N", 3])])
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0, name="batch"),
+             helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT, name="tofloat"),
+             helper.make_node("Add", ["x", "nf"], ["y"], name="add")]
+    return model(nodes, [vi("x", ["N", 3])], [vi("y", ["N", 3])],
+                 [init("zero", np.array(0, np.int64))])
+
+
+def dynamic_shape_exact():
+    # Shapes that name the batch exactly: ConstantOfShape and Expand targets
+    # built from Shape, Gather and Concat keep the symbol on their axes.
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("ConstantOfShape", ["s"], ["ones"], name="ones",
+                              value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])),
+             helper.make_node("Add", ["x", "ones"], ["y"], name="add"),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0, name="batch"),
+             helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"], name="unsq"),
+             helper.make_node("Concat", ["n1", "two", "three"], ["target"], axis=0, name="cat"),
+             helper.make_node("Expand", ["b", "target"], ["e"], name="expand"),
+             helper.make_node("EyeLike", ["x"], ["eye"], k=1, name="eye")]
+    return model(nodes, [vi("x", ["N", 3])], [vi("y", None), vi("e", None), vi("eye", None)],
+                 [init("zero", np.array(0, np.int64)), init("ax0", np.array([0], np.int64)),
+                  init("two", np.array([2], np.int64)), init("three", np.array([3], np.int64)),
+                  init("b", f32(2, 1))])
 
 
 def dynamic_two_symbols():
@@ -449,7 +470,7 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_shape_data, dynamic_two_symbols, dynamic_fixed,
+                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

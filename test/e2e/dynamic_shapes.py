@@ -12,7 +12,8 @@ unnamed symbol, and a mixed-dtype graph (an int64 index input gathering
 rows, integer arithmetic, bool masks) whose padded rows must stay valid
 indices, a symbol broadcast against a static size (pinned: 1 or that
 size), symbols the model fixes to a static size or to another symbol (a
-weight input's channels, a product's inner dimensions), reductions and matrix products over the symbolic batch (masked
+weight input's channels, a product's inner dimensions), shape values that
+name a symbol exactly (ConstantOfShape and Expand targets, EyeLike), reductions and matrix products over the symbolic batch (masked
 padding), and self-attention over a symbolic sequence length. Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
@@ -223,6 +224,34 @@ def fixed_symbols():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def shape_values():
+    """Shape values that name the batch exactly: a ConstantOfShape and two
+    Expands shaped by Shape -> Gather -> Unsqueeze -> Concat, and EyeLike of
+    a batch-dynamic matrix."""
+    rng = np.random.default_rng(11)
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("ConstantOfShape", ["s"], ["twos"],
+                              value=helper.make_tensor("v", TensorProto.FLOAT, [1], [2.0])),
+             helper.make_node("Mul", ["x", "twos"], ["y"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"]),
+             helper.make_node("Concat", ["n1", "two", "six"], ["target"], axis=0),
+             helper.make_node("Expand", ["b", "target"], ["e"]),
+             helper.make_node("Expand", ["x", "target"], ["ex"]),
+             helper.make_node("Reshape", ["x", "flat"], ["x2"]),
+             helper.make_node("EyeLike", ["x2"], ["eye"], k=1)]
+    inits = [numpy_helper.from_array(a, n) for n, a in
+             [("zero", np.array(0, np.int64)), ("ax0", np.array([0], np.int64)),
+              ("two", np.array([2], np.int64)), ("six", np.array([6], np.int64)),
+              ("flat", np.array([0, 6], np.int64)),
+              ("b", rng.standard_normal((2, 1)).astype(np.float32))]]
+    g = helper.make_graph(nodes, "shape_values",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 6])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                           for n in ["y", "e", "ex", "eye"]], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -289,6 +318,7 @@ def main():
         ("fixed_symbols", fixed_symbols(), [],
          [{"N": 3, "K": 4, "A": 7, "B": 7, "O": 5, "C": 3, "Cb": 1},
           {"N": 2, "K": 4, "A": 1, "B": 1, "O": 1, "C": 3, "Cb": 3}]),
+        ("shape_values", shape_values(), [], [{"N": 1}, {"N": 5}]),
         ("batch_reductions", batch_reductions(), ["--max-shape", "x=12x6"],
          [{"N": 1}, {"N": 5}, {"N": 12}]),
         ("attention_dynamic_seq", attention_dynamic_seq(), ["--max-shape", "x=2x24x16"],
