@@ -100,11 +100,11 @@ kiln_status checkTensors(kiln_instance *inst, const char *what,
       int32_t sym = d.symbols ? d.symbols[k] : -1;
       if (sym >= 0 && bind && inst->symbolValues[sym] < 0) {
         int64_t v = t.shape[k];
-        if (v < 1 || v > m->symbol_bounds[sym]) {
+        if (v < 0 || v > m->symbol_bounds[sym]) {
           inst->error = std::string(what) + " '" + d.name + "' has shape " +
                         shapeString(t.rank, t.shape) + ": dynamic dimension '" +
                         m->symbol_names[sym] + "' (axis " + std::to_string(k) +
-                        ") must be from 1 to " + std::to_string(m->symbol_bounds[sym]) +
+                        ") must be from 0 to " + std::to_string(m->symbol_bounds[sym]) +
                         ", the bound it was compiled for (kiln-compile --max-shape)";
           return KILN_ERROR_SHAPE_MISMATCH;
         }
@@ -142,8 +142,9 @@ kiln_status checkTensors(kiln_instance *inst, const char *what,
 
 /// Copies the leading `act` box between a tensor of shape `act` and one of
 /// shape `bound` (each axis at least as long): `toBound` pads into the
-/// bound-shaped `dst`, repeating the last element along every padded axis;
-/// otherwise it crops out of the bound-shaped `src`.
+/// bound-shaped `dst`, repeating the last element along every padded axis
+/// (zeros when an axis is empty); otherwise it crops out of the
+/// bound-shaped `src`.
 void boxCopy(char *dst, const char *src, const int64_t *act, const int64_t *bound,
              int32_t rank, size_t elem, bool toBound) {
   if (rank == 0) {
@@ -156,6 +157,11 @@ void boxCopy(char *dst, const char *src, const int64_t *act, const int64_t *boun
     boundRow *= bound[k];
   }
   size_t dstRow = toBound ? boundRow : actRow, srcRow = toBound ? actRow : boundRow;
+  if (act[0] == 0) { // an empty run: zeros pad it (no last element to repeat)
+    if (toBound)
+      std::memset(dst, 0, bound[0] * boundRow);
+    return;
+  }
   if (rank == 1 || actRow == boundRow)
     std::memcpy(dst, src, act[0] * actRow);
   else
