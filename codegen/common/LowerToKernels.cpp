@@ -3862,6 +3862,14 @@ LogicalResult Lowering::run() {
   p.symbolPins.assign(p.symbolBounds.size(), 0);
   if (auto pins = fn->getAttrOfType<DenseI64ArrayAttr>("kiln.symbol_pins"))
     p.symbolPins.assign(pins.asArrayRef().begin(), pins.asArrayRef().end());
+  if (auto d = fn->getAttrOfType<DenseI64ArrayAttr>("kiln.symbol_derived")) {
+    if (d.size() != 2 * static_cast<int64_t>(p.symbolBounds.size()))
+      return fn.emitError("kiln.symbol_derived needs a base and a factor per symbol");
+    for (int64_t i = 0; i < d.size(); i += 2)
+      if (d[i] >= static_cast<int64_t>(p.symbolBounds.size()) || d[i + 1] < 1)
+        return fn.emitError("kiln.symbol_derived: symbol ") << i / 2 << " has no valid base";
+    p.symbolDerived.assign(d.asArrayRef().begin(), d.asArrayRef().end());
+  }
   for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
     auto t = llvm::dyn_cast<RankedTensorType>(arg.getType());
     if (!t || !t.hasStaticShape())

@@ -78,6 +78,9 @@ struct Program {
   std::vector<std::string> symbolNames;
   std::vector<int64_t> symbolBounds;
   std::vector<int64_t> symbolPins; // 0, or K: a run gives 1 or K
+  /// Per symbol, {base, factor}: base's size times factor (a reshape merged
+  /// a symbolic axis); {-1, 1} for one the inputs carry. Empty: none.
+  std::vector<int64_t> symbolDerived;
   /// Hidden inputs after `inputs` (the runtime fills them): the i64 size of
   /// each listed symbol, for the masks of reductions over symbolic axes.
   std::vector<int32_t> symbolInputs;

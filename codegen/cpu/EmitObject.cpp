@@ -362,6 +362,13 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
     symbolPins = new llvm::GlobalVariable(*mod, pInit->getType(), true, internal, pInit,
                                           p.name + "_symbol_pins");
   }
+  llvm::Constant *symbolDerived = llvm::ConstantPointerNull::get(b.getPtrTy());
+  if (!p.symbolDerived.empty()) {
+    std::vector<uint64_t> d(p.symbolDerived.begin(), p.symbolDerived.end());
+    auto *dInit = llvm::ConstantDataArray::get(lc, d);
+    symbolDerived = new llvm::GlobalVariable(*mod, dInit->getType(), true, internal, dInit,
+                                             p.name + "_symbol_derived");
+  }
   llvm::Constant *symbolInputs = llvm::ConstantPointerNull::get(b.getPtrTy());
   if (!p.symbolInputs.empty()) {
     std::vector<uint32_t> si(p.symbolInputs.begin(), p.symbolInputs.end());
@@ -371,7 +378,7 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   }
   auto *descTy = llvm::StructType::get(
       lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
-           ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy});
+           ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy});
   int32_t deviceKind = options.device == CpuOptions::Device::Cuda      ? KILN_DEVICE_CUDA
                        : options.device == CpuOptions::Device::CudaEmu ? KILN_DEVICE_CUDA_EMU
                                                                        : KILN_DEVICE_CPU;
@@ -386,7 +393,7 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                b.getInt32(deviceKind), b.getInt32(0), deviceProgram,
                b.getInt32(p.symbolNames.size()), b.getInt32(0), symbolNames,
                symbolBounds, symbolPins, b.getInt32(p.symbolInputs.size()), b.getInt32(0),
-               symbolInputs});
+               symbolInputs, symbolDerived});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

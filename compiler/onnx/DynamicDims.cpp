@@ -20,6 +20,28 @@ int64_t dimOf(Value v, int64_t d) {
 }
 } // namespace
 
+int32_t SymbolTracker::addSymbol(const std::string &name, int64_t bound) {
+  names.push_back(name);
+  bounds.push_back(bound);
+  derived.push_back({-1, 1});
+  return names.size() - 1;
+}
+
+int32_t SymbolTracker::product(int32_t s, int64_t factor) {
+  if (factor == 1)
+    return s;
+  if (derived[s].first >= 0) { // (a product of a product: one factor)
+    factor *= derived[s].second;
+    s = derived[s].first;
+  }
+  for (size_t i = 0; i < names.size(); ++i)
+    if (derived[i].first == s && derived[i].second == factor)
+      return i;
+  int32_t id = addSymbol(names[s] + "*" + std::to_string(factor), bounds[s] * factor);
+  derived[id] = {s, factor};
+  return id;
+}
+
 void SymbolTracker::setSymbols(Value v, const AxisSymbols &a) {
   if (llvm::any_of(a, [](int32_t s) { return s >= 0; }))
     axes[v] = a;
@@ -413,31 +435,73 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
           ops.push_back(mask);
         return broadcast(op, ops, why);
       })
-      .Case<kiln::ReshapeOp>([&](kiln::ReshapeOp r) {
-        // A symbolic axis survives when the result has an axis of the same
-        // size with the same number of elements before it.
+      .Case<kiln::ReshapeOp>([&](kiln::ReshapeOp r) -> LogicalResult {
+        // The shapes in groups of equal element counts (size-1 axes on
+        // their own). In a group, a symbolic input axis survives on an
+        // output axis of the same size with the same count before it; one
+        // that is the outermost of a merge makes the merged axis a derived
+        // symbol (symbol x the static rest: its real elements are a
+        // prefix); a derived one split back into its base's bound and its
+        // factor gives the outer axis the base symbol.
         Value in = r.getInput();
         AxisSymbols a = of(in), out(rank, -1);
-        auto inT = llvm::cast<RankedTensorType>(in.getType());
-        auto outT = llvm::cast<RankedTensorType>(res.getType());
-        int64_t pre = 1;
-        for (int64_t d = 0; d < (int64_t)a.size(); ++d) {
-          if (a[d] >= 0) {
-            int64_t opre = 1;
-            bool found = false;
-            for (int64_t e = 0; e < rank && !found; ++e) {
-              if (opre == pre && outT.getDimSize(e) == inT.getDimSize(d)) {
-                // Everything after it must stay after it: the suffixes match.
-                out[e] = a[d];
-                found = true;
-              }
-              opre *= outT.getDimSize(e);
-            }
-            if (!found)
-              return mixes(a[d], "it merges or splits");
+        auto inS = llvm::cast<RankedTensorType>(in.getType()).getShape();
+        auto outS = llvm::cast<RankedTensorType>(res.getType()).getShape();
+        int64_t i = 0, o = 0, n = inS.size();
+        while (i < n || o < rank) {
+          if (i < n && o < rank && inS[i] == 1 && outS[o] == 1 && a[i] >= 0) {
+            out[o++] = a[i++]; // (a symbol at a bound of 1)
+            continue;
           }
-          pre *= inT.getDimSize(d);
+          if (i < n && inS[i] == 1 && a[i] < 0) {
+            ++i;
+            continue;
+          }
+          if (o < rank && outS[o] == 1 && !(i < n && inS[i] == 1)) {
+            ++o;
+            continue;
+          }
+          if (i >= n || o >= rank)
+            break;
+          int64_t i0 = i, o0 = o, pi = inS[i++], po = outS[o++];
+          while (pi != po) {
+            if (pi < po && i < n)
+              pi *= inS[i++];
+            else if (po < pi && o < rank)
+              po *= outS[o++];
+            else
+              break;
+          }
+          bool sym = false;
+          for (int64_t k = i0; k < i; ++k)
+            sym |= a[k] >= 0;
+          if (!sym)
+            continue;
+          if (pi == po && i - i0 == 1 && o - o0 == 1) {
+            out[o0] = a[i0];
+            continue;
+          }
+          bool innerStatic = true;
+          for (int64_t k = i0 + 1; k < i; ++k)
+            innerStatic &= a[k] < 0;
+          if (pi == po && o - o0 == 1 && a[i0] >= 0 && innerStatic && inS[i0] > 0) {
+            out[o0] = product(a[i0], pi / inS[i0]);
+            continue;
+          }
+          int32_t t = a[i0];
+          if (pi == po && i - i0 == 1 && t >= 0 && derived[t].first >= 0 &&
+              outS[o0] == bounds[derived[t].first] && outS[o0] > 0 &&
+              po / outS[o0] == derived[t].second) {
+            out[o0] = derived[t].first;
+            continue;
+          }
+          for (int64_t k = i0; k < i; ++k)
+            if (a[k] >= 0)
+              return mixes(a[k], "it merges or splits");
         }
+        for (; i < n; ++i)
+          if (a[i] >= 0)
+            return mixes(a[i], "it merges or splits");
         setSymbols(res, out);
         return success();
       })

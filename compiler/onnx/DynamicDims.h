@@ -49,6 +49,15 @@ public:
   std::vector<int64_t> bounds;
   /// Symbols broadcast against a static size K (> 1): a run must give 1 or K.
   std::map<int32_t, int64_t> pins;
+  /// Per symbol: {-1, 1} for one the inputs carry; {base, factor} for a
+  /// *derived* one, base's size times factor (a reshape merging a symbolic
+  /// axis with the static axes after it: the real elements stay a prefix).
+  std::vector<std::pair<int32_t, int64_t>> derived;
+
+  /// A symbol of the inputs (derived as {-1, 1}).
+  int32_t addSymbol(const std::string &name, int64_t bound);
+  /// The symbol for `s`'s size times `factor` (s itself for 1).
+  int32_t product(int32_t s, int64_t factor);
 
   /// A constraint found while building: `symbol` must be `size` (when
   /// `other` < 0) or the symbol `other`.

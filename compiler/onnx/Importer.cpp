@@ -357,9 +357,7 @@ LogicalResult Importer::inputSymbols(const onnx::ValueInfoProto &vi,
       auto given = givenBounds.find(sym);
       if (given == givenBounds.end())
         given = givenBounds.find(given0);
-      symbols.names.push_back(sym);
-      symbols.bounds.push_back(given != givenBounds.end() ? given->second
-                                                          : kDefaultSymbolBound);
+      symbols.addSymbol(sym, given != givenBounds.end() ? given->second : kDefaultSymbolBound);
     }
     shape.push_back(symbols.bounds[id]);
     axes.push_back(id);
@@ -732,13 +730,6 @@ LogicalResult Importer::run(const ImportOptions &options,
     if (symbols.carriesSymbol(entry->getArgument(i)))
       func.setArgAttr(i, "kiln.symbols", b.getDenseI32ArrayAttr(argSymbols[i]));
   }
-  if (!symbols.empty()) {
-    SmallVector<Attribute> names;
-    for (const std::string &n : symbols.names)
-      names.push_back(b.getStringAttr(n));
-    func->setAttr("kiln.symbol_names", b.getArrayAttr(names));
-    func->setAttr("kiln.symbol_bounds", b.getDenseI64ArrayAttr(symbols.bounds));
-  }
   b.setInsertionPointToEnd(entry);
 
   // Nodes, in order (ONNX graphs are topologically sorted).
@@ -808,6 +799,22 @@ LogicalResult Importer::run(const ImportOptions &options,
     resultTypes.push_back(v.getType());
   func.setType(b.getFunctionType(argTypes, resultTypes));
   func.setAllArgAttrs(argAttrs);
+  // The symbols (after the nodes: reshapes may have derived some).
+  if (!symbols.empty()) {
+    SmallVector<Attribute> names;
+    for (const std::string &n : symbols.names)
+      names.push_back(b.getStringAttr(n));
+    func->setAttr("kiln.symbol_names", b.getArrayAttr(names));
+    func->setAttr("kiln.symbol_bounds", b.getDenseI64ArrayAttr(symbols.bounds));
+    if (llvm::any_of(symbols.derived, [](auto d) { return d.first >= 0; })) {
+      SmallVector<int64_t> derived;
+      for (auto [base, factor] : symbols.derived) {
+        derived.push_back(base);
+        derived.push_back(factor);
+      }
+      func->setAttr("kiln.symbol_derived", b.getDenseI64ArrayAttr(derived));
+    }
+  }
   if (!symbols.pins.empty()) {
     SmallVector<int64_t> pins(symbols.names.size(), 0);
     for (auto [sym, k] : symbols.pins)

@@ -51,6 +51,8 @@ public:
   /// one, with the reason in `why`.
   mlir::LogicalResult deriveSymbols(std::string &why);
   std::map<int32_t, mlir::Value> symbolArgs;
+  /// Derived symbols' sizes (SymbolTracker::derived), computed in the graph.
+  std::map<int32_t, mlir::Value> derivedSizes;
   mlir::Value symbolInput(int32_t sym);
   /// Masks the padding of a reduction or contraction over a symbolic axis;
   /// returns the first op it inserted (null when `op` needs none).

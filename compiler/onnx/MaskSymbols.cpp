@@ -26,6 +26,24 @@ using namespace mlir;
 namespace kiln::onnx_import {
 
 Value Importer::symbolInput(int32_t sym) {
+  if (auto [base, factor] = symbols.derived[sym]; base >= 0) {
+    // A derived symbol's size: its base's times the factor, computed once
+    // at the top of the function.
+    auto it = derivedSizes.find(sym);
+    if (it != derivedSizes.end())
+      return it->second;
+    Value baseSize = symbolInput(base);
+    OpBuilder b(ctx);
+    b.setInsertionPointToStart(entryBlock);
+    HostTensor f;
+    f.elementType = b.getIntegerType(64);
+    f.shape = {1};
+    f.values = {static_cast<double>(factor)};
+    Value fv = materialize(b, f, "factor");
+    Value size = kiln::MulOp::create(b, entryBlock->getParentOp()->getLoc(), baseSize, fv);
+    derivedSizes[sym] = size;
+    return size;
+  }
   auto it = symbolArgs.find(sym);
   if (it != symbolArgs.end())
     return it->second;

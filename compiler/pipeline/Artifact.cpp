@@ -61,7 +61,7 @@ std::string generateHeader(const codegen::Program &p) {
   os << "#define " << U << "_WEIGHTS_BYTES " << p.weights.size() << "ull\n";
   os << "#define " << U << "_NUM_KERNELS " << p.launches.size() << "\n\n";
   if (!p.symbolNames.empty()) {
-    os << "/* Dynamic dimensions: any size from 1 to the bound per run (inputs\n"
+    os << "/* Dynamic dimensions: any size from 0 to the bound per run (inputs\n"
           " * are padded to the bound; kiln_instance_output_shape gives the\n"
           " * outputs' shapes). */\n";
     os << "#define " << U << "_NUM_SYMBOLS " << p.symbolNames.size() << "\n";
@@ -71,6 +71,9 @@ std::string generateHeader(const codegen::Program &p) {
       if (i < p.symbolPins.size() && p.symbolPins[i])
         os << "/* broadcast against a static size: a run gives 1 or this */\n#define " << U
            << "_SYMBOL" << i << "_PIN " << p.symbolPins[i] << "\n";
+      if (2 * i + 1 < p.symbolDerived.size() && p.symbolDerived[2 * i] >= 0)
+        os << "/* no input carries it: symbol " << p.symbolDerived[2 * i] << "'s size times "
+           << p.symbolDerived[2 * i + 1] << " */\n";
     }
     os << "\n";
   }

@@ -178,6 +178,9 @@ kiln_status checkInputs(kiln_instance *inst, const kiln_tensor *inputs, size_t n
   inst->symbolValues.assign(m->num_symbols, -1);
   kiln_status st = checkTensors(inst, "input", m->inputs, m->num_inputs, inputs, n, ptrs, true);
   for (uint32_t s = 0; st == KILN_OK && s < m->num_symbols; ++s) {
+    int64_t base = m->symbol_derived ? m->symbol_derived[2 * s] : -1;
+    if (base >= 0 && base < static_cast<int64_t>(s) && inst->symbolValues[base] >= 0)
+      inst->symbolValues[s] = inst->symbolValues[base] * m->symbol_derived[2 * s + 1];
     if (inst->symbolValues[s] < 0)
       inst->symbolValues[s] = m->symbol_bounds[s]; // (carried by no input)
     int64_t pin = m->symbol_pins ? m->symbol_pins[s] : 0, v = inst->symbolValues[s];

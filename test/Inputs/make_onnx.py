@@ -320,6 +320,13 @@ def dynamic_fixed():
                  [init("idx", np.array([-1, 0], np.int64))])
 
 
+def dynamic_flatten():
+    # Flatten at axis 0 merges the dynamic batch with the static axes after
+    # it: a derived symbol N*12 on the merged axis.
+    nodes = [helper.make_node("Flatten", ["x"], ["y"], axis=0, name="flat0")]
+    return model(nodes, [vi("x", ["N", 3, 4])], [vi("y", None)])
+
+
 def bad_conv():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_bad")]
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
@@ -470,7 +477,7 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed,
+                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

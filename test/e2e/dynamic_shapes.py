@@ -13,7 +13,8 @@ rows, integer arithmetic, bool masks) whose padded rows must stay valid
 indices, a symbol broadcast against a static size (pinned: 1 or that
 size), symbols the model fixes to a static size or to another symbol (a
 weight input's channels, a product's inner dimensions), shape values that
-name a symbol exactly (ConstantOfShape and Expand targets, EyeLike), reductions and matrix products over the symbolic batch (masked
+name a symbol exactly (ConstantOfShape and Expand targets, EyeLike),
+reshapes merging the batch with the axes after it (a derived symbol), reductions and matrix products over the symbolic batch (masked
 padding), and self-attention over a symbolic sequence length. Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
@@ -266,6 +267,25 @@ def empty_batch():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def merged_batch():
+    """Reshapes merging the symbolic batch with the static axes after it
+    (Flatten at axis 0 and 2): the merged axis is a derived symbol (N x 12,
+    N x 3) whose real elements are a prefix; a mean over it is masked by
+    its run-time size, and a reshape splits it back into N."""
+    nodes = [helper.make_node("Flatten", ["x"], ["f0"], axis=0),
+             helper.make_node("Flatten", ["x"], ["f2"], axis=2),
+             helper.make_node("ReduceMean", ["f0"], ["m"], axes=[1], keepdims=1),
+             helper.make_node("Sub", ["f0", "m"], ["c"]),
+             helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Reshape", ["c", "s"], ["y"]),
+             helper.make_node("Softmax", ["f2"], ["p"], axis=0)]
+    g = helper.make_graph(nodes, "merged_batch",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                           for n in ["f0", "f2", "y", "p"]])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -334,6 +354,8 @@ def main():
           {"N": 2, "K": 4, "A": 1, "B": 1, "O": 1, "C": 3, "Cb": 3}]),
         ("shape_values", shape_values(), [], [{"N": 1}, {"N": 5}]),
         ("empty_batch", empty_batch(), [], [{"N": 0, "L": 0}, {"N": 4, "L": 0}, {"N": 0, "L": 2}]),
+        ("merged_batch", merged_batch(), ["--max-shape", "x=6x3x4"],
+         [{"N": 1}, {"N": 4}, {"N": 6}]),
         ("batch_reductions", batch_reductions(), ["--max-shape", "x=12x6"],
          [{"N": 1}, {"N": 5}, {"N": 12}]),
         ("attention_dynamic_seq", attention_dynamic_seq(), ["--max-shape", "x=2x24x16"],

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 3
+#define KILN_ABI_VERSION 4
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -172,6 +172,10 @@ typedef struct kiln_model_desc {
   uint32_t num_symbol_inputs;
   uint32_t reserved3;
   const int32_t *symbol_inputs;
+  /** Null, or per symbol two entries {base, factor}: a symbol no input
+   *  carries whose size is symbol base's times factor (a reshape merged a
+   *  dynamic axis with static ones after it), {-1, 1} for the others. */
+  const int64_t *symbol_derived;
 } kiln_model_desc;
 
 /** Options for kiln_instance_create; a null pointer means defaults. */
