@@ -601,6 +601,7 @@ LogicalResult Importer::run(const ImportOptions &options,
   registerIndexMapConverters(table);
   registerAttentionConverters(table);
   registerEinsumConverters(table);
+  registerRecurrentConverters(table);
   if (failed(checkSupported(table)))
     return failure();
 

@@ -243,6 +243,7 @@ void registerQuantConverters(llvm::StringMap<Converter> &table);
 void registerIndexMapConverters(llvm::StringMap<Converter> &table);
 void registerAttentionConverters(llvm::StringMap<Converter> &table);
 void registerEinsumConverters(llvm::StringMap<Converter> &table);
+void registerRecurrentConverters(llvm::StringMap<Converter> &table);
 
 /// Helpers shared by converters.
 /// The axes a Reduce* node reduces (see ConvertReduce.cpp); nullopt: none

@@ -327,6 +327,26 @@ def dynamic_flatten():
     return model(nodes, [vi("x", ["N", 3, 4])], [vi("y", None)])
 
 
+def recurrent():
+    """A bidirectional LSTM over 2 steps (Y, Y_h, Y_c) and a GRU with an
+    activation Kiln does not know."""
+    nodes = [helper.make_node("LSTM", ["x", "w", "r", "b"], ["y", "yh", "yc"], hidden_size=3,
+                              direction="bidirectional", name="lstm"),
+             helper.make_node("GRU", ["x", "gw", "gr"], ["gy"], hidden_size=2,
+                              activations=["Sigmoid", "Gelu"], name="gru_bad")]
+    return model(nodes, [vi("x", [2, 1, 4])],
+                 [vi("y", None), vi("yh", None), vi("yc", None), vi("gy", None)],
+                 [init("w", f32(2, 12, 4)), init("r", f32(2, 12, 3)), init("b", f32(2, 24)),
+                  init("gw", f32(1, 6, 4)), init("gr", f32(1, 6, 2))])
+
+
+def recurrent_ok():
+    nodes = [helper.make_node("LSTM", ["x", "w", "r", "b"], ["y", "yh", "yc"], hidden_size=3,
+                              direction="bidirectional", name="lstm")]
+    return model(nodes, [vi("x", [2, 1, 4])], [vi("y", None), vi("yh", None), vi("yc", None)],
+                 [init("w", f32(2, 12, 4)), init("r", f32(2, 12, 3)), init("b", f32(2, 24))])
+
+
 def bad_conv():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_bad")]
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
@@ -477,7 +497,7 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten,
+                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

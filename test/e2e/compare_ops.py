@@ -547,6 +547,51 @@ CASES = {
     "hamming_frames": typed([("x", (3, 10), "f32", "normal")],
                             [("HammingWindow", ["n"], {"periodic": 0}), ("Mul", ["x", "t0"], {})],
                             consts=[("n", np.array(10, np.int64))]),
+    # Recurrent ops (unrolled): both directions, per-entry sequence lengths
+    # (a reverse direction reads each sequence from its own end), peepholes,
+    # initial states, linear_before_reset, clip, input_forget and non-default
+    # activations; y is Y, or Y_h / Y_c where named so. (layout 1: the
+    # *_batchwise node tests; onnxruntime has no batchwise kernels.)
+    "lstm_bidir_lens": typed(
+        [("x", (5, 4, 3), "f32", "normal"), ("w", (2, 20, 3), "f32", "unit"),
+         ("r", (2, 20, 5), "f32", "unit"), ("b", (2, 40), "f32", "unit"),
+         ("h0", (2, 4, 5), "f32", "unit"), ("c0", (2, 4, 5), "f32", "unit"),
+         ("p", (2, 15), "f32", "unit")],
+        [("LSTM", ["x", "w", "r", "b", "lens", "h0", "c0", "p"],
+          {"hidden_size": 5, "direction": "bidirectional"}, ["y"])],
+        consts=[("lens", np.array([5, 2, 4, 1], np.int32))]),
+    "lstm_bidir_lens_yc": typed(
+        [("x", (5, 4, 3), "f32", "normal"), ("w", (2, 20, 3), "f32", "unit"),
+         ("r", (2, 20, 5), "f32", "unit"), ("b", (2, 40), "f32", "unit")],
+        [("LSTM", ["x", "w", "r", "b", "lens"],
+          {"hidden_size": 5, "direction": "bidirectional"}, ["", "", "y"])],
+        consts=[("lens", np.array([3, 5, 1, 4], np.int32))]),
+    "lstm_forget_clip_acts": typed(
+        [("x", (4, 2, 3), "f32", "normal"), ("w", (1, 16, 3), "f32", "unit"),
+         ("r", (1, 16, 4), "f32", "unit")],
+        [("LSTM", ["x", "w", "r"],
+          {"hidden_size": 4, "input_forget": 1, "clip": 1.5,
+           "activations": ["HardSigmoid", "Tanh", "Softsign"],
+           "activation_alpha": [0.3], "activation_beta": [0.4]}, ["y"])]),
+    "gru_reverse_lbr": typed(
+        [("x", (6, 3, 4), "f32", "normal"), ("w", (1, 15, 4), "f32", "unit"),
+         ("r", (1, 15, 5), "f32", "unit"), ("b", (1, 30), "f32", "unit"),
+         ("h0", (1, 3, 5), "f32", "unit")],
+        [("GRU", ["x", "w", "r", "b", "", "h0"],
+          {"hidden_size": 5, "direction": "reverse", "linear_before_reset": 1}, ["y"])]),
+    "gru_bidir_lens_yh": typed(
+        [("x", (6, 3, 4), "f32", "normal"), ("w", (2, 15, 4), "f32", "unit"),
+         ("r", (2, 15, 5), "f32", "unit"), ("b", (2, 30), "f32", "unit")],
+        [("GRU", ["x", "w", "r", "b", "lens"],
+          {"hidden_size": 5, "direction": "bidirectional"}, ["", "y"])],
+        consts=[("lens", np.array([6, 2, 4], np.int32))]),
+    "rnn_bidir_acts_clip": typed(
+        [("x", (4, 3, 2), "f32", "normal"), ("w", (2, 6, 2), "f32", "unit"),
+         ("r", (2, 6, 6), "f32", "unit"), ("b", (2, 12), "f32", "unit")],
+        [("RNN", ["x", "w", "r", "b"],
+          {"hidden_size": 6, "direction": "bidirectional", "clip": 2.0,
+           "activations": ["LeakyRelu", "ScaledTanh"], "activation_alpha": [0.1, 0.8],
+           "activation_beta": [0.0, 1.2]}, ["y"])]),
     # GridSample (spatial transformers, flow warping, deformable DETR): grids
     # drawn normal, so a third of the points fall outside and exercise the
     # padding modes.
