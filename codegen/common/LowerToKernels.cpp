@@ -916,6 +916,11 @@ private:
   LogicalResult gatherElements(kiln::GatherElementsOp op);
   LogicalResult argReduce(kiln::ArgReduceOp op);
   LogicalResult cumsum(kiln::CumSumOp op);
+  /// Scatters: a copy of the data, then one kernel updating it in place.
+  LogicalResult forEachInto(Operation *op, ArrayRef<Value> ins, int64_t total, int out,
+                            const std::function<void(KernelEmitter &, Value)> &body);
+  LogicalResult scatterElements(kiln::ScatterElementsOp op);
+  LogicalResult scatterND(kiln::ScatterNDOp op);
 };
 
 LogicalResult Lowering::addConstant(kiln::ConstantOp op) {
@@ -1060,7 +1065,8 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
   // kiln-legalize-types) move any element type; the rest compute f32.
   bool anyType = isa<kiln::CastOp, kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp,
                      kiln::ConcatOp, kiln::FusionOp, kiln::GatherOp, kiln::GatherElementsOp,
-                     kiln::ArgReduceOp, kiln::CumSumOp>(op) ||
+                     kiln::ScatterElementsOp, kiln::ScatterNDOp, kiln::ArgReduceOp,
+                     kiln::CumSumOp>(op) ||
                  kiln::isElementwise(op) || typedKernel;
   if (!anyType &&
       failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(ins, op->getResults())))))
@@ -3453,6 +3459,121 @@ LogicalResult Lowering::gatherElements(kiln::GatherElementsOp op) {
                  });
 }
 
+LogicalResult Lowering::forEachInto(Operation *op, ArrayRef<Value> ins, int64_t total, int out,
+                                    const std::function<void(KernelEmitter &, Value)> &body) {
+  if (p.gpu) {
+    int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
+    return gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
+      Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
+      e.loop(first, e.idx(total), [&](Value i) { body(e, i); }, blocks * kGpuThreads);
+    }, out);
+  }
+  return launch(op, ins, ceilDiv(std::max<int64_t>(total, 1), kWorkgroupElems),
+                [&](KernelEmitter &e) {
+                  auto [lo, hi] = e.share(total, kWorkgroupElems);
+                  e.loop(lo, hi, [&](Value i) { body(e, i); });
+                }, out);
+}
+
+/// `old` combined with `upd` by a scatter's reduction (f16/bf16 in f32,
+/// integers signless with `t`'s signedness).
+static Value scatterCombine(KernelEmitter &e, StringRef reduction, Value old, Value upd,
+                            Type t) {
+  ImplicitLocOpBuilder &b = e.b;
+  if (reduction == "none")
+    return upd;
+  if (llvm::isa<FloatType>(old.getType())) {
+    // (f16/bf16 in f32; f32 and f64 as they are)
+    Type ct = old.getType().getIntOrFloatBitWidth() < 32 ? b.getF32Type() : old.getType();
+    Value x = convertElements(b, old, old.getType(), ct);
+    Value y = convertElements(b, upd, upd.getType(), ct);
+    Value r = reduction == "add"   ? arith::AddFOp::create(b, x, y).getResult()
+              : reduction == "mul" ? arith::MulFOp::create(b, x, y).getResult()
+              : reduction == "max" ? arith::MaximumFOp::create(b, x, y).getResult()
+                                   : arith::MinimumFOp::create(b, x, y).getResult();
+    return convertElements(b, r, ct, old.getType());
+  }
+  bool uns = t.isUnsignedInteger() || t.isInteger(1);
+  if (reduction == "add")
+    return t.isInteger(1) ? arith::OrIOp::create(b, old, upd).getResult()
+                          : arith::AddIOp::create(b, old, upd).getResult();
+  if (reduction == "mul")
+    return t.isInteger(1) ? arith::AndIOp::create(b, old, upd).getResult()
+                          : arith::MulIOp::create(b, old, upd).getResult();
+  if (reduction == "max")
+    return uns ? arith::MaxUIOp::create(b, old, upd).getResult()
+               : arith::MaxSIOp::create(b, old, upd).getResult();
+  return uns ? arith::MinUIOp::create(b, old, upd).getResult()
+             : arith::MinSIOp::create(b, old, upd).getResult();
+}
+
+LogicalResult Lowering::scatterElements(kiln::ScatterElementsOp op) {
+  auto data = shape(op.getData()), ix = shape(op.getIndices());
+  int64_t axis = static_cast<int64_t>(op.getAxis()), rank = data.size();
+  auto dataStr = stridesOf(data), ixStr = stridesOf(ix);
+  Type t = elemType(op.getData());
+  std::string red = op.getReduction().str();
+  // The copy of the data, then per line of the indices along the axis (lines
+  // write disjoint lines of the data) the updates in order.
+  if (failed(forEach(op, {op.getData()}, elems(op.getResult()),
+                     [&](KernelEmitter &e, Value i) { e.store(e.load(0, i), 1, i); })))
+    return failure();
+  int out = bufferOf.lookup(op.getResult());
+  int64_t dim = ix[axis], lines = dim ? elems(op.getIndices()) / dim : 0;
+  SmallVector<int64_t> lineShape(ix);
+  lineShape[axis] = 1;
+  return forEachInto(op, {op.getIndices(), op.getUpdates()}, lines, out,
+                     [&](KernelEmitter &e, Value l) {
+    // The line's coordinates: its offsets in the indices and in the data.
+    Value ixBase = e.idx(0), dataBase = e.idx(0), rest = l;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      Value coord = d == 0 ? rest : e.rem(rest, lineShape[d]);
+      if (d > 0)
+        rest = e.div(rest, lineShape[d]);
+      if (d == axis)
+        continue;
+      ixBase = e.add(ixBase, e.mul(coord, ixStr[d]));
+      dataBase = e.add(dataBase, e.mul(coord, dataStr[d]));
+    }
+    e.loop(0, dim, [&](Value k) {
+      Value at = e.add(ixBase, e.mul(k, ixStr[axis]));
+      Value pos = boundedIndex(e, e.load(0, at), data[axis]);
+      Value dst = e.add(dataBase, e.mul(pos, dataStr[axis]));
+      e.store(scatterCombine(e, red, e.load(2, dst), e.load(1, at), t), 2, dst);
+    });
+  });
+}
+
+LogicalResult Lowering::scatterND(kiln::ScatterNDOp op) {
+  auto data = shape(op.getData()), ix = shape(op.getIndices());
+  int64_t q = ix.back(), tuples = 1, slice = 1;
+  for (size_t d = 0; d + 1 < ix.size(); ++d)
+    tuples *= ix[d];
+  for (size_t d = q; d < data.size(); ++d)
+    slice *= data[d];
+  auto dataStr = stridesOf(data);
+  Type t = elemType(op.getData());
+  std::string red = op.getReduction().str();
+  if (failed(forEach(op, {op.getData()}, elems(op.getResult()),
+                     [&](KernelEmitter &e, Value i) { e.store(e.load(0, i), 1, i); })))
+    return failure();
+  int out = bufferOf.lookup(op.getResult());
+  // Per element of the slice (in parallel), the tuples in order: two
+  // tuples naming one slice never race.
+  return forEachInto(op, {op.getIndices(), op.getUpdates()}, slice, out,
+                     [&](KernelEmitter &e, Value s) {
+    e.loop(0, tuples, [&](Value k) {
+      Value dst = s;
+      for (int64_t j = 0; j < q; ++j) {
+        Value raw = e.load(0, e.add(e.mul(k, q), e.idx(j)));
+        dst = e.add(dst, e.mul(boundedIndex(e, raw, data[j]), dataStr[j]));
+      }
+      Value src = e.add(e.mul(k, slice), s);
+      e.store(scatterCombine(e, red, e.load(2, dst), e.load(1, src), t), 2, dst);
+    });
+  });
+}
+
 /// Lines along `axis` of a tensor of `shape`: (outer, inner) and the size.
 struct AxisLines {
   int64_t outer = 1, inner = 1, dim = 1;
@@ -3765,6 +3886,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::SliceOp>([&](auto o) { return slice(o); })
       .Case<kiln::GatherOp>([&](auto o) { return gather(o); })
       .Case<kiln::GatherElementsOp>([&](auto o) { return gatherElements(o); })
+      .Case<kiln::ScatterElementsOp>([&](auto o) { return scatterElements(o); })
+      .Case<kiln::ScatterNDOp>([&](auto o) { return scatterND(o); })
       .Case<kiln::ArgReduceOp>([&](auto o) { return argReduce(o); })
       .Case<kiln::CumSumOp>([&](auto o) { return cumsum(o); })
       .Default([&](Operation *o) -> LogicalResult {

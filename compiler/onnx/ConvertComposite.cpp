@@ -595,6 +595,42 @@ LogicalResult convertGatherElements(NodeContext &ctx) {
                                                           ctx.builder.getI64IntegerAttr(*axis)));
 }
 
+/// ScatterElements / Scatter (opset 9-10: no reduction) and ScatterND:
+/// kiln.scatter_elements / kiln.scatter_nd over run-time (or constant)
+/// operands.
+LogicalResult convertScatter(NodeContext &ctx, bool nd) {
+  auto dt = ctx.inputType(0), it = ctx.inputType(1), ut = ctx.inputType(2);
+  if (!it.getElementType().isSignlessInteger())
+    return ctx.error("indices must be int32 or int64");
+  if (ut.getElementType() != dt.getElementType())
+    return ctx.error("updates and data differ in element type");
+  std::string red = ctx.attrString("reduction", "none");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    return ctx.error("unknown reduction '" + red + "'");
+  OpBuilder &b = ctx.builder;
+  if (nd) {
+    if (it.getRank() < 1 || it.getShape().back() < 1 || it.getShape().back() > dt.getRank())
+      return ctx.error("index tuples must have 1 to " + Twine(dt.getRank()) + " entries");
+    SmallVector<int64_t> want(it.getShape().drop_back());
+    want.append(dt.getShape().begin() + it.getShape().back(), dt.getShape().end());
+    if (ut.getShape() != ArrayRef<int64_t>(want))
+      return ctx.error("updates must have shape indices.shape[:-1] + data.shape[q:]");
+    return ctx.setResult(ctx.create<kiln::ScatterNDOp>(ctx.input(0), ctx.input(1),
+                                                       ctx.input(2), b.getStringAttr(red)));
+  }
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), dt.getRank());
+  if (failed(axis))
+    return failure();
+  if (it.getRank() != dt.getRank() || ut.getShape() != it.getShape())
+    return ctx.error("indices and updates must have one shape, of the data's rank");
+  for (int64_t d = 0; d < dt.getRank(); ++d)
+    if (d != *axis && it.getDimSize(d) > dt.getDimSize(d))
+      return ctx.error("indices exceed the data in dimension " + Twine(d));
+  return ctx.setResult(ctx.create<kiln::ScatterElementsOp>(
+      ctx.input(0), ctx.input(1), ctx.input(2), b.getI64IntegerAttr(*axis),
+      b.getStringAttr(red)));
+}
+
 /// GatherND: each index tuple (the indices' last dimension, k values, negative
 /// ones wrapped) becomes one linear position into the data's first
 /// batch_dims + k dimensions flattened, then one kiln.gather of the slices
@@ -854,6 +890,9 @@ void registerCompositeConverters(llvm::StringMap<Converter> &t) {
   t["ReverseSequence"] = convertReverseSequence;
   t["Split"] = convertSplit;
   t["GatherElements"] = convertGatherElements;
+  t["ScatterElements"] = [](NodeContext &c) { return convertScatter(c, false); };
+  t["Scatter"] = [](NodeContext &c) { return convertScatter(c, false); };
+  t["ScatterND"] = [](NodeContext &c) { return convertScatter(c, true); };
   t["GatherND"] = convertGatherND;
   t["ArgMax"] = [](NodeContext &c) { return convertArgReduce(c, true); };
   t["ArgMin"] = [](NodeContext &c) { return convertArgReduce(c, false); };

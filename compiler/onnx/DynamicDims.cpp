@@ -577,6 +577,56 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
         setSymbols(res, out);
         return success();
       })
+      .Case<kiln::ScatterElementsOp>([&](kiln::ScatterElementsOp sc) -> LogicalResult {
+        // Position-wise off the axis: the indices and updates carry the
+        // data's symbols there (or none where they are static).
+        // Along the axis: indices in range write real positions only
+        // (MaskSymbols wraps negative ones by the run-time size); padded
+        // indices repeat the last one with its update, harmless for a
+        // plain write; a reduction's padded updates are masked to its
+        // identity.
+        AxisSymbols d = of(sc.getData());
+        int64_t ax = static_cast<int64_t>(sc.getAxis());
+        if (d[ax] >= 0 && !sc->hasAttr("kiln.symbol_indices"))
+          return mixes(d[ax], "it scatters along");
+        for (Value v : {sc.getIndices(), sc.getUpdates()}) {
+          AxisSymbols s = of(v);
+          for (int64_t k = 0; k < (int64_t)s.size(); ++k) {
+            if (k == ax && s[k] >= 0 && sc.getReduction() != "none" &&
+                !masked(sc.getUpdates(), k))
+              return mixes(s[k], "it reduces its updates along");
+            if (k != ax && s[k] != d[k])
+              return mixes(s[k] >= 0 ? s[k] : d[k],
+                           "its indices or updates differ from its data along");
+          }
+        }
+        setSymbols(res, d);
+        return success();
+      })
+      .Case<kiln::ScatterNDOp>([&](kiln::ScatterNDOp sc) -> LogicalResult {
+        // Indexed axes: negative entries wrapped by MaskSymbols; the slices'
+        // axes position-wise. Padded index tuples repeat the last one with
+        // its update: harmless for a plain write; a reduction's padded
+        // updates are masked to its identity.
+        AxisSymbols d = of(sc.getData()), ix = of(sc.getIndices()), u = of(sc.getUpdates());
+        int64_t q = llvm::cast<RankedTensorType>(sc.getIndices().getType()).getShape().back();
+        for (int64_t k = 0; k < q; ++k)
+          if (d[k] >= 0 && !sc->hasAttr("kiln.symbol_indices"))
+            return mixes(d[k], "it scatters along");
+        if (ix.back() >= 0)
+          return mixes(ix.back(), "its index tuples run along");
+        int64_t batch = ix.size() - 1;
+        for (int64_t k = 0; k < batch; ++k)
+          if ((ix[k] >= 0 || u[k] >= 0) && sc.getReduction() != "none" &&
+              !masked(sc.getUpdates(), k))
+            return mixes(ix[k] >= 0 ? ix[k] : u[k], "it reduces its updates along");
+        for (int64_t k = batch; k < (int64_t)u.size(); ++k)
+          if (u[k] != d[q + k - batch])
+            return mixes(u[k] >= 0 ? u[k] : d[q + k - batch],
+                         "its updates differ from its data along");
+        setSymbols(res, d);
+        return success();
+      })
       .Case<kiln::WhereOp>([&](kiln::WhereOp w) -> LogicalResult {
         if (w->hasAttr("kiln.masked_axes")) { // a mask: positions stay
           setSymbols(res, of(w->getOperand(1)));

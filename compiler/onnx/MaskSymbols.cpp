@@ -173,9 +173,89 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
       op->setOperand(1, mask(mm.getRhs(), sr, 0.0));
     return first;
   }
-  if (isa<kiln::GatherOp, kiln::GatherElementsOp>(op) && !op->hasAttr("kiln.symbol_indices")) {
-    // Gathering along a symbolic axis reads only real positions for indices
-    // in range; negative ones count from the run-time size, not the bound.
+  // A scattering reduction over a symbolic number of updates: the padded
+  // updates (repeats of the last) become the reduction's identity.
+  auto reductionOf = [](Operation *o) {
+    auto r = o->getAttrOfType<StringAttr>("reduction");
+    return r ? r.getValue() : StringRef("none");
+  };
+  if (isa<kiln::ScatterNDOp, kiln::ScatterElementsOp>(op) && reductionOf(op) != "none") {
+    Value upd = op->getOperand(2);
+    auto ut = llvm::cast<RankedTensorType>(upd.getType());
+    SmallVector<int64_t> axes;
+    if (auto sc = dyn_cast<kiln::ScatterNDOp>(op)) {
+      int64_t batch = llvm::cast<RankedTensorType>(sc.getIndices().getType()).getRank() - 1;
+      for (int64_t k = 0; k < batch; ++k)
+        axes.push_back(k);
+    } else {
+      axes.push_back(op->getAttrOfType<IntegerAttr>("axis").getInt());
+    }
+    auto sa = symbolicAxes(upd, axes);
+    if (!sa.empty()) {
+      StringRef red = reductionOf(op);
+      Type et = ut.getElementType();
+      double fill = red == "add" ? 0.0 : red == "mul" ? 1.0 : 0.0;
+      if (red == "max" || red == "min") {
+        bool mx = red == "max";
+        if (llvm::isa<FloatType>(et)) {
+          fill = mx ? -inf : inf;
+        } else {
+          unsigned w = et.getIntOrFloatBitWidth();
+          bool uns = et.isUnsignedInteger() || et.isInteger(1);
+          fill = uns ? (mx ? 0.0 : std::ldexp(1.0, w) - 1)
+                     : (mx ? -std::ldexp(1.0, w - 1) : std::ldexp(1.0, w - 1) - 1);
+        }
+      }
+      op->setOperand(2, mask(upd, sa, fill));
+      return first;
+    }
+  }
+  if (auto sc = dyn_cast<kiln::ScatterNDOp>(op); sc && !op->hasAttr("kiln.symbol_indices")) {
+    // Index tuples into symbolic axes: negative entries count from the
+    // run-time sizes (per tuple position: the symbol's size or the static
+    // dimension).
+    Value data = sc.getData(), idx = sc.getIndices();
+    auto it = llvm::cast<RankedTensorType>(idx.getType());
+    int64_t q = it.getShape().back();
+    AxisSymbols d = symbols.of(data);
+    if (llvm::none_of(llvm::ArrayRef<int32_t>(d).take_front(q), [](int32_t v) { return v >= 0; }))
+      return static_cast<Operation *>(nullptr);
+    auto dt = llvm::cast<RankedTensorType>(data.getType());
+    Type ie = it.getElementType();
+    SmallVector<Value> parts;
+    for (int64_t j = 0; j < q; ++j) {
+      Value part;
+      if (d[j] >= 0) {
+        part = symbolInput(d[j]);
+        if (ie != b.getIntegerType(64))
+          part = note(kiln::CastOp::create(b, loc, RankedTensorType::get({1}, ie), part).getResult());
+      } else {
+        HostTensor c;
+        c.elementType = ie;
+        c.shape = {1};
+        c.values = {static_cast<double>(dt.getDimSize(j))};
+        part = note(materialize(b, c, "dim"));
+      }
+      parts.push_back(part);
+    }
+    Value sizes = q == 1 ? parts[0]
+                         : note(kiln::ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(0))
+                                    .getResult());
+    HostTensor zero;
+    zero.elementType = ie;
+    zero.values = {0.0};
+    Value z = note(materialize(b, zero, "zero"));
+    Value neg = kiln::CompareOp::create(b, loc, idx, z, "lt");
+    Value wrapped = kiln::AddOp::create(b, loc, idx, sizes);
+    op->setOperand(1, kiln::WhereOp::create(b, loc, neg, wrapped, idx).getResult());
+    op->setAttr("kiln.symbol_indices", b.getUnitAttr());
+    return first;
+  }
+  if (isa<kiln::GatherOp, kiln::GatherElementsOp, kiln::ScatterElementsOp>(op) &&
+      !op->hasAttr("kiln.symbol_indices")) {
+    // Gathering (scattering) along a symbolic axis reads (writes) only real
+    // positions for indices in range; negative ones count from the run-time
+    // size, not the bound.
     Value data = op->getOperand(0), idx = op->getOperand(1);
     int64_t rank = llvm::cast<RankedTensorType>(data.getType()).getRank();
     int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();

@@ -21,6 +21,10 @@ def Kiln_Dialect : Dialect {
     attribute text.
   }];
   let hasConstantMaterializer = 1;
+  // Inherent attributes live in the attribute dictionary: the parsers of ops
+  // whose result types are inferred read them from it (with properties they
+  // would infer before the properties are filled).
+  let usePropertiesForAttributes = 0;
 }
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>

@@ -119,9 +119,8 @@ LogicalResult checkWindowAttrs(std::optional<Location> loc, size_t spatial,
 
 LogicalResult ConstantOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, ValueRange, DictionaryAttr attrs,
-    OpaqueProperties props, RegionRange, SmallVectorImpl<Type> &inferred) {
-  auto *p = props.as<Properties *>();
-  Attribute value = p && p->value ? Attribute(p->value) : attrs.get("value");
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+  Attribute value = attrs ? attrs.get("value") : Attribute();
   auto elements = llvm::dyn_cast_or_null<ElementsAttr>(value);
   if (!elements)
     return failWith(loc, "expects an elements attribute");
@@ -338,6 +337,56 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Lo
     if (k != axis && i.getDimSize(k) > d.getDimSize(k))
       return failWith(loc, "indices exceed data in dimension " + llvm::Twine(k));
   inferred.push_back(RankedTensorType::get(i.getShape(), d.getElementType()));
+  return success();
+}
+
+/// The reduction of a scatter: none (also when absent), add, mul, max or min.
+/// (Read as the attribute: the adaptor's default-valued getter needs an
+/// attribute dictionary that is not empty.)
+static bool isScatterReduction(StringAttr a) {
+  StringRef r = a ? a.getValue() : "none";
+  return r == "none" || r == "add" || r == "mul" || r == "max" || r == "min";
+}
+
+LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &inferred) {
+  auto d = rankedOf(adaptor.getData()), i = rankedOf(adaptor.getIndices()),
+       u = rankedOf(adaptor.getUpdates());
+  int64_t axis = static_cast<int64_t>(adaptor.getAxis());
+  if (axis < 0 || axis >= d.getRank())
+    return failWith(loc, "axis " + llvm::Twine(axis) + " is out of range");
+  if (i.getRank() != d.getRank())
+    return failWith(loc, "indices and data differ in rank");
+  if (u.getShape() != i.getShape() || u.getElementType() != d.getElementType())
+    return failWith(loc, "updates must have the indices' shape and the data's element type");
+  for (int64_t k = 0; k < d.getRank(); ++k)
+    if (k != axis && i.getDimSize(k) > d.getDimSize(k))
+      return failWith(loc, "indices exceed data in dimension " + llvm::Twine(k));
+  if (!isScatterReduction(adaptor.getReductionAttr()))
+    return failWith(loc, "unknown reduction '" + adaptor.getReductionAttr().getValue() + "'");
+  inferred.push_back(d);
+  return success();
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto d = rankedOf(adaptor.getData()), i = rankedOf(adaptor.getIndices()),
+       u = rankedOf(adaptor.getUpdates());
+  if (i.getRank() < 1)
+    return failWith(loc, "indices need at least one dimension");
+  int64_t q = i.getDimSize(i.getRank() - 1);
+  if (q < 1 || q > d.getRank())
+    return failWith(loc, "index tuples of " + llvm::Twine(q) + " entries for data of rank " +
+                             llvm::Twine(d.getRank()));
+  SmallVector<int64_t> want(i.getShape().drop_back());
+  want.append(d.getShape().begin() + q, d.getShape().end());
+  if (u.getShape() != ArrayRef<int64_t>(want) || u.getElementType() != d.getElementType())
+    return failWith(loc, "updates must have shape indices.shape[:-1] + data.shape[q:] and the "
+                         "data's element type");
+  if (!isScatterReduction(adaptor.getReductionAttr()))
+    return failWith(loc, "unknown reduction '" + adaptor.getReductionAttr().getValue() + "'");
+  inferred.push_back(d);
   return success();
 }
 

@@ -640,6 +640,53 @@ def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure, InferTypeOpAdaptor
   let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices)";
 }
 
+def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements", [Pure, InferTypeOpAdaptor]> {
+  let summary = "writes `updates` into a copy of `data` at run-time indices along one axis";
+  let description = [{
+    ONNX ScatterElements (and Scatter): the result is `data` with
+    `result[p with p[axis] = indices[p]] = updates[p]` for every position
+    `p` of `indices` (same shape as `updates`), combined with the element
+    already there by `reduction` (`none`: replaced, `add`, `mul`, `max`,
+    `min`), in the order of the indices along the axis. Negative indices
+    count from the end; out-of-range ones are clamped.
+
+    ```mlir
+    %y = kiln.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "add"}
+         : tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IntTensor:$indices, Kiln_Tensor:$updates,
+                       I64Attr:$axis, DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:` type($data) `,` type($indices) `,`
+    type($updates)
+  }];
+}
+
+def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd", [Pure, InferTypeOpAdaptor]> {
+  let summary = "writes slices of `updates` into a copy of `data` at run-time index tuples";
+  let description = [{
+    ONNX ScatterND: `indices` has shape `[..., q]`; each index tuple picks a
+    slice `data[i0, ..., iq-1]` (of shape `data.shape[q:]`) that the
+    matching slice of `updates` (shape `indices.shape[:-1] + data.shape[q:]`)
+    replaces or is combined into by `reduction` (`none`, `add`, `mul`,
+    `max`, `min`), tuples in order. Negative indices count from the end;
+    out-of-range ones are clamped.
+
+    ```mlir
+    %y = kiln.scatter_nd %x, %i, %u : tensor<4x5xf32>, tensor<2x1xi64>, tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IntTensor:$indices, Kiln_Tensor:$updates,
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:` type($data) `,` type($indices) `,`
+    type($updates)
+  }];
+}
+
 def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, InferTypeOpAdaptor]> {
   let summary = "the index of the maximum or minimum along an axis (i64)";
   let description = [{

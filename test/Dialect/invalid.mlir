@@ -240,3 +240,27 @@ func.func @expand_shape(%x: tensor<3x2xf32>) -> tensor<2x3xf32> {
   %z = kiln.expand %x : tensor<3x2xf32> -> tensor<2x3xf32>
   return %z : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @scatter_updates(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x3xf32>) -> tensor<3x4xf32> {
+  // expected-error@+1 {{updates must have the indices' shape and the data's element type}}
+  %z = kiln.scatter_elements %x, %i, %u {axis = 1 : i64} : tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x3xf32>
+  return %z : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @scatter_reduction(%x: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) -> tensor<3x4xf32> {
+  // expected-error@+1 {{unknown reduction 'sum'}}
+  %z = kiln.scatter_nd %x, %i, %u {reduction = "sum"} : tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>
+  return %z : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @scatter_nd_tuple(%x: tensor<3x4xf32>, %i: tensor<2x3xi64>, %u: tensor<2xf32>) -> tensor<3x4xf32> {
+  // expected-error@+1 {{index tuples of 3 entries for data of rank 2}}
+  %z = kiln.scatter_nd %x, %i, %u : tensor<3x4xf32>, tensor<2x3xi64>, tensor<2xf32>
+  return %z : tensor<3x4xf32>
+}

@@ -160,3 +160,14 @@ func.func @logic(%x: tensor<2x3xf32>, %a: tensor<3xi32>, %u: tensor<3xui8>, %c: 
   %e = kiln.expand %r : tensor<2x3xf32> -> tensor<4x2x3xf32>
   return %r, %s, %sh, %n, %e : tensor<2x3xf32>, tensor<3xi32>, tensor<3xui8>, tensor<2x3xi1>, tensor<4x2x3xf32>
 }
+
+// CHECK-LABEL: func.func @scatters
+func.func @scatters(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>,
+                    %t: tensor<2x1xi64>, %v: tensor<2x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>) {
+  // CHECK: kiln.scatter_elements {{.*}} {axis = 1 : i64, reduction = "add"} : tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>
+  %a = kiln.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "add"} : tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>
+  // CHECK: kiln.scatter_nd {{.*}} : tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>
+  // CHECK-NOT: reduction
+  %b = kiln.scatter_nd %x, %t, %v : tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>
+  return %a, %b : tensor<3x4xf32>, tensor<3x4xf32>
+}

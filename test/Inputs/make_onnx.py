@@ -347,6 +347,16 @@ def recurrent_ok():
                  [init("w", f32(2, 12, 4)), init("r", f32(2, 12, 3)), init("b", f32(2, 24))])
 
 
+def scatter_ops():
+    nodes = [helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1,
+                              reduction="max", name="scat_el"),
+             helper.make_node("ScatterND", ["x", "t", "v"], ["z"], name="scat_nd")]
+    return model(nodes, [vi("x", [3, 4]), vi("u", [3, 2]), vi("v", [2, 4])],
+                 [vi("y", None), vi("z", None)],
+                 [init("i", np.array([[0, 1], [2, 3], [-1, 0]], np.int64)),
+                  init("t", np.array([[2], [0]], np.int64))], opset=18)
+
+
 def bad_conv():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_bad")]
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
@@ -497,7 +507,7 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok,
+                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

@@ -78,7 +78,8 @@ def chain(inputs, weights, nodes, opset=17, dtype=TensorProto.FLOAT):
 
 ONNX_TYPES = {"f32": TensorProto.FLOAT, "f64": TensorProto.DOUBLE, "i32": TensorProto.INT32,
               "i64": TensorProto.INT64, "i8": TensorProto.INT8, "u8": TensorProto.UINT8,
-              "u16": TensorProto.UINT16, "u32": TensorProto.UINT32, "bool": TensorProto.BOOL}
+              "u16": TensorProto.UINT16, "u32": TensorProto.UINT32, "bool": TensorProto.BOOL,
+              "f16": TensorProto.FLOAT16}
 
 
 def typed(inputs, nodes, opset=17, consts=()):
@@ -547,6 +548,40 @@ CASES = {
     "hamming_frames": typed([("x", (3, 10), "f32", "normal")],
                             [("HammingWindow", ["n"], {"periodic": 0}), ("Mul", ["x", "t0"], {})],
                             consts=[("n", np.array(10, np.int64))]),
+    # Scatters: a copy of the data, then the updates in order (duplicates
+    # combined by the reduction; negative indices count from the end).
+    "scatter_elements_add_dups": typed(
+        [("x", (4, 5), "f32", "normal"), ("u", (4, 3), "f32", "normal")],
+        [("ScatterElements", ["x", "i", "u"], {"axis": 1, "reduction": "add"})], opset=18,
+        consts=[("i", np.array([[0, 0, 4], [1, -1, 1], [3, 2, -5], [4, 4, 4]], np.int64))]),
+    "scatter_elements_none_axis0": typed(
+        [("x", (5, 3), "f32", "normal"), ("u", (2, 3), "f32", "normal")],
+        [("ScatterElements", ["x", "i", "u"], {"axis": 0})], opset=18,
+        consts=[("i", np.array([[4, 0, -1], [1, 2, 3]], np.int64))]),
+    "scatter_elements_max_int": typed(
+        [("x", (3, 6), "i32", "int"), ("u", (3, 4), "i32", "int")],
+        [("ScatterElements", ["x", "i", "u"], {"axis": 1, "reduction": "max"})], opset=18,
+        consts=[("i", np.array([[0, 0, 5, 2], [1, 1, 1, 1], [-1, 3, 3, 0]], np.int32))]),
+    "scatter_elements_f16": typed(
+        [("x", (2, 4), "f16", "unit"), ("u", (2, 3), "f16", "unit")],
+        [("ScatterElements", ["x", "i", "u"], {"axis": 1})], opset=18,
+        consts=[("i", np.array([[3, 2, 0], [1, 2, 0]], np.int64))]),
+    "scatter_elements_mul": typed(
+        [("x", (2, 4), "f32", "unit"), ("u", (2, 3), "f32", "unit")],
+        [("ScatterElements", ["x", "i", "u"], {"axis": 1, "reduction": "mul"})], opset=18,
+        consts=[("i", np.array([[3, 3, 0], [1, 2, 1]], np.int64))]),
+    "scatter_nd_add_dups": typed(
+        [("x", (4, 3, 2), "f32", "normal"), ("u", (4, 3, 2), "f32", "normal")],
+        [("ScatterND", ["x", "i", "u"], {"reduction": "add"})], opset=18,
+        consts=[("i", np.array([[1], [3], [1], [-1]], np.int64))]),
+    "scatter_nd_min_q2": typed(
+        [("x", (3, 4, 5), "f32", "normal"), ("u", (3, 5), "f32", "normal")],
+        [("ScatterND", ["x", "i", "u"], {"reduction": "min"})], opset=18,
+        consts=[("i", np.array([[0, 1], [2, -1], [0, 1]], np.int64))]),
+    "scatter_nd_none_full": typed(
+        [("x", (3, 4), "f32", "normal"), ("u", (2,), "f32", "normal")],
+        [("ScatterND", ["x", "i", "u"], {})], opset=18,
+        consts=[("i", np.array([[0, 3], [-1, -4]], np.int64))]),
     # Recurrent ops (unrolled): both directions, per-entry sequence lengths
     # (a reverse direction reads each sequence from its own end), peepholes,
     # initial states, linear_before_reset, clip, input_forget and non-default

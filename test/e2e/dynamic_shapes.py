@@ -14,7 +14,8 @@ indices, a symbol broadcast against a static size (pinned: 1 or that
 size), symbols the model fixes to a static size or to another symbol (a
 weight input's channels, a product's inner dimensions), shape values that
 name a symbol exactly (ConstantOfShape and Expand targets, EyeLike),
-reshapes merging the batch with the axes after it (a derived symbol), reductions and matrix products over the symbolic batch (masked
+reshapes merging the batch with the axes after it (a derived symbol),
+scatters along the batch (negative indices, a dynamic number of updates), reductions and matrix products over the symbolic batch (masked
 padding), and self-attention over a symbolic sequence length. Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
@@ -286,6 +287,23 @@ def merged_batch():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def scatter_dynamic():
+    """Scatters along the dynamic batch: ScatterElements with negative
+    indices (wrapped by the run-time size) and ScatterND adding a dynamic
+    number of rows (K index tuples: the padded ones add nothing)."""
+    nodes = [helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=0),
+             helper.make_node("ScatterND", ["x", "t", "v"], ["z"], reduction="add")]
+    g = helper.make_graph(
+        nodes, "scatter_dynamic",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
+         helper.make_tensor_value_info("u", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("t", TensorProto.INT64, ["K", 1]),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, ["K", 4])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ["y", "z"]],
+        [numpy_helper.from_array(np.array([[-1, 0, 3, -2], [1, -3, 0, 2]], np.int64), "i")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -356,6 +374,8 @@ def main():
         ("empty_batch", empty_batch(), [], [{"N": 0, "L": 0}, {"N": 4, "L": 0}, {"N": 0, "L": 2}]),
         ("merged_batch", merged_batch(), ["--max-shape", "x=6x3x4"],
          [{"N": 1}, {"N": 4}, {"N": 6}]),
+        ("scatter_dynamic", scatter_dynamic(), ["--max-shape", "x=16x4", "--max-shape", "t=8x1"],
+         [{"N": 12, "K": 3}, {"N": 10, "K": 8}, {"N": 16, "K": 1}]),
         ("batch_reductions", batch_reductions(), ["--max-shape", "x=12x6"],
          [{"N": 1}, {"N": 5}, {"N": 12}]),
         ("attention_dynamic_seq", attention_dynamic_seq(), ["--max-shape", "x=2x24x16"],
