@@ -35,7 +35,8 @@ struct LegalizeTypesPass : kiln::impl::LegalizeTypesPassBase<LegalizeTypesPass> 
 
   bool keeps(Operation *op) const {
     if (isa<ConstantOp, CastOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp, FusionOp, YieldOp,
-            ExpandOp, GatherOp, GatherElementsOp, ScatterElementsOp, ScatterNDOp>(op))
+            ExpandOp, GatherOp, GatherElementsOp, ScatterElementsOp, ScatterNDOp,
+            TopKIndicesOp>(op))
       return true;
     if (tensorCores && isa<MatMulOp, GemmOp, ConvOp>(op)) {
       Type et = llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType();

@@ -919,6 +919,7 @@ private:
   /// Scatters: a copy of the data, then one kernel updating it in place.
   LogicalResult forEachInto(Operation *op, ArrayRef<Value> ins, int64_t total, int out,
                             const std::function<void(KernelEmitter &, Value)> &body);
+  LogicalResult topkIndices(kiln::TopKIndicesOp op);
   LogicalResult scatterElements(kiln::ScatterElementsOp op);
   LogicalResult scatterND(kiln::ScatterNDOp op);
 };
@@ -1065,7 +1066,8 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
   // kiln-legalize-types) move any element type; the rest compute f32.
   bool anyType = isa<kiln::CastOp, kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp,
                      kiln::ConcatOp, kiln::FusionOp, kiln::GatherOp, kiln::GatherElementsOp,
-                     kiln::ScatterElementsOp, kiln::ScatterNDOp, kiln::ArgReduceOp,
+                     kiln::ScatterElementsOp, kiln::ScatterNDOp, kiln::TopKIndicesOp,
+                     kiln::ArgReduceOp,
                      kiln::CumSumOp>(op) ||
                  kiln::isElementwise(op) || typedKernel;
   if (!anyType &&
@@ -3624,6 +3626,77 @@ LogicalResult Lowering::argReduce(kiln::ArgReduceOp op) {
   });
 }
 
+/// Per line along the axis (in parallel), one pass over its values keeps
+/// the best k so far as a sorted list of indices in the output: a value
+/// goes before the first kept one it beats (strictly: the earlier of equal
+/// values stays first), the ones after it move down. O(n k) per line.
+LogicalResult Lowering::topkIndices(kiln::TopKIndicesOp op) {
+  auto in = shape(op.getInput());
+  int64_t axis = static_cast<int64_t>(op.getAxis()), k = static_cast<int64_t>(op.getK());
+  AxisLines lines(in, axis);
+  Type et = elemType(op.getInput());
+  bool isFloat = llvm::isa<FloatType>(et);
+  bool uns = et.isUnsignedInteger() || et.isInteger(1);
+  bool largest = op.getLargest();
+  int64_t outLine = k * lines.inner;
+  return forEach(op, {op.getInput()}, lines.outer * lines.inner, [&](KernelEmitter &e, Value l) {
+    ImplicitLocOpBuilder &b = e.b;
+    if (k == 0)
+      return;
+    Value base = lines.base(e, l);
+    Value outBase = e.add(e.mul(e.div(l, lines.inner), outLine), e.rem(l, lines.inner));
+    auto slot = [&](Value j) { return e.add(outBase, e.mul(j, lines.inner)); };
+    auto beats = [&](Value v, Value w) -> Value {
+      if (isFloat) {
+        using P = arith::CmpFPredicate;
+        return arith::CmpFOp::create(b, largest ? P::OGT : P::OLT, v, w);
+      }
+      using P = arith::CmpIPredicate;
+      P pred = largest ? (uns ? P::ugt : P::sgt) : (uns ? P::ult : P::slt);
+      return arith::CmpIOp::create(b, pred, v, w);
+    };
+    // A value that never ranks (NaN) is placed only into free slots.
+    auto ranks = [&](Value v) -> Value {
+      if (!isFloat)
+        return arith::ConstantIntOp::create(b, 1, 1);
+      return arith::CmpFOp::create(b, arith::CmpFPredicate::ORD, v, v);
+    };
+    e.reduce(e.idx(0), e.idx(lines.dim), e.idx(0), [&](Value i, Value count) {
+      Value v = e.load(0, e.add(base, e.mul(i, lines.inner)));
+      Value rv = ranks(v);
+      // The first kept position this value beats (count when none).
+      Value pos = e.reduce(e.idx(0), count, count, [&](Value j, Value p) {
+        Value w = e.load(0, e.add(base, e.mul(arith::IndexCastOp::create(
+                                                  b, b.getIndexType(), e.load(1, slot(j))),
+                                              lines.inner)));
+        Value wRanks = ranks(w);
+        // (a NaN kept earlier is beaten by any value that ranks)
+        Value better = arith::OrIOp::create(
+            b, beats(v, w), arith::AndIOp::create(b, rv, arith::XOrIOp::create(
+                                                          b, wRanks,
+                                                          arith::ConstantIntOp::create(b, 1, 1))));
+        Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, p, count);
+        return arith::SelectOp::create(b, arith::AndIOp::create(b, first, better), j, p);
+      });
+      Value fits = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, pos, e.idx(k));
+      auto ifOp = scf::IfOp::create(b, fits, /*withElseRegion=*/false);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        // Move [pos, last) down by one, from the end.
+        Value last = e.minI(count, e.idx(k - 1));
+        Value moves = arith::SubIOp::create(b, last, pos);
+        e.loop(e.idx(0), moves, [&](Value t) {
+          Value j = arith::SubIOp::create(b, last, t);
+          e.store(e.load(1, slot(arith::SubIOp::create(b, j, e.idx(1)))), 1, slot(j));
+        });
+        e.store(e.i64(i), 1, slot(pos));
+      }
+      return e.minI(e.add(count, e.idx(1)), e.idx(k));
+    });
+  });
+}
+
 LogicalResult Lowering::cumsum(kiln::CumSumOp op) {
   AxisLines lines(shape(op.getInput()), static_cast<int64_t>(op.getAxis()));
   Type et = elemType(op.getInput());
@@ -3887,6 +3960,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::GatherOp>([&](auto o) { return gather(o); })
       .Case<kiln::GatherElementsOp>([&](auto o) { return gatherElements(o); })
       .Case<kiln::ScatterElementsOp>([&](auto o) { return scatterElements(o); })
+      .Case<kiln::TopKIndicesOp>([&](auto o) { return topkIndices(o); })
       .Case<kiln::ScatterNDOp>([&](auto o) { return scatterND(o); })
       .Case<kiln::ArgReduceOp>([&](auto o) { return argReduce(o); })
       .Case<kiln::CumSumOp>([&](auto o) { return cumsum(o); })

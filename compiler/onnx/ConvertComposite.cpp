@@ -595,6 +595,42 @@ LogicalResult convertGatherElements(NodeContext &ctx) {
                                                           ctx.builder.getI64IntegerAttr(*axis)));
 }
 
+/// TopK: the indices (kiln.topk_indices, best first, ties by lower index)
+/// and the values gathered at them. k is an attribute before opset 10, a
+/// compile-time input since; `sorted` = 0 allows any order (sorted is one).
+LogicalResult convertTopK(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  auto axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), in.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t k;
+  if (ctx.opset < 10) {
+    k = ctx.attrInt("k", -1);
+  } else {
+    const HostTensor *kt = ctx.hostInput(1);
+    if (!kt || kt->numElements() != 1)
+      return ctx.error("k must be a compile-time scalar");
+    k = hostInt(kt->values[0]);
+  }
+  if (k < 0 || k > in.getDimSize(*axis))
+    return ctx.error("k = " + Twine(k) + " is not within the axis' size " +
+                     Twine(in.getDimSize(*axis)));
+  OpBuilder &b = ctx.builder;
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  Value idx = g.take(ctx.create<kiln::TopKIndicesOp>(x, b.getI64IntegerAttr(*axis),
+                                                     b.getI64IntegerAttr(k),
+                                                     b.getBoolAttr(ctx.attrInt("largest", 1) != 0)));
+  Value vals = g.ok({idx}) ? g.take(ctx.create<kiln::GatherElementsOp>(
+                                 x, idx, b.getI64IntegerAttr(*axis)))
+                           : Value();
+  if (!g.ok({idx, vals}))
+    return failure();
+  ctx.setOutput(0, vals);
+  ctx.setOutput(1, idx);
+  return success();
+}
+
 /// ScatterElements / Scatter (opset 9-10: no reduction) and ScatterND:
 /// kiln.scatter_elements / kiln.scatter_nd over run-time (or constant)
 /// operands.
@@ -893,6 +929,7 @@ void registerCompositeConverters(llvm::StringMap<Converter> &t) {
   t["ScatterElements"] = [](NodeContext &c) { return convertScatter(c, false); };
   t["Scatter"] = [](NodeContext &c) { return convertScatter(c, false); };
   t["ScatterND"] = [](NodeContext &c) { return convertScatter(c, true); };
+  t["TopK"] = convertTopK;
   t["GatherND"] = convertGatherND;
   t["ArgMax"] = [](NodeContext &c) { return convertArgReduce(c, true); };
   t["ArgMin"] = [](NodeContext &c) { return convertArgReduce(c, false); };

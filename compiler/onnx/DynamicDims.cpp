@@ -577,6 +577,15 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
         setSymbols(res, out);
         return success();
       })
+      .Case<kiln::TopKIndicesOp>([&](kiln::TopKIndicesOp t) -> LogicalResult {
+        // Ranking along a symbolic axis would rank the padding too.
+        AxisSymbols a = of(t.getInput());
+        int64_t ax = static_cast<int64_t>(t.getAxis());
+        if (a[ax] >= 0)
+          return mixes(a[ax], "it ranks along");
+        setSymbols(res, a);
+        return success();
+      })
       .Case<kiln::ScatterElementsOp>([&](kiln::ScatterElementsOp sc) -> LogicalResult {
         // Position-wise off the axis: the indices and updates carry the
         // data's symbols there (or none where they are static).

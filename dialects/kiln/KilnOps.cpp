@@ -390,6 +390,25 @@ LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
+LogicalResult TopKIndicesOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(adaptor.getInput());
+  auto axisAttr = adaptor.getAxisAttr(), kAttr = adaptor.getKAttr();
+  if (!axisAttr || !kAttr)
+    return failWith(loc, "needs axis and k");
+  int64_t axis = axisAttr.getInt(), k = kAttr.getInt();
+  if (axis < 0 || axis >= in.getRank())
+    return failWith(loc, "axis " + llvm::Twine(axis) + " is out of range");
+  if (k < 0 || k > in.getDimSize(axis))
+    return failWith(loc, "k = " + llvm::Twine(k) + " is not within the axis' size " +
+                             llvm::Twine(in.getDimSize(axis)));
+  SmallVector<int64_t> shape(in.getShape());
+  shape[axis] = k;
+  inferred.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
+  return success();
+}
+
 LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
   auto in = rankedOf(adaptor.getInput());

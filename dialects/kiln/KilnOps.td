@@ -687,6 +687,24 @@ def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def Kiln_TopKIndicesOp : Kiln_Op<"topk_indices", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the indices (i64) of the k largest or smallest values along an axis";
+  let description = [{
+    ONNX TopK's Indices output: along `axis`, the positions of the `k`
+    largest (`largest = true`) or smallest values, best first; of equal
+    values the lower index comes first; NaN never ranks. TopK's Values are
+    `kiln.gather_elements` of the input at these indices.
+
+    ```mlir
+    %i = kiln.topk_indices %x {axis = 1 : i64, k = 3 : i64, largest = true}
+         : tensor<2x10xf32> -> tensor<2x3xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, I64Attr:$k, BoolAttr:$largest);
+  let results = (outs Kiln_IntTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
 def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, InferTypeOpAdaptor]> {
   let summary = "the index of the maximum or minimum along an axis (i64)";
   let description = [{

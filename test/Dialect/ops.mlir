@@ -169,5 +169,7 @@ func.func @scatters(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32
   // CHECK: kiln.scatter_nd {{.*}} : tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>
   // CHECK-NOT: reduction
   %b = kiln.scatter_nd %x, %t, %v : tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>
+  // CHECK: kiln.topk_indices {{.*}} {axis = 0 : i64, k = 2 : i64, largest = true} : tensor<3x4xf32> -> tensor<2x4xi64>
+  %c = kiln.topk_indices %b {axis = 0 : i64, k = 2 : i64, largest = true} : tensor<3x4xf32> -> tensor<2x4xi64>
   return %a, %b : tensor<3x4xf32>, tensor<3x4xf32>
 }

@@ -350,11 +350,13 @@ def recurrent_ok():
 def scatter_ops():
     nodes = [helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1,
                               reduction="max", name="scat_el"),
-             helper.make_node("ScatterND", ["x", "t", "v"], ["z"], name="scat_nd")]
+             helper.make_node("ScatterND", ["x", "t", "v"], ["z"], name="scat_nd"),
+             helper.make_node("TopK", ["x", "k"], ["tv", "ti"], largest=0, name="top2")]
     return model(nodes, [vi("x", [3, 4]), vi("u", [3, 2]), vi("v", [2, 4])],
-                 [vi("y", None), vi("z", None)],
+                 [vi("y", None), vi("z", None), vi("tv", None), vi("ti", None)],
                  [init("i", np.array([[0, 1], [2, 3], [-1, 0]], np.int64)),
-                  init("t", np.array([[2], [0]], np.int64))], opset=18)
+                  init("t", np.array([[2], [0]], np.int64)),
+                  init("k", np.array([2], np.int64))], opset=18)
 
 
 def bad_conv():

@@ -548,6 +548,21 @@ CASES = {
     "hamming_frames": typed([("x", (3, 10), "f32", "normal")],
                             [("HammingWindow", ["n"], {"periodic": 0}), ("Mul", ["x", "t0"], {})],
                             consts=[("n", np.array(10, np.int64))]),
+    # TopK: values and (as y) indices; ties between small integers come in
+    # index order as the spec asks.
+    "topk_largest_values": typed([("x", (3, 50), "f32", "normal")],
+                                 [("TopK", ["x", "k"], {}, ["y", "ix"])],
+                                 consts=[("k", np.array([7], np.int64))]),
+    "topk_smallest_axis0_indices": typed([("x", (40, 6), "f32", "normal")],
+                                         [("TopK", ["x", "k"], {"axis": 0, "largest": 0},
+                                           ["v", "y"])],
+                                         consts=[("k", np.array([5], np.int64))]),
+    "topk_ties_int_indices": typed([("x", (4, 30), "i32", "small")],
+                                   [("TopK", ["x", "k"], {}, ["v", "y"])],
+                                   consts=[("k", np.array([12], np.int64))]),
+    "topk_ties_int_values": typed([("x", (2, 3, 25), "i64", "small")],
+                                  [("TopK", ["x", "k"], {"axis": 2, "largest": 0}, ["y", "ix"])],
+                                  consts=[("k", np.array([25], np.int64))]),
     # Scatters: a copy of the data, then the updates in order (duplicates
     # combined by the reduction; negative indices count from the end).
     "scatter_elements_add_dups": typed(
