@@ -268,6 +268,7 @@ func.func @scatter_nd_tuple(%x: tensor<3x4xf32>, %i: tensor<2x3xi64>, %u: tensor
 // -----
 
 func.func @topk_k(%x: tensor<3x4xf32>) -> tensor<3x5xi64> {
+  // expected-error@+2 {{k = 5 is not within the axis' size 4}}
   // expected-error@+1 {{'kiln.topk_indices' op failed to infer returned types}}
   %z = kiln.topk_indices %x {axis = 1 : i64, k = 5 : i64, largest = true} : tensor<3x4xf32> -> tensor<3x5xi64>
   return %z : tensor<3x5xi64>
