@@ -591,8 +591,8 @@ LogicalResult convertGatherElements(NodeContext &ctx) {
     return failure();
   if (!ctx.inputType(1).getElementType().isSignlessInteger())
     return ctx.error("indices must be int32 or int64");
-  return ctx.setResult(ctx.create<kiln::GatherElementsOp>(ctx.input(0), ctx.input(1),
-                                                          ctx.builder.getI64IntegerAttr(*axis)));
+  return ctx.setResult(userIndices(ctx.create<kiln::GatherElementsOp>(
+      ctx.input(0), ctx.input(1), ctx.builder.getI64IntegerAttr(*axis))));
 }
 
 /// TopK: the indices (kiln.topk_indices, best first, ties by lower index)
@@ -651,8 +651,8 @@ LogicalResult convertScatter(NodeContext &ctx, bool nd) {
     want.append(dt.getShape().begin() + it.getShape().back(), dt.getShape().end());
     if (ut.getShape() != ArrayRef<int64_t>(want))
       return ctx.error("updates must have shape indices.shape[:-1] + data.shape[q:]");
-    return ctx.setResult(ctx.create<kiln::ScatterNDOp>(ctx.input(0), ctx.input(1),
-                                                       ctx.input(2), b.getStringAttr(red)));
+    return ctx.setResult(userIndices(ctx.create<kiln::ScatterNDOp>(
+        ctx.input(0), ctx.input(1), ctx.input(2), b.getStringAttr(red))));
   }
   auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), dt.getRank());
   if (failed(axis))
@@ -662,9 +662,9 @@ LogicalResult convertScatter(NodeContext &ctx, bool nd) {
   for (int64_t d = 0; d < dt.getRank(); ++d)
     if (d != *axis && it.getDimSize(d) > dt.getDimSize(d))
       return ctx.error("indices exceed the data in dimension " + Twine(d));
-  return ctx.setResult(ctx.create<kiln::ScatterElementsOp>(
+  return ctx.setResult(userIndices(ctx.create<kiln::ScatterElementsOp>(
       ctx.input(0), ctx.input(1), ctx.input(2), b.getI64IntegerAttr(*axis),
-      b.getStringAttr(red)));
+      b.getStringAttr(red))));
 }
 
 /// GatherND: each index tuple (the indices' last dimension, k values, negative

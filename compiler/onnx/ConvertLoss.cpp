@@ -31,14 +31,14 @@ Value nll(Builder &g, Value input, Value target, Value weight, StringRef reducti
   SmallVector<int64_t> picked(tShape.begin(), tShape.end());
   picked.insert(picked.begin() + 1, 1);
   Value idx = g.reshape(safe, picked);
-  Value x = g.ok({idx}) ? g.take(ctx.create<kiln::GatherElementsOp>(
-                              input, idx, ctx.builder.getI64IntegerAttr(1)))
+  Value x = g.ok({idx}) ? g.take(userIndices(ctx.create<kiln::GatherElementsOp>(
+                              input, idx, ctx.builder.getI64IntegerAttr(1))))
                         : Value();
   Value loss = g.un<kiln::NegOp>(g.reshape(x, tShape));
   Value w;  // the weight of each target (null: 1)
   if (weight) {
-    w = g.ok({safe}) ? g.take(ctx.create<kiln::GatherOp>(weight, safe,
-                                                          ctx.builder.getI64IntegerAttr(0)))
+    w = g.ok({safe}) ? g.take(userIndices(ctx.create<kiln::GatherOp>(
+                           weight, safe, ctx.builder.getI64IntegerAttr(0))))
                      : Value();
     loss = g.mul(loss, w);
   }

@@ -319,8 +319,8 @@ LogicalResult convertGather(NodeContext &ctx) {
       return failure();
     if (!ctx.inputType(1).getElementType().isSignlessInteger())
       return ctx.error("indices must be int32 or int64");
-    return ctx.setResult(ctx.create<kiln::GatherOp>(ctx.input(0), ctx.input(1),
-                                                    ctx.builder.getI64IntegerAttr(*axis)));
+    return ctx.setResult(userIndices(ctx.create<kiln::GatherOp>(
+        ctx.input(0), ctx.input(1), ctx.builder.getI64IntegerAttr(*axis))));
   }
   int64_t rank = data->shape.size();
   auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), rank);

@@ -66,7 +66,9 @@ bool SymbolTracker::requireSize(Value v, int64_t d, int64_t size) {
   if (fix || !v || d < 0 || d >= rankOf(v))
     return false;
   int32_t s = of(v)[d];
-  if (s < 0)
+  // Not to its own bound: a static size equal to it was most likely
+  // computed from it (then the op is refused as before, naming the symbol).
+  if (s < 0 || size == bounds[s])
     return false;
   fix = Fix{s, size, -1};
   return true;
@@ -207,12 +209,11 @@ LogicalResult SymbolTracker::broadcast(Operation *op, ValueRange operands,
       if (d < 0 || of(v)[d] >= 0 || dimOf(v, d) == 1)
         continue;
       // The symbol must be that size: fix it (the operands carrying it).
-      // (Not to its bound: a static size equal to it is most likely
-      // derived from it, e.g. an iota over the padded axis.)
+      // (requireSize refuses the bound itself: a static size equal to it is
+      // most likely derived from it, e.g. an iota over the padded axis.)
       for (Value w : operands) {
         int64_t e = r - (rank - rankOf(w));
-        if (e >= 0 && of(w)[e] == out[r] && dimOf(v, d) != bounds[out[r]] &&
-            requireSize(w, e, dimOf(v, d)))
+        if (e >= 0 && of(w)[e] == out[r] && requireSize(w, e, dimOf(v, d)))
           return failure();
       }
       why = "operand " + std::to_string(i) + " has the static size " +

@@ -829,6 +829,23 @@ LogicalResult Importer::run(const ImportOptions &options,
       return fileError("graph output '" + vi.name() + "' is computed from the size of a "
                        "dynamic dimension, which Kiln knows only at run time; give the "
                        "inputs static sizes with --shape");
+    // A static axis where the model declares another static size: with
+    // dynamic inputs, a size computed from a bound that lost its symbol.
+    auto rt = llvm::dyn_cast<RankedTensorType>(results[i].getType());
+    if (!symbols.empty() && rt && vi.type().has_tensor_type() &&
+        vi.type().tensor_type().has_shape() &&
+        vi.type().tensor_type().shape().dim_size() == rt.getRank()) {
+      AxisSymbols a = symbols.of(results[i]);
+      for (int64_t d = 0; d < rt.getRank(); ++d) {
+        const auto &dim = vi.type().tensor_type().shape().dim(d);
+        if (a[d] < 0 && dim.has_dim_value() && dim.dim_value() != rt.getDimSize(d))
+          return fileError("graph output '" + vi.name() + "' has size " +
+                           Twine(rt.getDimSize(d)) + " along axis " + Twine(d) +
+                           " where the model declares " + Twine(dim.dim_value()) +
+                           ": it depends on a dynamic dimension in a way Kiln does not "
+                           "track; give the inputs static sizes with --shape");
+      }
+    }
     if (symbols.carriesSymbol(results[i]))
       func.setResultAttr(i, "kiln.symbols",
                          b.getDenseI32ArrayAttr(symbols.of(results[i])));

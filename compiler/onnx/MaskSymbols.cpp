@@ -210,7 +210,8 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
       return first;
     }
   }
-  if (auto sc = dyn_cast<kiln::ScatterNDOp>(op); sc && !op->hasAttr("kiln.symbol_indices")) {
+  if (auto sc = dyn_cast<kiln::ScatterNDOp>(op);
+      sc && !op->hasAttr("kiln.symbol_indices") && op->hasAttr("kiln.user_indices")) {
     // Index tuples into symbolic axes: negative entries count from the
     // run-time sizes (per tuple position: the symbol's size or the static
     // dimension).
@@ -252,7 +253,7 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     return first;
   }
   if (isa<kiln::GatherOp, kiln::GatherElementsOp, kiln::ScatterElementsOp>(op) &&
-      !op->hasAttr("kiln.symbol_indices")) {
+      !op->hasAttr("kiln.symbol_indices") && op->hasAttr("kiln.user_indices")) {
     // Gathering (scattering) along a symbolic axis reads (writes) only real
     // positions for indices in range; negative ones count from the run-time
     // size, not the bound.

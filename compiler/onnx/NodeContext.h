@@ -228,6 +228,18 @@ private:
   }
 };
 
+/// Marks a gather or scatter whose indices are the model's own values (an
+/// ONNX Gather's input, a loss's targets), not positions a converter
+/// computed from a shape: only those may run along a dynamic dimension
+/// (MaskSymbols wraps their negative indices by the run-time size), since
+/// computed ones were computed from the bound.
+inline mlir::FailureOr<mlir::Value> userIndices(mlir::FailureOr<mlir::Value> v) {
+  if (mlir::succeeded(v) && *v && v->getDefiningOp())
+    v->getDefiningOp()->setAttr("kiln.user_indices",
+                                mlir::UnitAttr::get(v->getContext()));
+  return v;
+}
+
 /// A converter: reads ctx's inputs and attributes, creates ops, sets outputs.
 using Converter = mlir::LogicalResult (*)(NodeContext &ctx);
 
