@@ -2,9 +2,11 @@
 """Builds the importer fuzzer's seed corpus: every model.onnx of the ONNX
 backend-test suites (node, pytorch-converted, pytorch-operator, simple; onnx
 1.12's libonnx-testdata and the pinned onnx package's) up to --max-bytes, one
-file each, named by content hash so byte-identical models count once. (The
-"light" real models rebuild their full weights at import: seconds and GBs per
-run, too slow to fuzz.)
+file each, named by content hash so byte-identical models count once, and
+of the node tests also a variant with every graph input's first dimension
+symbolic (as onnx_coverage.py's dynamic mode: the symbol tracking, symbol
+fixes and derived symbols get fuzzed too). (The "light" real models rebuild
+their full weights at import: seconds and GBs per run, too slow to fuzz.)
 
     seed_corpus.py OUT_DIR [--max-bytes N]
 """
@@ -51,6 +53,33 @@ def main():
         dst = os.path.join(args.out, digest)
         if not os.path.exists(dst):
             shutil.copyfile(path, dst)
+            seen += 1
+    # Dynamic variants of the node tests (inputs' first dimension symbolic).
+    for path in model_files():
+        if os.path.getsize(path) > args.max_bytes or os.sep + "node" + os.sep not in path:
+            continue
+        try:
+            m = onnx.load(path, load_external_data=False)
+        except Exception:  # (a model the onnx package cannot read: skip it)
+            continue
+        inits = {i.name for i in m.graph.initializer}
+        changed = False
+        for vi in m.graph.input:
+            if vi.name in inits or vi.type.WhichOneof("value") != "tensor_type":
+                continue
+            dims = vi.type.tensor_type.shape.dim
+            if len(dims):
+                size = dims[0].dim_value if dims[0].HasField("dim_value") else "?"
+                dims[0].ClearField("dim_value")
+                dims[0].dim_param = f"N{size}"
+                changed = True
+        if not changed:
+            continue
+        data = m.SerializeToString()
+        dst = os.path.join(args.out, hashlib.sha1(data).hexdigest())
+        if not os.path.exists(dst) and len(data) <= args.max_bytes:
+            with open(dst, "wb") as f:
+                f.write(data)
             seen += 1
     if seen == 0:
         sys.exit("seed_corpus.py: no ONNX test models found (libonnx-testdata, onnx)")
