@@ -1,7 +1,7 @@
 //===- ConvertRecurrent.cpp - RNN, GRU, LSTM unrolled over the sequence ----===//
 //
 // The ONNX recurrent ops as kiln ops, unrolled over the (static) sequence:
-// the input projection X * W^T (+ Wb + Rb) is one Gemm for every step, then
+// the input projection X * W^T (+ Wb + Rb) is one MatMul for every step, then
 // per step one Gemm with R gives the recurrent part and elementwise ops the
 // gates (gate orders as the spec: GRU z, r, h; LSTM i, o, f, c; peepholes
 // i, o, f). Directions: forward, reverse, bidirectional. sequence_lens (at
@@ -77,6 +77,26 @@ LogicalResult convertRecurrent(NodeContext &ctx, Cell cell) {
   int64_t seq = xt.getDimSize(layout == 0 ? 0 : 1), batch = xt.getDimSize(layout == 0 ? 1 : 0);
   int64_t inSize = xt.getDimSize(2);
   int64_t hidden = ctx.attrInt("hidden_size", rt.getDimSize(2));
+  // (With dynamic inputs the direction axis of W and R, and the weights'
+  // other axes, are fixed by the attributes and X.)
+  if (ctx.requireSize(ctx.input(1), 0, numDir) || ctx.requireSize(ctx.input(2), 0, numDir) ||
+      ctx.requireSize(ctx.input(1), 1, G * hidden) ||
+      ctx.requireSize(ctx.input(2), 1, G * hidden) ||
+      ctx.requireSize(ctx.input(1), 2, inSize) || ctx.requireSize(ctx.input(2), 2, hidden))
+    return failure(); // the import restarts with the symbol fixed
+  if (ctx.hasInput(3) && (ctx.requireSize(ctx.input(3), 0, numDir) ||
+                          ctx.requireSize(ctx.input(3), 1, 2 * G * hidden)))
+    return failure();
+  for (size_t i : {size_t(5), size_t(6)})
+    if (ctx.hasInput(i) && ctx.inputType(i).getRank() == 3 &&
+        (ctx.requireSize(ctx.input(i), layout == 0 ? 0 : 1, numDir) ||
+         ctx.requireEqual(ctx.input(i), layout == 0 ? 1 : 0, ctx.input(0), layout == 0 ? 1 : 0)))
+      return failure();
+  if (ctx.hasInput(7) && ctx.requireSize(ctx.input(7), 0, numDir))
+    return failure();
+  if (ctx.hasInput(4) && ctx.inputType(4).getRank() == 1 &&
+      ctx.requireEqual(ctx.input(4), 0, ctx.input(0), layout == 0 ? 1 : 0))
+    return failure();
   if (wt.getDimSize(0) != numDir || rt.getDimSize(0) != numDir)
     return ctx.error("W and R must have " + Twine(numDir) + " direction(s) for direction '" +
                      direction + "'");
@@ -149,7 +169,6 @@ LogicalResult convertRecurrent(NodeContext &ctx, Cell cell) {
   Value x = ctx.input(0);
   if (layout == 1)
     x = g.transpose(x, {1, 0, 2}); // [seq, batch, in]
-  Value xFlat = g.reshape(x, {seq * batch, inSize});
 
   // Run-time lengths as [batch, 1] (compared with each step), and the
   // reverse direction's source step per (step, batch): len - 1 - step.
@@ -232,7 +251,7 @@ LogicalResult convertRecurrent(NodeContext &ctx, Cell cell) {
       inBias = g.add(wb, g.mul(rb, Importer::materialize(b, m, ctx.node.name() + ".zr_mask")));
     }
     // Source steps: reversed per batch entry by its own length.
-    Value xs = xFlat;
+    Value xs = x;
     Value srcIdx; // [seq, batch, 1] source step of each (step, batch)
     if (reverse && lens) {
       std::vector<double> steps;
@@ -246,9 +265,13 @@ LogicalResult convertRecurrent(NodeContext &ctx, Cell cell) {
       Value gathered = g.ok({x, idx}) ? g.take(ctx.create<kiln::GatherElementsOp>(
                                             x, idx, b.getI64IntegerAttr(0)))
                                       : Value();
-      xs = g.reshape(gathered, {seq * batch, inSize});
+      xs = gathered;
     }
-    Value xw = g.reshape(gemm(xs, w, inBias), {seq, batch, G * hidden});
+    // Every step's input projection at once: [seq, batch, in] x W^T (a
+    // batched product keeps the batch axis whole: it may be dynamic).
+    Value xw = g.bin<kiln::MatMulOp>(xs, g.transpose(w, {1, 0}));
+    if (inBias)
+      xw = g.add(xw, inBias);
 
     Value h = *h0All ? g.reshape(g.slice(*h0All, {d, 0, 0}, {1, batch, hidden}, {1, 1, 1}),
                                  {batch, hidden})
@@ -256,7 +279,8 @@ LogicalResult convertRecurrent(NodeContext &ctx, Cell cell) {
     Value c = *c0All ? g.reshape(g.slice(*c0All, {d, 0, 0}, {1, batch, hidden}, {1, 1, 1}),
                                  {batch, hidden})
                      : Value();
-    HostTensor zeroState{et, {batch, hidden}, std::vector<double>(batch * hidden, 0.0), {}};
+    // (one row, broadcast: the batch may be a dynamic dimension)
+    HostTensor zeroState{et, {1, hidden}, std::vector<double>(hidden, 0.0), {}};
     Value zeros = Importer::materialize(b, zeroState, ctx.node.name() + ".zeros");
     if (!h)
       h = zeros;

@@ -15,7 +15,8 @@ size), symbols the model fixes to a static size or to another symbol (a
 weight input's channels, a product's inner dimensions), shape values that
 name a symbol exactly (ConstantOfShape and Expand targets, EyeLike),
 reshapes merging the batch with the axes after it (a derived symbol),
-scatters along the batch (negative indices, a dynamic number of updates), reductions and matrix products over the symbolic batch (masked
+scatters along the batch (negative indices, a dynamic number of updates), an
+LSTM over a dynamic batch, reductions and matrix products over the symbolic batch (masked
 padding), and self-attention over a symbolic sequence length. Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
@@ -304,6 +305,22 @@ def scatter_dynamic():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def lstm_dynamic_batch():
+    """A bidirectional LSTM over a dynamic batch (X's axis 1): the unrolled
+    steps are position-wise along it; the zero initial state broadcasts."""
+    rng = np.random.default_rng(13)
+    u = lambda *s: rng.uniform(-0.5, 0.5, s).astype(np.float32)  # noqa: E731
+    nodes = [helper.make_node("LSTM", ["x", "w", "r", "b"], ["y", "yh", "yc"], hidden_size=5,
+                              direction="bidirectional")]
+    inits = [numpy_helper.from_array(a, n) for n, a in
+             [("w", u(2, 20, 3)), ("r", u(2, 20, 5)), ("b", u(2, 40))]]
+    g = helper.make_graph(nodes, "lstm_dynamic_batch",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, "B", 3])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                           for n in ["y", "yh", "yc"]], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -376,6 +393,8 @@ def main():
          [{"N": 1}, {"N": 4}, {"N": 6}]),
         ("scatter_dynamic", scatter_dynamic(), ["--max-shape", "x=16x4", "--max-shape", "t=8x1"],
          [{"N": 12, "K": 3}, {"N": 10, "K": 8}, {"N": 16, "K": 1}]),
+        ("lstm_dynamic_batch", lstm_dynamic_batch(), ["--max-shape", "x=4x8x3"],
+         [{"B": 1}, {"B": 6}, {"B": 8}]),
         ("batch_reductions", batch_reductions(), ["--max-shape", "x=12x6"],
          [{"N": 1}, {"N": 5}, {"N": 12}]),
         ("attention_dynamic_seq", attention_dynamic_seq(), ["--max-shape", "x=2x24x16"],
