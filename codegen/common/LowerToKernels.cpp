@@ -920,6 +920,7 @@ private:
   LogicalResult forEachInto(Operation *op, ArrayRef<Value> ins, int64_t total, int out,
                             const std::function<void(KernelEmitter &, Value)> &body);
   LogicalResult topkIndices(kiln::TopKIndicesOp op);
+  FailureOr<int> copyForScatter(Operation *op, Value data);
   LogicalResult scatterElements(kiln::ScatterElementsOp op);
   LogicalResult scatterND(kiln::ScatterNDOp op);
 };
@@ -3509,6 +3510,14 @@ static Value scatterCombine(KernelEmitter &e, StringRef reduction, Value old, Va
              : arith::MinSIOp::create(b, old, upd).getResult();
 }
 
+/// A scatter's result buffer holding a copy of `data` (its updates follow).
+FailureOr<int> Lowering::copyForScatter(Operation *op, Value data) {
+  if (failed(forEach(op, {data}, elems(op->getResult(0)),
+                     [&](KernelEmitter &e, Value i) { e.store(e.load(0, i), 1, i); })))
+    return failure();
+  return bufferOf.lookup(op->getResult(0));
+}
+
 LogicalResult Lowering::scatterElements(kiln::ScatterElementsOp op) {
   auto data = shape(op.getData()), ix = shape(op.getIndices());
   int64_t axis = static_cast<int64_t>(op.getAxis()), rank = data.size();
@@ -3517,14 +3526,13 @@ LogicalResult Lowering::scatterElements(kiln::ScatterElementsOp op) {
   std::string red = op.getReduction().str();
   // The copy of the data, then per line of the indices along the axis (lines
   // write disjoint lines of the data) the updates in order.
-  if (failed(forEach(op, {op.getData()}, elems(op.getResult()),
-                     [&](KernelEmitter &e, Value i) { e.store(e.load(0, i), 1, i); })))
+  FailureOr<int> out = copyForScatter(op, op.getData());
+  if (failed(out))
     return failure();
-  int out = bufferOf.lookup(op.getResult());
   int64_t dim = ix[axis], lines = dim ? elems(op.getIndices()) / dim : 0;
   SmallVector<int64_t> lineShape(ix);
   lineShape[axis] = 1;
-  return forEachInto(op, {op.getIndices(), op.getUpdates()}, lines, out,
+  return forEachInto(op, {op.getIndices(), op.getUpdates()}, lines, *out,
                      [&](KernelEmitter &e, Value l) {
     // The line's coordinates: its offsets in the indices and in the data.
     Value ixBase = e.idx(0), dataBase = e.idx(0), rest = l;
@@ -3556,13 +3564,12 @@ LogicalResult Lowering::scatterND(kiln::ScatterNDOp op) {
   auto dataStr = stridesOf(data);
   Type t = elemType(op.getData());
   std::string red = op.getReduction().str();
-  if (failed(forEach(op, {op.getData()}, elems(op.getResult()),
-                     [&](KernelEmitter &e, Value i) { e.store(e.load(0, i), 1, i); })))
+  FailureOr<int> out = copyForScatter(op, op.getData());
+  if (failed(out))
     return failure();
-  int out = bufferOf.lookup(op.getResult());
   // Per element of the slice (in parallel), the tuples in order: two
   // tuples naming one slice never race.
-  return forEachInto(op, {op.getIndices(), op.getUpdates()}, slice, out,
+  return forEachInto(op, {op.getIndices(), op.getUpdates()}, slice, *out,
                      [&](KernelEmitter &e, Value s) {
     e.loop(0, tuples, [&](Value k) {
       Value dst = s;

@@ -19,6 +19,9 @@ import sys
 
 import onnx
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from onnx_coverage import make_dynamic  # noqa: E402  (the runner's dynamic mode)
+
 SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
 
 
@@ -58,24 +61,15 @@ def main():
     for path in model_files():
         if os.path.getsize(path) > args.max_bytes or os.sep + "node" + os.sep not in path:
             continue
+        tmp = os.path.join(args.out, "dynamic.tmp")
         try:
-            m = onnx.load(path, load_external_data=False)
+            if not make_dynamic(path, tmp):
+                continue
         except Exception:  # (a model the onnx package cannot read: skip it)
             continue
-        inits = {i.name for i in m.graph.initializer}
-        changed = False
-        for vi in m.graph.input:
-            if vi.name in inits or vi.type.WhichOneof("value") != "tensor_type":
-                continue
-            dims = vi.type.tensor_type.shape.dim
-            if len(dims):
-                size = dims[0].dim_value if dims[0].HasField("dim_value") else "?"
-                dims[0].ClearField("dim_value")
-                dims[0].dim_param = f"N{size}"
-                changed = True
-        if not changed:
-            continue
-        data = m.SerializeToString()
+        with open(tmp, "rb") as f:
+            data = f.read()
+        os.remove(tmp)
         dst = os.path.join(args.out, hashlib.sha1(data).hexdigest())
         if not os.path.exists(dst) and len(data) <= args.max_bytes:
             with open(dst, "wb") as f:
