@@ -10,9 +10,13 @@
 //
 // SymbolTracker proves it op by op as the importer builds the graph: for
 // each value it knows which axes carry which symbol, and an op that mixes
-// positions along a symbolic axis (a reduction, softmax or contraction over
-// it, a gather, slice or concat along it, a reshape merging it) is an error
-// naming the node, the op and the symbol -- never a wrong answer.
+// positions along a symbolic axis (a slice or concat along it, a reshape
+// merging it with an axis before it, a gather with computed indices) is an
+// error naming the node, the op and the symbol -- never a wrong answer.
+// Reductions and contractions over it read masked inputs, and gathers and
+// scatters with the model's own indices wrap negative ones by the run-time
+// size (MaskSymbols.cpp); a reshape merging it with the static axes after
+// it makes a *derived* symbol (size x factor, the real elements a prefix).
 //
 // Some ops need a symbol to equal a static size (a weight's channel count
 // against the data's, the inner dimension of a product, a loss weight of
