@@ -66,9 +66,10 @@ bool SymbolTracker::requireSize(Value v, int64_t d, int64_t size) {
   if (fix || !v || d < 0 || d >= rankOf(v))
     return false;
   int32_t s = of(v)[d];
-  // Not to its own bound: a static size equal to it was most likely
+  // Only symbols the inputs carry (a derived one is not an input's to fix),
+  // and not to its own bound: a static size equal to it was most likely
   // computed from it (then the op is refused as before, naming the symbol).
-  if (s < 0 || size == bounds[s])
+  if (s < 0 || derived[s].first >= 0 || size == bounds[s])
     return false;
   fix = Fix{s, size, -1};
   return true;
@@ -79,7 +80,7 @@ bool SymbolTracker::requireEqual(Value a, int64_t da, Value b, int64_t db) {
     return false;
   int32_t sa = of(a)[da], sb = of(b)[db];
   if (sa >= 0 && sb >= 0) {
-    if (sa == sb)
+    if (sa == sb || derived[sa].first >= 0 || derived[sb].first >= 0)
       return false;
     fix = Fix{std::max(sa, sb), 0, std::min(sa, sb)};
     return true;

@@ -75,9 +75,10 @@ public:
   bool empty() const { return names.empty(); }
   /// When axis `d` of `v` carries a symbol, requests that it be fixed to
   /// `size` and returns true: the caller then fails without a diagnostic
-  /// and the import restarts (Importer::run's caller). Never to the
-  /// symbol's own bound: a static size equal to it was most likely computed
-  /// from it, and the op is refused as before.
+  /// and the import restarts (Importer::run's caller). Only a symbol the
+  /// inputs carry (not a derived one), never to its own bound: a static
+  /// size equal to it was most likely computed from it, and the op is
+  /// refused as before.
   bool requireSize(mlir::Value v, int64_t d, int64_t size);
   /// Axis `da` of `a` and `db` of `b` must have equal sizes: requests a fix
   /// when one carries a symbol and the other a static size or another

@@ -365,6 +365,14 @@ LogicalResult Importer::inputSymbols(const onnx::ValueInfoProto &vi,
   return success();
 }
 
+/// The symbols of the axes a Shape node reads ([start, end) of its input's).
+static AxisSymbols shapeSymbols(NodeContext &nc, const AxisSymbols &a) {
+  int64_t rank = a.size();
+  auto clampAxis = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  int64_t start = clampAxis(nc.attrInt("start", 0)), end = clampAxis(nc.attrInt("end", rank));
+  return AxisSymbols(a.begin() + start, a.begin() + std::max(start, end));
+}
+
 /// After a node with symbolic or symbol-derived inputs: derives the symbols
 /// of the ops it built (failing where one mixes positions along a symbolic
 /// axis) and marks host values it computed from symbolic sizes.
@@ -375,14 +383,7 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
   bool staticShape = false;
   if (nc.node.op_type() == "Shape" && !taintedIn) {
     Value in = nc.input(0);
-    AxisSymbols a = symbols.of(in);
-    int64_t rank = a.size();
-    auto clampAxis = [&](int64_t v) {
-      return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank);
-    };
-    int64_t start = clampAxis(nc.attrInt("start", 0)),
-            end = clampAxis(nc.attrInt("end", rank));
-    staticShape = llvm::none_of(llvm::ArrayRef<int32_t>(a).slice(start, std::max<int64_t>(end - start, 0)),
+    staticShape = llvm::none_of(shapeSymbols(nc, symbols.of(in)),
                                 [](int32_t sym) { return sym >= 0; });
   }
   // Host results that depend on no symbolic size: CastLike reads only its
@@ -499,12 +500,8 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
   };
   if (opType == "Shape" && !nc.hostInput(0)) {
     AxisSymbols a = symbols.of(nc.input(0));
-    int64_t rank = a.size();
-    auto clampAxis = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
-    int64_t start = clampAxis(nc.attrInt("start", 0)), end = clampAxis(nc.attrInt("end", rank));
-    out->symbolTags.clear();
-    for (int64_t d = start; d < end; ++d)
-      out->symbolTags.push_back(a[d]);
+    AxisSymbols read = shapeSymbols(nc, a);
+    out->symbolTags.assign(read.begin(), read.end());
     return;
   }
   if (opType == "Expand" && nc.hostInput(0) && !nc.hostInput(0)->fromSymbolicShape) {
@@ -887,7 +884,8 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
   std::map<std::string, int64_t> fixedSizes;
   std::map<std::string, std::string> aliases;
   std::vector<std::string> fixNotes;
-  for (;;) {
+  // (Each fix removes a symbol of the inputs; the cap only guards a bug.)
+  for (int attempt = 0;; ++attempt) {
     Importer imp(ctx, path);
     imp.fixedSizes = fixedSizes;
     imp.aliases = aliases;
@@ -905,7 +903,7 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
       ok = imp.run(options, module);
     }
     auto &fix = imp.symbols.fix;
-    if (failed(ok) && fix && fix->symbol < (int32_t)imp.symbols.names.size()) {
+    if (failed(ok) && fix && attempt < 256) {
       const std::string &name = imp.symbols.names[fix->symbol];
       if (fix->other >= 0) {
         const std::string &other = imp.symbols.names[fix->other];
