@@ -10,15 +10,16 @@ namespace kiln::onnx_import {
 namespace {
 
 
-/// Input `i` with a unit dimension inserted at 2: 1-D windows run as 2-D
-/// windows of height 1.
-FailureOr<Value> insertUnitDim(NodeContext &ctx, size_t i) {
-  auto t = ctx.inputType(i);
+/// `v` with a unit dimension inserted at 2: 1-D windows run as 2-D windows
+/// of height 1.
+FailureOr<Value> insertUnitDim(NodeContext &ctx, Value v) {
+  auto t = llvm::cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> shape(t.getShape());
   shape.insert(shape.begin() + 2, 1);
-  return ctx.createTyped<kiln::ReshapeOp>(
-      RankedTensorType::get(shape, t.getElementType()), ctx.input(i));
+  return ctx.createTyped<kiln::ReshapeOp>(RankedTensorType::get(shape, t.getElementType()),
+                                          v);
 }
+
 
 /// 1-D window attributes as 2-D ones (height 1): [v] -> [1, v]; pads
 /// [b, e] -> [0, b, 0, e].
@@ -28,17 +29,16 @@ std::vector<int64_t> lift(ArrayRef<int64_t> v, bool isPads) {
   return {1, v[0]};
 }
 
-/// Sets output 0 from a 2-D result, dropping the unit dimension again if
-/// the node was 1-D.
-LogicalResult setWindowResult(NodeContext &ctx, FailureOr<Value> v, bool oneD) {
+/// A 2-D result with the unit dimension dropped again if the node was 1-D.
+FailureOr<Value> dropUnitDim(NodeContext &ctx, FailureOr<Value> v, bool oneD) {
   if (failed(v) || !oneD)
-    return ctx.setResult(v);
+    return v;
   auto t = llvm::cast<RankedTensorType>(v->getType());
   SmallVector<int64_t> shape(t.getShape());
   shape.erase(shape.begin() + 2);
-  return ctx.setResult(ctx.createTyped<kiln::ReshapeOp>(
-                      RankedTensorType::get(shape, t.getElementType()), *v));
+  return ctx.createTyped<kiln::ReshapeOp>(RankedTensorType::get(shape, t.getElementType()), *v);
 }
+
 
 /// The taps of window axis `axis` side by side: [.., n, ..] -> [.., out*K, ..]
 /// with position o*K + k reading x[o*s + k*d - pb] (`fill` where that is
@@ -134,10 +134,12 @@ FailureOr<Value> buildConv3d(NodeContext &ctx, Value x, Value w, Value bias,
   return y;
 }
 
-namespace {
-
-LogicalResult convertConv(NodeContext &ctx) {
-  auto in = ctx.inputType(0), w = ctx.inputType(1);
+/// Conv of `x` with weight `w` and optional `bias` under the node's Conv
+/// attributes (kernel_shape, strides, dilations, pads/auto_pad, group):
+/// 1-D, 2-D and 3-D.
+FailureOr<Value> buildConv(NodeContext &ctx, Value x, Value wt, Value bias) {
+  auto in = llvm::cast<RankedTensorType>(x.getType());
+  auto w = llvm::cast<RankedTensorType>(wt.getType());
   if (in.getRank() == 5 && w.getRank() == 5) {
     std::vector<int64_t> kernel(w.getShape().begin() + 2, w.getShape().end());
     if (auto k = ctx.attrInts("kernel_shape"); k && *k != kernel)
@@ -149,8 +151,7 @@ LogicalResult convertConv(NodeContext &ctx) {
     auto pads = windowPads(ctx, in.getShape().drop_front(2), kernel, *strides, *dil);
     if (failed(pads))
       return failure();
-    return ctx.setResult(buildConv3d(ctx, ctx.input(0), ctx.input(1), ctx.input(2), *strides,
-                                     *pads, *dil, ctx.attrInt("group", 1)));
+    return buildConv3d(ctx, x, wt, bias, *strides, *pads, *dil, ctx.attrInt("group", 1));
   }
   if ((in.getRank() != 4 && in.getRank() != 3) || w.getRank() != in.getRank())
     return ctx.error("only 1-D, 2-D and 3-D convolution (rank-3, 4 or 5 input and "
@@ -167,10 +168,9 @@ LogicalResult convertConv(NodeContext &ctx) {
   auto pads = windowPads(ctx, in.getShape().drop_front(2), kernel, *strides, *dil);
   if (failed(pads))
     return failure();
-  Value x = ctx.input(0), wt = ctx.input(1);
   bool oneD = spatial == 1;
   if (oneD) {
-    auto x4 = insertUnitDim(ctx, 0), w4 = insertUnitDim(ctx, 1);
+    auto x4 = insertUnitDim(ctx, x), w4 = insertUnitDim(ctx, wt);
     if (failed(x4) || failed(w4))
       return failure();
     x = *x4;
@@ -180,13 +180,18 @@ LogicalResult convertConv(NodeContext &ctx) {
     *pads = lift(*pads, true);
   }
   OpBuilder &b = ctx.builder;
-  return setWindowResult(
-      ctx,
-      ctx.create<kiln::ConvOp>(x, wt, ctx.input(2), b.getDenseI64ArrayAttr(*strides),
-                               b.getDenseI64ArrayAttr(*pads),
-                               b.getDenseI64ArrayAttr(*dil),
-                               b.getI64IntegerAttr(ctx.attrInt("group", 1))),
-      oneD);
+  return dropUnitDim(ctx,
+                     ctx.create<kiln::ConvOp>(x, wt, bias, b.getDenseI64ArrayAttr(*strides),
+                                              b.getDenseI64ArrayAttr(*pads),
+                                              b.getDenseI64ArrayAttr(*dil),
+                                              b.getI64IntegerAttr(ctx.attrInt("group", 1))),
+                     oneD);
+}
+
+namespace {
+
+LogicalResult convertConv(NodeContext &ctx) {
+  return ctx.setResult(buildConv(ctx, ctx.input(0), ctx.input(1), ctx.input(2)));
 }
 
 LogicalResult convertGemm(NodeContext &ctx) {

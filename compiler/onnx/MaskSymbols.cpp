@@ -139,7 +139,9 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
   }
   if (auto sm = dyn_cast<kiln::SoftmaxOp>(op)) {
     int64_t rank = llvm::cast<RankedTensorType>(sm.getInput().getType()).getRank();
-    int64_t axis = sm.getAxis() < 0 ? sm.getAxis() + rank : sm.getAxis();
+    int64_t axis = static_cast<int64_t>(sm.getAxis()); // I64Attr reads as uint64_t
+    if (axis < 0)
+      axis += rank;
     auto sa = symbolicAxes(sm.getInput(), {axis});
     if (sa.empty())
       return static_cast<Operation *>(nullptr);

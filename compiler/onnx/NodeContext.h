@@ -278,6 +278,10 @@ mlir::FailureOr<mlir::Value> buildConv3d(NodeContext &ctx, mlir::Value x, mlir::
                                          mlir::Value bias, llvm::ArrayRef<int64_t> strides,
                                          llvm::ArrayRef<int64_t> pads,
                                          llvm::ArrayRef<int64_t> dil, int64_t group);
+/// Conv of `x` with `w` and an optional `bias` under the node's Conv
+/// attributes (1-D, 2-D and 3-D; ConvInteger and QLinearConv reuse it).
+mlir::FailureOr<mlir::Value> buildConv(NodeContext &ctx, mlir::Value x, mlir::Value w,
+                                       mlir::Value bias);
 /// Resolves pads for Conv/pooling from pads/auto_pad attributes.
 mlir::FailureOr<std::vector<int64_t>>
 windowPads(NodeContext &ctx, llvm::ArrayRef<int64_t> inSpatial,

@@ -359,6 +359,20 @@ def scatter_ops():
                   init("k", np.array([2], np.int64))], opset=18)
 
 
+def integer_ops():
+    U8, I8 = TensorProto.UINT8, TensorProto.INT8
+    nodes = [helper.make_node("MatMulInteger", ["a", "b", "za"], ["mm"], name="mmi"),
+             helper.make_node("ConvInteger", ["x", "w", "", "zw"], ["cv"], name="cvi"),
+             helper.make_node("QLinearMatMul", ["a", "s", "za", "b", "s", "zb", "s", "zb"],
+                              ["q"], name="qmm")]
+    return model(nodes, [vi("a", [2, 300], U8), vi("b", [300, 3], U8), vi("x", [1, 2, 4, 4], I8)],
+                 [vi("mm", None), vi("cv", None), vi("q", None)],
+                 [init("za", np.array(3, np.uint8)), init("zb", np.array(1, np.uint8)),
+                  init("w", np.ones((3, 2, 2, 2), np.int8)),
+                  init("zw", np.array([1, -2, 0], np.int8)),
+                  init("s", np.array(0.5, np.float32))], opset=10)
+
+
 def bad_conv():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_bad")]
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
@@ -509,7 +523,7 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops,
+                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,
