@@ -107,6 +107,36 @@ struct Builder {
       return x;
     return take(ctx.createTyped<kiln::CastOp>(RankedTensorType::get(shape(x), t), x));
   }
+  /// x[:, 0, .., 0] kept as [N, 1, .., 1]: a value that carries x's batch
+  /// (its symbol, under a dynamic batch) and nothing else.
+  Value batchCorner(Value x) {
+    if (!ok({x}))
+      return {};
+    auto s = shape(x);
+    llvm::SmallVector<int64_t> zero(s.size(), 0), one(s.size(), 1), sizes(s.size(), 1);
+    sizes[0] = s[0];
+    return slice(x, zero, sizes, one);
+  }
+  /// The constant `v` in x's batch shape [N, 1, .., 1] (element type `t`):
+  /// computed from x, so that a dynamic batch keeps its symbol.
+  Value batchFill(Value x, double v, Type t) {
+    Value c = batchCorner(x);
+    if (!ok({c}))
+      return {};
+    Value k = scalar(c, v);
+    return cast(where(cmp("eq", c, c), k, k), t);
+  }
+  /// The batch index n of each row of x, [N, 1, .., 1] int64 (an exclusive
+  /// running sum of ones along the batch: exact under a dynamic batch).
+  Value batchIota(Value x) {
+    Value ones = batchFill(x, 1.0, ctx.builder.getF32Type());
+    if (!ok({ones}))
+      return {};
+    mlir::OpBuilder &b = ctx.builder;
+    Value n = take(ctx.createTyped<kiln::CumSumOp>(ones.getType(), ones, b.getI64IntegerAttr(0),
+                                                   b.getBoolAttr(true), b.getBoolAttr(false)));
+    return cast(n, b.getIntegerType(64));
+  }
   ArrayRef<int64_t> shape(Value v) {
     return llvm::cast<RankedTensorType>(v.getType()).getShape();
   }

@@ -544,12 +544,73 @@ LogicalResult convertInstanceNorm(NodeContext &ctx) {
   std::vector<int64_t> axes;
   for (int64_t d = 2; d < in.getRank(); ++d)
     axes.push_back(d);
+  for (size_t i : {1, 2})
+    if (ctx.requireEqual(ctx.input(i), 0, ctx.input(0), 1))
+      return failure(); // the import restarts with the symbol fixed
   Builder g{ctx};
   Value y = normalize(g, ctx.input(0), axes, ctx.attrFloat("epsilon", 1e-5f));
   SmallVector<int64_t> perChannel(in.getRank() - 1, 1);
   perChannel[0] = in.getDimSize(1);
   Value scale = g.reshape(ctx.input(1), perChannel), bias = g.reshape(ctx.input(2), perChannel);
   return g.result(g.add(g.mul(y, scale), bias));
+}
+
+/// GroupNormalization: each group of C / num_groups channels normalized
+/// over its channels and spatial positions together, then scaled and
+/// shifted per channel (opset 21) or per group (opset 18, where scale and
+/// bias have num_groups entries). stash_type 1 (the default) computes in
+/// f32 for f16/bf16 inputs.
+LogicalResult convertGroupNorm(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  auto in = ctx.inputType(0);
+  if (in.getRank() < 2)
+    return ctx.error("expects an input of rank 2 or more (N, C, spatial...)");
+  int64_t G = ctx.attrInt("num_groups", 0), C = in.getDimSize(1);
+  if (G < 1 || C % G)
+    return ctx.error("num_groups (" + Twine(G) + ") must divide the " + Twine(C) +
+                     " channels");
+  int64_t paramSize = ctx.opset < 21 ? G : C;
+  for (size_t i : {1, 2}) {
+    if (ctx.requireSize(ctx.input(i), 0, paramSize))
+      return failure(); // the import restarts with the symbol fixed
+    auto t = ctx.inputType(i);
+    if (t.getRank() != 1 || t.getDimSize(0) != paramSize)
+      return ctx.error(Twine(i == 1 ? "scale" : "bias") + " must have " + Twine(paramSize) +
+                       " entries (one per " + (ctx.opset < 21 ? "group" : "channel") + ")");
+  }
+  Builder g{ctx};
+  Type et = in.getElementType();
+  bool stash = ctx.attrInt("stash_type", 1) == 1 && (et.isF16() || et.isBF16());
+  Type ct = stash ? ctx.builder.getF32Type() : et;
+  Value x = g.cast(ctx.input(0), ct);
+  int64_t rest = C / G;
+  for (int64_t d = 2; d < in.getRank(); ++d)
+    rest *= in.getDimSize(d);
+  Value y = normalize(g, g.reshape(x, {in.getDimSize(0), G, rest}), {2},
+                      ctx.attrFloat("epsilon", 1e-5f));
+  y = g.reshape(y, in.getShape());
+  SmallVector<int64_t> perChannel(in.getRank() - 1, 1);
+  perChannel[0] = C;
+  auto channelwise = [&](Value p) {
+    p = g.cast(p, ct);
+    if (paramSize == G && G != C) // per group: each entry C / G times
+      p = g.reshape(g.expand(g.reshape(p, {G, 1}), {G, C / G}), {C});
+    return g.reshape(p, perChannel);
+  };
+  y = g.add(g.mul(y, channelwise(ctx.input(1))), channelwise(ctx.input(2)));
+  return g.result(g.cast(y, et));
+}
+
+/// Swish (opset 24): x * sigmoid(alpha * x).
+LogicalResult convertSwish(NodeContext &ctx) {
+  if (failed(requireFloat(ctx)))
+    return failure();
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  double alpha = ctx.attrFloat("alpha", 1.0f);
+  Value ax = alpha == 1.0 ? x : g.mul(x, g.scalar(x, alpha));
+  return g.result(g.mul(x, g.un<kiln::SigmoidOp>(ax)));
 }
 
 LogicalResult convertMeanVarianceNorm(NodeContext &ctx) {
@@ -629,6 +690,74 @@ LogicalResult convertTopK(NodeContext &ctx) {
   ctx.setOutput(0, vals);
   ctx.setOutput(1, idx);
   return success();
+}
+
+/// MaxUnpool: X's values written at their Indices, flat positions in the
+/// output (as MaxPool gives them for its input), into zeros of the output
+/// shape: output_shape when given (the size MaxPool's input had), else per
+/// spatial axis (in - 1) * stride + kernel - pads. As onnxruntime and
+/// PyTorch read the indices with output_shape (ONNX's reference reads them
+/// in the inferred shape and pads that: docs/onnx-coverage.md). One scatter
+/// per batch row, the indices less the row's offset.
+LogicalResult convertMaxUnpool(NodeContext &ctx) {
+  auto xt = ctx.inputType(0), it = ctx.inputType(1);
+  int64_t rank = xt.getRank();
+  if (rank < 3)
+    return ctx.error("expects an input of rank 3 or more (N, C, spatial...)");
+  if (it.getShape() != xt.getShape() || !it.getElementType().isInteger(64))
+    return ctx.error("I must be int64 indices of X's shape");
+  size_t spatial = rank - 2;
+  auto kernel = ctx.attrInts("kernel_shape");
+  if (!kernel || kernel->size() != spatial)
+    return ctx.error("expects a kernel_shape of " + Twine(spatial) + " values");
+  auto strides = spatialInts(ctx, "strides", spatial);
+  if (failed(strides))
+    return failure();
+  auto pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+  if (pads.size() != 2 * spatial)
+    return ctx.error("expects " + Twine(2 * spatial) + " pads");
+  int64_t N = xt.getDimSize(0), C = xt.getDimSize(1);
+  SmallVector<int64_t> inferred{N, C};
+  for (size_t i = 0; i < spatial; ++i)
+    inferred.push_back((xt.getDimSize(2 + i) - 1) * (*strides)[i] + (*kernel)[i] - pads[i] -
+                       pads[spatial + i]);
+  SmallVector<int64_t> out(inferred);
+  if (ctx.hasInput(2)) {
+    const HostTensor *os = ctx.hostInput(2);
+    if (!os)
+      return ctx.error("output_shape must be known at compile time");
+    if (os->numElements() != rank)
+      return ctx.error("output_shape must have " + Twine(rank) + " values");
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t v = hostInt(os->values[d]);
+      if (d >= 2)
+        out[d] = v;
+      else if (v != inferred[d] && !(os->fromSymbolicShape))
+        return ctx.error("output_shape must keep X's batch and channels");
+    }
+  }
+  for (int64_t d = 2; d < rank; ++d)
+    if (out[d] < 1)
+      return ctx.error("the output shape has an empty dimension " + Twine(d));
+  int64_t perOut = 1, P = 1;
+  for (int64_t d = 1; d < rank; ++d) {
+    perOut *= out[d];
+    P *= xt.getDimSize(d);
+  }
+  if (perOut > kMaxHostElements)
+    return ctx.error("the output shape is too large");
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  Value local = g.reshape(ctx.input(1), {N, P});
+  local = g.sub(local, g.reshape(g.mul(g.batchIota(x), g.scalar(local, double(perOut))), {N, 1}));
+  Value zeros = g.expand(g.reshape(g.batchFill(x, 0.0, xt.getElementType()), {N, 1}), {N, perOut});
+  Value upd = g.reshape(x, {N, P});
+  if (!g.ok({zeros, local, upd}))
+    return failure();
+  OpBuilder &b = ctx.builder;
+  Value y = g.take(userIndices(ctx.create<kiln::ScatterElementsOp>(
+      zeros, local, upd, b.getI64IntegerAttr(1), b.getStringAttr("none"))));
+  return g.result(g.reshape(y, out));
 }
 
 /// ScatterElements / Scatter (opset 9-10: no reduction) and ScatterND:
@@ -942,6 +1071,9 @@ void registerCompositeConverters(llvm::StringMap<Converter> &t) {
   t["GlobalMaxPool"] = convertGlobalMaxPool;
   t["InstanceNormalization"] = convertInstanceNorm;
   t["MeanVarianceNormalization"] = convertMeanVarianceNorm;
+  t["GroupNormalization"] = convertGroupNorm;
+  t["MaxUnpool"] = convertMaxUnpool;
+  t["Swish"] = convertSwish;
   t["LpNormalization"] = convertLpNorm;
   t["Softplus"] = convertSoftplus;
   t["Softsign"] = convertSoftsign;

@@ -293,6 +293,62 @@ FailureOr<Value> buildPool3d(NodeContext &ctx, Value x, bool isMax, bool countIn
   return x;
 }
 
+/// MaxPool's Indices output for a 2-D pool of x [N, C, H, W] (1-D pools
+/// lifted to height 1): per window the first maximal tap in row-major window
+/// order (the taps gathered side by side, -inf outside the input, then an
+/// argmax), as the flat index into x: ((n * C + c) * H + h) * W + w, or with
+/// storage_order 1 (column-major) (n * C + c) * H * W + h + w * H.
+FailureOr<Value> buildMaxPoolIndices(NodeContext &ctx, Value x, ArrayRef<int64_t> kernel,
+                                     ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                                     ArrayRef<int64_t> dil, bool ceil, bool columnMajor) {
+  Builder g{ctx};
+  auto xs = g.shape(x);
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  int64_t kh = kernel[0], kw = kernel[1];
+  int64_t oh = kiln::windowOut(H, kh, strides[0], dil[0], pads[0], pads[2], ceil);
+  int64_t ow = kiln::windowOut(W, kw, strides[1], dil[1], pads[1], pads[3], ceil);
+  if (oh < 1 || ow < 1)
+    return ctx.error("the window does not fit the padded input");
+  const double ninf = -std::numeric_limits<double>::infinity();
+  Value t = gatherTaps(g, x, 2, oh, kh, strides[0], dil[0], pads[0], ninf);
+  t = gatherTaps(g, t, 3, ow, kw, strides[1], dil[1], pads[1], ninf);
+  t = g.reshape(t, {N, C, oh, kh, ow, kw});
+  t = g.reshape(g.transpose(t, {0, 1, 2, 4, 3, 5}), {N, C, oh, ow, kh * kw});
+  if (!g.ok({t}))
+    return failure();
+  OpBuilder &b = ctx.builder;
+  Value tap = g.take(ctx.create<kiln::ArgReduceOp>(t, b.getI64IntegerAttr(4), b.getBoolAttr(false),
+                                                   b.getBoolAttr(true), b.getBoolAttr(false)));
+  if (!g.ok({tap}))
+    return failure();
+  // h = oh_i * sh - ph + (tap / kw) * dh, w = ow_i * sw - pw + (tap % kw) * dw.
+  Type i64 = b.getIntegerType(64);
+  std::string name = ctx.node.name() + ".idx";
+  HostTensor hStart{i64, {oh, 1}, {}, {}}, wStart{i64, {ow}, {}, {}};
+  for (int64_t i = 0; i < oh; ++i)
+    hStart.values.push_back(static_cast<double>(i * strides[0] - pads[0]));
+  for (int64_t i = 0; i < ow; ++i)
+    wStart.values.push_back(static_cast<double>(i * strides[1] - pads[1]));
+  Value n = g.batchIota(x);
+  HostTensor channel{i64, {1, C, 1, 1}, {}, {}};
+  for (int64_t c = 0; c < C; ++c)
+    channel.values.push_back(static_cast<double>(c * H * W));
+  Value base = g.add(g.mul(n, g.scalar(n, static_cast<double>(C * H * W))),
+                     Importer::materialize(b, channel, name + ".channel"));
+  Value kwv = g.scalar(tap, static_cast<double>(kw));
+  Value row = g.div(tap, kwv), col = g.sub(tap, g.mul(row, kwv)); // (tap >= 0)
+  Value h = g.add(Importer::materialize(b, hStart, name + ".h"),
+                  g.mul(row, g.scalar(tap, static_cast<double>(dil[0]))));
+  Value w = g.add(Importer::materialize(b, wStart, name + ".w"),
+                  g.mul(col, g.scalar(tap, static_cast<double>(dil[1]))));
+  Value flat = columnMajor ? g.add(h, g.mul(w, g.scalar(w, static_cast<double>(H))))
+                           : g.add(g.mul(h, g.scalar(h, static_cast<double>(W))), w);
+  Value idx = g.add(flat, base);
+  if (!g.ok({idx}))
+    return failure();
+  return idx;
+}
+
 template <typename OpTy>
 FailureOr<Value> buildPool(NodeContext &ctx, Value x, bool countIncludePad) {
   auto in = llvm::cast<RankedTensorType>(x.getType());
@@ -326,8 +382,6 @@ FailureOr<Value> buildPool(NodeContext &ctx, Value x, bool countIncludePad) {
   auto pads = windowPads(ctx, in.getShape().drop_front(2), *kernel, *strides, *dil);
   if (failed(pads))
     return failure();
-  if (ctx.attrInt("storage_order", 0) != 0 && ctx.node.output_size() > 1)
-    return ctx.error("column-major Indices output is not supported");
   bool oneD = spatial == 1;
   if (oneD) {
     SmallVector<int64_t> shape(in.getShape());
@@ -343,10 +397,25 @@ FailureOr<Value> buildPool(NodeContext &ctx, Value x, bool countIncludePad) {
     *pads = lift(*pads, true);
   }
   OpBuilder &b = ctx.builder;
+  bool ceil = ctx.attrInt("ceil_mode", 0) != 0;
+  if (std::is_same_v<OpTy, kiln::MaxPoolOp> && ctx.node.output_size() > 1 &&
+      !ctx.node.output(1).empty()) {
+    auto idx = buildMaxPoolIndices(ctx, x, *kernel, *strides, *pads, *dil, ceil,
+                                   ctx.attrInt("storage_order", 0) != 0);
+    if (succeeded(idx) && oneD) {
+      auto t = llvm::cast<RankedTensorType>(idx->getType());
+      SmallVector<int64_t> shape(t.getShape());
+      shape.erase(shape.begin() + 2);
+      idx = ctx.createTyped<kiln::ReshapeOp>(RankedTensorType::get(shape, t.getElementType()),
+                                             *idx);
+    }
+    if (failed(idx))
+      return failure();
+    ctx.setOutput(1, *idx);
+  }
   auto y = ctx.create<OpTy>(x, b.getDenseI64ArrayAttr(*kernel), b.getDenseI64ArrayAttr(*strides),
                             b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(*dil),
-                            b.getBoolAttr(ctx.attrInt("ceil_mode", 0) != 0),
-                            b.getBoolAttr(countIncludePad));
+                            b.getBoolAttr(ceil), b.getBoolAttr(countIncludePad));
   if (failed(y) || !oneD)
     return y;
   auto t = llvm::cast<RankedTensorType>(y->getType());
@@ -356,6 +425,20 @@ FailureOr<Value> buildPool(NodeContext &ctx, Value x, bool countIncludePad) {
 }
 
 template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  Type et = in.getElementType();
+  if (std::is_same_v<OpTy, kiln::MaxPoolOp> && et.isInteger()) {
+    // 8- and 16-bit integers through f32, which holds them exactly.
+    if (et.getIntOrFloatBitWidth() > 16)
+      return ctx.error("max-pools integer tensors of 8 or 16 bits, not " +
+                       Twine(et.getIntOrFloatBitWidth()));
+    Builder g{ctx};
+    Value x = g.cast(ctx.input(0), ctx.builder.getF32Type());
+    if (!g.ok({x}))
+      return failure();
+    Value y = g.take(buildPool<OpTy>(ctx, x, false));
+    return g.result(g.cast(y, et));
+  }
   return ctx.setResult(
       buildPool<OpTy>(ctx, ctx.input(0), ctx.attrInt("count_include_pad", 0) != 0));
 }
@@ -399,9 +482,58 @@ LogicalResult convertGlobalAvgPool(NodeContext &ctx) {
   return ctx.setResult(ctx.create<kiln::GlobalAvgPoolOp>(ctx.input(0)));
 }
 
+/// BatchNormalization with training_mode = 1 (opset 14+): normalized by the
+/// batch's own statistics (mean and biased variance over every axis but
+/// the channels); outputs 1 and 2 are the running mean and variance
+/// updated with them: running * momentum + batch * (1 - momentum).
+LogicalResult convertBatchNormTraining(NodeContext &ctx) {
+  auto in = ctx.inputType(0);
+  if (in.getRank() < 2 || !llvm::isa<FloatType>(in.getElementType()))
+    return ctx.error("expects a floating-point input of rank 2 or more (N, C, ...)");
+  int64_t C = in.getDimSize(1);
+  for (size_t i = 1; i <= 4; ++i) {
+    if (ctx.requireSize(ctx.input(i), 0, C))
+      return failure(); // the import restarts with the symbol fixed
+    auto t = ctx.inputType(i);
+    if (t.getRank() != 1 || t.getDimSize(0) != C)
+      return ctx.error("scale, B, input_mean and input_var must have one entry per channel (" +
+                       Twine(C) + ")");
+  }
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  SmallVector<int64_t> axes{0};
+  for (int64_t d = 2; d < in.getRank(); ++d)
+    axes.push_back(d);
+  SmallVector<int64_t> perChannel(in.getRank(), 1);
+  perChannel[1] = C;
+  Value mean = g.reduce<kiln::ReduceMeanOp>(x, axes, true);
+  Value d = g.sub(x, mean);
+  Value var = g.reduce<kiln::ReduceMeanOp>(g.mul(d, d), axes, true);
+  double eps = ctx.attrFloat("epsilon", 1e-5f), momentum = ctx.attrFloat("momentum", 0.9f);
+  Value y = g.div(d, g.un<kiln::SqrtOp>(g.add(var, g.scalar(var, eps))));
+  y = g.add(g.mul(y, g.reshape(ctx.input(1), perChannel)), g.reshape(ctx.input(2), perChannel));
+  auto running = [&](size_t i, Value batch) {
+    Value r = ctx.input(i);
+    return g.add(g.mul(r, g.scalar(r, momentum)),
+                 g.mul(g.reshape(batch, {C}), g.scalar(r, 1.0 - momentum)));
+  };
+  Value rm = running(3, mean), rv = running(4, var);
+  if (!g.ok({y, rm, rv}))
+    return failure();
+  ctx.setOutput(0, y);
+  if (ctx.node.output_size() > 1)
+    ctx.setOutput(1, rm);
+  if (ctx.node.output_size() > 2)
+    ctx.setOutput(2, rv);
+  return success();
+}
+
 LogicalResult convertBatchNorm(NodeContext &ctx) {
-  if (ctx.attrInt("training_mode", 0) != 0)
-    return ctx.error("training_mode=1 is not supported (inference only)");
+  if (ctx.attrInt("training_mode", 0) != 0) {
+    if (ctx.opset < 14)
+      return ctx.error("training_mode needs opset 14 or later");
+    return convertBatchNormTraining(ctx);
+  }
   if (ctx.opset < 9 && ctx.attrInt("spatial", 1) == 0)
     return ctx.error("spatial=0 is not supported");
   return ctx.setResult(ctx.create<kiln::BatchNormOp>(

@@ -65,6 +65,12 @@ LogicalResult convertRecurrent(NodeContext &ctx, Cell cell) {
   auto xt = ctx.inputType(0), wt = ctx.inputType(1), rt = ctx.inputType(2);
   if (!llvm::isa<FloatType>(xt.getElementType()))
     return ctx.error("expects a floating-point input");
+  // W, R, B, initial_h, initial_c and P share X's element type.
+  for (size_t i : {1, 2, 3, 5, 6, 7})
+    if (ctx.hasInput(i) && (i != 6 || cell == Cell::Lstm) && (i != 7 || cell == Cell::Lstm) &&
+        ctx.inputType(i).getElementType() != xt.getElementType())
+      return ctx.error("input " + Twine(i) + " ('" + ctx.node.input(i) +
+                       "') must have X's element type");
   if (xt.getRank() != 3 || wt.getRank() != 3 || rt.getRank() != 3)
     return ctx.error("expects X, W and R of rank 3");
   int64_t layout = ctx.attrInt("layout", 0);
@@ -218,6 +224,8 @@ LogicalResult convertRecurrent(NodeContext &ctx, Cell cell) {
                         : Value();
   };
   auto cols = [&](Value v, int64_t k) { // gate k of a [rows, G*hidden] value
+    if (!g.ok({v}))
+      return Value();
     return g.slice(v, {0, k * hidden}, {g.shape(v)[0], hidden}, {1, 1});
   };
   auto clipped = [&](Value v) {

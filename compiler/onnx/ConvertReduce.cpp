@@ -53,7 +53,26 @@ LogicalResult convertReduce(NodeContext &ctx, int64_t inputFromOpset) {
     return success();
   }
   OpBuilder &b = ctx.builder;
-  return ctx.setResult(ctx.create<OpTy>(ctx.input(0), b.getDenseI64ArrayAttr(**axes),
+  Value x = ctx.input(0);
+  Type et = ctx.inputType(0).getElementType();
+  if (et.isInteger()) {
+    // Integer and bool maxima and minima through f64, which holds every
+    // value of 32 bits or fewer exactly (bool: any / all).
+    constexpr bool isMaxMin = llvm::is_one_of<OpTy, kiln::ReduceMaxOp, kiln::ReduceMinOp>::value;
+    if (!isMaxMin || et.getIntOrFloatBitWidth() > 32)
+      return ctx.error("reduces integer tensors of at most 32 bits by max or min only");
+    auto xf = ctx.createTyped<kiln::CastOp>(
+        RankedTensorType::get(ctx.inputType(0).getShape(), b.getF64Type()), x);
+    if (failed(xf))
+      return failure();
+    auto r = ctx.create<OpTy>(*xf, b.getDenseI64ArrayAttr(**axes),
+                              b.getBoolAttr(ctx.attrInt("keepdims", 1) != 0));
+    if (failed(r))
+      return failure();
+    auto rt = llvm::cast<RankedTensorType>(r->getType());
+    return ctx.setResult(ctx.createTyped<kiln::CastOp>(rt.clone(et), *r));
+  }
+  return ctx.setResult(ctx.create<OpTy>(x, b.getDenseI64ArrayAttr(**axes),
                                         b.getBoolAttr(ctx.attrInt("keepdims", 1) != 0)));
 }
 

@@ -373,6 +373,22 @@ def integer_ops():
                   init("s", np.array(0.5, np.float32))], opset=10)
 
 
+def norm_pool_ops():
+    nodes = [helper.make_node("GroupNormalization", ["x", "gs", "gb"], ["gn"], num_groups=2,
+                              name="gn18"),
+             helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["bn", "rm", "rv"],
+                              training_mode=1, momentum=0.8, name="bnt"),
+             helper.make_node("MaxPool", ["x"], ["mp", "mi"], kernel_shape=[2, 2], strides=[2, 2],
+                              storage_order=1, name="mpi"),
+             helper.make_node("MaxUnpool", ["mp", "mi"], ["up"], kernel_shape=[2, 2],
+                              strides=[2, 2], name="unpool"),
+             helper.make_node("ReduceMax", ["flags"], ["any"], keepdims=0, name="rany")]
+    return model(nodes, [vi("x", [2, 4, 4, 4]), vi("flags", [3, 5], TensorProto.BOOL)],
+                 [vi(n, None) for n in ("gn", "bn", "rm", "rv", "mp", "mi", "up", "any")],
+                 [init("gs", f32(2)), init("gb", f32(2)), init("s", f32(4)), init("b", f32(4)),
+                  init("m", f32(4)), init("v", np.ones(4, np.float32))], opset=18)
+
+
 def bad_conv():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_bad")]
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
@@ -523,7 +539,7 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops,
+                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

@@ -776,6 +776,50 @@ CASES = {
                 ("zw", np.array([9, 9, 9, 9], np.uint8)),  # (onnxruntime: one value)
                 ("sy", np.array(0.4, np.float32)), ("zy", np.array(128, np.uint8)),
                 ("bias", np.array([-500, 0, 1200, 77], np.int32))]),
+    # Normalizations and pools added with the coverage work.
+    "group_norm_opset21_f16_stash": typed(
+        [("x", (2, 6, 5, 4), "f16", "normal"), ("s", (6,), "f16", "normal"),
+         ("b", (6,), "f16", "normal")],
+        [("GroupNormalization", ["x", "s", "b"], {"num_groups": 3, "epsilon": 1e-3})], opset=21),
+    "group_norm_opset21_f32": typed(
+        [("x", (3, 8, 7), "f32", "normal"), ("s", (8,), "f32", "normal"),
+         ("b", (8,), "f32", "normal")],
+        [("GroupNormalization", ["x", "s", "b"], {"num_groups": 2})], opset=21),
+    "batchnorm_training_running_stats": typed(
+        [("x", (4, 3, 5, 2), "f32", "normal"), ("s", (3,), "f32", "normal"),
+         ("b", (3,), "f32", "normal"), ("m", (3,), "f32", "normal"), ("v", (3,), "f32", "ge1")],
+        [("Identity", ["x"], {}, ["xi"]),  # (a first BatchNormalization gets a variance added)
+         ("BatchNormalization", ["xi", "s", "b", "m", "v"],
+          {"training_mode": 1, "momentum": 0.8, "epsilon": 1e-4}, ["y0", "rm", "rv"]),
+         ("ReduceSum", ["y0"], {"keepdims": 0}), ("Add", ["rm", "rv"], {}),
+         ("Add", ["t2", "t3"], {})], opset=15),
+    "maxpool_indices_pads_strides": typed(
+        [("x", (2, 3, 7, 6), "f32", "normal")],
+        [("MaxPool", ["x"], {"kernel_shape": [3, 2], "pads": [1, 0, 1, 1], "strides": [2, 2]},
+          ["v", "y"])], opset=12),
+    "maxpool_indices_column_major_dilated": typed(
+        [("x", (1, 2, 8, 7), "f32", "normal")],
+        [("MaxPool", ["x"], {"kernel_shape": [2, 3], "dilations": [2, 1], "storage_order": 1},
+          ["v", "y"])], opset=12),
+    "maxpool_then_unpool": typed(
+        [("x", (2, 3, 6, 8), "f32", "normal")],
+        [("MaxPool", ["x"], {"kernel_shape": [2, 2], "strides": [2, 2]}, ["v", "i"]),
+         ("MaxUnpool", ["v", "i"], {"kernel_shape": [2, 2], "strides": [2, 2]})], opset=11),
+    "maxunpool_output_shape": typed(  # 5x5 pools to 2x2, unpooled to 5x5 again
+        [("x", (2, 2, 5, 5), "f32", "normal")],
+        [("MaxPool", ["x"], {"kernel_shape": [2, 2], "strides": [2, 2]}, ["v", "i"]),
+         ("MaxUnpool", ["v", "i", "os"], {"kernel_shape": [2, 2], "strides": [2, 2]})],
+        opset=11, consts=[("os", np.array([2, 2, 5, 5], np.int64))]),
+    "maxpool_uint8": typed([("x", (1, 2, 6, 6), "u8", "full")],
+                           [("MaxPool", ["x"], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})],
+                           opset=12),
+    "reduce_max_min_bool_int": typed(
+        [("x", (4, 5), "bool", "bool"), ("z", (3, 4, 5), "i32", "int")],
+        [("ReduceMax", ["x", "a1"], {"keepdims": 0}), ("ReduceMin", ["x", "a1"], {"keepdims": 0}),
+         ("Xor", ["t0", "t1"], {}), ("Cast", ["t2"], {"to": TensorProto.INT32}),
+         ("ReduceMax", ["z", "a02"], {"keepdims": 0}), ("ReduceMin", ["z", "a02"], {"keepdims": 0}),
+         ("Sub", ["t4", "t5"], {}), ("Mul", ["t6", "t3"], {})], opset=20,
+        consts=[("a1", np.array([1], np.int64)), ("a02", np.array([0, 2], np.int64))]),
     # Resize: per-axis gathers with import-time indices and weights.
     "resize_linear_half_pixel": typed([("x", (1, 3, 7, 9), "f32", "normal")], [
         ("Resize", ["x", "", "sc"], {"mode": "linear"})], opset=13,
@@ -929,14 +973,16 @@ def main():
                 if "--io-layout=nhwc" in flags:
                     # The same data, channels last: inputs and the reference transposed.
                     run_cmd = [os.path.join(args.bindir, "kiln-run"), os.path.join(tmp, name + ".so")]
+                    # (--io-layout=nhwc moves rank-4 float inputs and outputs only)
                     for i in sess.get_inputs():
                         x = feeds[i.name]
-                        if x.ndim == 4:
+                        if x.ndim == 4 and np.issubdtype(x.dtype, np.floating):
                             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
                         np.save(os.path.join(tmp, i.name + "_nhwc.npy"), x)
                         run_cmd += ["--input", f"{i.name}={os.path.join(tmp, i.name + '_nhwc.npy')}"]
                     np.save(os.path.join(tmp, "ref_nhwc.npy"),
-                            np.ascontiguousarray(ref.transpose(0, 2, 3, 1)))
+                            np.ascontiguousarray(ref.transpose(0, 2, 3, 1))
+                            if np.issubdtype(ref.dtype, np.floating) else ref)
                     run_cmd += ["--compare", f"y={os.path.join(tmp, 'ref_nhwc.npy')}",
                                 "--rtol", str(rtol), "--atol", f"{atol:.3g}"]
                 c = subprocess.run([os.path.join(args.bindir, "kiln-compile"), path, *flags, "-o",

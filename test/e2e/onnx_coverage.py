@@ -24,9 +24,9 @@ A test ends as
                 says: named, not silently skipped); and invalid tests, whose
                 stored inputs contradict the model's declared input shapes.
 
-A few stored outputs contradict the ONNX spec (ONNX's reference
-implementation had a bug when the data was generated); those tests compare
-with onnxruntime's outputs instead, listed in STORED_OUTPUT_WRONG with the
+A few stored outputs contradict the ONNX spec, or onnxruntime and PyTorch
+where the spec is ambiguous (ONNX's reference implementation computed
+them); those tests compare with onnxruntime's outputs instead, listed in STORED_OUTPUT_WRONG with the
 reason; the document lists them.
 
 --check-baseline fails when a target/mode passes fewer tests than
@@ -72,13 +72,18 @@ SEQUENCE_OPS = {"SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceEra
                 "SequenceMap", "Optional", "OptionalGetElement", "OptionalHasElement"}
 TRAINING_OPS = {"Gradient", "Adagrad", "Adam", "Momentum"}
 
-# Tests whose stored outputs contradict the spec: (suite label prefix, test)
-# -> why. They compare with onnxruntime's outputs on the stored inputs.
+# Tests whose stored outputs contradict the spec or what onnxruntime and
+# PyTorch compute: (suite label prefix, test) -> why. They compare with
+# onnxruntime's outputs on the stored inputs.
 _QLINEAR_WRAPS = ("the stored output wraps int8 results past 127 (ONNX's reference casts "
                   "without saturating); the spec and onnxruntime saturate")
+_UNPOOL_LAYOUT = ("ONNX's reference places the indices in the unpadded inferred shape and pads "
+                  "it to output_shape; onnxruntime and PyTorch (where MaxUnpool comes from) "
+                  "read them as positions in output_shape")
 STORED_OUTPUT_WRONG = {
-    ("onnx-1.20", f"test_qlinearmatmul_{d}_int8_{f}"): _QLINEAR_WRAPS
-    for d in ("2D", "3D") for f in ("float16", "float32")
+    **{("onnx-1.20", f"test_qlinearmatmul_{d}_int8_{f}"): _QLINEAR_WRAPS
+       for d in ("2D", "3D") for f in ("float16", "float32")},
+    ("onnx-", "test_maxunpool_export_with_output_shape"): _UNPOOL_LAYOUT,
 }
 
 
@@ -170,6 +175,33 @@ def invalid_data(m, d):
                 decl = "x".join("?" if a is None else str(a) for a in dims)
                 return (f"invalid test: the stored input '{vi.name}' has shape "
                         f"[{'x'.join(map(str, got))}] where the model declares [{decl}]")
+    return None
+
+
+def random_dropout(m, d):
+    """Why the test is random (a Dropout in training mode with a non-zero
+    ratio, as the stored inputs set them), or None."""
+    from onnx import numpy_helper
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    ins = [i.name for i in m.graph.input if i.name not in inits]
+    ds = sorted(glob.glob(os.path.join(d, "test_data_set_*")))
+
+    def value(name):
+        if name in inits:
+            return inits[name]
+        if name in ins and ds:
+            f = os.path.join(ds[0], f"input_{ins.index(name)}.pb")
+            if os.path.exists(f):
+                return numpy_helper.to_array(onnx.load_tensor(f))
+        return None
+
+    for n in m.graph.node:
+        if n.op_type != "Dropout" or len(n.input) < 3 or not n.input[2]:
+            continue
+        t = value(n.input[2])
+        r = value(n.input[1]) if n.input[1] else np.array(0.5)
+        if t is not None and r is not None and bool(np.ravel(t)[0]) and float(np.ravel(r)[0]):
+            return f"random op Dropout (training mode, ratio {float(np.ravel(r)[0]):g})"
     return None
 
 
@@ -318,13 +350,14 @@ def run_test(label, d, target, mode, bindir, work):
 
 
 def bindable_inputs(m, d):
-    """{input name: its .pb file} for the integer graph inputs, and the
+    """{input name: its .pb file} for the integer and bool graph inputs
+    (Dropout's training_mode), and the
     small float ones (OneHot's depth, Resize's scales and roi: at most 8
     values), whose stored value is the same in every data set."""
     inits = {i.name for i in m.graph.initializer}
     ins = [i for i in m.graph.input if i.name not in inits]
     sets = sorted(glob.glob(os.path.join(d, "test_data_set_*")))
-    ints = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
+    ints = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.BOOL}
     bound = {}
     floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}
     for k, vi in enumerate(ins):
@@ -355,7 +388,7 @@ def write_markdown(path, results, tests, targets, modes, scope):
         "dimension made symbolic (one symbol per distinct size), compiled at the default "
         "bound (64) and run at the stored sizes (docs/cli.md, *Dynamic shapes*). Tests whose shape arguments (axes, target shapes, "
         "pads, repeats, OneHot's depth, Resize's scales) are graph inputs compile with "
-        "those inputs (integer ones, and float ones of at most 8 values) bound to their "
+        "those inputs (integer and bool ones, and float ones of at most 8 values) bound to their "
         "stored values (`kiln-compile --bind NAME=FILE`, as onnx-mlir's backend tests make "
         "them constants); their cells say so. A test whose model and data are "
         "byte-identical to another's (onnx 1.12's node tests that the pinned onnx ships "
@@ -381,7 +414,8 @@ def write_markdown(path, results, tests, targets, modes, scope):
               "inputs contradict the model).", ""]
     wrong = sorted({why for why in STORED_OUTPUT_WRONG.values()})
     if wrong:
-        lines += ["Tests whose stored outputs contradict the spec compare with onnxruntime's "
+        lines += ["Tests whose stored outputs contradict the spec (or onnxruntime and PyTorch "
+                  "where it is ambiguous) compare with onnxruntime's "
                   "outputs instead (`STORED_OUTPUT_WRONG` in the runner): " +
                   ", ".join(f"{t} ({p})" for p, t in sorted(STORED_OUTPUT_WRONG)) +
                   ". Why: " + "; ".join(wrong) + ".", ""]
@@ -468,7 +502,7 @@ def main():
             continue
         key = (label, os.path.basename(d), tuple(sorted({op for _, op in all_ops(m.graph)})))
         tests[key] = d
-        why = scope_of(m) or invalid_data(m, d)
+        why = scope_of(m) or invalid_data(m, d) or random_dropout(m, d)
         if why:
             scope[key] = why
 
