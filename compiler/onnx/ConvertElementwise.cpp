@@ -211,6 +211,7 @@ double logF(double x) { return std::log(x); }
 double sqrtF(double x) { return std::sqrt(x); }
 double erfF(double x) { return std::erf(x); }
 double negF(double x) { return -x; }
+double reluF(double x) { return x < 0 ? 0.0 : x; } // (NaN stays NaN)
 double recipF(double x) { return 1.0 / x; }
 double absF(double x) { return std::fabs(x); }
 
@@ -281,7 +282,7 @@ void registerElementwiseConverters(llvm::StringMap<Converter> &t) {
   t["Pow"] = convertPow;
   t["Max"] = [](NodeContext &c) { return convertVariadic<kiln::MaxOp>(c, maxF); };
   t["Min"] = [](NodeContext &c) { return convertVariadic<kiln::MinOp>(c, minF); };
-  t["Relu"] = [](NodeContext &c) { return convertUnary<kiln::ReluOp>(c); };
+  t["Relu"] = [](NodeContext &c) { return convertUnary<kiln::ReluOp>(c, reluF); };
   t["Sigmoid"] = [](NodeContext &c) { return convertUnary<kiln::SigmoidOp>(c); };
   t["Tanh"] = [](NodeContext &c) { return convertUnary<kiln::TanhOp>(c); };
   t["Exp"] = [](NodeContext &c) { return convertUnary<kiln::ExpOp>(c, expF); };

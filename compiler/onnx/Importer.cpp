@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <functional>
 
 #include "kiln/runtime.h"
 #include "tools/kiln-run/TensorFile.h"
@@ -273,25 +274,42 @@ LogicalResult Importer::parse() {
   return success();
 }
 
-Location Importer::nodeLoc(const onnx::NodeProto &node, int index) {
+Location Importer::nodeLoc(const onnx::NodeProto &node, int index, StringRef scope) {
   std::string name = node.name().empty()
                          ? node.op_type() + "_" + std::to_string(index)
                          : node.name();
+  if (!scope.empty())
+    name = scope.str() + "/" + name;
   return NameLoc::get(StringAttr::get(ctx, name),
                       FileLineColLoc::get(ctx, path, 0, 0));
 }
 
 LogicalResult Importer::checkSupported(const llvm::StringMap<Converter> &table) {
   std::map<std::string, std::vector<std::string>> missing;
-  const auto &g = model.graph();
-  for (int i = 0; i < g.node_size(); ++i) {
-    const auto &n = g.node(i);
-    bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
-    if (!defaultDomain || !table.count(n.op_type())) {
-      std::string op = defaultDomain ? n.op_type() : n.domain() + "." + n.op_type();
-      missing[op].push_back(n.name().empty() ? "#" + std::to_string(i) : n.name());
-    }
-  }
+  // The graph's nodes and those of its subgraphs (If branches, Loop and
+  // Scan bodies), at any depth.
+  std::function<void(const onnx::GraphProto &, const std::string &, int)> walk =
+      [&](const onnx::GraphProto &g, const std::string &scope, int depth) {
+        for (int i = 0; i < g.node_size(); ++i) {
+          const auto &n = g.node(i);
+          std::string name =
+              scope + (n.name().empty() ? "#" + std::to_string(i) : n.name());
+          bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+          if (!defaultDomain || !table.count(n.op_type())) {
+            std::string op = defaultDomain ? n.op_type() : n.domain() + "." + n.op_type();
+            missing[op].push_back(name);
+          }
+          if (depth >= kMaxSubgraphDepth)
+            continue;
+          for (const auto &a : n.attribute()) {
+            if (a.has_g())
+              walk(a.g(), name + "/", depth + 1);
+            for (const auto &sg : a.graphs())
+              walk(sg, name + "/", depth + 1);
+          }
+        }
+      };
+  walk(model.graph(), "", 0);
   if (missing.empty())
     return success();
   std::string msg = "the model uses " + std::to_string(missing.size()) +
@@ -599,6 +617,7 @@ LogicalResult Importer::run(const ImportOptions &options,
   registerAttentionConverters(table);
   registerEinsumConverters(table);
   registerRecurrentConverters(table);
+  registerControlFlowConverters(table);
   if (failed(checkSupported(table)))
     return failure();
 
@@ -731,43 +750,8 @@ LogicalResult Importer::run(const ImportOptions &options,
   b.setInsertionPointToEnd(entry);
 
   // Nodes, in order (ONNX graphs are topologically sorted).
-  for (int i = 0; i < g.node_size(); ++i) {
-    const auto &node = g.node(i);
-    for (const auto &in : node.input())
-      if (!in.empty() && !slots.count(in))
-        return emitError(nodeLoc(node, i))
-                   << "node '" << node.name() << "' (" << node.op_type()
-                   << "): input '" << in << "' is not produced by any earlier "
-                   << "node, initializer or graph input";
-    NodeContext nc(*this, node, opset, b, nodeLoc(node, i));
-    currentNode = "node '" +
-                  (node.name().empty() ? llvm::cast<NameLoc>(nc.loc).getName().str()
-                                       : node.name()) +
-                  "' (" + node.op_type() + ")";
-    int required = requiredInputs(node.op_type(), opset);
-    for (int r = 0; r < required; ++r)
-      if (r >= node.input_size() || node.input(r).empty())
-        return nc.error("input " + Twine(r) + " is required (the op takes at least " +
-                        Twine(required) + " input(s); the node has " +
-                        Twine(node.input_size()) + ")");
-    bool taintedIn = false, symbolicIn = false;
-    for (const auto &in : node.input()) {
-      if (in.empty())
-        continue;
-      const Slot &s = slots[in];
-      taintedIn |= s.host && s.host->fromSymbolicShape;
-      symbolicIn |= !s.host && s.value && symbols.carriesSymbol(s.value);
-    }
-    if (failed(table.lookup(node.op_type())(nc)))
-      return failure();
-    if ((taintedIn || symbolicIn) &&
-        failed(trackSymbols(nc, taintedIn)))
-      return failure();
-    for (int o = 0; o < node.output_size(); ++o)
-      if (!node.output(o).empty() && !slots.count(node.output(o)))
-        return nc.error("output " + Twine(o) + " ('" + node.output(o) +
-                        "') is not supported by Kiln");
-  }
+  if (failed(convertNodes(g, b, "")))
+    return failure();
 
   // Outputs.
   SmallVector<Value> results;
@@ -850,6 +834,90 @@ LogicalResult Importer::run(const ImportOptions &options,
   if (failed(mlir::verify(*out)))
     return failure();
   return success();
+}
+
+/// Converts the nodes of `g` in order (ONNX graphs are topologically
+/// sorted): the main graph, or a subgraph inlined by If, Loop or Scan
+/// (`scope`: the names of the nodes that inline it, for locations).
+LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, StringRef scope) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto &node = g.node(i);
+    if (++inlinedNodes > kMaxConvertedNodes)
+      return fileError("the model converts more than " + Twine(kMaxConvertedNodes) +
+                       " nodes (loops and scans are unrolled at compile time)");
+    Location loc = nodeLoc(node, i, scope);
+    for (const auto &in : node.input())
+      if (!in.empty() && !slots.count(in))
+        return emitError(loc)
+                   << "node '" << llvm::cast<NameLoc>(loc).getName().str() << "' ("
+                   << node.op_type() << "): input '" << in << "' is not produced by any "
+                   << "earlier node, initializer or graph input";
+    NodeContext nc(*this, node, opset, b, loc);
+    currentNode = "node '" + llvm::cast<NameLoc>(nc.loc).getName().str() + "' (" +
+                  node.op_type() + ")";
+    int required = requiredInputs(node.op_type(), opset);
+    for (int r = 0; r < required; ++r)
+      if (r >= node.input_size() ||
+          (node.input(r).empty() && !inputIsOptional(node.op_type(), opset, r)))
+        return nc.error("input " + Twine(r) + " is required (the op takes at least " +
+                        Twine(required) + " input(s); the node has " +
+                        Twine(node.input_size()) + ")");
+    bool taintedIn = false, symbolicIn = false;
+    for (const auto &in : node.input()) {
+      if (in.empty())
+        continue;
+      const Slot &s = slots[in];
+      taintedIn |= s.host && s.host->fromSymbolicShape;
+      symbolicIn |= !s.host && s.value && symbols.carriesSymbol(s.value);
+    }
+    // A node's outputs are fresh values (a subgraph inlined again rebinds
+    // its names), unless a malformed node also reads the name.
+    for (const auto &o : node.output())
+      if (!o.empty() && !llvm::is_contained(node.input(), o))
+        slots.erase(o);
+    if (failed(table.lookup(node.op_type())(nc)))
+      return failure();
+    if ((taintedIn || symbolicIn) &&
+        failed(trackSymbols(nc, taintedIn)))
+      return failure();
+    for (int o = 0; o < node.output_size(); ++o)
+      if (!node.output(o).empty() && !slots.count(node.output(o)))
+        return nc.error("output " + Twine(o) + " ('" + node.output(o) +
+                        "') is not supported by Kiln");
+  }
+  return success();
+}
+
+FailureOr<SmallVector<Slot>> Importer::inlineGraph(const onnx::GraphProto &g,
+                                                   ArrayRef<Slot> inputs, OpBuilder &b,
+                                                   StringRef scope) {
+  if (subgraphDepth >= kMaxSubgraphDepth)
+    return fileError("subgraphs nest deeper than " + Twine(kMaxSubgraphDepth) + " levels");
+  if (static_cast<size_t>(g.input_size()) != inputs.size())
+    return fileError("the subgraph of " + scope + " takes " + Twine(g.input_size()) +
+                     " input(s); it is given " + Twine(inputs.size()));
+  for (const auto &init : g.initializer()) {
+    auto h = hostTensorFromProto(init, "initializer '" + init.name() + "'");
+    if (failed(h))
+      return failure();
+    slots[init.name()] = Slot{Value(), std::move(*h)};
+  }
+  for (auto [vi, in] : llvm::zip(g.input(), inputs))
+    slots[vi.name()] = in;
+  ++subgraphDepth;
+  LogicalResult r = convertNodes(g, b, scope);
+  --subgraphDepth;
+  if (failed(r))
+    return failure();
+  SmallVector<Slot> outs;
+  for (const auto &vi : g.output()) {
+    auto it = slots.find(vi.name());
+    if (it == slots.end())
+      return fileError("the subgraph of " + scope + " never produces its output '" +
+                       vi.name() + "'");
+    outs.push_back(it->second);
+  }
+  return outs;
 }
 
 Value Importer::valueOf(OpBuilder &b, const std::string &name) {

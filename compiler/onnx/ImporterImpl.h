@@ -58,12 +58,29 @@ public:
   /// returns the first op it inserted (null when `op` needs none).
   mlir::FailureOr<mlir::Operation *> maskAlongSymbols(mlir::Operation *op);
 
+  /// Control flow (ConvertControlFlow.cpp) inlines subgraphs: binds `g`'s
+  /// inputs to `inputs` (positionally), converts its nodes at the builder's
+  /// insertion point, and returns its outputs. Names inside a subgraph are
+  /// rebound each time it is inlined (a loop's iterations).
+  mlir::FailureOr<llvm::SmallVector<Slot>> inlineGraph(const onnx::GraphProto &g,
+                                                       llvm::ArrayRef<Slot> inputs,
+                                                       mlir::OpBuilder &b,
+                                                       llvm::StringRef scope);
+  /// How deep subgraphs may nest, and how many nodes one import converts
+  /// in all (unrolled loops count each iteration): bounds for hostile models.
+  static constexpr int kMaxSubgraphDepth = 8;
+  static constexpr int64_t kMaxConvertedNodes = 200000;
+
 private:
   mlir::LogicalResult parse();
   mlir::LogicalResult checkSupported(const llvm::StringMap<Converter> &table);
   mlir::LogicalResult tensorBytes(const onnx::TensorProto &t, std::string &bytes,
                                   const llvm::Twine &what);
-  mlir::Location nodeLoc(const onnx::NodeProto &node, int index);
+  mlir::Location nodeLoc(const onnx::NodeProto &node, int index, llvm::StringRef scope = "");
+  mlir::LogicalResult convertNodes(const onnx::GraphProto &g, mlir::OpBuilder &b,
+                                   llvm::StringRef scope);
+  int subgraphDepth = 0;
+  int64_t inlinedNodes = 0;
   mlir::LogicalResult inputSymbols(const onnx::ValueInfoProto &vi,
                                    const ImportOptions &options,
                                    llvm::SmallVectorImpl<int64_t> &shape,

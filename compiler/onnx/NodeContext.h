@@ -256,6 +256,7 @@ void registerIndexMapConverters(llvm::StringMap<Converter> &table);
 void registerAttentionConverters(llvm::StringMap<Converter> &table);
 void registerEinsumConverters(llvm::StringMap<Converter> &table);
 void registerRecurrentConverters(llvm::StringMap<Converter> &table);
+void registerControlFlowConverters(llvm::StringMap<Converter> &table);
 
 /// Helpers shared by converters.
 /// The axes a Reduce* node reduces (see ConvertReduce.cpp); nullopt: none

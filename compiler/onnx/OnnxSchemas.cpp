@@ -33,4 +33,12 @@ int requiredInputs(const std::string &opType, int64_t opset) {
   return schema ? schema->min_input() : -1;
 }
 
+bool inputIsOptional(const std::string &opType, int64_t opset, int index) {
+  const auto *schema = onnx::OpSchemaRegistry::Schema(
+      opType, static_cast<int>(std::min<int64_t>(opset, INT32_MAX)), "");
+  if (!schema || index < 0 || static_cast<size_t>(index) >= schema->inputs().size())
+    return false;
+  return schema->inputs()[index].GetOption() == onnx::OpSchema::Optional;
+}
+
 } // namespace kiln::onnx_import

@@ -389,6 +389,57 @@ def norm_pool_ops():
                   init("m", f32(4)), init("v", np.ones(4, np.float32))], opset=18)
 
 
+def _cf_branch(name, op):
+    return helper.make_graph([helper.make_node(op, ["x", "x"], [name + "_out"], name=name + "_op")],
+                             name, [], [vi(name + "_out", None)])
+
+
+def _cf_loop_body(extra=()):
+    return helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT, name="lcast"),
+         helper.make_node("Add", ["v", "fi"], ["v_out"], name="ladd"),
+         helper.make_node("Identity", ["cond"], ["cond_out"], name="lid")] + list(extra),
+        "body", [vi("i", [], TensorProto.INT64), vi("cond", [], TensorProto.BOOL),
+                 vi("v", [2])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("v_out", [2]), vi("v_out", [2])])
+
+
+def control_flow():
+    nodes = [helper.make_node("If", ["c"], ["sel"], name="choose",
+                              then_branch=_cf_branch("then", "Add"),
+                              else_branch=_cf_branch("else", "Mul")),
+             helper.make_node("Loop", ["n", "", "x"], ["acc", "trace"], name="loop",
+                              body=_cf_loop_body())]
+    return model(nodes, [vi("x", [2]), vi("c", [], TensorProto.BOOL)],
+                 [vi("sel", None), vi("acc", None), vi("trace", None)],
+                 [init("n", np.array(3, np.int64))], opset=13)
+
+
+def if_shapes_differ():
+    other = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["else_out"], axis=0,
+                                                name="twice")],
+                              "else", [], [vi("else_out", None)])
+    nodes = [helper.make_node("If", ["c"], ["sel"], name="choose",
+                              then_branch=_cf_branch("then", "Add"), else_branch=other)]
+    return model(nodes, [vi("x", [2]), vi("c", [], TensorProto.BOOL)], [vi("sel", None)],
+                 opset=13)
+
+
+def loop_runtime_trips():
+    nodes = [helper.make_node("Loop", ["n", "", "x"], ["acc", "trace"], name="loop",
+                              body=_cf_loop_body())]
+    return model(nodes, [vi("x", [2]), vi("n", [], TensorProto.INT64)],
+                 [vi("acc", None), vi("trace", None)], opset=13)
+
+
+def loop_body_unsupported():
+    bad = helper.make_node("Det", ["v"], ["d"], name="det_in_body")
+    nodes = [helper.make_node("Loop", ["n", "", "x"], ["acc", "trace"], name="loop",
+                              body=_cf_loop_body([bad]))]
+    return model(nodes, [vi("x", [2])], [vi("acc", None), vi("trace", None)],
+                 [init("n", np.array(3, np.int64))], opset=13)
+
+
 def bad_conv():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_bad")]
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
@@ -539,7 +590,7 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops,
+                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

@@ -132,8 +132,46 @@ def draw(how, shape, onnx_type):
         v.flat[:2] = [info.min, info.max]
         return v.astype(t)
     if how == "bool":
-        return rng.random(shape) > 0.5
+        return np.asarray(rng.random(shape) > 0.5)
     return rng.standard_normal(shape).astype(t)
+
+
+def _branch(name, op):
+    """An If branch: `op` of the outer x, times 2 (reads an outer-scope value)."""
+    two = numpy_helper.from_array(np.array(2.0, np.float32), name + "_two")
+    return helper.make_graph(
+        [helper.make_node(op, ["x"], [name + "_a"]),
+         helper.make_node("Mul", [name + "_a", name + "_two"], [name + "_out"])],
+        name, [], [helper.make_empty_tensor_value_info(name + "_out")], [two])
+
+
+def _loop_body():
+    """Loop body: carried v <- v * 0.5 + i (the iteration number), scanned
+    out as v + 1 each iteration; the condition passes through."""
+    vi = helper.make_tensor_value_info
+    return helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+         helper.make_node("Mul", ["v", "half"], ["vh"]),
+         helper.make_node("Add", ["vh", "fi"], ["v_out"]),
+         helper.make_node("Add", ["v_out", "one"], ["scan"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"])],
+        "loop_body",
+        [vi("i", TensorProto.INT64, []), vi("cond", TensorProto.BOOL, []),
+         vi("v", TensorProto.FLOAT, [2, 3])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("v_out", TensorProto.FLOAT, [2, 3]),
+         vi("scan", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+         numpy_helper.from_array(np.array(1.0, np.float32), "one")])
+
+
+def _scan_body():
+    """Scan body: state s <- tanh(s + x); scanned out s * x."""
+    vi = helper.make_tensor_value_info
+    return helper.make_graph(
+        [helper.make_node("Add", ["s", "e"], ["t"]), helper.make_node("Tanh", ["t"], ["s_out"]),
+         helper.make_node("Mul", ["s_out", "e"], ["o"])],
+        "scan_body", [vi("s", TensorProto.FLOAT, [4]), vi("e", TensorProto.FLOAT, [4])],
+        [vi("s_out", TensorProto.FLOAT, [4]), vi("o", TensorProto.FLOAT, [4])])
 
 
 def unary(op, shape=(3, 1000), opset=17, **attrs):
@@ -776,6 +814,31 @@ CASES = {
                 ("zw", np.array([9, 9, 9, 9], np.uint8)),  # (onnxruntime: one value)
                 ("sy", np.array(0.4, np.float32)), ("zy", np.array(128, np.uint8)),
                 ("bias", np.array([-500, 0, 1200, 77], np.int32))]),
+    # Control flow, unrolled at compile time: If on a run-time condition
+    # computes both branches and selects; Loop and Scan iterate in the IR.
+    "if_runtime_condition": typed(
+        [("x", (3, 4), "f32", "normal"), ("c", (), "bool", "bool")],
+        # (and again on the negated condition: each run takes both paths)
+        [("If", ["c"], {"then_branch": _branch("then", "Exp"),
+                        "else_branch": _branch("else", "Neg")}),
+         ("Not", ["c"], {}),
+         ("If", ["t1"], {"then_branch": _branch("then2", "Sin"),
+                         "else_branch": _branch("else2", "Abs")}),
+         ("Concat", ["t0", "t2"], {"axis": 0})]),
+    "loop_carried_and_scan_outputs": typed(
+        [("x", (2, 3), "f32", "normal")],
+        [("Loop", ["n", "", "x"], {"body": _loop_body()}, ["last", "y"])], opset=13,
+        consts=[("n", np.array(5, np.int64))]),
+    "scan9_reverse_axes": typed(
+        [("s0", (4,), "f32", "normal"), ("xs", (4, 6), "f32", "normal")],
+        [("Scan", ["s0", "xs"], {"body": _scan_body(), "num_scan_inputs": 1,
+                                 "scan_input_axes": [1], "scan_input_directions": [1],
+                                 "scan_output_axes": [1], "scan_output_directions": [1]},
+          ["sN", "y"])], opset=11),
+    "scan8_batched": typed(
+        [("s0", (2, 4), "f32", "normal"), ("xs", (2, 5, 4), "f32", "normal")],
+        [("Scan", ["", "s0", "xs"], {"body": _scan_body(), "num_scan_inputs": 1,
+                                     "directions": [1]}, ["sN", "y"])], opset=8),
     # Normalizations and pools added with the coverage work.
     "group_norm_opset21_f16_stash": typed(
         [("x", (2, 6, 5, 4), "f16", "normal"), ("s", (6,), "f16", "normal"),
