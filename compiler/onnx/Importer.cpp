@@ -417,6 +417,29 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
   if ((opType == "Shape" || opType == "Size") && nc.hostInput(0) &&
       !nc.hostInput(0)->shapeFromSymbolicShape)
     staticShape = true;
+  // Whether the results' shapes may depend on a symbolic size: Shape's
+  // never (its length is the rank); ops whose result shape follows from
+  // their inputs' shapes (and the values of inputs from `valuesFrom` on:
+  // Unsqueeze's axes, Slice's starts...) only when one of those does.
+  auto shapeDependent = [&]() {
+    if (opType == "Shape")
+      return false;
+    size_t valuesFrom;
+    if (opType == "Gather" || opType == "Concat" || opType == "Cast" || opType == "Identity" ||
+        opType == "Neg" || opType == "Abs")
+      valuesFrom = nc.numInputs();
+    else if (opType == "Unsqueeze" || opType == "Squeeze" || opType == "Slice")
+      valuesFrom = 1;
+    else
+      return true;
+    for (size_t i = 0; i < nc.numInputs(); ++i) {
+      const HostTensor *h = nc.hostInput(i);
+      if (h && (h->shapeFromSymbolicShape || (i >= valuesFrom && h->fromSymbolicShape)))
+        return true;
+    }
+    return false;
+  };
+  bool shapeDep = !staticShape && shapeDependent();
   bool runtimeOut = false;
   for (int o = 0; o < nc.node.output_size(); ++o) {
     auto it = slots.find(nc.node.output(o));
@@ -424,7 +447,7 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
       continue; // (an output the converter left unset is reported after)
     if (it->second.host) {
       it->second.host->fromSymbolicShape = !staticShape;
-      it->second.host->shapeFromSymbolicShape = !staticShape && opType != "Shape";
+      it->second.host->shapeFromSymbolicShape = shapeDep;
     } else
       runtimeOut = true;
   }
@@ -759,8 +782,16 @@ LogicalResult Importer::run(const ImportOptions &options,
     auto it = slots.find(vi.name());
     if (it == slots.end())
       return fileError("graph output '" + vi.name() + "' is never produced");
-    Value v = valueOf(b, vi.name());
-    results.push_back(v);
+    Value v;
+    if (it->second.host && it->second.host->fromSymbolicShape &&
+        it->second.host->axisSymbols.empty()) {
+      // A shape value as an output: computed at run time from the symbols'
+      // sizes when every element is static or exactly one symbol's size.
+      v = materializeSymbolSizes(b, *it->second.host);
+      if (v)
+        it->second.host->fromSymbolicShape = false; // (checked below)
+    }
+    results.push_back(v ? v : valueOf(b, vi.name()));
   }
   func::ReturnOp::create(b, func.getLoc(), results);
   // Hidden inputs after the graph's: the sizes of the symbols masks need.
@@ -918,6 +949,41 @@ FailureOr<SmallVector<Slot>> Importer::inlineGraph(const onnx::GraphProto &g,
     outs.push_back(it->second);
   }
   return outs;
+}
+
+Value Importer::materializeSymbolSizes(OpBuilder &b, const HostTensor &h) {
+  if (h.shapeFromSymbolicShape || h.symbolTags.empty() ||
+      static_cast<int64_t>(h.symbolTags.size()) != h.numElements() ||
+      !llvm::all_of(h.symbolTags, [](int32_t t) { return t >= -1; }) ||
+      !(h.elementType.isInteger(64) || h.elementType.isInteger(32)) ||
+      h.values.size() != h.symbolTags.size())
+    return {};
+  Location loc = b.getUnknownLoc();
+  Type i64 = b.getIntegerType(64);
+  SmallVector<Value> pieces;
+  for (size_t k = 0; k < h.symbolTags.size();) {
+    if (h.symbolTags[k] >= 0) {
+      pieces.push_back(symbolInput(h.symbolTags[k]));
+      ++k;
+      continue;
+    }
+    HostTensor run{i64, {0}, {}, {}};
+    for (; k < h.symbolTags.size() && h.symbolTags[k] < 0; ++k)
+      run.values.push_back(h.values[k]);
+    run.shape[0] = static_cast<int64_t>(run.values.size());
+    pieces.push_back(materialize(b, run, "shape"));
+  }
+  int64_t n = static_cast<int64_t>(h.symbolTags.size());
+  auto flat = RankedTensorType::get({n}, i64);
+  Value v = pieces.size() == 1
+                ? pieces[0]
+                : kiln::ConcatOp::create(b, loc, flat, pieces, b.getI64IntegerAttr(0)).getResult();
+  if (h.elementType != i64)
+    v = kiln::CastOp::create(b, loc, RankedTensorType::get({n}, h.elementType), v).getResult();
+  if (h.shape.size() != 1)
+    v = kiln::ReshapeOp::create(b, loc, RankedTensorType::get(h.shape, h.elementType), v)
+            .getResult();
+  return v;
 }
 
 Value Importer::valueOf(OpBuilder &b, const std::string &name) {

@@ -20,6 +20,10 @@ public:
                           mlir::OwningOpRef<mlir::ModuleOp> &out);
   /// The kiln value of a graph value, materializing host tensors.
   mlir::Value valueOf(mlir::OpBuilder &b, const std::string &name);
+  /// A host value computed from symbolic sizes whose every element is
+  /// static or exactly one symbol's size (Shape and data movement on it),
+  /// built at run time from the symbols' sizes; null for any other value.
+  mlir::Value materializeSymbolSizes(mlir::OpBuilder &b, const HostTensor &h);
   static mlir::Value materialize(mlir::OpBuilder &b, const HostTensor &h,
                                  llvm::StringRef name);
   mlir::FailureOr<HostTensor> hostTensorFromProto(const onnx::TensorProto &t,

@@ -440,6 +440,17 @@ def loop_body_unsupported():
                  [init("n", np.array(3, np.int64))], opset=13)
 
 
+def dynamic_shape_output():
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0, name="batch"),
+             helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"], name="unsq"),
+             helper.make_node("Concat", ["two", "n1", "two"], ["target"], axis=0, name="cat")]
+    return model(nodes, [vi("x", ["N", 1, 6])],
+                 [vi("s", None, TensorProto.INT64), vi("target", None, TensorProto.INT64)],
+                 [init("zero", np.array(0, np.int64)), init("ax0", np.array([0], np.int64)),
+                  init("two", np.array([2], np.int64))])
+
+
 def bad_conv():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_bad")]
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
@@ -590,7 +601,7 @@ CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, l
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,

@@ -230,7 +230,8 @@ def fixed_symbols():
 def shape_values():
     """Shape values that name the batch exactly: a ConstantOfShape and two
     Expands shaped by Shape -> Gather -> Unsqueeze -> Concat, and EyeLike of
-    a batch-dynamic matrix."""
+    a batch-dynamic matrix; the shape values themselves as outputs (built at
+    run time from the batch's size)."""
     rng = np.random.default_rng(11)
     nodes = [helper.make_node("Shape", ["x"], ["s"]),
              helper.make_node("ConstantOfShape", ["s"], ["twos"],
@@ -251,7 +252,9 @@ def shape_values():
     g = helper.make_graph(nodes, "shape_values",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 6])],
                           [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
-                           for n in ["y", "e", "ex", "eye"]], inits)
+                           for n in ["y", "e", "ex", "eye"]] +
+                          [helper.make_tensor_value_info(n, TensorProto.INT64, None)
+                           for n in ["s", "target"]], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
