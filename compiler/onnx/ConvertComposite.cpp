@@ -324,6 +324,157 @@ LogicalResult convertRange(NodeContext &ctx) {
   return success();
 }
 
+/// Compress: the slices of the input (flattened without an axis) where a
+/// compile-time condition is true, as one gather (the output's length
+/// depends on the condition's values; Kiln sizes tensors at compile time).
+LogicalResult convertCompress(NodeContext &ctx) {
+  const HostTensor *c = ctx.hostInput(1);
+  if (!c || c->fromSymbolicShape)
+    return ctx.error("the condition must be known at compile time (the output's length "
+                     "depends on its values)");
+  if (c->shape.size() != 1)
+    return ctx.error("the condition must be 1-D");
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  auto xt = ctx.inputType(0);
+  int64_t axis = 0;
+  if (ctx.attr("axis")) {
+    auto a = normalizeAxis(ctx, ctx.attrInt("axis", 0), xt.getRank());
+    if (failed(a))
+      return failure();
+    axis = *a;
+  } else {
+    x = g.reshape(x, {xt.getNumElements()});
+  }
+  if (!g.ok({x}))
+    return failure();
+  int64_t n = g.shape(x)[axis];
+  if (c->shape[0] > n)
+    return ctx.error("the condition has " + Twine(c->shape[0]) + " entries; the axis has " +
+                     Twine(n));
+  auto syms = ctx.imp.symbols.of(x);
+  if (axis < static_cast<int64_t>(syms.size()) && syms[axis] >= 0)
+    return ctx.error("compresses along a dynamic dimension (give the inputs static sizes with "
+                     "--shape)");
+  HostTensor idx{ctx.builder.getIntegerType(64), {0}, {}, {}};
+  for (int64_t i = 0; i < c->shape[0]; ++i)
+    if (c->values[i] != 0)
+      idx.values.push_back(static_cast<double>(i));
+  idx.shape[0] = static_cast<int64_t>(idx.values.size());
+  if (idx.values.empty())
+    return ctx.error("the condition selects nothing (an empty result)");
+  Value iv = Importer::materialize(ctx.builder, idx, ctx.node.name() + ".indices");
+  return g.result(g.take(ctx.create<kiln::GatherOp>(x, iv, ctx.builder.getI64IntegerAttr(axis))));
+}
+
+/// NonZero of a compile-time tensor: the indices of its non-zero elements,
+/// [rank, count], row-major order (a run-time input has a data-dependent
+/// output size: refused).
+LogicalResult convertNonZero(NodeContext &ctx) {
+  const HostTensor *x = ctx.hostInput(0);
+  if (!x || x->fromSymbolicShape)
+    return ctx.error("the input must be known at compile time (the output's size depends "
+                     "on its values; Kiln sizes tensors at compile time)");
+  int64_t rank = x->shape.size();
+  std::vector<std::vector<double>> coords(std::max<int64_t>(rank, 1));
+  for (size_t i = 0; i < x->values.size(); ++i) {
+    if (x->values[i] == 0)
+      continue;
+    int64_t rest = static_cast<int64_t>(i);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      coords[d].push_back(static_cast<double>(rest % x->shape[d]));
+      rest /= x->shape[d];
+    }
+    if (rank == 0)
+      coords[0].push_back(0.0);
+  }
+  HostTensor h{ctx.builder.getIntegerType(64),
+               {std::max<int64_t>(rank, 1), static_cast<int64_t>(coords[0].size())}, {}, {}};
+  for (auto &c : coords)
+    h.values.insert(h.values.end(), c.begin(), c.end());
+  if (h.shape[1] == 0)
+    return ctx.error("the input has no non-zero element (an empty result)");
+  ctx.setHostOutput(0, std::move(h));
+  return success();
+}
+
+/// Unique of a compile-time tensor: the distinct elements (or slices along
+/// `axis`), sorted or in order of first occurrence, with the first-occurrence
+/// indices, the inverse indices and the counts.
+LogicalResult convertUnique(NodeContext &ctx) {
+  const HostTensor *x = ctx.hostInput(0);
+  if (!x || x->fromSymbolicShape)
+    return ctx.error("the input must be known at compile time (the output's size depends "
+                     "on its values; Kiln sizes tensors at compile time)");
+  bool sorted = ctx.attrInt("sorted", 1) != 0;
+  std::vector<int64_t> shape = x->shape;
+  int64_t axis = -1;
+  if (ctx.attr("axis")) {
+    auto a = normalizeAxis(ctx, ctx.attrInt("axis", 0), static_cast<int64_t>(shape.size()));
+    if (failed(a))
+      return failure();
+    axis = *a;
+  } else {
+    shape = {static_cast<int64_t>(x->values.size())};
+    axis = 0;
+  }
+  int64_t outer = 1, inner = 1, n = shape[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  if (n == 0)
+    return ctx.error("the input is empty");
+  // Slice k along the axis, as a vector of values.
+  auto slice = [&](int64_t k) {
+    std::vector<double> v;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i)
+        v.push_back(x->values[(o * n + k) * inner + i]);
+    return v;
+  };
+  std::vector<std::vector<double>> slices;
+  for (int64_t k = 0; k < n; ++k)
+    slices.push_back(slice(k));
+  std::vector<int64_t> firsts; // first occurrence of each distinct slice
+  for (int64_t k = 0; k < n; ++k) {
+    bool seen = false;
+    for (int64_t f : firsts)
+      seen = seen || slices[f] == slices[k];
+    if (!seen)
+      firsts.push_back(k);
+  }
+  if (sorted)
+    std::stable_sort(firsts.begin(), firsts.end(),
+                     [&](int64_t a, int64_t b) { return slices[a] < slices[b]; });
+  int64_t u = static_cast<int64_t>(firsts.size());
+  Type i64 = ctx.builder.getIntegerType(64);
+  HostTensor y{x->elementType, shape, {}, {}};
+  y.shape[axis] = u;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t f : firsts)
+      for (int64_t i = 0; i < inner; ++i)
+        y.values.push_back(x->values[(o * n + f) * inner + i]);
+  HostTensor idx{i64, {u}, {}, {}}, inv{i64, {n}, {}, {}}, counts{i64, {u}, {}, {}};
+  for (int64_t f : firsts) {
+    idx.values.push_back(static_cast<double>(f));
+    counts.values.push_back(0.0);
+  }
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t j = 0; j < u; ++j)
+      if (slices[firsts[j]] == slices[k]) {
+        inv.values.push_back(static_cast<double>(j));
+        counts.values[j] += 1;
+        break;
+      }
+  ctx.setHostOutput(0, std::move(y));
+  HostTensor *outs[] = {&idx, &inv, &counts};
+  for (int o = 1; o < ctx.node.output_size() && o <= 3; ++o)
+    if (!ctx.node.output(o).empty())
+      ctx.setHostOutput(o, std::move(*outs[o - 1]));
+  return success();
+}
+
 /// Expand: numpy (bidirectional) broadcasting to a compile-time shape.
 LogicalResult convertExpand(NodeContext &ctx) {
   const HostTensor *shape = ctx.hostInput(1);
@@ -1073,6 +1224,9 @@ void registerCompositeConverters(llvm::StringMap<Converter> &t) {
   t["MeanVarianceNormalization"] = convertMeanVarianceNorm;
   t["GroupNormalization"] = convertGroupNorm;
   t["MaxUnpool"] = convertMaxUnpool;
+  t["Compress"] = convertCompress;
+  t["NonZero"] = convertNonZero;
+  t["Unique"] = convertUnique;
   t["Swish"] = convertSwish;
   t["LpNormalization"] = convertLpNorm;
   t["Softplus"] = convertSoftplus;

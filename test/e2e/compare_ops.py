@@ -839,6 +839,14 @@ CASES = {
         [("s0", (2, 4), "f32", "normal"), ("xs", (2, 5, 4), "f32", "normal")],
         [("Scan", ["", "s0", "xs"], {"body": _scan_body(), "num_scan_inputs": 1,
                                      "directions": [1]}, ["sN", "y"])], opset=8),
+    # Compress with a constant condition: one gather of the chosen slices.
+    "compress_axis_and_flat": typed(
+        [("x", (4, 5, 3), "f32", "normal")],
+        [("Compress", ["x", "c1"], {"axis": 1}), ("Compress", ["x", "c0"], {}),
+         ("ReduceSum", ["t0"], {"keepdims": 0}), ("ReduceSum", ["t1"], {"keepdims": 0}),
+         ("Add", ["t2", "t3"], {})], opset=11,
+        consts=[("c1", np.array([True, False, True, True], bool)),
+                ("c0", np.array([False, True, True, False, True, True, False], bool))]),
     # Normalizations and pools added with the coverage work.
     "group_norm_opset21_f16_stash": typed(
         [("x", (2, 6, 5, 4), "f16", "normal"), ("s", (6,), "f16", "normal"),
