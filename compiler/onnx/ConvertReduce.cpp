@@ -1,4 +1,5 @@
 //===- ConvertReduce.cpp - ReduceSum/Mean/Max/Min, LayerNormalization ------===//
+#include "compiler/onnx/CompositeBuilder.h"
 #include "compiler/onnx/ImporterImpl.h"
 #include "compiler/onnx/NodeContext.h"
 
@@ -121,6 +122,35 @@ LogicalResult convertLayerNorm(NodeContext &ctx) {
   OpBuilder &b = ctx.builder;
   float eps = ctx.attrFloat("epsilon", 1e-5f);
   Value bias = ctx.hasInput(2) ? ctx.input(2) : Value();
+  // A scale or bias carrying a dynamic dimension (normalizing over it):
+  // reductions the symbol masks, then the affine part elementwise, in f32
+  // for f16/bf16 (kiln.layer_norm takes static parameters).
+  auto carries = [&](Value v) {
+    return v && !ctx.imp.symbols.empty() && ctx.imp.symbols.carriesSymbol(v);
+  };
+  if (carries(ctx.input(1)) || carries(bias)) {
+    Builder g{ctx};
+    Type et = in.getElementType();
+    Type ct = et.isF16() || et.isBF16() ? b.getF32Type() : et;
+    SmallVector<int64_t> axes;
+    for (int64_t d = *axis; d < in.getRank(); ++d)
+      axes.push_back(d);
+    Value x = g.cast(ctx.input(0), ct);
+    Value mean = g.reduce<kiln::ReduceMeanOp>(x, axes, true);
+    Value d = g.sub(x, mean);
+    Value var = g.reduce<kiln::ReduceMeanOp>(g.mul(d, d), axes, true);
+    Value y = g.div(d, g.un<kiln::SqrtOp>(g.add(var, g.scalar(var, eps))));
+    y = g.mul(y, g.cast(ctx.input(1), ct));
+    if (bias)
+      y = g.add(y, g.cast(bias, ct));
+    if (failed(g.result(g.cast(y, et))))
+      return failure();
+    if (ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
+      return layerNormStatistics(ctx, *axis, eps);
+    if (ctx.node.output_size() > 2 && !ctx.node.output(2).empty())
+      return layerNormStatistics(ctx, *axis, eps);
+    return success();
+  }
   if (failed(ctx.setResult(ctx.create<kiln::LayerNormOp>(
           ctx.input(0), ctx.input(1), bias, b.getI64IntegerAttr(*axis),
           b.getF32FloatAttr(eps)))))

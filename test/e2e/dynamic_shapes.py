@@ -258,6 +258,19 @@ def shape_values():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def layer_norm_over_batch():
+    """LayerNormalization over every axis, the batch included, with a scale
+    and bias given as inputs that carry the batch: masked reductions, the
+    affine part elementwise."""
+    nodes = [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=0,
+                              epsilon=1e-3)]
+    g = helper.make_graph(nodes, "layer_norm_over_batch",
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 5])
+                           for n in ("x", "s", "b")],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def empty_batch():
     """A run may give a symbol the size 0 (an empty batch): padded with
     zeros, outputs empty."""
@@ -391,6 +404,8 @@ def main():
          [{"N": 3, "K": 4, "A": 7, "B": 7, "O": 5, "C": 3, "Cb": 1},
           {"N": 2, "K": 4, "A": 1, "B": 1, "O": 1, "C": 3, "Cb": 3}]),
         ("shape_values", shape_values(), [], [{"N": 1}, {"N": 5}]),
+        ("layer_norm_over_batch", layer_norm_over_batch(), ["--max-shape", "x=9x5"],
+         [{"N": 1}, {"N": 4}, {"N": 9}]),
         ("empty_batch", empty_batch(), [], [{"N": 0, "L": 0}, {"N": 4, "L": 0}, {"N": 0, "L": 2}]),
         ("merged_batch", merged_batch(), ["--max-shape", "x=6x3x4"],
          [{"N": 1}, {"N": 4}, {"N": 6}]),
