@@ -215,7 +215,12 @@ LogicalResult convertGemm(NodeContext &ctx) {
           // A static size of C fixes the result's symbol.
           if (!cSym && ct.getDimSize(d) > 1 && ctx.requireSize(src, axis, ct.getDimSize(d)))
             return failure();
-          continue; // the same symbol or another: the tracker decides
+          // Another symbol on C's axis: C broadcasts there (its size is 1;
+          // the runtime refuses others). The same symbol: the sizes agree.
+          if (cSym && ctx.imp.symbols.of(c)[d] != ctx.imp.symbols.of(src)[axis] &&
+              ctx.requireSize(c, d, 1))
+            return failure();
+          continue;
         }
         if (!cSym)
           continue;
