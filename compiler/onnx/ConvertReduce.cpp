@@ -145,16 +145,11 @@ LogicalResult convertLayerNorm(NodeContext &ctx) {
       y = g.add(y, g.cast(bias, ct));
     if (failed(g.result(g.cast(y, et))))
       return failure();
-    if (ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
-      return layerNormStatistics(ctx, *axis, eps);
-    if (ctx.node.output_size() > 2 && !ctx.node.output(2).empty())
-      return layerNormStatistics(ctx, *axis, eps);
-    return success();
-  }
-  if (failed(ctx.setResult(ctx.create<kiln::LayerNormOp>(
-          ctx.input(0), ctx.input(1), bias, b.getI64IntegerAttr(*axis),
-          b.getF32FloatAttr(eps)))))
+  } else if (failed(ctx.setResult(ctx.create<kiln::LayerNormOp>(
+                 ctx.input(0), ctx.input(1), bias, b.getI64IntegerAttr(*axis),
+                 b.getF32FloatAttr(eps))))) {
     return failure();
+  }
   if (ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
     return layerNormStatistics(ctx, *axis, eps);
   if (ctx.node.output_size() > 2 && !ctx.node.output(2).empty())
