@@ -41,16 +41,8 @@ Slot inputSlot(NodeContext &ctx, size_t i) {
 }
 
 /// A slot's kiln value (a host tensor materialized as a constant).
-Value valueOfSlot(NodeContext &ctx, const Slot &s, const Twine &name) {
-  if (s.value)
-    return s.value;
-  if (!s.host)
-    return {};
-  Value v = Importer::materialize(ctx.builder, *s.host, name.str());
-  if (!s.host->axisSymbols.empty())
-    ctx.imp.symbols.setSymbols(v, AxisSymbols(s.host->axisSymbols.begin(),
-                                              s.host->axisSymbols.end()));
-  return v;
+Value valueOfSlot(NodeContext &ctx, Slot &s, const Twine &name) {
+  return ctx.imp.valueOf(ctx.builder, s, name.str());
 }
 
 HostTensor hostScalar(Type t, double v) { return HostTensor{t, {}, {v}, {}}; }
@@ -398,7 +390,7 @@ LogicalResult convertScan(NodeContext &ctx) {
   Builder g{ctx};
   int64_t B = -1;
   SmallVector<Value> all;
-  for (const Slot &s : states)
+  for (Slot &s : states)
     all.push_back(valueOfSlot(ctx, s, scope + ".state"));
   all.append(scanIns.begin(), scanIns.end());
   for (Value v : all) {

@@ -20,7 +20,6 @@ FailureOr<Value> insertUnitDim(NodeContext &ctx, Value v) {
                                           v);
 }
 
-
 /// 1-D window attributes as 2-D ones (height 1): [v] -> [1, v]; pads
 /// [b, e] -> [0, b, 0, e].
 std::vector<int64_t> lift(ArrayRef<int64_t> v, bool isPads) {
@@ -38,7 +37,6 @@ FailureOr<Value> dropUnitDim(NodeContext &ctx, FailureOr<Value> v, bool oneD) {
   shape.erase(shape.begin() + 2);
   return ctx.createTyped<kiln::ReshapeOp>(RankedTensorType::get(shape, t.getElementType()), *v);
 }
-
 
 /// The taps of window axis `axis` side by side: [.., n, ..] -> [.., out*K, ..]
 /// with position o*K + k reading x[o*s + k*d - pb] (`fill` where that is
@@ -389,10 +387,7 @@ FailureOr<Value> buildPool(NodeContext &ctx, Value x, bool countIncludePad) {
     return failure();
   bool oneD = spatial == 1;
   if (oneD) {
-    SmallVector<int64_t> shape(in.getShape());
-    shape.insert(shape.begin() + 2, 1);
-    auto x4 = ctx.createTyped<kiln::ReshapeOp>(
-        RankedTensorType::get(shape, in.getElementType()), x);
+    auto x4 = insertUnitDim(ctx, x);
     if (failed(x4))
       return failure();
     x = *x4;
@@ -405,15 +400,10 @@ FailureOr<Value> buildPool(NodeContext &ctx, Value x, bool countIncludePad) {
   bool ceil = ctx.attrInt("ceil_mode", 0) != 0;
   if (std::is_same_v<OpTy, kiln::MaxPoolOp> && ctx.node.output_size() > 1 &&
       !ctx.node.output(1).empty()) {
-    auto idx = buildMaxPoolIndices(ctx, x, *kernel, *strides, *pads, *dil, ceil,
-                                   ctx.attrInt("storage_order", 0) != 0);
-    if (succeeded(idx) && oneD) {
-      auto t = llvm::cast<RankedTensorType>(idx->getType());
-      SmallVector<int64_t> shape(t.getShape());
-      shape.erase(shape.begin() + 2);
-      idx = ctx.createTyped<kiln::ReshapeOp>(RankedTensorType::get(shape, t.getElementType()),
-                                             *idx);
-    }
+    auto idx = dropUnitDim(ctx,
+                           buildMaxPoolIndices(ctx, x, *kernel, *strides, *pads, *dil, ceil,
+                                               ctx.attrInt("storage_order", 0) != 0),
+                           oneD);
     if (failed(idx))
       return failure();
     ctx.setOutput(1, *idx);
@@ -421,12 +411,7 @@ FailureOr<Value> buildPool(NodeContext &ctx, Value x, bool countIncludePad) {
   auto y = ctx.create<OpTy>(x, b.getDenseI64ArrayAttr(*kernel), b.getDenseI64ArrayAttr(*strides),
                             b.getDenseI64ArrayAttr(*pads), b.getDenseI64ArrayAttr(*dil),
                             b.getBoolAttr(ceil), b.getBoolAttr(countIncludePad));
-  if (failed(y) || !oneD)
-    return y;
-  auto t = llvm::cast<RankedTensorType>(y->getType());
-  SmallVector<int64_t> shape(t.getShape());
-  shape.erase(shape.begin() + 2);
-  return ctx.createTyped<kiln::ReshapeOp>(RankedTensorType::get(shape, t.getElementType()), *y);
+  return dropUnitDim(ctx, y, oneD);
 }
 
 template <typename OpTy> LogicalResult convertPool(NodeContext &ctx) {

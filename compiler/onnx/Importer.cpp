@@ -987,7 +987,10 @@ Value Importer::materializeSymbolSizes(OpBuilder &b, const HostTensor &h) {
 }
 
 Value Importer::valueOf(OpBuilder &b, const std::string &name) {
-  Slot &s = slots[name];
+  return valueOf(b, slots[name], name);
+}
+
+Value Importer::valueOf(OpBuilder &b, Slot &s, StringRef name) {
   if (!s.value && s.host) {
     OpBuilder::InsertionGuard guard(b);
     s.value = materialize(b, *s.host, name);

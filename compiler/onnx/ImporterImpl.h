@@ -20,6 +20,9 @@ public:
                           mlir::OwningOpRef<mlir::ModuleOp> &out);
   /// The kiln value of a graph value, materializing host tensors.
   mlir::Value valueOf(mlir::OpBuilder &b, const std::string &name);
+  /// The same for a slot held apart (a subgraph's output, an iteration's
+  /// value): a host tensor is materialized once and cached in the slot.
+  mlir::Value valueOf(mlir::OpBuilder &b, Slot &s, llvm::StringRef name);
   /// A host value computed from symbolic sizes whose every element is
   /// static or exactly one symbol's size (Shape and data movement on it),
   /// built at run time from the symbols' sizes; null for any other value.
