@@ -134,6 +134,39 @@ def SelectLayoutPass : Pass<"kiln-select-layout", "mlir::func::FuncOp"> {
 // Types
 //===----------------------------------------------------------------------===//
 
+def WidenNarrowTypesPass : Pass<"kiln-widen-narrow-types", "mlir::func::FuncOp"> {
+  let summary = "carries float8, float4 and 4-/2-bit integer tensors in f32 or i8/ui8";
+  let description = [{
+    ONNX's narrow storage types (FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2,
+    FLOAT8E5M2FNUZ, FLOAT8E8M0, FLOAT4E2M1, INT4, UINT4, INT2, UINT2) have
+    no arithmetic of their own: models cast to and from them, quantize to
+    them and move them. Every tensor of such a type is carried in a type
+    that holds each of its values exactly (f32 for the floats, i8/ui8 for
+    the integers); a `kiln.cast` into a narrow type becomes a cast into the
+    carrier and a `kiln.narrow` that rounds there (with the cast's
+    `saturate` and `round_mode`); constants convert. The function's narrow
+    arguments and results keep their type in `kiln.wire_type`: the caller
+    passes them packed as ONNX stores them (kiln/narrow.h) and the runtime
+    converts. Runs first, at every optimization level.
+
+    Before:
+    ```mlir
+    func.func @main(%x: tensor<4xf32>) -> tensor<4xf8E4M3FN> {
+      %y = kiln.cast %x {saturate = false} : tensor<4xf32> -> tensor<4xf8E4M3FN>
+      return %y : tensor<4xf8E4M3FN>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32> {kiln.wire_type = f8E4M3FN}) {
+      %y = kiln.narrow %x {format = f8E4M3FN, round_mode = "up", saturate = false} : tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def LegalizeTypesPass : Pass<"kiln-legalize-types", "mlir::func::FuncOp"> {
   let summary = "computes f16 and bf16 arithmetic in f32 between casts";
   let description = [{

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Program.h"
+#include "kiln/narrow.h"
 #include "dialects/kiln/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -490,11 +491,108 @@ Value intScalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v, Type t) {
       .Default([](Operation *) { return Value(); });
 }
 
+/// kiln.narrow on one carrier value (scalar or vector): the rounding of
+/// kiln/narrow.h's codec, on the f32 bit pattern in i32 (4-/2-bit integers:
+/// a wrap of the i8/ui8 carrier).
+Value narrowScalar(ImplicitLocOpBuilder &b, kiln::NarrowOp op, Value x) {
+  Type format = op.getFormat();
+  using P = arith::CmpIPredicate;
+  if (auto it = llvm::dyn_cast<IntegerType>(format)) {
+    int64_t shift = 8 - it.getWidth();
+    if (it.isUnsigned())
+      return arith::AndIOp::create(b, x, intLike(b, x, (1 << it.getWidth()) - 1));
+    Value up = arith::ShLIOp::create(b, x, intLike(b, x, shift));
+    return arith::ShRSIOp::create(b, up, intLike(b, x, shift));
+  }
+  Type xt = x.getType();
+  Type i32 = b.getI32Type();
+  if (auto vt = llvm::dyn_cast<VectorType>(xt))
+    i32 = vt.clone(i32);
+  Value u = arith::BitcastOp::create(b, i32, x);
+  auto c = [&](int64_t v) { return intLike(b, u, v); };
+  auto cmp = [&](P p, Value l, Value r) { return arith::CmpIOp::create(b, p, l, r).getResult(); };
+  auto sel = [&](Value cond, Value t, Value f) {
+    return arith::SelectOp::create(b, cond, t, f).getResult();
+  };
+  auto fromBits = [&](Value bits) { return arith::BitcastOp::create(b, xt, bits).getResult(); };
+  auto andi = [&](Value l, Value r) { return arith::AndIOp::create(b, l, r).getResult(); };
+  auto ori = [&](Value l, Value r) { return arith::OrIOp::create(b, l, r).getResult(); };
+  auto addi = [&](Value l, Value r) { return arith::AddIOp::create(b, l, r).getResult(); };
+  auto shr = [&](Value l, Value r) { return arith::ShRUIOp::create(b, l, r).getResult(); };
+  auto shl = [&](Value l, Value r) { return arith::ShLIOp::create(b, l, r).getResult(); };
+  auto zext = [&](Value cond) { return arith::ExtUIOp::create(b, i32, cond).getResult(); };
+  Value nan = c(0x7FC00000);
+  int32_t dtype = kiln::narrowDtype(format);
+  if (dtype == KILN_F8E8M0) {
+    // A power of two 2^(e - 127): the f32 exponent e, rounded by the mode.
+    Value expo = andi(shr(u, c(23)), c(0xFF));
+    Value up = c(0);
+    int mode = kiln::roundModeCode(op.getRoundMode());
+    if (mode == 0)
+      up = zext(cmp(P::ne, andi(u, c(0x7FFFFF)), c(0)));
+    else if (mode == 2)
+      up = zext(arith::AndIOp::create(
+          b, cmp(P::ne, andi(u, c(0x400000)), c(0)),
+          arith::OrIOp::create(b, cmp(P::ne, andi(u, c(0x3FFFFF)), c(0)),
+                               cmp(P::ne, expo, c(0)))));
+    if (op.getSaturate())
+      up = sel(cmp(P::eq, expo, c(0xFE)), c(0), up);
+    Value e2 = addi(expo, up);
+    Value bits = sel(cmp(P::eq, e2, c(0)), c(0x400000), shl(e2, c(23)));
+    bits = sel(cmp(P::uge, e2, c(0xFF)), nan, bits);
+    bits = sel(cmp(P::eq, expo, c(0xFF)), nan, bits);
+    return fromBits(bits);
+  }
+  const kiln_narrow_float *f = kiln_narrow_float_of(dtype);
+  int64_t m = f->mantissa, emin = 1 - f->bias;
+  bool saturate = op.getSaturate() || !f->has_nan;
+  Value sign = andi(u, c(static_cast<int64_t>(0x80000000u)));
+  Value a = andi(u, c(0x7FFFFFFF));
+  // |x| = mant * 2^(e - 23), the implicit bit in mant (f32 subnormals: e
+  // is -126 and no implicit bit; they round to 0 in every narrow type).
+  Value expo = shr(a, c(23));
+  Value isSub = cmp(P::eq, expo, c(0));
+  Value e = sel(isSub, c(-126), addi(expo, c(-127)));
+  Value mant = ori(andi(a, c(0x7FFFFF)), sel(isSub, c(0), c(0x800000)));
+  // Round mant to a multiple of 2^s (ties to even): the quantum of the
+  // narrow type at this exponent, 2^(max(e, emin) - m).
+  Value below = arith::MaxSIOp::create(b, arith::SubIOp::create(b, c(emin), e), c(0));
+  Value sh = arith::MinSIOp::create(b, addi(below, c(23 - m)), c(31));
+  Value r = shr(mant, sh);
+  Value rem = arith::SubIOp::create(b, mant, shl(r, sh));
+  Value half = shl(c(1), arith::SubIOp::create(b, sh, c(1)));
+  Value up = arith::OrIOp::create(
+      b, cmp(P::ugt, rem, half),
+      arith::AndIOp::create(b, cmp(P::eq, rem, half), cmp(P::ne, andi(r, c(1)), c(0))));
+  r = addi(r, zext(up));
+  Value qe = arith::SubIOp::create(b, arith::MaxSIOp::create(b, e, c(emin)), c(m));
+  Value scale = fromBits(shl(addi(qe, c(127)), c(23)));
+  Value mag = arith::MulFOp::create(b, arith::UIToFPOp::create(b, xt, r), scale);
+  Value magBits = arith::BitcastOp::create(b, i32, mag);
+  // Past the largest finite value (infinities included): saturated, or inf
+  // (E5M2), or NaN; NaN stays NaN (float4 has none: a zero).
+  float maxF = f->max;
+  uint32_t maxBits;
+  std::memcpy(&maxBits, &maxF, 4);
+  Value over = saturate ? c(maxBits) : f->has_inf ? c(0x7F800000) : nan;
+  Value bits = sel(cmp(P::ugt, magBits, c(maxBits)), over, magBits);
+  bits = sel(cmp(P::eq, a, c(0x7F800000)), over, bits);
+  bits = sel(cmp(P::ugt, a, c(0x7F800000)), f->has_nan ? nan : c(0), bits);
+  // The sign (not on NaN; FNUZ types have no negative zero).
+  Value signed_ = ori(bits, sign);
+  Value keepSign = cmp(P::ule, bits, c(0x7F800000));
+  if (f->nan_uz)
+    keepSign = arith::AndIOp::create(b, keepSign, cmp(P::ne, bits, c(0)));
+  return fromBits(sel(keepSign, signed_, bits));
+}
+
 /// The scalar computation of one elementwise op on scalar operands.
 Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
   ImplicitLocOpBuilder &b = e.b;
   if (isa<kiln::ExpandOp>(op))
     return v[0];
+  if (auto n = dyn_cast<kiln::NarrowOp>(op))
+    return narrowScalar(b, n, v[0]);
   if (auto w = dyn_cast<kiln::WhereOp>(op)) {
     Value c = v[0];
     if (!getElementTypeOrSelf(c.getType()).isInteger(1))
@@ -3980,6 +4078,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
 }
 
 int32_t dtypeCode(Type t) {
+  if (int32_t narrow = kiln::narrowDtype(t)) return narrow;
   if (t.isF32()) return kF32;
   if (t.isF64()) return kF64;
   if (t.isF16()) return kF16;
@@ -4051,6 +4150,14 @@ LogicalResult Lowering::run() {
         return s.str();
     return dflt;
   };
+  // The dtype the caller passes: a narrow type's (kiln.wire_type: the
+  // runtime converts it to and from the kernels' carrier), or the tensor's.
+  auto wireCode = [](DictionaryAttr attrs, Type elem) {
+    if (attrs)
+      if (auto w = attrs.getAs<TypeAttr>("kiln.wire_type"))
+        return dtypeCode(w.getValue());
+    return dtypeCode(elem);
+  };
   auto symbolsOf = [](DictionaryAttr attrs) {
     std::vector<int32_t> v;
     if (attrs)
@@ -4079,7 +4186,7 @@ LogicalResult Lowering::run() {
     if (!t || !t.hasStaticShape())
       return fn.emitError("input ") << i << " must be a statically shaped tensor";
     TensorInfo info{nameOf(fn.getArgAttrDict(i), "input" + std::to_string(i)),
-                    dtypeCode(t.getElementType()),
+                    wireCode(fn.getArgAttrDict(i), t.getElementType()),
                     std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
                     symbolsOf(fn.getArgAttrDict(i))};
     if (auto sym = fn.getArgAttrDict(i)
@@ -4113,7 +4220,7 @@ LogicalResult Lowering::run() {
   for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
     auto t = llvm::cast<RankedTensorType>(v.getType());
     TensorInfo info{nameOf(fn.getResultAttrDict(i), "output" + std::to_string(i)),
-                    dtypeCode(t.getElementType()),
+                    wireCode(fn.getResultAttrDict(i), t.getElementType()),
                     std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
                     symbolsOf(fn.getResultAttrDict(i))};
     if (!info.dtype)

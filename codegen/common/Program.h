@@ -20,7 +20,10 @@ namespace kiln::codegen {
 /// Element type codes shared with runtime/include/kiln/runtime.h.
 enum DType : int32_t {
   kF32 = 1, kF64 = 2, kI64 = 3, kI32 = 4, kI8 = 5, kU8 = 6, kF16 = 7, kBF16 = 8,
-  kI16 = 9, kU16 = 10, kU32 = 11, kU64 = 12, kBool = 13
+  kI16 = 9, kU16 = 10, kU32 = 11, kU64 = 12, kBool = 13,
+  // Narrow types (inputs and outputs only: kernels hold them in a carrier).
+  kF8E4M3FN = 14, kF8E4M3FNUZ = 15, kF8E5M2 = 16, kF8E5M2FNUZ = 17, kU4 = 18, kI4 = 19,
+  kF4E2M1 = 20, kF8E8M0 = 21, kU2 = 22, kI2 = 23
 };
 
 struct Buffer {

@@ -13,6 +13,7 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -236,6 +237,9 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
       return name == "math.exp" || name == "math.tanh" || name == "math.erf" ||
              name == "math.log";
     });
+    // f32 <-> bf16 in integer ops (nearest even): without AVX512-BF16 LLVM
+    // would call __truncsfbf2, which older libgcc (Debian 12's) lacks.
+    arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(kernels, std::move(patterns)))) {
       error = "internal error: math approximation did not converge";
       return nullptr;

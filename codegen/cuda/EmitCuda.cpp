@@ -15,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <map>
 #include <set>
 
 using namespace mlir;
@@ -161,8 +162,19 @@ public:
       return "__half";
     if (t.isBF16())
       return "__nv_bfloat16";
-    if (auto vt = llvm::dyn_cast<VectorType>(t))
-      return "kv" + std::to_string(vt.getNumElements());
+    if (auto vt = llvm::dyn_cast<VectorType>(t)) {
+      // Arrays of lanes: kvN of floats; kvN_T of another element type.
+      std::string elem = cType(vt.getElementType());
+      if (elem.empty())
+        return "";
+      std::string n = "kv" + std::to_string(vt.getNumElements());
+      if (vt.getElementType().isF32())
+        return n;
+      for (char &c : elem)
+        if (c == ' ')
+          c = '_';
+      return n + "_" + elem;
+    }
     return "";
   }
   /// The C type of a memref's elements.
@@ -284,55 +296,63 @@ private:
             std::string lit = d.getElementType().isF64() ? doubleLit(x) : floatLit(x);
             return assign(op, [&](auto &) { return lit; });
           }
+          if (auto d = llvm::dyn_cast<DenseElementsAttr>(v);
+              d && d.isSplat() && d.getElementType().isInteger()) {
+            APInt x = d.getSplatValue<APInt>();
+            std::string lit = d.getElementType().isInteger(1)
+                                  ? (x.isZero() ? "false" : "true")
+                                  : std::to_string(x.getSExtValue()) + "LL";
+            return assign(op, [&](auto &) { return lit; });
+          }
           return fail(op, "constant");
         })
         // (Integer arithmetic wraps: through the unsigned type of the width,
         // as C's signed overflow would be undefined.)
         .Case<arith::AddIOp>([&](auto) {
-          Type rt = op->getResult(0).getType();
+          Type rt = getElementTypeOrSelf(op->getResult(0).getType()); // (lanes: their type)
           std::string t = cType(rt);
           if (rt.isIndex())
             return assign(op, [](auto &a) { return a[0] + " + " + a[1]; });
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " + " + U(a[1]) + ")"; });
         })
         .Case<arith::SubIOp>([&](auto) {
-          Type rt = op->getResult(0).getType();
+          Type rt = getElementTypeOrSelf(op->getResult(0).getType()); // (lanes: their type)
           std::string t = cType(rt);
           if (rt.isIndex())
             return assign(op, [](auto &a) { return a[0] + " - " + a[1]; });
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " - " + U(a[1]) + ")"; });
         })
         .Case<arith::MulIOp>([&](auto) {
-          Type rt = op->getResult(0).getType();
+          Type rt = getElementTypeOrSelf(op->getResult(0).getType()); // (lanes: their type)
           std::string t = cType(rt);
           if (rt.isIndex())
             return assign(op, [](auto &a) { return a[0] + " * " + a[1]; });
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " * " + U(a[1]) + ")"; });
         })
         .Case<arith::DivUIOp>([&](auto) {
-          std::string t = cType(op->getResult(0).getType());
+          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " / " + U(a[1]) + ")"; });
         })
         .Case<arith::RemUIOp>([&](auto) {
-          std::string t = cType(op->getResult(0).getType());
+          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " % " + U(a[1]) + ")"; });
         })
         .Case<arith::DivSIOp>([&](auto) {
-          std::string t = cType(op->getResult(0).getType());
+          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + " / " + a[1] + ")"; });
         })
         .Case<arith::RemSIOp>([&](auto) {
-          std::string t = cType(op->getResult(0).getType());
+          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + " % " + a[1] + ")"; });
         })
         .Case<arith::XOrIOp>([&](auto) {
-          std::string t = cType(op->getResult(0).getType());
+          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + " ^ " + a[1] + ")"; });
         })
         // (Shift amounts masked to the promoted width: the lowering
         // selects 0 for amounts past the width, and C must not see them.)
         .Case<arith::ShLIOp, arith::ShRUIOp, arith::ShRSIOp>([&](auto) {
-          Type rt = op->getResult(0).getType();
+          Type rt = getElementTypeOrSelf(op->getResult(0).getType()); // (lanes: their type)
           std::string t = cType(rt);
           std::string mask = rt.getIntOrFloatBitWidth() > 32 ? "63" : "31";
           const char *sym = isa<arith::ShLIOp>(op) ? " << " : " >> ";
@@ -341,6 +361,16 @@ private:
             return "(" + t + ")(" + (sgn ? "(" + a[0] + ")" : U(a[0])) + sym + "(" + U(a[1]) +
                    " & " + mask + "))";
           });
+        })
+        .Case<arith::BitcastOp>([&](auto) -> LogicalResult {
+          // f32 <-> i32 (kiln.narrow's rounding works on the bit pattern).
+          Type from = getElementTypeOrSelf(op->getOperand(0).getType()),
+               to = getElementTypeOrSelf(op->getResult(0).getType());
+          if (from.isF32() && to.isInteger(32))
+            return assign(op, [](auto &a) { return "__float_as_int(" + a[0] + ")"; });
+          if (from.isInteger(32) && to.isF32())
+            return assign(op, [](auto &a) { return "__int_as_float(" + a[0] + ")"; });
+          return fail(op, "bitcast between these types");
         })
         .Case<math::AbsIOp>([&](auto) {
           return assign(op, [&](auto &a) { return a[0] + " < 0 ? -" + a[0] + " : " + a[0]; });
@@ -363,29 +393,30 @@ private:
         .Case<arith::UIToFPOp, arith::SIToFPOp>([&](auto) {
           // (f16/bf16 through float: their constructors take float; f32
           // and f64 directly, rounding once)
-          Type rt = op->getResult(0).getType();
+          Type rt = getElementTypeOrSelf(op->getResult(0).getType()); // (lanes: their type)
           std::string t = cType(rt);
           std::string via = rt.isF16() || rt.isBF16() ? "(float)" : "";
           bool uns = isa<arith::UIToFPOp>(op);
           return assign(op, [&](auto &a) { return "(" + t + ")" + via + (uns ? U(a[0]) : "(" + a[0] + ")"); });
         })
         .Case<arith::FPToSIOp, arith::ExtSIOp, arith::TruncIOp>([&](auto) {
-          std::string t = cType(op->getResult(0).getType());
+          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + ")"; });
         })
         .Case<arith::FPToUIOp>([&](auto) {
-          std::string t = cType(op->getResult(0).getType());
+          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
           return assign(op, [&](auto &a) { return "(" + t + ")(unsigned long long)(" + a[0] + ")"; });
         })
         .Case<arith::ExtUIOp>([&](auto e) {
-          std::string t = cType(op->getResult(0).getType());
-          unsigned w = e.getIn().getType().getIntOrFloatBitWidth();
+          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
+          unsigned w = getElementTypeOrSelf(e.getIn().getType()).getIntOrFloatBitWidth();
           std::string mask = std::to_string((1ull << w) - 1) + "ULL";
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " & " + mask + ")"; });
         })
         .Case<arith::ExtFOp, arith::TruncFOp>([&](auto) -> LogicalResult {
           // Widening and narrowing between f16, bf16, f32 and f64.
-          Type from = op->getOperand(0).getType(), to = op->getResult(0).getType();
+          Type from = getElementTypeOrSelf(op->getOperand(0).getType()),
+               to = getElementTypeOrSelf(op->getResult(0).getType());
           std::string fn;
           if (from.isF16() && to.isF32()) fn = "__half2float";
           else if (from.isBF16() && to.isF32()) fn = "__bfloat162float";
@@ -709,8 +740,9 @@ std::string emitCudaSource(codegen::Program &p, std::string &error) {
   });
   if (narrow)
     os << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
-  // Vector values: arrays of lanes.
-  std::set<int64_t> widths;
+  // Vector values: arrays of lanes (of floats, or of another element type),
+  // by name: element C type and width.
+  std::map<std::string, std::pair<std::string, int64_t>> vectors;
   ModuleOp kernels = p.kernels.get();
   // Fold constant index arithmetic and drop values nothing uses: shorter
   // sources to read, and no "declared but never referenced" from NVRTC.
@@ -718,11 +750,13 @@ std::string emitCudaSource(codegen::Program &p, std::string &error) {
   kernels->walk([&](Operation *op) {
     for (Type t : op->getResultTypes())
       if (auto vt = llvm::dyn_cast<VectorType>(t))
-        widths.insert(vt.getNumElements());
+        vectors[Printer::cType(vt)] = {Printer::cType(vt.getElementType()), vt.getNumElements()};
   });
-  for (int64_t w : widths)
-    os << "struct alignas(" << (w % 4 == 0 ? 16 : 4) << ") kv" << w << " { float v[" << w
-       << "]; };\n";
+  for (auto &[name, ew] : vectors) {
+    auto &[elem, w] = ew;
+    os << "struct alignas(" << (elem != "float" ? 8 : w % 4 == 0 ? 16 : 4) << ") " << name << " { "
+       << elem << " v[" << w << "]; };\n";
+  }
   bool tensorCores = false;
   kernels->walk([&](func::CallOp c) {
     tensorCores = tensorCores || c.getCallee().starts_with("kiln_wmma_");

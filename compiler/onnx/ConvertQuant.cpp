@@ -11,8 +11,9 @@
 // 2^37 terms), then converted. The scale and zero point are brought
 // to x's rank first: a per-axis vector becomes (1, .., C, .., 1); a blocked
 // scale is repeated block_size times along the axis. The integer types are
-// 8 and 16 bits (Dequantize also reads int32); float8 and 4/2-bit types are
-// not tensors Kiln holds.
+// 2, 4, 8 and 16 bits (Dequantize also reads int32); float8 and float4
+// targets take x / scale + zero point rounded to the type (float8
+// saturating unless `saturate` is 0).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/CompositeBuilder.h"
@@ -74,10 +75,11 @@ Value alignParam(Builder &g, Value p, RankedTensorType x, int64_t axis, int64_t 
 /// qmin, qmax of an integer type Kiln quantizes to, or failure.
 FailureOr<std::pair<double, double>> intRange(NodeContext &ctx, Type t) {
   auto it = llvm::dyn_cast<IntegerType>(t);
-  // (ONNX quantizes to 8 and 16 bits here; a 32-bit range would not survive
-  // the f32 clamp: 2^31 - 1 rounds to 2^31.)
-  if (!it || it.getWidth() < 8 || it.getWidth() > 16)
-    return ctx.error("quantizes to int8/uint8/int16/uint16, not this element type");
+  // (ONNX quantizes to 2, 4, 8 and 16 bits here; a 32-bit range would not
+  // survive the f32 clamp: 2^31 - 1 rounds to 2^31.)
+  if (!it || it.getWidth() > 16 || it.getWidth() == 1)
+    return ctx.error("quantizes to 2-, 4-, 8- or 16-bit integers or float8/float4, not this "
+                     "element type");
   unsigned w = it.getWidth();
   if (it.isUnsigned())
     return std::make_pair(0.0, std::ldexp(1.0, w) - 1);
@@ -113,13 +115,27 @@ LogicalResult convertQuantize(NodeContext &ctx) {
     out = ctx.builder.getIntegerType(8, false);
   if (!out)
     return ctx.error("output_dtype is not an element type Kiln holds");
-  auto range = intRange(ctx, out);
-  if (failed(range))
-    return failure();
   Builder g{ctx};
   Type ft = computeFloat(g, x.getElementType());
   Value v = g.cast(ctx.input(0), ft);
   Value scale = g.cast(alignParam(g, ctx.input(1), x, *axis, block), ft);
+  if (llvm::isa<FloatType>(out) && kiln::narrowDtype(out)) {
+    // float8 / float4: x / scale + zero point, rounded to the type
+    // (float8 saturating unless `saturate` is 0).
+    v = g.div(v, scale);
+    if (ctx.hasInput(2))
+      v = g.add(v, g.cast(alignParam(g, ctx.input(2), x, *axis, block), ft));
+    if (!g.ok({v}))
+      return failure();
+    auto q = ctx.createTyped<kiln::CastOp>(
+        llvm::cast<RankedTensorType>(v.getType()).clone(out), v,
+        ctx.builder.getBoolAttr(ctx.attrInt("saturate", 1) != 0),
+        ctx.builder.getStringAttr("up"));
+    return ctx.setResult(q);
+  }
+  auto range = intRange(ctx, out);
+  if (failed(range))
+    return failure();
   v = g.un<kiln::RoundOp>(g.div(v, scale));
   if (ctx.hasInput(2))
     v = g.add(v, g.cast(alignParam(g, ctx.input(2), x, *axis, block), ft));
@@ -130,8 +146,9 @@ LogicalResult convertQuantize(NodeContext &ctx) {
 
 LogicalResult convertDequantize(NodeContext &ctx) {
   auto x = ctx.inputType(0);
-  if (!x.getElementType().isInteger() || x.getElementType().getIntOrFloatBitWidth() < 8)
-    return ctx.error("expects an 8-, 16- or 32-bit integer input");
+  Type xt = x.getElementType();
+  if (!(xt.isInteger() && !xt.isInteger(1)) && !kiln::narrowDtype(xt))
+    return ctx.error("expects an integer, float8 or float4 input");
   int64_t block = ctx.attrInt("block_size", 0);
   auto axis = paramAxis(ctx, x, block);
   if (failed(axis))

@@ -466,12 +466,21 @@ LogicalResult convertCastLike(NodeContext &ctx) {
 }
 
 LogicalResult castTo(NodeContext &ctx, Type to) {
+  // Narrow float targets: float8's saturation (opset 19) and float8e8m0's
+  // rounding (opset 24).
+  bool saturate = ctx.attrInt("saturate", 1) != 0;
+  std::string roundMode = ctx.attrString("round_mode", "up");
+  if (kiln::roundModeCode(roundMode) < 0)
+    return ctx.error("round_mode must be \"up\", \"down\" or \"nearest\", not \"" +
+                     roundMode + "\"");
   if (const HostTensor *h = ctx.hostInput(0)) {
     HostTensor r = *h;
     r.raw.clear();
     r.elementType = to;
     for (double &v : r.values) {
       if (to.isInteger(1)) v = v != 0;
+      else if (kiln::narrowDtype(to) && llvm::isa<FloatType>(to))
+        v = kiln::roundToNarrow(v, to, saturate, roundMode);
       else if (to.isInteger()) {
         // Truncate toward zero, then wrap to the width (as the kernels do).
         unsigned w = to.getIntOrFloatBitWidth();
@@ -494,6 +503,10 @@ LogicalResult castTo(NodeContext &ctx, Type to) {
     return success();
   }
   auto in = ctx.inputType(0);
+  if (kiln::narrowDtype(to) && llvm::isa<FloatType>(to))
+    return ctx.setResult(ctx.createTyped<kiln::CastOp>(
+        in.clone(to), ctx.input(0), ctx.builder.getBoolAttr(saturate),
+        ctx.builder.getStringAttr(roundMode)));
   return ctx.setResult(ctx.createTyped<kiln::CastOp>(in.clone(to), ctx.input(0)));
 }
 

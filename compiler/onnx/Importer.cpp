@@ -28,6 +28,7 @@
 #include <cstring>
 #include <functional>
 
+#include "kiln/narrow.h"
 #include "kiln/runtime.h"
 #include "tools/kiln-run/TensorFile.h"
 
@@ -54,6 +55,18 @@ Type elementTypeOf(MLIRContext *ctx, int32_t t) {
   case onnx::TensorProto::UINT32: return b.getIntegerType(32, false);
   case onnx::TensorProto::UINT64: return b.getIntegerType(64, false);
   case onnx::TensorProto::BOOL: return b.getI1Type();
+  // Narrow types (onnx 1.14 to 1.20; codes past libonnx 1.12's enum):
+  // kiln-widen-narrow-types carries them in f32 or i8/ui8.
+  case kOnnxFloat8E4M3FN: return b.getType<Float8E4M3FNType>();
+  case kOnnxFloat8E4M3FNUZ: return b.getType<Float8E4M3FNUZType>();
+  case kOnnxFloat8E5M2: return b.getType<Float8E5M2Type>();
+  case kOnnxFloat8E5M2FNUZ: return b.getType<Float8E5M2FNUZType>();
+  case kOnnxUint4: return b.getIntegerType(4, false);
+  case kOnnxInt4: return b.getIntegerType(4);
+  case kOnnxFloat4E2M1: return b.getType<Float4E2M1FNType>();
+  case kOnnxFloat8E8M0: return b.getType<Float8E8M0FNUType>();
+  case kOnnxUint2: return b.getIntegerType(2, false);
+  case kOnnxInt2: return b.getIntegerType(2);
   default: return {};
   }
 }
@@ -128,6 +141,11 @@ LogicalResult Importer::tensorBytes(const onnx::TensorProto &t,
   case onnx::TensorProto::UINT8:
   case onnx::TensorProto::BOOL: put(t.int32_data(), uint8_t{}); break;
   default:
+    // Narrow types: int32_data holds their bytes (packed for 4 and 2 bits).
+    if (kiln::narrowDtype(elementTypeOf(ctx, t.data_type()))) {
+      put(t.int32_data(), uint8_t{});
+      break;
+    }
     return fileError(what + ": unsupported tensor data type " +
                      Twine(t.data_type()));
   }
@@ -153,10 +171,18 @@ FailureOr<HostTensor> Importer::hostTensorFromProto(const onnx::TensorProto &t,
   if (!h.evaluable())
     return fileError(what + ": more than 2^27 elements (Kiln's limit for a constant)");
   int64_t n = h.numElements();
-  if (static_cast<int64_t>(bytes.size()) != n * static_cast<int64_t>(w))
+  int32_t narrow = kiln::narrowDtype(h.elementType);
+  int64_t need = narrow ? static_cast<int64_t>(kiln_tensor_bytes(narrow, n))
+                        : n * static_cast<int64_t>(w);
+  if (static_cast<int64_t>(bytes.size()) != need)
     return fileError(what + ": holds " + Twine(bytes.size()) +
-                     " bytes, its shape needs " + Twine(n * w));
+                     " bytes, its shape needs " + Twine(need));
   h.values.resize(n);
+  if (narrow) {
+    for (int64_t i = 0; i < n; ++i)
+      h.values[i] = kiln_narrow_decode(narrow, kiln_narrow_get(narrow, bytes.data(), i));
+    return h;
+  }
   const char *p = bytes.data();
   for (int64_t i = 0; i < n; ++i, p += w) {
     switch (t.data_type()) {
@@ -200,7 +226,18 @@ FailureOr<HostTensor> Importer::hostTensorFromProto(const onnx::TensorProto &t,
 Value Importer::materialize(OpBuilder &b, const HostTensor &h, StringRef name) {
   auto type = RankedTensorType::get(h.shape, h.elementType);
   ElementsAttr attr;
-  if (auto ft = llvm::dyn_cast<FloatType>(h.elementType)) {
+  if (kiln::narrowDtype(h.elementType) && llvm::isa<FloatType>(h.elementType)) {
+    // (Widened to f32 by kiln-widen-narrow-types; the values are exact.)
+    SmallVector<APFloat> fs;
+    for (double v : h.values) {
+      APFloat f(v);
+      bool lost;
+      f.convert(llvm::cast<FloatType>(h.elementType).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      fs.push_back(f);
+    }
+    attr = DenseElementsAttr::get(type, fs);
+  } else if (auto ft = llvm::dyn_cast<FloatType>(h.elementType)) {
     std::string raw = h.raw;
     size_t w = byteWidth(ft);
     if (raw.empty()) {

@@ -266,6 +266,13 @@ mlir::FailureOr<std::optional<std::vector<int64_t>>> reductionAxes(NodeContext &
 /// Clip as max/min with tensor bounds (run-time bounds, integer inputs).
 mlir::LogicalResult convertClipGeneral(NodeContext &ctx);
 mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t onnxType);
+/// TensorProto data types newer than the ONNX proto Kiln builds against
+/// (1.12): float8 (onnx 1.14), 4-bit (1.16), float4 (1.18), e8m0 and 2-bit.
+enum OnnxNarrowType : int32_t {
+  kOnnxFloat8E4M3FN = 17, kOnnxFloat8E4M3FNUZ = 18, kOnnxFloat8E5M2 = 19,
+  kOnnxFloat8E5M2FNUZ = 20, kOnnxUint4 = 21, kOnnxInt4 = 22, kOnnxFloat4E2M1 = 23,
+  kOnnxFloat8E8M0 = 24, kOnnxUint2 = 25, kOnnxInt2 = 26
+};
 /// Normalizes a possibly negative axis for `rank`; fails with a diagnostic.
 mlir::FailureOr<int64_t> normalizeAxis(NodeContext &ctx, int64_t axis,
                                        int64_t rank);

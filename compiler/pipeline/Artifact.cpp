@@ -36,6 +36,16 @@ static const char *dtypeMacro(int32_t d) {
   case codegen::kU32: return "KILN_U32";
   case codegen::kU64: return "KILN_U64";
   case codegen::kBool: return "KILN_BOOL";
+  case codegen::kF8E4M3FN: return "KILN_F8E4M3FN";
+  case codegen::kF8E4M3FNUZ: return "KILN_F8E4M3FNUZ";
+  case codegen::kF8E5M2: return "KILN_F8E5M2";
+  case codegen::kF8E5M2FNUZ: return "KILN_F8E5M2FNUZ";
+  case codegen::kU4: return "KILN_U4";
+  case codegen::kI4: return "KILN_I4";
+  case codegen::kF4E2M1: return "KILN_F4E2M1";
+  case codegen::kF8E8M0: return "KILN_F8E8M0";
+  case codegen::kU2: return "KILN_U2";
+  case codegen::kI2: return "KILN_I2";
   default: return "0";
   }
 }

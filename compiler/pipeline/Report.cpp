@@ -1,6 +1,8 @@
 //===- Report.cpp - --report=FILE.json|FILE.md -----------------------------===//
 #include "compiler/pipeline/Report.h"
 
+#include "kiln/runtime.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -50,13 +52,10 @@ llvm::json::Object totalsJson(const Totals &t) {
 }
 
 int64_t tensorBytes(const codegen::TensorInfo &t) {
-  int64_t n = t.dtype == codegen::kF64 || t.dtype == codegen::kI64   ? 8
-              : t.dtype == codegen::kI8 || t.dtype == codegen::kU8   ? 1
-              : t.dtype == codegen::kF16 || t.dtype == codegen::kBF16 ? 2
-                                                                     : 4;
+  int64_t n = 1;
   for (int64_t d : t.shape)
     n *= d;
-  return n;
+  return static_cast<int64_t>(kiln_tensor_bytes(t.dtype, n));
 }
 
 /// The fraction of an H100's SMs the launch's grid occupies.

@@ -27,7 +27,7 @@ bool kiln::isElementwise(Operation *op) {
              AbsOp, SiluOp, HardSwishOp, GeluOp, HardSigmoidOp, LeakyReluOp, WhereOp,
              CastOp, SignOp, NotOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp,
              CoshOp, AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp, RoundOp, Log1pOp, IsNanOp,
-             IsInfOp, ExpandOp, ModOp, AndOp, OrOp, XorOp, ShlOp, ShrOp, CompareOp>(op);
+             IsInfOp, ExpandOp, ModOp, AndOp, OrOp, XorOp, ShlOp, ShrOp, CompareOp, NarrowOp>(op);
 }
 
 std::optional<kiln::StridedView> kiln::stridedViewOf(Value v, Value stop) {

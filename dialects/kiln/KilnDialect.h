@@ -49,6 +49,20 @@ struct StridedView {
 /// dimensions that are not contiguous in the view. Kernels read such views
 /// in place.
 std::optional<StridedView> stridedViewOf(mlir::Value v, mlir::Value stop = {});
+
+/// Narrow storage types (NarrowTypes.cpp): float8 (f8E4M3FN, f8E4M3FNUZ,
+/// f8E5M2, f8E5M2FNUZ, f8E8M0FNU), float4 (f4E2M1FN) and 4-/2-bit
+/// integers. The importer gives them to the model's tensors;
+/// kiln-widen-narrow-types carries them in f32 or i8/ui8 (the carrier),
+/// and the runtime converts the model's narrow inputs and outputs.
+/// The runtime's dtype code (kiln/runtime.h) of a narrow type; 0 otherwise.
+int32_t narrowDtype(mlir::Type t);
+/// f32, i8 or ui8 for a narrow type; null otherwise.
+mlir::Type narrowCarrier(mlir::Type t);
+/// 0 "up", 1 "down", 2 "nearest" (f8E8M0FNU rounding); -1 for others.
+int roundModeCode(llvm::StringRef mode);
+/// `v` rounded to a value of narrow type `format`, as kiln.narrow rounds.
+double roundToNarrow(double v, mlir::Type format, bool saturate, llvm::StringRef roundMode);
 } // namespace kiln
 
 #endif // KILN_DIALECT_KILNDIALECT_H

@@ -218,11 +218,22 @@ std::optional<std::vector<APInt>> rawElements(Attribute attr, Type elem, int64_t
 }
 } // namespace
 
+LogicalResult CastOp::verify() {
+  if (roundModeCode(getRoundMode()) < 0)
+    return emitOpError("round_mode must be \"up\", \"down\" or \"nearest\", not \"")
+           << getRoundMode() << "\"";
+  return success();
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   auto inType = rankedOf(getInput()), outType = rankedOf(getResult());
   if (inType == outType)
     return getInput();
   Type from = inType.getElementType(), to = outType.getElementType();
+  // Narrow types are rounded by kiln.narrow after kiln-widen-narrow-types
+  // (saturation and round modes are theirs): nothing folds before.
+  if (narrowDtype(from) || narrowDtype(to))
+    return {};
   // cast(cast(x, A -> B), B -> C) is cast(x, A -> C) when B holds every A.
   if (auto inner = getInput().getDefiningOp<CastOp>()) {
     Type a = rankedOf(inner.getInput()).getElementType();
@@ -259,6 +270,52 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   }
   auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(data, bytes);
   return DenseResourceElementsAttr::get(outType, "cast", std::move(blob));
+}
+
+LogicalResult NarrowOp::verify() {
+  Type format = getFormat(), elem = rankedOf(getInput()).getElementType();
+  if (!narrowDtype(format))
+    return emitOpError("format must be a narrow type (float8, float4, 4- or 2-bit integer), not ")
+           << format;
+  if (elem != narrowCarrier(format))
+    return emitOpError("carries ") << format << " in " << narrowCarrier(format) << ", not "
+                                   << elem;
+  if (roundModeCode(getRoundMode()) < 0)
+    return emitOpError("round_mode must be \"up\", \"down\" or \"nearest\", not \"")
+           << getRoundMode() << "\"";
+  return success();
+}
+
+OpFoldResult NarrowOp::fold(FoldAdaptor adaptor) {
+  // Rounding twice the same way is rounding once.
+  if (auto inner = getInput().getDefiningOp<NarrowOp>())
+    if (inner.getFormat() == getFormat() && inner.getSaturate() == getSaturate() &&
+        inner.getRoundMode() == getRoundMode())
+      return getInput();
+  auto type = rankedOf(getResult());
+  Type elem = type.getElementType();
+  auto raw = rawElements(adaptor.getInput(), elem, type.getNumElements());
+  if (!raw)
+    return {};
+  std::vector<APInt> out;
+  out.reserve(raw->size());
+  for (const APInt &v : *raw) {
+    double x = elem.isF32() ? APFloat(APFloat::IEEEsingle(), v).convertToDouble()
+               : elem.isUnsignedInteger() ? static_cast<double>(v.getZExtValue())
+                                          : static_cast<double>(v.getSExtValue());
+    double r = roundToNarrow(x, getFormat(), getSaturate(), getRoundMode());
+    if (elem.isF32())
+      out.push_back(APFloat(static_cast<float>(r)).bitcastToAPInt());
+    else
+      out.push_back(APInt(8, static_cast<uint64_t>(static_cast<int64_t>(r)), true, true));
+  }
+  if (elem.isF32()) {
+    SmallVector<APFloat> fs;
+    for (const APInt &v : out)
+      fs.emplace_back(APFloat::IEEEsingle(), v);
+    return DenseElementsAttr::get(type, fs);
+  }
+  return DenseElementsAttr::get(type, out);
 }
 
 //===----------------------------------------------------------------------===//

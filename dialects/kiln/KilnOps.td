@@ -205,14 +205,52 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, SameOperandsAndResultShape]> {
     converted once); a cast back through a type that holds every value
     exactly folds away (`f16 -> f32 -> f16`).
 
+    The narrow storage types (float8 `f8E4M3FN`, `f8E4M3FNUZ`, `f8E5M2`,
+    `f8E5M2FNUZ`, `f8E8M0FNU`, float4 `f4E2M1FN`, `i4`/`ui4`/`i2`/`ui2`)
+    may be targets: `saturate` (float8) clamps magnitudes past the largest
+    finite value to it instead of giving inf/NaN, `round_mode` ("up",
+    "down", "nearest") rounds to `f8E8M0FNU`'s powers of two. They live
+    only between the importer and kiln-widen-narrow-types, which carries
+    them in wider types.
+
     ```mlir
     %y = kiln.cast %x : tensor<2x8xf16> -> tensor<2x8xf32>
+    %q = kiln.cast %x {saturate = false} : tensor<4xf32> -> tensor<4xf8E4M3FN>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input);
+  let arguments = (ins Kiln_Tensor:$input,
+                   DefaultValuedAttr<BoolAttr, "true">:$saturate,
+                   DefaultValuedAttr<StrAttr, "\"up\"">:$round_mode);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def Kiln_NarrowOp : Kiln_Op<"narrow", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise rounding to the values of a narrow storage type";
+  let description = [{
+    Rounds every element to a value of `format`, a narrow type the tensor
+    is carried for (kiln-widen-narrow-types): float8 and float4 values in
+    f32 round to nearest even, with `saturate` (float8; float4 always
+    saturates) clamping magnitudes past the largest finite value instead
+    of giving inf (`f8E5M2`) or NaN; `f8E8M0FNU` takes the power of two
+    `round_mode` says ("up", "down", "nearest"); 4- and 2-bit integers in
+    i8/ui8 wrap to their width. The result holds only values the runtime
+    can store in `format` exactly.
+
+    ```mlir
+    %y = kiln.narrow %x {format = f8E4M3FN, saturate = true} : tensor<4xf32>
+    %q = kiln.narrow %i {format = i4} : tensor<4xi8>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, TypeAttr:$format,
+                   DefaultValuedAttr<BoolAttr, "true">:$saturate,
+                   DefaultValuedAttr<StrAttr, "\"up\"">:$round_mode);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 def Kiln_ClipOp : Kiln_Op<"clip", [Pure, SameOperandsAndResultType]> {

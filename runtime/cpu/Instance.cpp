@@ -1,8 +1,10 @@
 //===- Instance.cpp - model instances: arena, input checks, run ------------===//
 #include "kiln/runtime.h"
+#include "kiln/narrow.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/cuda/DeviceRun.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +27,9 @@ struct kiln_instance {
   std::vector<int64_t> symbolValues;
   std::vector<int64_t> hiddenInputs; // the sizes symbol_inputs name, per run
   std::vector<void *> stageIn, stageOut;
+  // Narrow inputs and outputs (float8, int4, ...) in their carrier type, at
+  // the run's sizes (kiln/narrow.h converts them).
+  std::vector<std::vector<char>> carrierIn, carrierOut;
 };
 
 namespace {
@@ -45,9 +50,23 @@ const char *dtypeName(int32_t d) {
   case KILN_U32: return "u32";
   case KILN_U64: return "u64";
   case KILN_BOOL: return "bool";
+  case KILN_F8E4M3FN: return "f8e4m3fn";
+  case KILN_F8E4M3FNUZ: return "f8e4m3fnuz";
+  case KILN_F8E5M2: return "f8e5m2";
+  case KILN_F8E5M2FNUZ: return "f8e5m2fnuz";
+  case KILN_F8E8M0: return "f8e8m0";
+  case KILN_F4E2M1: return "f4e2m1";
+  case KILN_I4: return "i4";
+  case KILN_U4: return "u4";
+  case KILN_I2: return "i2";
+  case KILN_U2: return "u2";
   default: return "unknown";
   }
 }
+
+/// Bytes per element of a tensor as the kernels hold it (narrow types in
+/// their carrier).
+size_t carrierSize(int32_t dtype) { return kiln_dtype_size(kiln_dtype_carrier(dtype)); }
 
 std::string shapeString(int32_t rank, const int64_t *shape) {
   std::string s = "[";
@@ -202,7 +221,7 @@ kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **i
                    uint32_t i) -> void * {
     bufs.resize(n, nullptr);
     if (!bufs[i]) {
-      size_t bytes = elementsOf(ds[i]) * kiln_dtype_size(ds[i].dtype);
+      size_t bytes = elementsOf(ds[i]) * carrierSize(ds[i].dtype);
       bufs[i] = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
     }
     return bufs[i];
@@ -217,7 +236,7 @@ kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **i
       return KILN_ERROR_OUT_OF_MEMORY;
     }
     boxCopy(static_cast<char *>(buf), static_cast<const char *>(ins[i]), inputs[i].shape,
-            d.shape, d.rank, kiln_dtype_size(d.dtype), true);
+            d.shape, d.rank, carrierSize(d.dtype), true);
     ins[i] = buf;
   }
   for (uint32_t i = 0; i < m->num_outputs; ++i) {
@@ -234,15 +253,48 @@ kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **i
   return KILN_OK;
 }
 
-void cropOutputs(kiln_instance *inst, const kiln_tensor *outputs) {
+/// Crops the staged outputs into `dst` (the caller's buffers, or the
+/// carriers of narrow outputs).
+void cropOutputs(kiln_instance *inst, const kiln_tensor *outputs, void *const *dst) {
   const kiln_model_desc *m = inst->model;
   for (uint32_t i = 0; i < m->num_outputs; ++i) {
     const kiln_tensor_desc &d = m->outputs[i];
     if (d.symbols)
-      boxCopy(static_cast<char *>(outputs[i].data),
-              static_cast<const char *>(inst->stageOut[i]), outputs[i].shape, d.shape,
-              d.rank, kiln_dtype_size(d.dtype), false);
+      boxCopy(static_cast<char *>(dst[i]), static_cast<const char *>(inst->stageOut[i]),
+              outputs[i].shape, d.shape, d.rank, carrierSize(d.dtype), false);
   }
+}
+
+int64_t elementsOf(const kiln_tensor &t) {
+  int64_t n = 1;
+  for (int32_t k = 0; k < t.rank; ++k)
+    n *= t.shape[k];
+  return n;
+}
+
+/// Narrow inputs are unpacked into their carriers, and narrow outputs are
+/// computed in carriers (`ptrs` are redirected to them).
+void toCarriers(std::vector<std::vector<char>> &carriers, const kiln_tensor_desc *ds,
+                       uint32_t n, const kiln_tensor *ts, void **ptrs, bool unpack) {
+  carriers.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (kiln_dtype_carrier(ds[i].dtype) == ds[i].dtype)
+      continue;
+    int64_t elems = elementsOf(ts[i]);
+    carriers[i].resize(std::max<size_t>(elems * carrierSize(ds[i].dtype), 1));
+    if (unpack)
+      kiln_narrow_to_carrier(ds[i].dtype, ts[i].data, carriers[i].data(), elems);
+    ptrs[i] = carriers[i].data();
+  }
+}
+
+/// Packs the carriers of narrow outputs into the caller's buffers.
+void fromCarriers(kiln_instance *inst, const kiln_tensor *outputs) {
+  const kiln_model_desc *m = inst->model;
+  for (uint32_t i = 0; i < m->num_outputs; ++i)
+    if (kiln_dtype_carrier(m->outputs[i].dtype) != m->outputs[i].dtype)
+      kiln_narrow_from_carrier(m->outputs[i].dtype, inst->carrierOut[i].data(),
+                               outputs[i].data, elementsOf(outputs[i]));
 }
 } // namespace
 
@@ -333,6 +385,12 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
     if (st == KILN_OK)
       st = checkTensors(inst, "output", m->outputs, m->num_outputs, outputs,
                         numOutputs, outs, false);
+    if (st == KILN_OK) {
+      toCarriers(inst->carrierIn, m->inputs, m->num_inputs, inputs, ins, true);
+      toCarriers(inst->carrierOut, m->outputs, m->num_outputs, outputs, outs, false);
+    }
+    // Where the caller's outputs (or their carriers) are.
+    std::vector<void *> finalOuts(outs, outs + (st == KILN_OK ? m->num_outputs : 0));
     bool padded = false;
     for (uint32_t s = 0; s < m->num_symbols; ++s)
       padded |= inst->symbolValues[s] != m->symbol_bounds[s];
@@ -352,7 +410,9 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
       m->run(inst->arena, ins, outs, inst->pool);
     }
     if (st == KILN_OK && padded)
-      cropOutputs(inst, outputs);
+      cropOutputs(inst, outputs, finalOuts.data());
+    if (st == KILN_OK)
+      fromCarriers(inst, outputs);
   } else {
     inst->error = "out of memory";
   }

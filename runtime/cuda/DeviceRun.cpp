@@ -40,7 +40,7 @@ namespace {
 
 
 size_t tensorBytes(const kiln_tensor_desc &t) {
-  size_t n = kiln_dtype_size(t.dtype);
+  size_t n = kiln_dtype_size(kiln_dtype_carrier(t.dtype)); // (narrow types: their carrier)
   for (int32_t i = 0; i < t.rank; ++i)
     n *= static_cast<size_t>(t.shape[i]);
   return n;

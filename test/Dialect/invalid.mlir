@@ -273,3 +273,27 @@ func.func @topk_k(%x: tensor<3x4xf32>) -> tensor<3x5xi64> {
   %z = kiln.topk_indices %x {axis = 1 : i64, k = 5 : i64, largest = true} : tensor<3x4xf32> -> tensor<3x5xi64>
   return %z : tensor<3x5xi64>
 }
+
+// -----
+
+func.func @narrow_format(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{format must be a narrow type (float8, float4, 4- or 2-bit integer), not 'f16'}}
+  %y = kiln.narrow %x {format = f16} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @narrow_carrier(%x: tensor<4xi8>) -> tensor<4xi8> {
+  // expected-error@+1 {{carries 'f8E5M2' in 'f32', not 'i8'}}
+  %y = kiln.narrow %x {format = f8E5M2} : tensor<4xi8>
+  return %y : tensor<4xi8>
+}
+
+// -----
+
+func.func @cast_round_mode(%x: tensor<4xf32>) -> tensor<4xf8E8M0FNU> {
+  // expected-error@+1 {{round_mode must be "up", "down" or "nearest", not "even"}}
+  %y = kiln.cast %x {round_mode = "even"} : tensor<4xf32> -> tensor<4xf8E8M0FNU>
+  return %y : tensor<4xf8E8M0FNU>
+}

@@ -173,3 +173,19 @@ func.func @scatters(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32
   %c = kiln.topk_indices %b {axis = 0 : i64, k = 2 : i64, largest = true} : tensor<3x4xf32> -> tensor<2x4xi64>
   return %a, %b : tensor<3x4xf32>, tensor<3x4xf32>
 }
+
+// Narrow storage types: casts into them (saturate, round_mode) and
+// kiln.narrow on their carriers.
+// CHECK-LABEL: func @narrow
+// CHECK: kiln.cast %arg0 {saturate = false} : tensor<4xf32> -> tensor<4xf8E4M3FN>
+// CHECK: kiln.cast %arg0 {round_mode = "down"} : tensor<4xf32> -> tensor<4xf8E8M0FNU>
+// CHECK: kiln.narrow %arg0 {format = f4E2M1FN} : tensor<4xf32>
+// CHECK: kiln.narrow %arg1 {format = ui2} : tensor<4xui8>
+func.func @narrow(%x: tensor<4xf32>, %u: tensor<4xui8>)
+    -> (tensor<4xf8E4M3FN>, tensor<4xf8E8M0FNU>, tensor<4xf32>, tensor<4xui8>) {
+  %a = kiln.cast %x {saturate = false} : tensor<4xf32> -> tensor<4xf8E4M3FN>
+  %b = kiln.cast %x {round_mode = "down"} : tensor<4xf32> -> tensor<4xf8E8M0FNU>
+  %c = kiln.narrow %x {format = f4E2M1FN} : tensor<4xf32>
+  %d = kiln.narrow %u {format = ui2} : tensor<4xui8>
+  return %a, %b, %c, %d : tensor<4xf8E4M3FN>, tensor<4xf8E8M0FNU>, tensor<4xf32>, tensor<4xui8>
+}

@@ -482,6 +482,15 @@ def bad_conv():
     return model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", None)], [init("w", f32(4, 2, 3, 3))])
 
 
+def bad_round_mode():
+    # A Cast to float8e8m0 with a round mode the spec does not have.
+    nodes = [helper.make_node("Cast", ["x"], ["y"], name="cast_e8m0",
+                              to=TensorProto.FLOAT8E8M0, round_mode="sideways")]
+    m = model(nodes, [vi("x", [4])], [vi("y", [4], TensorProto.FLOAT8E8M0)], opset=24)
+    m.ir_version = 11
+    return m
+
+
 def missing_input():
     # Conv needs X and W; the node names only X (a fuzzed model's shape).
     nodes = [helper.make_node("Conv", ["x"], ["y"], name="conv_one")]
@@ -622,7 +631,25 @@ def transformer_ops():
                  opset=20)
 
 
-CASES = {f.__name__: f for f in [loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
+def narrow_types():
+    """float8 and int4 tensors: a float8 input cast to f32, a cast to float8
+    without saturation, QuantizeLinear to int4 with a packed int4 zero point,
+    and a float4 initializer dequantized (opset 23)."""
+    import ml_dtypes
+    nodes = [helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["xf"], ["y"], to=TensorProto.FLOAT8E5M2, saturate=0),
+             helper.make_node("QuantizeLinear", ["xf", "s", "zp"], ["q"]),
+             helper.make_node("DequantizeLinear", ["w4", "s"], ["w"])]
+    inits = [init("s", np.float32(0.5)), init("zp", np.array(-3, ml_dtypes.int4)),
+             init("w4", np.array([0.5, -6, 3, 1.5], ml_dtypes.float4_e2m1fn))]
+    m = model(nodes, [vi("x", [4], TensorProto.FLOAT8E4M3FN)],
+              [vi("y", [4], TensorProto.FLOAT8E5M2), vi("q", [4], TensorProto.INT4),
+               vi("w", [4])], inits, opset=23)
+    m.ir_version = 11
+    return m
+
+
+CASES = {f.__name__: f for f in [narrow_types, bad_round_mode, loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,

@@ -225,6 +225,9 @@ int main(int argc, char **argv) {
   };
   PassManager pm(&ctx);
   instrument(pm);
+  // Narrow storage types (float8, int4, ...) into their carriers first: the
+  // folders and passes after see only the types kernels compute in.
+  pm.addNestedPass<func::FuncOp>(kiln::createWidenNarrowTypesPass());
   pm.addPass(createCanonicalizerPass());
   auto enabled = [&](StringRef pass) {
     return optLevel >= 1 && !llvm::is_contained(disablePasses, pass);

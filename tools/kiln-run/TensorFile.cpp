@@ -1,5 +1,6 @@
 //===- TensorFile.cpp - .npy and TensorProto readers, .npy writer ----------===//
 #include "tools/kiln-run/TensorFile.h"
+#include "kiln/narrow.h"
 #include "kiln/runtime.h"
 
 #include <onnx/onnx_pb.h>
@@ -61,12 +62,29 @@ void toBf16(HostArray &a) {
   a.data = std::move(out);
   a.dtype = KILN_BF16;
 }
+void toNarrow(HostArray &a, int32_t dtype) {
+  int64_t n = a.numElements();
+  std::vector<char> out(kiln_tensor_bytes(dtype, n), 0);
+  const kiln_narrow_float *f = kiln_narrow_float_of(dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    double v = a.at(i);
+    uint32_t code = f ? kiln_narrow_encode_float(f, static_cast<float>(v), 1)
+                    : dtype == KILN_F8E8M0 ? kiln_narrow_encode_e8m0(static_cast<float>(v), 1, 2)
+                                           : static_cast<uint32_t>(static_cast<int64_t>(v));
+    kiln_narrow_set(dtype, out.data(), i, code);
+  }
+  a.data = std::move(out);
+  a.dtype = dtype;
+}
 int64_t HostArray::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
+size_t HostArray::bytes() const { return kiln_tensor_bytes(dtype, numElements()); }
 double HostArray::at(int64_t i) const {
+  if (kiln_dtype_carrier(dtype) != dtype) // narrow types (packed)
+    return kiln_narrow_decode(dtype, kiln_narrow_get(dtype, data.data(), i));
   const char *p = data.data() + i * elementSize();
   switch (dtype) {
   case KILN_F32: { float v; std::memcpy(&v, p, 4); return v; }
@@ -94,6 +112,11 @@ const char *dtypeName(int32_t d) {
   case KILN_I16: return "int16"; case KILN_U16: return "uint16";
   case KILN_U32: return "uint32"; case KILN_U64: return "uint64";
   case KILN_BOOL: return "bool";
+  case KILN_F8E4M3FN: return "float8e4m3fn"; case KILN_F8E4M3FNUZ: return "float8e4m3fnuz";
+  case KILN_F8E5M2: return "float8e5m2"; case KILN_F8E5M2FNUZ: return "float8e5m2fnuz";
+  case KILN_F8E8M0: return "float8e8m0"; case KILN_F4E2M1: return "float4e2m1";
+  case KILN_I4: return "int4"; case KILN_U4: return "uint4";
+  case KILN_I2: return "int2"; case KILN_U2: return "uint2";
   default: return "unknown";
   }
 }
@@ -167,7 +190,7 @@ static bool readNpy(const std::string &path, const std::string &b, HostArray &ou
     if (tok.find_first_not_of(" ") == std::string::npos) continue;
     out.shape.push_back(std::stoll(tok));
   }
-  size_t bytes = out.numElements() * out.elementSize();
+  size_t bytes = out.bytes();
   if (hstart + hlen + bytes != b.size())
     return bad("holds " + std::to_string(b.size() - hstart - hlen) +
                " data bytes, its shape needs " + std::to_string(bytes));
@@ -215,6 +238,25 @@ static bool readPb(const std::string &path, const std::string &b, HostArray &out
   case onnx::TensorProto::UINT8: out.dtype = KILN_U8; ok = fill(t.int32_data(), uint8_t{}); break;
   case onnx::TensorProto::BOOL: out.dtype = KILN_BOOL; ok = fill(t.int32_data(), uint8_t{}); break;
   default:
+    // Narrow types (TensorProto codes 17-26, newer than this proto): raw
+    // bytes, or one byte per int32_data entry, packed as the runtime takes them.
+    if (t.data_type() >= 17 && t.data_type() <= 26) {
+      static const int32_t dtypes[] = {KILN_F8E4M3FN, KILN_F8E4M3FNUZ, KILN_F8E5M2,
+                                       KILN_F8E5M2FNUZ, KILN_U4, KILN_I4, KILN_F4E2M1,
+                                       KILN_F8E8M0, KILN_U2, KILN_I2};
+      out.dtype = dtypes[t.data_type() - 17];
+      size_t bytes = out.bytes();
+      if (!t.raw_data().empty()) {
+        ok = t.raw_data().size() == bytes;
+        out.data.assign(t.raw_data().begin(), t.raw_data().end());
+      } else {
+        ok = static_cast<size_t>(t.int32_data_size()) == bytes;
+        out.data.clear();
+        for (int32_t v : t.int32_data())
+          out.data.push_back(static_cast<char>(v));
+      }
+      break;
+    }
     error = "'" + path + "': unsupported TensorProto data type " + std::to_string(t.data_type());
     return false;
   }
@@ -234,7 +276,8 @@ bool readTensorFile(const std::string &path, HostArray &out, std::string &error)
 
 bool writeNpy(const std::string &path, const HostArray &in, std::string &error) {
   HostArray widened;
-  if (in.dtype == KILN_BF16) {
+  bool widen = in.dtype == KILN_BF16 || kiln_dtype_carrier(in.dtype) != in.dtype;
+  if (widen) {
     widened.dtype = KILN_F32;
     widened.shape = in.shape;
     widened.data.resize(in.numElements() * 4);
@@ -243,7 +286,7 @@ bool writeNpy(const std::string &path, const HostArray &in, std::string &error) 
       std::memcpy(widened.data.data() + i * 4, &f, 4);
     }
   }
-  const HostArray &a = in.dtype == KILN_BF16 ? widened : in;
+  const HostArray &a = widen ? widened : in;
   const char *descr = a.dtype == KILN_F32 ? "<f4" : a.dtype == KILN_F64 ? "<f8"
                       : a.dtype == KILN_F16 ? "<f2"
                       : a.dtype == KILN_I64 ? "<i8" : a.dtype == KILN_I32 ? "<i4"

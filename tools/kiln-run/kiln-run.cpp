@@ -192,6 +192,11 @@ int main(int argc, char **argv) {
       kiln::tools::toBf16(in[idx]);
     if (m->inputs[idx].dtype == KILN_BF16 && in[idx].dtype == KILN_U16)
       in[idx].dtype = KILN_BF16;
+    // Nor float8/float4/int4/int2: a numeric .npy feeds such an input
+    // rounded (nearest even, saturated) or wrapped, packed.
+    if (kiln_dtype_carrier(m->inputs[idx].dtype) != m->inputs[idx].dtype &&
+        in[idx].dtype != m->inputs[idx].dtype)
+      kiln::tools::toNarrow(in[idx], m->inputs[idx].dtype);
     given[idx] = true;
   }
   for (uint32_t j = 0; j < m->num_inputs; ++j)
@@ -220,7 +225,7 @@ int main(int argc, char **argv) {
       api.destroy(inst);
       return 1;
     }
-    out[j].data.assign(out[j].numElements() * out[j].elementSize(), 0);
+    out[j].data.assign(out[j].bytes(), 0);
     outT[j] = {out[j].data.data(), d.dtype, d.rank, out[j].shape.data()};
   }
   auto runOnce = [&]() -> bool {

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 4
+#define KILN_ABI_VERSION 5
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -45,17 +45,59 @@ typedef enum kiln_dtype {
   KILN_U16 = 10,
   KILN_U32 = 11,
   KILN_U64 = 12,
-  KILN_BOOL = 13 /* one byte per element, 0 or 1 */
+  KILN_BOOL = 13, /* one byte per element, 0 or 1 */
+  /* Narrow types (ONNX's; kiln/narrow.h converts them): the caller passes
+   * them packed, kernels compute on a wider carrier (kiln_dtype_carrier)
+   * and the runtime converts between the two. */
+  KILN_F8E4M3FN = 14,   /* float8: 4 exponent bits, 3 mantissa, NaN, no inf */
+  KILN_F8E4M3FNUZ = 15, /* float8: bias 8, one NaN (0x80), no -0 */
+  KILN_F8E5M2 = 16,     /* float8: 5 exponent bits, 2 mantissa, inf and NaN */
+  KILN_F8E5M2FNUZ = 17, /* float8: bias 16, one NaN (0x80), no -0 */
+  KILN_U4 = 18,         /* 4-bit integers, two per byte (element 0 low) */
+  KILN_I4 = 19,
+  KILN_F4E2M1 = 20,     /* float4: 2 exponent bits, 1 mantissa; two per byte */
+  KILN_F8E8M0 = 21,     /* float8 scale: a power of two 2^(code - 127); 0xFF NaN */
+  KILN_U2 = 22,         /* 2-bit integers, four per byte (element 0 low) */
+  KILN_I2 = 23
 } kiln_dtype;
 
-/** Bytes per element of a kiln_dtype (0 for an unknown code). */
-static inline size_t kiln_dtype_size(int32_t dtype) {
+/** Bits per element of a kiln_dtype (0 for an unknown code). */
+static inline int32_t kiln_dtype_bits(int32_t dtype) {
   switch (dtype) {
-  case KILN_F64: case KILN_I64: case KILN_U64: return 8;
-  case KILN_F32: case KILN_I32: case KILN_U32: return 4;
-  case KILN_F16: case KILN_BF16: case KILN_I16: case KILN_U16: return 2;
-  case KILN_I8: case KILN_U8: case KILN_BOOL: return 1;
+  case KILN_F64: case KILN_I64: case KILN_U64: return 64;
+  case KILN_F32: case KILN_I32: case KILN_U32: return 32;
+  case KILN_F16: case KILN_BF16: case KILN_I16: case KILN_U16: return 16;
+  case KILN_I8: case KILN_U8: case KILN_BOOL: case KILN_F8E4M3FN:
+  case KILN_F8E4M3FNUZ: case KILN_F8E5M2: case KILN_F8E5M2FNUZ: case KILN_F8E8M0: return 8;
+  case KILN_U4: case KILN_I4: case KILN_F4E2M1: return 4;
+  case KILN_U2: case KILN_I2: return 2;
   default: return 0;
+  }
+}
+
+/** Bytes per element of a kiln_dtype of at least 8 bits (0 for an unknown
+ *  code and for the 4- and 2-bit types: see kiln_tensor_bytes). */
+static inline size_t kiln_dtype_size(int32_t dtype) {
+  int32_t bits = kiln_dtype_bits(dtype);
+  return bits >= 8 ? (size_t)bits / 8 : 0;
+}
+
+/** Bytes of a tensor of n elements of a kiln_dtype (packed sub-byte types
+ *  round up to whole bytes). */
+static inline size_t kiln_tensor_bytes(int32_t dtype, int64_t n) {
+  return (size_t)(((uint64_t)n * (uint64_t)kiln_dtype_bits(dtype) + 7) / 8);
+}
+
+/** The type a model's kernels hold a dtype in: the dtype itself, or for a
+ *  narrow type f32 (float8, float4) or int8/uint8 (4- and 2-bit integers),
+ *  which hold each of its values exactly. */
+static inline int32_t kiln_dtype_carrier(int32_t dtype) {
+  switch (dtype) {
+  case KILN_F8E4M3FN: case KILN_F8E4M3FNUZ: case KILN_F8E5M2: case KILN_F8E5M2FNUZ:
+  case KILN_F4E2M1: case KILN_F8E8M0: return KILN_F32;
+  case KILN_I4: case KILN_I2: return KILN_I8;
+  case KILN_U4: case KILN_U2: return KILN_U8;
+  default: return dtype;
   }
 }
 
