@@ -716,6 +716,16 @@ LogicalResult Importer::run(const ImportOptions &options,
     case KILN_U32: h.elementType = b.getIntegerType(32, false); break;
     case KILN_U64: h.elementType = b.getIntegerType(64, false); break;
     case KILN_BOOL: h.elementType = b.getI1Type(); break;
+    case KILN_F8E4M3FN: h.elementType = elementTypeOf(ctx, kOnnxFloat8E4M3FN); break;
+    case KILN_F8E4M3FNUZ: h.elementType = elementTypeOf(ctx, kOnnxFloat8E4M3FNUZ); break;
+    case KILN_F8E5M2: h.elementType = elementTypeOf(ctx, kOnnxFloat8E5M2); break;
+    case KILN_F8E5M2FNUZ: h.elementType = elementTypeOf(ctx, kOnnxFloat8E5M2FNUZ); break;
+    case KILN_F8E8M0: h.elementType = elementTypeOf(ctx, kOnnxFloat8E8M0); break;
+    case KILN_F4E2M1: h.elementType = elementTypeOf(ctx, kOnnxFloat4E2M1); break;
+    case KILN_I4: h.elementType = elementTypeOf(ctx, kOnnxInt4); break;
+    case KILN_U4: h.elementType = elementTypeOf(ctx, kOnnxUint4); break;
+    case KILN_I2: h.elementType = elementTypeOf(ctx, kOnnxInt2); break;
+    case KILN_U2: h.elementType = elementTypeOf(ctx, kOnnxUint2); break;
     default: return fileError("--bind " + name + ": unsupported element type");
     }
     h.shape = a.shape;

@@ -193,13 +193,15 @@ def reference(m, feeds):
     return outs
 
 
-def run(bindir, tmp, name, m, feeds, flags, rtol=0.0, atol=0.0, extra=()):
+def run(bindir, tmp, name, m, feeds, flags, rtol=0.0, atol=0.0, extra=(), skip_inputs=()):
     path = os.path.join(tmp, name + ".onnx")
     onnx.save(m, path)
     so = os.path.join(tmp, name + ".so")
     ref = reference(m, feeds)
     cmd = [os.path.join(bindir, "kiln-run"), so, "--rtol", str(rtol), "--atol", str(atol)]
     for n, v in feeds.items():
+        if n in skip_inputs:  # (compiled in)
+            continue
         f = os.path.join(tmp, f"{name}_{n}.pb")
         with open(f, "wb") as fh:
             fh.write(numpy_helper.from_array(np.asarray(v), n).SerializeToString())
@@ -274,6 +276,22 @@ def main():
                 ort_checked += 1
                 report(same, f"{name} onnxruntime agrees with the reference",
                        "" if same else f"{np.sum(z != want)} elements differ")
+        if "bind" in args.only or not args.only:
+            # An int4 input frozen with --bind (a packed .pb) into a constant.
+            g = helper.make_graph([helper.make_node("DequantizeLinear", ["w", "s"], ["y"], axis=0)],
+                                  "bind", [helper.make_tensor_value_info("w", T.INT4, [3, 5]),
+                                           helper.make_tensor_value_info("s", T.FLOAT, [3])],
+                                  [helper.make_tensor_value_info("y", T.FLOAT, [3, 5])])
+            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+            m.ir_version = 10
+            w = rng.integers(-8, 8, (3, 5)).astype(ml_dtypes.int4)
+            s = rng.uniform(0.1, 1, 3).astype(np.float32)
+            wpb = os.path.join(tmp, "bind_w.pb")
+            with open(wpb, "wb") as fh:
+                fh.write(numpy_helper.from_array(w, "w").SerializeToString())
+            ok, detail = run(args.bindir, tmp, "bind", m, {"w": w, "s": s},
+                             ["-O3", f"--bind=w={wpb}"], skip_inputs=("w",))
+            report(ok, "int4 input bound with --bind", detail)
         if "dynamic" in args.only or not args.only:
             m = dynamic_case()
             path = os.path.join(tmp, "dyn.onnx")
