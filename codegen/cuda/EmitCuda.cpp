@@ -253,6 +253,10 @@ private:
     return t.isF64() ? n.substr(0, n.size() - 1) : n;
   }
 
+  /// The type of a scalar, or of each lane of a vector: what the per-lane
+  /// expressions assign() builds compute in.
+  static Type laneType(Value v) { return getElementTypeOrSelf(v.getType()); }
+
   /// The unsigned C type of an integer (or index) type's width.
   static std::string unsignedOf(Type t) {
     if (auto vt = llvm::dyn_cast<VectorType>(t))
@@ -309,50 +313,50 @@ private:
         // (Integer arithmetic wraps: through the unsigned type of the width,
         // as C's signed overflow would be undefined.)
         .Case<arith::AddIOp>([&](auto) {
-          Type rt = getElementTypeOrSelf(op->getResult(0).getType()); // (lanes: their type)
+          Type rt = laneType(op->getResult(0));
           std::string t = cType(rt);
           if (rt.isIndex())
             return assign(op, [](auto &a) { return a[0] + " + " + a[1]; });
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " + " + U(a[1]) + ")"; });
         })
         .Case<arith::SubIOp>([&](auto) {
-          Type rt = getElementTypeOrSelf(op->getResult(0).getType()); // (lanes: their type)
+          Type rt = laneType(op->getResult(0));
           std::string t = cType(rt);
           if (rt.isIndex())
             return assign(op, [](auto &a) { return a[0] + " - " + a[1]; });
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " - " + U(a[1]) + ")"; });
         })
         .Case<arith::MulIOp>([&](auto) {
-          Type rt = getElementTypeOrSelf(op->getResult(0).getType()); // (lanes: their type)
+          Type rt = laneType(op->getResult(0));
           std::string t = cType(rt);
           if (rt.isIndex())
             return assign(op, [](auto &a) { return a[0] + " * " + a[1]; });
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " * " + U(a[1]) + ")"; });
         })
         .Case<arith::DivUIOp>([&](auto) {
-          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
+          std::string t = cType(laneType(op->getResult(0)));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " / " + U(a[1]) + ")"; });
         })
         .Case<arith::RemUIOp>([&](auto) {
-          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
+          std::string t = cType(laneType(op->getResult(0)));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " % " + U(a[1]) + ")"; });
         })
         .Case<arith::DivSIOp>([&](auto) {
-          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
+          std::string t = cType(laneType(op->getResult(0)));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + " / " + a[1] + ")"; });
         })
         .Case<arith::RemSIOp>([&](auto) {
-          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
+          std::string t = cType(laneType(op->getResult(0)));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + " % " + a[1] + ")"; });
         })
         .Case<arith::XOrIOp>([&](auto) {
-          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
+          std::string t = cType(laneType(op->getResult(0)));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + " ^ " + a[1] + ")"; });
         })
         // (Shift amounts masked to the promoted width: the lowering
         // selects 0 for amounts past the width, and C must not see them.)
         .Case<arith::ShLIOp, arith::ShRUIOp, arith::ShRSIOp>([&](auto) {
-          Type rt = getElementTypeOrSelf(op->getResult(0).getType()); // (lanes: their type)
+          Type rt = laneType(op->getResult(0));
           std::string t = cType(rt);
           std::string mask = rt.getIntOrFloatBitWidth() > 32 ? "63" : "31";
           const char *sym = isa<arith::ShLIOp>(op) ? " << " : " >> ";
@@ -364,8 +368,7 @@ private:
         })
         .Case<arith::BitcastOp>([&](auto) -> LogicalResult {
           // f32 <-> i32 (kiln.narrow's rounding works on the bit pattern).
-          Type from = getElementTypeOrSelf(op->getOperand(0).getType()),
-               to = getElementTypeOrSelf(op->getResult(0).getType());
+          Type from = laneType(op->getOperand(0)), to = laneType(op->getResult(0));
           if (from.isF32() && to.isInteger(32))
             return assign(op, [](auto &a) { return "__float_as_int(" + a[0] + ")"; });
           if (from.isInteger(32) && to.isF32())
@@ -393,30 +396,29 @@ private:
         .Case<arith::UIToFPOp, arith::SIToFPOp>([&](auto) {
           // (f16/bf16 through float: their constructors take float; f32
           // and f64 directly, rounding once)
-          Type rt = getElementTypeOrSelf(op->getResult(0).getType()); // (lanes: their type)
+          Type rt = laneType(op->getResult(0));
           std::string t = cType(rt);
           std::string via = rt.isF16() || rt.isBF16() ? "(float)" : "";
           bool uns = isa<arith::UIToFPOp>(op);
           return assign(op, [&](auto &a) { return "(" + t + ")" + via + (uns ? U(a[0]) : "(" + a[0] + ")"); });
         })
         .Case<arith::FPToSIOp, arith::ExtSIOp, arith::TruncIOp>([&](auto) {
-          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
+          std::string t = cType(laneType(op->getResult(0)));
           return assign(op, [&](auto &a) { return "(" + t + ")(" + a[0] + ")"; });
         })
         .Case<arith::FPToUIOp>([&](auto) {
-          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
+          std::string t = cType(laneType(op->getResult(0)));
           return assign(op, [&](auto &a) { return "(" + t + ")(unsigned long long)(" + a[0] + ")"; });
         })
         .Case<arith::ExtUIOp>([&](auto e) {
-          std::string t = cType(getElementTypeOrSelf(op->getResult(0).getType()));
-          unsigned w = getElementTypeOrSelf(e.getIn().getType()).getIntOrFloatBitWidth();
+          std::string t = cType(laneType(op->getResult(0)));
+          unsigned w = laneType(e.getIn()).getIntOrFloatBitWidth();
           std::string mask = std::to_string((1ull << w) - 1) + "ULL";
           return assign(op, [&](auto &a) { return "(" + t + ")(" + U(a[0]) + " & " + mask + ")"; });
         })
         .Case<arith::ExtFOp, arith::TruncFOp>([&](auto) -> LogicalResult {
           // Widening and narrowing between f16, bf16, f32 and f64.
-          Type from = getElementTypeOrSelf(op->getOperand(0).getType()),
-               to = getElementTypeOrSelf(op->getResult(0).getType());
+          Type from = laneType(op->getOperand(0)), to = laneType(op->getResult(0));
           std::string fn;
           if (from.isF16() && to.isF32()) fn = "__half2float";
           else if (from.isBF16() && to.isF32()) fn = "__bfloat162float";

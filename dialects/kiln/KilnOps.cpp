@@ -218,12 +218,15 @@ std::optional<std::vector<APInt>> rawElements(Attribute attr, Type elem, int64_t
 }
 } // namespace
 
-LogicalResult CastOp::verify() {
-  if (roundModeCode(getRoundMode()) < 0)
-    return emitOpError("round_mode must be \"up\", \"down\" or \"nearest\", not \"")
-           << getRoundMode() << "\"";
+/// The f8E8M0FNU rounding modes of kiln.cast and kiln.narrow.
+static LogicalResult verifyRoundMode(Operation *op, StringRef mode) {
+  if (roundModeCode(mode) < 0)
+    return op->emitOpError("round_mode must be \"up\", \"down\" or \"nearest\", not \"")
+           << mode << "\"";
   return success();
 }
+
+LogicalResult CastOp::verify() { return verifyRoundMode(*this, getRoundMode()); }
 
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   auto inType = rankedOf(getInput()), outType = rankedOf(getResult());
@@ -280,10 +283,7 @@ LogicalResult NarrowOp::verify() {
   if (elem != narrowCarrier(format))
     return emitOpError("carries ") << format << " in " << narrowCarrier(format) << ", not "
                                    << elem;
-  if (roundModeCode(getRoundMode()) < 0)
-    return emitOpError("round_mode must be \"up\", \"down\" or \"nearest\", not \"")
-           << getRoundMode() << "\"";
-  return success();
+  return verifyRoundMode(*this, getRoundMode());
 }
 
 OpFoldResult NarrowOp::fold(FoldAdaptor adaptor) {

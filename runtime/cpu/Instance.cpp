@@ -253,14 +253,18 @@ kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **i
   return KILN_OK;
 }
 
-/// Crops the staged outputs into `dst` (the caller's buffers, or the
-/// carriers of narrow outputs).
-void cropOutputs(kiln_instance *inst, const kiln_tensor *outputs, void *const *dst) {
+/// Whether the kernels hold a dtype in another (a narrow type's carrier).
+bool isNarrow(int32_t dtype) { return kiln_dtype_carrier(dtype) != dtype; }
+
+/// Crops the staged outputs into the caller's buffers (narrow outputs: into
+/// their carriers).
+void cropOutputs(kiln_instance *inst, const kiln_tensor *outputs) {
   const kiln_model_desc *m = inst->model;
   for (uint32_t i = 0; i < m->num_outputs; ++i) {
     const kiln_tensor_desc &d = m->outputs[i];
+    void *dst = isNarrow(d.dtype) ? inst->carrierOut[i].data() : outputs[i].data;
     if (d.symbols)
-      boxCopy(static_cast<char *>(dst[i]), static_cast<const char *>(inst->stageOut[i]),
+      boxCopy(static_cast<char *>(dst), static_cast<const char *>(inst->stageOut[i]),
               outputs[i].shape, d.shape, d.rank, carrierSize(d.dtype), false);
   }
 }
@@ -275,10 +279,10 @@ int64_t elementsOf(const kiln_tensor &t) {
 /// Narrow inputs are unpacked into their carriers, and narrow outputs are
 /// computed in carriers (`ptrs` are redirected to them).
 void toCarriers(std::vector<std::vector<char>> &carriers, const kiln_tensor_desc *ds,
-                       uint32_t n, const kiln_tensor *ts, void **ptrs, bool unpack) {
+                uint32_t n, const kiln_tensor *ts, void **ptrs, bool unpack) {
   carriers.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
-    if (kiln_dtype_carrier(ds[i].dtype) == ds[i].dtype)
+    if (!isNarrow(ds[i].dtype))
       continue;
     int64_t elems = elementsOf(ts[i]);
     carriers[i].resize(std::max<size_t>(elems * carrierSize(ds[i].dtype), 1));
@@ -292,7 +296,7 @@ void toCarriers(std::vector<std::vector<char>> &carriers, const kiln_tensor_desc
 void fromCarriers(kiln_instance *inst, const kiln_tensor *outputs) {
   const kiln_model_desc *m = inst->model;
   for (uint32_t i = 0; i < m->num_outputs; ++i)
-    if (kiln_dtype_carrier(m->outputs[i].dtype) != m->outputs[i].dtype)
+    if (isNarrow(m->outputs[i].dtype))
       kiln_narrow_from_carrier(m->outputs[i].dtype, inst->carrierOut[i].data(),
                                outputs[i].data, elementsOf(outputs[i]));
 }
@@ -389,8 +393,6 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
       toCarriers(inst->carrierIn, m->inputs, m->num_inputs, inputs, ins, true);
       toCarriers(inst->carrierOut, m->outputs, m->num_outputs, outputs, outs, false);
     }
-    // Where the caller's outputs (or their carriers) are.
-    std::vector<void *> finalOuts(outs, outs + (st == KILN_OK ? m->num_outputs : 0));
     bool padded = false;
     for (uint32_t s = 0; s < m->num_symbols; ++s)
       padded |= inst->symbolValues[s] != m->symbol_bounds[s];
@@ -410,7 +412,7 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
       m->run(inst->arena, ins, outs, inst->pool);
     }
     if (st == KILN_OK && padded)
-      cropOutputs(inst, outputs, finalOuts.data());
+      cropOutputs(inst, outputs);
     if (st == KILN_OK)
       fromCarriers(inst, outputs);
   } else {
