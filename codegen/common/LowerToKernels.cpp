@@ -4174,11 +4174,19 @@ LogicalResult Lowering::run() {
   if (auto pins = fn->getAttrOfType<DenseI64ArrayAttr>("kiln.symbol_pins"))
     p.symbolPins.assign(pins.asArrayRef().begin(), pins.asArrayRef().end());
   if (auto d = fn->getAttrOfType<DenseI64ArrayAttr>("kiln.symbol_derived")) {
-    if (d.size() != 2 * static_cast<int64_t>(p.symbolBounds.size()))
-      return fn.emitError("kiln.symbol_derived needs a base and a factor per symbol");
-    for (int64_t i = 0; i < d.size(); i += 2)
-      if (d[i] >= static_cast<int64_t>(p.symbolBounds.size()) || d[i + 1] < 1)
-        return fn.emitError("kiln.symbol_derived: symbol ") << i / 2 << " has no valid base";
+    if (d.size() != 3 * static_cast<int64_t>(p.symbolBounds.size()))
+      return fn.emitError("kiln.symbol_derived needs {op, a, b} per symbol");
+    for (int64_t i = 0; i < d.size(); i += 3) {
+      int64_t s = i / 3, op = d[i];
+      bool symB = op == KILN_SYM_ADD || op == KILN_SYM_SUB || op == KILN_SYM_BROADCAST;
+      bool ok = op == KILN_SYM_INPUT ||
+                (op >= KILN_SYM_MUL_CONST && op <= KILN_SYM_BROADCAST && d[i + 1] >= 0 &&
+                 d[i + 1] < s && (!symB || (d[i + 2] >= 0 && d[i + 2] < s)) &&
+                 (op != KILN_SYM_MUL_CONST || d[i + 2] >= 1) &&
+                 (op != KILN_SYM_CEIL_DIV_CONST || d[i + 2] >= 1));
+      if (!ok)
+        return fn.emitError("kiln.symbol_derived: symbol ") << s << " is not derived validly";
+    }
     p.symbolDerived.assign(d.asArrayRef().begin(), d.asArrayRef().end());
   }
   for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {

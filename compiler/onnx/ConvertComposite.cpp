@@ -536,6 +536,25 @@ LogicalResult convertSplit(NodeContext &ctx) {
     for (double v : h->values)
       sizes.push_back(hostInt(v));
   }
+  SymbolTracker &st = ctx.imp.symbols;
+  int32_t sym = ctx.hostInput(0) ? -1 : st.of(ctx.input(0))[*axis];
+  if (sizes.empty() && sym >= 0 && outs > 0) {
+    // Equal parts of a symbolic axis: ceil(s / n) each (the run's size s
+    // must divide unless num_outputs allows a smaller last part), the last
+    // what is left; each repacked from its run-time start.
+    using SymSize = SymbolTracker::SymSize;
+    int64_t each = (dim + outs - 1) / outs;
+    int32_t part = st.derive(KILN_SYM_CEIL_DIV_CONST, sym, outs);
+    for (int64_t i = 0; i < outs; ++i) {
+      SymSize from = i ? SymSize{st.product(part, i), 0} : SymSize{-1, 0};
+      SymSize size = i + 1 < outs ? SymSize{part, 0}
+                                  : from.sym < 0 ? SymSize{sym, 0}
+                                                 : SymSize{st.derive(KILN_SYM_SUB, sym, from.sym), 0};
+      ctx.setOutput(i, ctx.imp.repackAxis(ctx.builder, ctx.loc, ctx.input(0), *axis,
+                                          {Importer::RepackPiece{size, from, 1}}, each));
+    }
+    return success();
+  }
   if (sizes.empty()) {
     int64_t parts = ctx.attr("num_outputs") ? ctx.attrInt("num_outputs", outs) : outs;
     if (parts <= 0)
@@ -552,6 +571,8 @@ LogicalResult convertSplit(NodeContext &ctx) {
   int64_t total = 0;
   for (int64_t v : sizes)
     total += v;
+  if (total != dim && total >= 0 && ctx.requireSize(ctx.input(0), *axis, total))
+    return failure(); // the model's sizes fix a symbolic axis: the import restarts
   if (total != dim || llvm::any_of(sizes, [](int64_t v) { return v < 0; }))
     return ctx.error("split sizes do not add up to the dimension " + Twine(dim));
   Builder g{ctx};

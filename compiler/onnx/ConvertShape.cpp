@@ -257,8 +257,25 @@ LogicalResult convertConcat(NodeContext &ctx) {
   SmallVector<Value> ins;
   for (size_t i = 0; i < ctx.numInputs(); ++i)
     ins.push_back(ctx.input(i));
-  return ctx.setResult(ctx.create<kiln::ConcatOp>(ValueRange(ins),
-                                             ctx.builder.getI64IntegerAttr(*axis)));
+  auto packed = ctx.create<kiln::ConcatOp>(ValueRange(ins), ctx.builder.getI64IntegerAttr(*axis));
+  // Along a symbolic axis the operands' real elements are prefixes of their
+  // bounds: concatenated at the bounds, then gathered one after another.
+  SymbolTracker &st = ctx.imp.symbols;
+  if (failed(packed) || llvm::none_of(ins, [&](Value v) {
+        return st.of(v)[*axis] >= 0;
+      }))
+    return ctx.setResult(packed);
+  packed->getDefiningOp()->setAttr("kiln.repacked", ctx.builder.getUnitAttr());
+  SmallVector<Importer::RepackPiece> pieces;
+  int64_t at = 0;
+  for (Value v : ins) {
+    int64_t dim = llvm::cast<RankedTensorType>(v.getType()).getDimSize(*axis);
+    int32_t sym = st.of(v)[*axis];
+    pieces.push_back({sym >= 0 ? SymbolTracker::SymSize{sym, 0} : SymbolTracker::SymSize{-1, dim},
+                      SymbolTracker::SymSize{-1, at}, 1});
+    at += dim;
+  }
+  return ctx.setResult(ctx.imp.repackAxis(ctx.builder, ctx.loc, *packed, *axis, pieces, at));
 }
 
 LogicalResult convertConstant(NodeContext &ctx) {
@@ -348,6 +365,45 @@ LogicalResult convertGather(NodeContext &ctx) {
   return success();
 }
 
+/// A slice (start, end, step as the model gives them) of an axis carrying
+/// symbol `sym` (bound `bound`) as one piece with run-time start and size
+/// (ONNX's clamping, counted from the run's size); nullopt where a negative
+/// step starts from a negative position other than -1.
+std::optional<Importer::RepackPiece> slicePiece(SymbolTracker &st, int32_t sym, int64_t bound,
+                                                int64_t start, int64_t end, int64_t step) {
+  using SymSize = SymbolTracker::SymSize;
+  SymSize s{sym, 0};
+  auto minC = [&](int64_t c) { return SymSize{st.derive(KILN_SYM_MIN_CONST, sym, c), 0}; };
+  auto addC = [&](int64_t c) { return SymSize{st.symbolOf({sym, c}), 0}; };
+  SymSize from, size;
+  if (step > 0) {
+    // [S, E) with S, E clamped to [0, s].
+    from = start >= bound ? s : start >= 0 ? (start == 0 ? SymSize{-1, 0} : minC(start))
+                                           : addC(start);
+    SymSize e = end >= bound ? s : end >= 0 ? minC(end) : addC(end);
+    size = from.sym < 0 ? e : SymSize{st.derive(KILN_SYM_SUB, e.sym, from.sym), 0};
+    if (step > 1 && size.sym >= 0)
+      size = {st.derive(KILN_SYM_CEIL_DIV_CONST, size.sym, step), 0};
+  } else {
+    // (E, S] with S clamped to [0, s - 1], E to [-1, s - 1]: with S + 1
+    // and E + 1, both clamped to [0, s].
+    SymSize sp1;
+    if (start >= bound || start == -1)
+      sp1 = s;
+    else if (start >= 0)
+      sp1 = minC(start + 1);
+    else
+      return std::nullopt;
+    SymSize ep1 = end >= bound ? s : end >= 0 ? minC(end + 1)
+                  : end < -bound ? SymSize{-1, 0} : addC(end + 1);
+    size = ep1.sym < 0 ? sp1 : SymSize{st.derive(KILN_SYM_SUB, sp1.sym, ep1.sym), 0};
+    if (-step > 1)
+      size = {st.derive(KILN_SYM_CEIL_DIV_CONST, size.sym, -step), 0};
+    from = {sp1.sym, -1};
+  }
+  return Importer::RepackPiece{size, from, step};
+}
+
 LogicalResult convertSlice(NodeContext &ctx) {
   // Starts, ends, axes and steps must be known at compile time; the data
   // may be a run-time tensor (a kiln.slice) or a compile-time one (sliced
@@ -387,10 +443,13 @@ LogicalResult convertSlice(NodeContext &ctx) {
       steps.size() != starts.size())
     return ctx.error("starts, ends, axes and steps differ in length");
   std::vector<int64_t> lo(rank, 0), step(rank, 1), count(shape);
+  // Per axis, the slice's own start and end (for symbolic axes).
+  std::vector<std::optional<std::pair<int64_t, int64_t>>> asGiven(rank);
   for (size_t i = 0; i < starts.size(); ++i) {
     auto ax = normalizeAxis(ctx, axes[i], rank);
     if (failed(ax))
       return failure();
+    asGiven[*ax] = {starts[i], ends[i]};
     int64_t d = shape[*ax], st = steps[i];
     if (st == 0)
       return ctx.error("step 0");
@@ -412,10 +471,35 @@ LogicalResult convertSlice(NodeContext &ctx) {
     for (int64_t d = 0; d < rank; ++d)
       if (count[d] == 0)
         lo[d] = 0; // an empty dimension reads nothing
+    // Symbolic axes sliced at run time (their starts and ends count from
+    // the run's size), the others here.
+    SymbolTracker &st = ctx.imp.symbols;
+    AxisSymbols syms = st.of(ctx.input(0));
+    SmallVector<std::pair<int64_t, Importer::RepackPiece>> runtime;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (syms[d] < 0 || !asGiven[d] || count[d] == 0 ||
+          (lo[d] == 0 && step[d] == 1 && count[d] == shape[d]))
+        continue;
+      auto piece = slicePiece(st, syms[d], shape[d], asGiven[d]->first, asGiven[d]->second,
+                              step[d]);
+      if (!piece)
+        continue; // (refused when the op is checked)
+      runtime.push_back({d, *piece});
+    }
+    std::vector<int64_t> outCount = count;
+    for (auto &[d, piece] : runtime) {
+      lo[d] = 0;
+      step[d] = 1;
+      count[d] = shape[d];
+    }
     auto &b = ctx.builder;
-    return ctx.setResult(ctx.create<kiln::SliceOp>(ctx.input(0), b.getDenseI64ArrayAttr(lo),
-                                                   b.getDenseI64ArrayAttr(count),
-                                                   b.getDenseI64ArrayAttr(step)));
+    auto r = ctx.create<kiln::SliceOp>(ctx.input(0), b.getDenseI64ArrayAttr(lo),
+                                       b.getDenseI64ArrayAttr(count),
+                                       b.getDenseI64ArrayAttr(step));
+    for (auto &[d, piece] : runtime)
+      if (succeeded(r))
+        r = ctx.imp.repackAxis(b, ctx.loc, *r, d, piece, outCount[d]);
+    return ctx.setResult(r);
   }
   HostTensor r;
   r.elementType = data->elementType;

@@ -23,23 +23,69 @@ int64_t dimOf(Value v, int64_t d) {
 int32_t SymbolTracker::addSymbol(const std::string &name, int64_t bound) {
   names.push_back(name);
   bounds.push_back(bound);
-  derived.push_back({-1, 1});
+  derived.push_back({});
   return names.size() - 1;
+}
+
+int32_t SymbolTracker::derive(int64_t op, int32_t a, int64_t b) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (derived[i].op == op && derived[i].a == a && derived[i].b == b)
+      return i;
+  int64_t ba = bounds[a], bb = 0;
+  std::string na = names[a], nb = std::to_string(b);
+  bool symB = op == KILN_SYM_ADD || op == KILN_SYM_SUB || op == KILN_SYM_BROADCAST;
+  if (symB) {
+    bb = bounds[b];
+    nb = names[b];
+  }
+  int64_t bound = ba;
+  std::string name;
+  switch (op) {
+  case KILN_SYM_MUL_CONST: bound = ba * b; name = na + "*" + nb; break;
+  case KILN_SYM_ADD: bound = ba + bb; name = na + "+" + nb; break;
+  case KILN_SYM_ADD_CONST:
+    bound = std::max<int64_t>(0, ba + b);
+    name = na + (b < 0 ? "" : "+") + nb;
+    break;
+  case KILN_SYM_MIN_CONST: bound = std::min(ba, b); name = "min(" + na + "," + nb + ")"; break;
+  case KILN_SYM_SUB: name = na + "-" + nb; break;
+  case KILN_SYM_CEIL_DIV_CONST:
+    bound = (ba + b - 1) / b;
+    name = "ceil(" + na + "/" + nb + ")";
+    break;
+  case KILN_SYM_BROADCAST:
+    bound = std::max(ba, bb);
+    name = "broadcast(" + na + "," + nb + ")";
+    break;
+  default: break;
+  }
+  int32_t id = addSymbol(name, bound);
+  derived[id] = {op, a, b};
+  return id;
 }
 
 int32_t SymbolTracker::product(int32_t s, int64_t factor) {
   if (factor == 1)
     return s;
-  if (derived[s].first >= 0) { // (a product of a product: one factor)
-    factor *= derived[s].second;
-    s = derived[s].first;
+  if (derived[s].op == KILN_SYM_MUL_CONST) { // (a product of a product: one factor)
+    factor *= derived[s].b;
+    s = derived[s].a;
   }
-  for (size_t i = 0; i < names.size(); ++i)
-    if (derived[i].first == s && derived[i].second == factor)
-      return i;
-  int32_t id = addSymbol(names[s] + "*" + std::to_string(factor), bounds[s] * factor);
-  derived[id] = {s, factor};
-  return id;
+  return derive(KILN_SYM_MUL_CONST, s, factor);
+}
+
+SymbolTracker::SymSize SymbolTracker::add(SymSize x, SymSize y) {
+  if (x.sym < 0)
+    return {y.sym, y.c + x.c};
+  if (y.sym < 0)
+    return {x.sym, x.c + y.c};
+  return {derive(KILN_SYM_ADD, x.sym, y.sym), x.c + y.c};
+}
+
+int32_t SymbolTracker::symbolOf(SymSize x) {
+  if (x.sym < 0 || x.c == 0)
+    return x.sym;
+  return derive(KILN_SYM_ADD_CONST, x.sym, x.c);
 }
 
 void SymbolTracker::setSymbols(Value v, const AxisSymbols &a) {
@@ -56,6 +102,11 @@ AxisSymbols SymbolTracker::of(Value v) const {
 
 bool SymbolTracker::carriesSymbol(Value v) const { return axes.count(v) != 0; }
 
+bool SymbolTracker::repeatsLast(Value v) {
+  Operation *def = v.getDefiningOp();
+  return !def || def->hasAttr("kiln.axis_symbol");
+}
+
 bool SymbolTracker::masked(Value v, int64_t d) const {
   Operation *def = v.getDefiningOp();
   auto m = def ? def->getAttrOfType<DenseI64ArrayAttr>("kiln.masked_axes") : nullptr;
@@ -69,7 +120,7 @@ bool SymbolTracker::requireSize(Value v, int64_t d, int64_t size) {
   // Only symbols the inputs carry (a derived one is not an input's to fix),
   // and not to its own bound: a static size equal to it was most likely
   // computed from it (then the op is refused as before, naming the symbol).
-  if (s < 0 || derived[s].first >= 0 || size == bounds[s])
+  if (s < 0 || isDerived(s) || size == bounds[s])
     return false;
   fix = Fix{s, size, -1};
   return true;
@@ -80,7 +131,7 @@ bool SymbolTracker::requireEqual(Value a, int64_t da, Value b, int64_t db) {
     return false;
   int32_t sa = of(a)[da], sb = of(b)[db];
   if (sa >= 0 && sb >= 0) {
-    if (sa == sb || derived[sa].first >= 0 || derived[sb].first >= 0)
+    if (sa == sb || isDerived(sa) || isDerived(sb))
       return false;
     fix = Fix{std::max(sa, sb), 0, std::min(sa, sb)};
     return true;
@@ -197,9 +248,21 @@ LogicalResult SymbolTracker::broadcast(Operation *op, ValueRange operands,
       if (s < 0)
         continue;
       if (out[r] >= 0 && out[r] != s) {
-        why = "dynamic dimensions " + symbolName(out[r]) + " and " + symbolName(s) +
-              " meet on one axis (Kiln cannot prove they are equal)";
-        return failure();
+        // Two symbols with one bound broadcast as numpy does when both
+        // pad by repeating their last position (a run gives equal sizes
+        // or one of them 1: the runtime checks BROADCAST).
+        bool safe = bounds[out[r]] == bounds[s];
+        for (Value w : operands) {
+          int64_t e = r - (rank - rankOf(w));
+          if (e >= 0 && of(w)[e] >= 0 && !repeatsLast(w))
+            safe = false;
+        }
+        if (!safe) {
+          why = "dynamic dimensions " + symbolName(out[r]) + " and " + symbolName(s) +
+                " meet on one axis (Kiln cannot prove they are equal)";
+          return failure();
+        }
+        s = derive(KILN_SYM_BROADCAST, std::min(out[r], s), std::max(out[r], s));
       }
       out[r] = s;
     }
@@ -231,8 +294,23 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
   if (op->getNumResults() == 0)
     return success();
   bool any = llvm::any_of(op->getOperands(), [&](Value v) { return carriesSymbol(v); });
-  if (!any)
+  if (!any && !op->hasAttr("kiln.axis_symbol"))
     return success(); // static in, static out
+  Value res = op->getResult(0);
+  LogicalResult r = visitOp(op, why);
+  // An op that repacks an axis (Importer::repackAxis) states its symbol.
+  if (succeeded(r))
+    if (auto as = op->getAttrOfType<DenseI64ArrayAttr>("kiln.axis_symbol")) {
+      AxisSymbols out = of(res);
+      if (as[0] < (int64_t)out.size())
+        out[as[0]] = static_cast<int32_t>(as[1]);
+      axes.erase(res);
+      setSymbols(res, out);
+    }
+  return r;
+}
+
+LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
   Value res = op->getResult(0);
   int64_t rank = rankOf(res);
   auto mixes = [&](int32_t s, const std::string &what) {
@@ -262,7 +340,6 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
     setSymbols(res, out);
     return success();
   };
-  // Reductions/normalizations over `reduced` axes of `in`.
   // Reductions/normalizations over `reduced` axes of `in`; `invariant`:
   // repeating the last position (the padding) never changes the result.
   auto reduce = [&](Value in, llvm::ArrayRef<int64_t> reduced, bool keepdims,
@@ -491,10 +568,10 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
             continue;
           }
           int32_t t = a[i0];
-          if (pi == po && i - i0 == 1 && t >= 0 && derived[t].first >= 0 &&
-              outS[o0] == bounds[derived[t].first] && outS[o0] > 0 &&
-              po / outS[o0] == derived[t].second) {
-            out[o0] = derived[t].first;
+          if (pi == po && i - i0 == 1 && t >= 0 && derived[t].op == KILN_SYM_MUL_CONST &&
+              outS[o0] == bounds[derived[t].a] && outS[o0] > 0 &&
+              po / outS[o0] == derived[t].b) {
+            out[o0] = derived[t].a;
             continue;
           }
           for (int64_t k = i0; k < i; ++k)
@@ -533,8 +610,12 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
       .Case<kiln::ConcatOp>([&](kiln::ConcatOp c) {
         int64_t ax = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();
         AxisSymbols out(rank, -1);
+        // (A repacked concat's axis is gathered into place by the op after it.)
+        bool repacked = c->hasAttr("kiln.repacked");
         for (Value v : c.getInputs()) {
           AxisSymbols s = of(v);
+          if (repacked)
+            s[ax] = -1;
           if (s[ax] >= 0)
             return mixes(s[ax], "it concatenates along");
           for (int64_t d = 0; d < rank; ++d)
@@ -543,6 +624,8 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
         }
         for (auto [i, v] : llvm::enumerate(c.getInputs())) {
           AxisSymbols s = of(v);
+          if (repacked)
+            s[ax] = -1;
           for (int64_t d = 0; d < rank; ++d)
             if (out[d] >= 0 && s[d] != out[d])
               return mixes(out[d], "operand " + std::to_string(i) +

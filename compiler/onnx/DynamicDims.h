@@ -30,6 +30,8 @@
 #ifndef KILN_COMPILER_ONNX_DYNAMICDIMS_H
 #define KILN_COMPILER_ONNX_DYNAMICDIMS_H
 
+#include "kiln/runtime.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
@@ -53,15 +55,37 @@ public:
   std::vector<int64_t> bounds;
   /// Symbols broadcast against a static size K (> 1): a run must give 1 or K.
   std::map<int32_t, int64_t> pins;
-  /// Per symbol: {-1, 1} for one the inputs carry; {base, factor} for a
-  /// *derived* one, base's size times factor (a reshape merging a symbolic
-  /// axis with the static axes after it: the real elements stay a prefix).
-  std::vector<std::pair<int32_t, int64_t>> derived;
+  /// Per symbol, how its size follows from earlier symbols' (op is a
+  /// kiln_symbol_op of kiln/runtime.h; b a constant or a symbol): input
+  /// symbols are {KILN_SYM_INPUT, -1, 0}. A *derived* one is the size of
+  /// an axis whose real elements stay a prefix after an op along a
+  /// symbolic axis: a reshape merging it with the static axes after it
+  /// (s x factor), a concat (sums), a slice, two symbols broadcast.
+  struct Derivation {
+    int64_t op = 0; // KILN_SYM_INPUT
+    int32_t a = -1;
+    int64_t b = 0;
+  };
+  std::vector<Derivation> derived;
+  bool isDerived(int32_t s) const { return derived[s].op != 0; }
 
-  /// A symbol of the inputs (derived as {-1, 1}).
+  /// A symbol of the inputs.
   int32_t addSymbol(const std::string &name, int64_t bound);
+  /// The symbol whose size is `op` (kiln_symbol_op) of `a` and `b`, its
+  /// bound and name following from theirs (an existing one when equal).
+  int32_t derive(int64_t op, int32_t a, int64_t b);
   /// The symbol for `s`'s size times `factor` (s itself for 1).
   int32_t product(int32_t s, int64_t factor);
+
+  /// A run-time size: symbol `sym`'s size plus `c` (just `c`, a static
+  /// size, when sym < 0).
+  struct SymSize {
+    int32_t sym = -1;
+    int64_t c = 0;
+  };
+  SymSize add(SymSize x, SymSize y);
+  /// The symbol of size `x` (-1 when static).
+  int32_t symbolOf(SymSize x);
 
   /// A constraint found while building: `symbol` must be `size` (when
   /// `other` < 0) or the symbol `other`.
@@ -93,6 +117,10 @@ public:
   /// The symbols of `v` (all -1 for values that carry none).
   AxisSymbols of(mlir::Value v) const;
   bool carriesSymbol(mlir::Value v) const;
+  /// Whether the padding of `v` along its symbolic axes repeats the last
+  /// real position (as a run pads the inputs, and repackAxis does): then
+  /// a size of 1 broadcasts like numpy's.
+  static bool repeatsLast(mlir::Value v);
   /// Derives the symbols of `op`'s results from its operands', or fails with
   /// the reason (no trailing period) in `why` when the op mixes positions
   /// along a symbolic axis.
@@ -100,6 +128,7 @@ public:
 
 private:
   llvm::DenseMap<mlir::Value, AxisSymbols> axes;
+  mlir::LogicalResult visitOp(mlir::Operation *op, std::string &why);
   /// Whether axis `d` of `v` has its padding masked (MaskSymbols.cpp).
   bool masked(mlir::Value v, int64_t d) const;
   mlir::LogicalResult broadcast(mlir::Operation *op, mlir::ValueRange operands,

@@ -866,12 +866,10 @@ LogicalResult Importer::run(const ImportOptions &options,
       names.push_back(b.getStringAttr(n));
     func->setAttr("kiln.symbol_names", b.getArrayAttr(names));
     func->setAttr("kiln.symbol_bounds", b.getDenseI64ArrayAttr(symbols.bounds));
-    if (llvm::any_of(symbols.derived, [](auto d) { return d.first >= 0; })) {
+    if (llvm::any_of(symbols.derived, [](auto d) { return d.op != KILN_SYM_INPUT; })) {
       SmallVector<int64_t> derived;
-      for (auto [base, factor] : symbols.derived) {
-        derived.push_back(base);
-        derived.push_back(factor);
-      }
+      for (auto d : symbols.derived)
+        derived.append({d.op, d.a, d.b});
       func->setAttr("kiln.symbol_derived", b.getDenseI64ArrayAttr(derived));
     }
   }
@@ -1218,6 +1216,35 @@ void NodeContext::pinBroadcast(SmallVectorImpl<Value> &operands) {
       v = pinAxis(v, d, k);
     }
   }
+}
+
+bool NodeContext::boundsMeet(ValueRange operands) {
+  SymbolTracker &st = imp.symbols;
+  if (st.empty())
+    return false;
+  int64_t rank = 0;
+  for (Value v : operands)
+    if (auto t = llvm::dyn_cast<RankedTensorType>(v.getType()))
+      rank = std::max<int64_t>(rank, t.getRank());
+  for (int64_t r = 0; r < rank; ++r) {
+    int32_t seen = -1;
+    for (Value v : operands) {
+      AxisSymbols a = st.of(v);
+      int64_t d = r - (rank - (int64_t)a.size());
+      if (d < 0 || a[d] < 0)
+        continue;
+      if (seen >= 0 && st.bounds[seen] != st.bounds[a[d]]) {
+        boundsMeetWhy = "dynamic dimensions '" + st.names[seen] + "' (bound " +
+                        std::to_string(st.bounds[seen]) + ") and '" + st.names[a[d]] +
+                        "' (bound " + std::to_string(st.bounds[a[d]]) +
+                        ") meet on one axis; give them one bound (--max-shape) or "
+                        "static sizes (--shape)";
+        return true;
+      }
+      seen = a[d];
+    }
+  }
+  return false;
 }
 
 Value NodeContext::pinAxis(Value v, int64_t d, int64_t k) {

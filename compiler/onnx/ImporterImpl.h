@@ -58,9 +58,23 @@ public:
   /// one, with the reason in `why`.
   mlir::LogicalResult deriveSymbols(std::string &why);
   std::map<int32_t, mlir::Value> symbolArgs;
-  /// Derived symbols' sizes (SymbolTracker::derived), computed in the graph.
-  std::map<int32_t, mlir::Value> derivedSizes;
   mlir::Value symbolInput(int32_t sym);
+  /// A run-time size as an i64[1] value (SymbolTracker::SymSize).
+  mlir::Value sizeValue(mlir::OpBuilder &b, mlir::Location loc, SymbolTracker::SymSize x);
+  /// One piece of an axis repackAxis lays out: `size` real elements, read
+  /// from position `from` of the packed value on, `step` apart.
+  struct RepackPiece {
+    SymbolTracker::SymSize size, from;
+    int64_t step = 1;
+  };
+  /// Ops along a symbolic axis whose real elements do not stay a prefix at
+  /// the bound (a concat, a slice): `packed` gathered along `axis` (to
+  /// `outSize` positions) so that the pieces' real elements lie one after
+  /// another from position 0 and the rest repeats the last of them (the
+  /// padding a run pads with); the axis carries the symbol of their total
+  /// size. Built at `b`'s insertion point.
+  mlir::Value repackAxis(mlir::OpBuilder &b, mlir::Location loc, mlir::Value packed,
+                         int64_t axis, llvm::ArrayRef<RepackPiece> pieces, int64_t outSize);
   /// Masks the padding of a reduction or contraction over a symbolic axis;
   /// returns the first op it inserted (null when `op` needs none).
   mlir::FailureOr<mlir::Operation *> maskAlongSymbols(mlir::Operation *op);

@@ -26,24 +26,7 @@ using namespace mlir;
 namespace kiln::onnx_import {
 
 Value Importer::symbolInput(int32_t sym) {
-  if (auto [base, factor] = symbols.derived[sym]; base >= 0) {
-    // A derived symbol's size: its base's times the factor, computed once
-    // at the top of the function.
-    auto it = derivedSizes.find(sym);
-    if (it != derivedSizes.end())
-      return it->second;
-    Value baseSize = symbolInput(base);
-    OpBuilder b(ctx);
-    b.setInsertionPointToStart(entryBlock);
-    HostTensor f;
-    f.elementType = b.getIntegerType(64);
-    f.shape = {1};
-    f.values = {static_cast<double>(factor)};
-    Value fv = materialize(b, f, "factor");
-    Value size = kiln::MulOp::create(b, entryBlock->getParentOp()->getLoc(), baseSize, fv);
-    derivedSizes[sym] = size;
-    return size;
-  }
+  // (Derived symbols too: the runtime computes every symbol's size.)
   auto it = symbolArgs.find(sym);
   if (it != symbolArgs.end())
     return it->second;
@@ -52,6 +35,68 @@ Value Importer::symbolInput(int32_t sym) {
   symbols.setSymbols(arg, AxisSymbols{-1});
   symbolArgs[sym] = arg;
   return arg;
+}
+
+Value Importer::sizeValue(OpBuilder &b, Location loc, SymbolTracker::SymSize x) {
+  HostTensor c;
+  c.elementType = b.getIntegerType(64);
+  c.shape = {1};
+  c.values = {static_cast<double>(x.c)};
+  if (x.sym < 0)
+    return materialize(b, c, "size");
+  Value v = symbolInput(x.sym);
+  return x.c ? kiln::AddOp::create(b, loc, v, materialize(b, c, "size")).getResult() : v;
+}
+
+Value Importer::repackAxis(OpBuilder &b, Location loc, Value packed, int64_t axis,
+                           ArrayRef<RepackPiece> pieces, int64_t outSize) {
+  // Output position j < total reads piece i (the last whose start o_i <= j)
+  // at from_i + (j - o_i) * step_i; positions past the total read the last
+  // real one; indices clamped to the packed axis.
+  auto i64 = b.getIntegerType(64);
+  auto constant = [&](ArrayRef<int64_t> shape, auto value) {
+    HostTensor h;
+    h.elementType = i64;
+    h.shape.assign(shape.begin(), shape.end());
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    for (int64_t i = 0; i < n; ++i)
+      h.values.push_back(static_cast<double>(value(i)));
+    return materialize(b, h, "repack");
+  };
+  SymbolTracker::SymSize total;
+  for (const RepackPiece &p : pieces)
+    total = symbols.add(total, p.size);
+  Value j = constant({outSize}, [](int64_t i) { return i; });
+  Value last = kiln::SubOp::create(b, loc, sizeValue(b, loc, total),
+                                   constant({1}, [](int64_t) { return 1; }));
+  last = kiln::MaxOp::create(b, loc, last, constant({1}, [](int64_t) { return 0; }));
+  j = kiln::MinOp::create(b, loc, j, last);
+  auto read = [&](const RepackPiece &p, Value offset) -> Value {
+    Value rel = offset ? Value(kiln::SubOp::create(b, loc, j, offset)) : j;
+    if (p.step != 1)
+      rel = kiln::MulOp::create(b, loc, rel, constant({1}, [&](int64_t) { return p.step; }));
+    if (p.from.sym < 0 && p.from.c == 0)
+      return rel;
+    return kiln::AddOp::create(b, loc, rel, sizeValue(b, loc, p.from));
+  };
+  Value idx = read(pieces[0], Value());
+  SymbolTracker::SymSize start = pieces[0].size;
+  for (const RepackPiece &p : pieces.drop_front()) {
+    Value o = sizeValue(b, loc, start);
+    Value here = kiln::CompareOp::create(b, loc, j, o, "ge");
+    idx = kiln::WhereOp::create(b, loc, here, read(p, o), idx);
+    start = symbols.add(start, p.size);
+  }
+  int64_t dim = llvm::cast<RankedTensorType>(packed.getType()).getDimSize(axis);
+  idx = kiln::MaxOp::create(b, loc, idx, constant({1}, [](int64_t) { return 0; }));
+  idx = kiln::MinOp::create(b, loc, idx,
+                            constant({1}, [&](int64_t) { return std::max<int64_t>(dim - 1, 0); }));
+  auto g = kiln::GatherOp::create(b, loc, packed, idx, b.getI64IntegerAttr(axis));
+  g->setAttr("kiln.symbol_indices", b.getUnitAttr());
+  g->setAttr("kiln.axis_symbol", b.getDenseI64ArrayAttr({axis, symbols.symbolOf(total)}));
+  return g.getResult();
 }
 
 FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
@@ -281,6 +326,49 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     op->setOperand(1, fixed);
     op->setAttr("kiln.symbol_indices", b.getUnitAttr());
     return first;
+  }
+  if (isa<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp, kiln::PowOp, kiln::MaxOp,
+          kiln::MinOp, kiln::ModOp, kiln::AndOp, kiln::OrOp, kiln::XorOp, kiln::ShlOp,
+          kiln::ShrOp, kiln::CompareOp, kiln::WhereOp>(op) &&
+      !op->hasAttr("kiln.masked_axes")) {
+    // Two symbols broadcast on one axis: an operand of size 1 must pad by
+    // repeating its one position (SymbolTracker::broadcast); operands whose
+    // padding may hold other values are gathered so that it does.
+    int64_t rank = llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank();
+    SmallVector<int64_t> meet; // result axes where two symbols meet
+    for (int64_t r = 0; r < rank; ++r) {
+      int32_t seen = -1;
+      bool two = false;
+      for (Value v : op->getOperands()) {
+        AxisSymbols a = symbols.of(v);
+        int64_t d = r - (rank - (int64_t)a.size());
+        if (d < 0 || a[d] < 0)
+          continue;
+        two |= seen >= 0 && seen != a[d];
+        seen = a[d];
+      }
+      if (two)
+        meet.push_back(r);
+    }
+    bool changed = false;
+    for (unsigned i = 0; i < op->getNumOperands() && !meet.empty(); ++i) {
+      Value v = op->getOperand(i);
+      if (SymbolTracker::repeatsLast(v))
+        continue;
+      AxisSymbols a = symbols.of(v);
+      for (int64_t r : meet) {
+        int64_t d = r - (rank - (int64_t)a.size());
+        if (d < 0 || a[d] < 0)
+          continue;
+        int64_t dim = llvm::cast<RankedTensorType>(v.getType()).getDimSize(d);
+        v = repackAxis(b, loc, v, d, {RepackPiece{{a[d], 0}, {-1, 0}, 1}}, dim);
+        note(v);
+        changed = true;
+      }
+      op->setOperand(i, v);
+    }
+    if (changed)
+      return first;
   }
   if (auto g = dyn_cast<kiln::GemmOp>(op)) {
     auto sa = symbolicAxes(g.getA(), {g.getTransA() ? 0 : 1});

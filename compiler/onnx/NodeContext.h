@@ -178,7 +178,9 @@ public:
             builder.getContext(), loc, state.operands,
             state.attributes.getDictionary(builder.getContext()),
             state.getRawProperties(), state.regions, types)))
-      return error("invalid operands for " + OpTy::getOperationName());
+      return error(boundsMeet(state.operands)
+                       ? llvm::Twine(boundsMeetWhy)
+                       : "invalid operands for " + OpTy::getOperationName());
     state.addTypes(types);
     return finish(builder.create(state));
   }
@@ -193,6 +195,10 @@ public:
   }
 
 private:
+  /// Whether two symbols of different bounds meet on an axis of
+  /// `operands` (broadcast): then `boundsMeetWhy` says so.
+  bool boundsMeet(mlir::ValueRange operands);
+  std::string boundsMeetWhy;
   /// Dynamic shapes: a symbolic axis broadcast against a static size K > 1
   /// means the symbol is 1 or K at run time; the operand is sliced to K (a
   /// run at 1 is padded to K copies: numpy broadcasting) and the symbol

@@ -81,9 +81,20 @@ std::string generateHeader(const codegen::Program &p) {
       if (i < p.symbolPins.size() && p.symbolPins[i])
         os << "/* broadcast against a static size: a run gives 1 or this */\n#define " << U
            << "_SYMBOL" << i << "_PIN " << p.symbolPins[i] << "\n";
-      if (2 * i + 1 < p.symbolDerived.size() && p.symbolDerived[2 * i] >= 0)
-        os << "/* no input carries it: symbol " << p.symbolDerived[2 * i] << "'s size times "
-           << p.symbolDerived[2 * i + 1] << " */\n";
+      if (3 * i + 2 < p.symbolDerived.size() && p.symbolDerived[3 * i] != 0) {
+        const int64_t *d = &p.symbolDerived[3 * i];
+        std::string a = "symbol " + std::to_string(d[1]) + "'s size";
+        std::string b = "symbol " + std::to_string(d[2]) + "'s size", c = std::to_string(d[2]);
+        static const char *const how[] = {"", "%a times %c", "%a plus %b", "%a plus %c (at least 0)",
+                                          "%a, at most %c", "%a minus %b (at least 0)",
+                                          "%a divided by %c, rounded up",
+                                          "%a broadcast with %b (equal, or one is 1)"};
+        std::string text = d[0] > 0 && d[0] < 8 ? how[d[0]] : "?";
+        for (auto [key, val] : {std::pair<std::string, std::string>{"%a", a}, {"%b", b}, {"%c", c}})
+          if (size_t at = text.find(key); at != std::string::npos)
+            text.replace(at, 2, val);
+        os << "/* no input carries it: " << text << " */\n";
+      }
     }
     os << "\n";
   }

@@ -190,6 +190,47 @@ void boxCopy(char *dst, const char *src, const int64_t *act, const int64_t *boun
     std::memcpy(dst + i * dstRow, dst + (act[0] - 1) * dstRow, dstRow);
 }
 
+/// The size of derived symbol `s` from the earlier ones (kiln_symbol_op).
+kiln_status deriveSymbol(kiln_instance *inst, uint32_t s) {
+  const kiln_model_desc *m = inst->model;
+  const int64_t *d = m->symbol_derived + 3 * s;
+  auto size = [&](int64_t sym) -> int64_t {
+    return sym >= 0 && sym < static_cast<int64_t>(s) ? inst->symbolValues[sym] : -1;
+  };
+  int64_t a = size(d[1]), b = d[2], v = -1;
+  bool symB = d[0] == KILN_SYM_ADD || d[0] == KILN_SYM_SUB || d[0] == KILN_SYM_BROADCAST;
+  if (symB)
+    b = size(d[2]);
+  if (a < 0 || (symB && b < 0))
+    return KILN_OK; // (an operand no input carries: the bound stands)
+  switch (d[0]) {
+  case KILN_SYM_MUL_CONST: v = a * b; break;
+  case KILN_SYM_ADD: v = a + b; break;
+  case KILN_SYM_ADD_CONST: v = std::max<int64_t>(0, a + b); break;
+  case KILN_SYM_MIN_CONST: v = std::min(a, b); break;
+  case KILN_SYM_SUB: v = std::max<int64_t>(0, a - b); break;
+  case KILN_SYM_CEIL_DIV_CONST: v = b > 0 ? (a + b - 1) / b : -1; break;
+  case KILN_SYM_BROADCAST:
+    if (a != b && a != 1 && b != 1) {
+      inst->error = "dynamic dimensions '" + std::string(m->symbol_names[d[1]]) + "' (" +
+                    std::to_string(a) + ") and '" + std::string(m->symbol_names[d[2]]) +
+                    "' (" + std::to_string(b) + ") broadcast on one axis: they must be equal "
+                    "or one of them 1";
+      return KILN_ERROR_SHAPE_MISMATCH;
+    }
+    v = a == 1 ? b : a;
+    break;
+  default: break;
+  }
+  if (v > m->symbol_bounds[s]) { // (kiln-compile derives bounds that hold)
+    inst->error = "dynamic dimension '" + std::string(m->symbol_names[s]) + "' is " +
+                  std::to_string(v) + ", past its bound " + std::to_string(m->symbol_bounds[s]);
+    return KILN_ERROR_SHAPE_MISMATCH;
+  }
+  inst->symbolValues[s] = v;
+  return KILN_OK;
+}
+
 /// The input checks of a run (sets the symbols' sizes).
 kiln_status checkInputs(kiln_instance *inst, const kiln_tensor *inputs, size_t n,
                         void **ptrs) {
@@ -197,9 +238,11 @@ kiln_status checkInputs(kiln_instance *inst, const kiln_tensor *inputs, size_t n
   inst->symbolValues.assign(m->num_symbols, -1);
   kiln_status st = checkTensors(inst, "input", m->inputs, m->num_inputs, inputs, n, ptrs, true);
   for (uint32_t s = 0; st == KILN_OK && s < m->num_symbols; ++s) {
-    int64_t base = m->symbol_derived ? m->symbol_derived[2 * s] : -1;
-    if (base >= 0 && base < static_cast<int64_t>(s) && inst->symbolValues[base] >= 0)
-      inst->symbolValues[s] = inst->symbolValues[base] * m->symbol_derived[2 * s + 1];
+    if (m->symbol_derived && m->symbol_derived[3 * s] != KILN_SYM_INPUT) {
+      st = deriveSymbol(inst, s);
+      if (st != KILN_OK)
+        return st;
+    }
     if (inst->symbolValues[s] < 0)
       inst->symbolValues[s] = m->symbol_bounds[s]; // (carried by no input)
     int64_t pin = m->symbol_pins ? m->symbol_pins[s] : 0, v = inst->symbolValues[s];

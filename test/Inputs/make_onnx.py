@@ -266,8 +266,17 @@ def dynamic_reduce_batch():
 
 
 def dynamic_concat_batch():
-    nodes = [helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat_batch")]
-    return model(nodes, [vi("x", ["N", 3])], [vi("y", None)])
+    # Concat and Slice along the dynamic batch: gathered into place.
+    nodes = [helper.make_node("Concat", ["x", "x"], ["y"], axis=0, name="cat_batch"),
+             helper.make_node("Slice", ["x", "one", "big"], ["z"], name="drop_first")]
+    return model(nodes, [vi("x", ["N", 3])], [vi("y", None), vi("z", None)],
+                 [init("one", np.array([1], np.int64)), init("big", np.array([2**40], np.int64))])
+
+
+def dynamic_topk_batch():
+    nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=0, name="topk_batch")]
+    return model(nodes, [vi("x", ["N", 3])], [vi("v", None), vi("i", None)],
+                 [init("k", np.array([2], np.int64))])
 
 
 def dynamic_shape_data():
@@ -654,6 +663,7 @@ CASES = {f.__name__: f for f in [narrow_types, bad_round_mode, loss_quant_ops, r
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
+                                 dynamic_topk_batch,
                                  dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

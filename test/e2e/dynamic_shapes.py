@@ -337,6 +337,57 @@ def lstm_dynamic_batch():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def concat_slice_split():
+    """Ops whose real elements along the symbolic axis are not a prefix at
+    the bound: concats of two symbols and of a symbol with a constant, the
+    slices ONNX counts from the run's size (negative starts and ends, steps
+    of 2 and -1), an equal split of N; each gathered into place by run-time
+    indices, with a derived symbol (N+M, N-2, ...) for its size. A sum over
+    the concat reads the derived symbol's mask."""
+    c = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5, "c")
+    ints = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    nodes = [helper.make_node("Concat", ["x", "y"], ["xy"], axis=0),
+             helper.make_node("Concat", ["c", "x", "c"], ["cxc"], axis=0),
+             helper.make_node("Slice", ["x", "s1", "e1"], ["mid"]),          # x[1:-1]
+             helper.make_node("Slice", ["xy", "s2", "e2", "a0", "st2"], ["rev"]),  # xy[::-1]
+             helper.make_node("Slice", ["xy", "s3", "e3"], ["tail"]),        # xy[-3:]
+             helper.make_node("Slice", ["cxc", "s4", "e4", "a0", "st4"], ["odd"]),  # [1:9:2]
+             helper.make_node("Split", ["x"], ["p0", "p1", "p2"], axis=0, num_outputs=3),
+             helper.make_node("ReduceSum", ["xy", "a0"], ["sum"], keepdims=1)]
+    g = helper.make_graph(
+        nodes, "concat_slice_split",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, ["M", 3])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+         for n in ["xy", "cxc", "mid", "rev", "tail", "odd", "p0", "p1", "p2", "sum"]],
+        [c, ints("s1", [1]), ints("e1", [-1]), ints("a0", [0]), ints("s2", [-1]),
+         ints("e2", [-2**63 + 1]), ints("st2", [-1]), ints("s3", [-3]), ints("e3", [2**62]),
+         ints("s4", [1]), ints("e4", [9]), ints("st4", [2])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def two_symbols_broadcast():
+    """Two symbols with one bound broadcast on one axis (numpy's rule: equal
+    sizes, or one of them 1); the result's size is derived from both, and
+    an operand whose padding does not repeat its last row (an exp of a
+    concat here) is gathered so that it does."""
+    nodes = [helper.make_node("Add", ["a", "b"], ["s"]),
+             helper.make_node("Concat", ["a", "a"], ["aa"], axis=1),
+             helper.make_node("Slice", ["aa", "k0", "k3", "k1"], ["a3"]),
+             helper.make_node("Mul", ["a3", "b"], ["m"]),
+             helper.make_node("Greater", ["s", "m"], ["g"])]
+    ints = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    g = helper.make_graph(
+        nodes, "two_symbols_broadcast",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["A", 3]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, ["B", 3])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("m", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("g", TensorProto.BOOL, None)],
+        [ints("k0", [0]), ints("k3", [3]), ints("k1", [1])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -413,6 +464,10 @@ def main():
          [{"N": 12, "K": 3}, {"N": 10, "K": 8}, {"N": 16, "K": 1}]),
         ("lstm_dynamic_batch", lstm_dynamic_batch(), ["--max-shape", "x=4x8x3"],
          [{"B": 1}, {"B": 6}, {"B": 8}]),
+        ("concat_slice_split", concat_slice_split(), ["--max-shape", "x=8x3", "--max-shape", "y=8x3"],
+         [{"N": 5, "M": 3}, {"N": 3, "M": 8}, {"N": 8, "M": 1}, {"N": 7, "M": 0}]),
+        ("two_symbols_broadcast", two_symbols_broadcast(), [],
+         [{"A": 4, "B": 4}, {"A": 1, "B": 6}, {"A": 5, "B": 1}, {"A": 1, "B": 1}]),
         ("batch_reductions", batch_reductions(), ["--max-shape", "x=12x6"],
          [{"N": 1}, {"N": 5}, {"N": 12}]),
         ("attention_dynamic_seq", attention_dynamic_seq(), ["--max-shape", "x=2x24x16"],
@@ -485,7 +540,12 @@ def main():
                  {"a": rng.standard_normal((2, 4)).astype(np.float32),
                   "b": rng.standard_normal(3).astype(np.float32)},
                  "dynamic dimension 'B' is 3; the model broadcasts it against size 4, so "
-                 "it must be 1 or 4")]:
+                 "it must be 1 or 4"),
+                ("two_symbols_broadcast_cpu.so",
+                 {"a": rng.standard_normal((2, 3)).astype(np.float32),
+                  "b": rng.standard_normal((3, 3)).astype(np.float32)},
+                 "dynamic dimensions 'A' (2) and 'B' (3) broadcast on one axis: they must be "
+                 "equal or one of them 1")]:
             cmd = [os.path.join(args.bindir, "kiln-run"), os.path.join(work, so)]
             for n, a in feeds.items():
                 np.save(os.path.join(work, n + "_e.npy"), a)

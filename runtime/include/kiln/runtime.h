@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 5
+#define KILN_ABI_VERSION 6
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -174,6 +174,23 @@ typedef struct kiln_device_program {
   const void *weights;
 } kiln_device_program;
 
+/** How a derived symbol's size S follows from symbol a's size A and b
+ *  (a constant, or symbol b's size B). Derived symbols come from ops along
+ *  a dynamic axis: a reshape merging it with static axes (MUL_CONST), a
+ *  concat (ADD, ADD_CONST), a slice (ADD_CONST, MIN_CONST, SUB,
+ *  CEIL_DIV_CONST), two symbols broadcast on one axis (BROADCAST). */
+typedef enum kiln_symbol_op {
+  KILN_SYM_INPUT = 0,          /* a size an input carries */
+  KILN_SYM_MUL_CONST = 1,      /* S = A * b */
+  KILN_SYM_ADD = 2,            /* S = A + B */
+  KILN_SYM_ADD_CONST = 3,      /* S = max(0, A + b) */
+  KILN_SYM_MIN_CONST = 4,      /* S = min(A, b) */
+  KILN_SYM_SUB = 5,            /* S = max(0, A - B) */
+  KILN_SYM_CEIL_DIV_CONST = 6, /* S = ceil(A / b), b > 0 */
+  KILN_SYM_BROADCAST = 7       /* S = A if A == B or B == 1, B if A == 1;
+                                  any other pair is a shape error */
+} kiln_symbol_op;
+
 /** What kiln-compile emits for a model (`<name>_desc`). */
 typedef struct kiln_model_desc {
   uint32_t abi_version;
@@ -214,9 +231,10 @@ typedef struct kiln_model_desc {
   uint32_t num_symbol_inputs;
   uint32_t reserved3;
   const int32_t *symbol_inputs;
-  /** Null, or per symbol two entries {base, factor}: a symbol no input
-   *  carries whose size is symbol base's times factor (a reshape merged a
-   *  dynamic axis with static ones after it), {-1, 1} for the others. */
+  /** Null, or per symbol three entries {op, a, b} (kiln_symbol_op): how
+   *  the size of a symbol no input carries follows from earlier symbols'
+   *  (a < the symbol's index, b too where it names one); {0, -1, 0} for
+   *  the inputs' symbols. */
   const int64_t *symbol_derived;
 } kiln_model_desc;
 
