@@ -335,6 +335,14 @@ LogicalResult convertResize(NodeContext &ctx, bool upsample) {
     if (sizesT->numElements() != nAxes)
       return ctx.error("expects " + Twine(nAxes) + " sizes, got " +
                        Twine(sizesT->numElements()));
+    // `sizes` resizing a dynamic axis to 1 (a batch the model was exported
+    // with): the symbol is taken to be 1 (the import restarts with it fixed,
+    // warning), rather than interpolating positions of a padded axis.
+    if (!ctx.hostInput(0))
+      for (int64_t i = 0; i < nAxes; ++i)
+        if (sizesT->values[i] == 1 && ctx.imp.symbols.of(ctx.input(0))[axes[i]] >= 0 &&
+            ctx.requireSize(ctx.input(0), axes[i], 1))
+          return failure();
     std::string policy = ctx.attrString("keep_aspect_ratio_policy", "stretch");
     if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
       return ctx.error("unknown keep_aspect_ratio_policy '" + policy + "'");
