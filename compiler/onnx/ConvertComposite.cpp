@@ -613,6 +613,15 @@ LogicalResult convertTrilu(NodeContext &ctx) {
   Builder g{ctx};
   Value x = ctx.input(0);
   Value c = Importer::materialize(ctx.builder, mask, ctx.node.name() + ".mask");
+  // Element (i, j) of the mask depends only on i and j, so along a dynamic
+  // row or column axis it is exact at the bound: it carries the symbol.
+  AxisSymbols syms = ctx.imp.symbols.of(x);
+  SmallVector<int64_t> pairs;
+  for (int64_t d = 0; d < 2; ++d)
+    if (int32_t s = syms[in.getRank() - 2 + d]; s >= 0)
+      pairs.append({d, s});
+  if (!pairs.empty())
+    c.getDefiningOp()->setAttr("kiln.axis_symbol", ctx.builder.getDenseI64ArrayAttr(pairs));
   return g.result(g.where(c, x, g.scalar(x, 0.0)));
 }
 
@@ -626,20 +635,42 @@ LogicalResult convertTile(NodeContext &ctx) {
   if (reps->numElements() != in.getRank())
     return ctx.error("repeats has " + Twine(reps->numElements()) + " values for a rank-" +
                      Twine(in.getRank()) + " input");
-  SmallVector<int64_t> split, expanded, out;
+  // A dynamic axis repeated r times holds r copies of the run's real
+  // positions one after another: those axes are repacked from r pieces
+  // (size s*r), the static ones tiled by a reshape and an expand.
+  AxisSymbols syms = ctx.hostInput(0) ? AxisSymbols(in.getRank(), -1)
+                                      : ctx.imp.symbols.of(ctx.input(0));
+  SmallVector<int64_t> split, expanded, full, out, symbolic;
   for (int64_t d = 0; d < in.getRank(); ++d) {
     int64_t r = hostInt(reps->values[d]);
     if (r < 0)
       return ctx.error("repeats must not be negative");
+    full.append({r, in.getDimSize(d)});
+    if (syms[d] >= 0 && r > 1) {
+      symbolic.push_back(d);
+      r = 1;
+    }
     split.append({1, in.getDimSize(d)});
     expanded.append({r, in.getDimSize(d)});
   }
-  if (checkedElements(expanded) < 0)
+  if (checkedElements(full) < 0)
     return ctx.error("the output would have more than 2^40 elements");
   for (int64_t d = 0; d < in.getRank(); ++d)
     out.push_back(expanded[2 * d] * in.getDimSize(d));
   Builder g{ctx};
-  return g.result(g.reshape(g.expand(g.reshape(ctx.input(0), split), expanded), out));
+  Value x = ctx.input(0);
+  if (symbolic.empty() || llvm::any_of(llvm::seq<int64_t>(0, in.getRank()),
+                                       [&](int64_t d) { return expanded[2 * d] != 1; }))
+    x = g.reshape(g.expand(g.reshape(x, split), expanded), out);
+  if (!g.ok({x}))
+    return failure();
+  for (int64_t d : symbolic) {
+    int64_t r = full[2 * d];
+    out[d] *= r;
+    x = ctx.imp.repackAxis(ctx.builder, ctx.loc, x, d,
+                           {Importer::RepackPiece{{syms[d], 0}, {-1, 0}, 1}}, out[d], r);
+  }
+  return g.result(x);
 }
 
 /// DepthToSpace and SpaceToDepth: a reshape, a transpose and a reshape.
@@ -1194,6 +1225,9 @@ LogicalResult convertReverseSequence(NodeContext &ctx) {
       batchAxis == timeAxis)
     return ctx.error("expects a rank >= 2 input with batch_axis and time_axis 0 and 1");
   int64_t B = in.getDimSize(batchAxis), T = in.getDimSize(timeAxis);
+  if (lensT.getRank() == 1 &&
+      ctx.imp.symbols.requireEqual(ctx.input(1), 0, ctx.input(0), batchAxis))
+    return failure(); // one length per batch entry: a dynamic size fixed to match
   if (lensT.getRank() != 1 || lensT.getDimSize(0) != B ||
       !lensT.getElementType().isSignlessInteger())
     return ctx.error("sequence_lens must hold one integer per batch entry (" + Twine(B) + ")");

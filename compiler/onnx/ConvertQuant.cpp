@@ -61,6 +61,11 @@ Value alignParam(Builder &g, Value p, RankedTensorType x, int64_t axis, int64_t 
     n *= d;
   if (n == 1)
     return ps.empty() ? p : g.reshape(p, {});
+  if (ps.size() == 1 && ps[0] != x.getDimSize(axis) &&
+      g.ctx.requireSize(p, 0, x.getDimSize(axis))) {
+    g.failed = true; // a dynamic parameter length is the axis's: fixed, imported again
+    return {};
+  }
   if (ps.size() != 1 || ps[0] != x.getDimSize(axis)) {
     (void)g.ctx.error("a per-axis scale or zero point must be 1-D with " +
                 Twine(x.getDimSize(axis)) + " entries (the input's axis " + Twine(axis) + ")");

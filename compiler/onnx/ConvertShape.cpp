@@ -162,6 +162,8 @@ LogicalResult convertSqueeze(NodeContext &ctx) {
       auto n = normalizeAxis(ctx, a, in.getRank());
       if (failed(n))
         return failure();
+      if (in.getDimSize(*n) != 1 && ctx.requireSize(ctx.input(0), *n, 1))
+        return failure(); // a dynamic dimension the model squeezes is 1
       if (in.getDimSize(*n) != 1)
         return ctx.error("cannot squeeze dimension " + Twine(a) + " of size " +
                          Twine(in.getDimSize(*n)));

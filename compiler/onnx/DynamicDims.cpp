@@ -79,6 +79,16 @@ SymbolTracker::SymSize SymbolTracker::add(SymSize x, SymSize y) {
     return {y.sym, y.c + x.c};
   if (y.sym < 0)
     return {x.sym, x.c + y.c};
+  // k*s + m*s is (k+m)*s (a tile, a concat of one value with itself).
+  auto factored = [&](int32_t t) -> std::pair<int32_t, int64_t> {
+    if (derived[t].op == KILN_SYM_MUL_CONST)
+      return {derived[t].a, derived[t].b};
+    return {t, 1};
+  };
+  auto [xs, xk] = factored(x.sym);
+  auto [ys, yk] = factored(y.sym);
+  if (xs == ys)
+    return {product(xs, xk + yk), x.c + y.c};
   return {derive(KILN_SYM_ADD, x.sym, y.sym), x.c + y.c};
 }
 
@@ -104,7 +114,9 @@ bool SymbolTracker::carriesSymbol(Value v) const { return axes.count(v) != 0; }
 
 bool SymbolTracker::repeatsLast(Value v) {
   Operation *def = v.getDefiningOp();
-  return !def || def->hasAttr("kiln.axis_symbol");
+  // (A positional constant states its symbols too, but its padding holds
+  // the bound's positions, not copies of the last real one.)
+  return !def || (def->hasAttr("kiln.axis_symbol") && !llvm::isa<kiln::ConstantOp>(def));
 }
 
 bool SymbolTracker::masked(Value v, int64_t d) const {
@@ -298,12 +310,15 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
     return success(); // static in, static out
   Value res = op->getResult(0);
   LogicalResult r = visitOp(op, why);
-  // An op that repacks an axis (Importer::repackAxis) states its symbol.
+  // An op that repacks an axis (Importer::repackAxis), or a constant whose
+  // elements depend only on their position (Trilu's mask), states its
+  // symbols: [axis, symbol] pairs.
   if (succeeded(r))
     if (auto as = op->getAttrOfType<DenseI64ArrayAttr>("kiln.axis_symbol")) {
       AxisSymbols out = of(res);
-      if (as[0] < (int64_t)out.size())
-        out[as[0]] = static_cast<int32_t>(as[1]);
+      for (int64_t i = 0; i + 1 < (int64_t)as.size(); i += 2)
+        if (as[i] >= 0 && as[i] < (int64_t)out.size())
+          out[as[i]] = static_cast<int32_t>(as[i + 1]);
       axes.erase(res);
       setSymbols(res, out);
     }
@@ -358,6 +373,8 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
   };
 
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      // (Static; visit() applies the symbols a positional one states.)
+      .Case<kiln::ConstantOp>([&](auto) { return success(); })
       .Case<kiln::ConvOp>([&](kiln::ConvOp c) -> LogicalResult {
         // Output channel o reads only filter o: a symbol on the filters
         // (and the same one on the bias) carries over to the channels.
@@ -731,10 +748,7 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
       .Default([&](Operation *o) -> LogicalResult {
         if (o->hasTrait<OpTrait::SameOperandsAndResultType>() ||
             o->hasTrait<OpTrait::SameOperandsAndResultShape>() ||
-            llvm::isa<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp, kiln::PowOp,
-                      kiln::MaxOp, kiln::MinOp, kiln::ModOp, kiln::AndOp, kiln::OrOp,
-                      kiln::XorOp, kiln::ShlOp, kiln::ShrOp, kiln::CompareOp, kiln::WhereOp,
-                      kiln::ExpandOp>(o))
+            kiln::BroadcastingOps::contains(o) || llvm::isa<kiln::ExpandOp>(o))
           return broadcast(o, o->getOperands(), why);
         why = "'" + o->getName().getStringRef().str() +
               "' has no rule for dynamic dimensions yet";

@@ -459,7 +459,7 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
   // their inputs' shapes (and the values of inputs from `valuesFrom` on:
   // Unsqueeze's axes, Slice's starts...) only when one of those does.
   auto shapeDependent = [&]() {
-    if (opType == "Shape")
+    if (opType == "Shape" || opType == "Size")
       return false;
     size_t valuesFrom;
     if (opType == "Gather" || opType == "Concat" || opType == "Cast" || opType == "Identity" ||
@@ -580,6 +580,25 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
     AxisSymbols a = symbols.of(nc.input(0));
     AxisSymbols read = shapeSymbols(nc, a);
     out->symbolTags.assign(read.begin(), read.end());
+    return;
+  }
+  if (opType == "Size" && !nc.hostInput(0)) {
+    // One symbolic axis: the size is that symbol's times the static rest
+    // (a derived symbol the runtime computes); more: not one symbol's size.
+    Value in = nc.input(0);
+    AxisSymbols a = symbols.of(in);
+    auto t = llvm::cast<RankedTensorType>(in.getType());
+    int32_t sym = -1, count = 0;
+    int64_t rest = 1;
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      if (a[d] >= 0) {
+        sym = a[d];
+        ++count;
+      } else {
+        rest *= t.getDimSize(d);
+      }
+    }
+    out->symbolTags = {count == 1 && rest > 0 ? symbols.product(sym, rest) : -2};
     return;
   }
   if (opType == "Expand" && nc.hostInput(0) && !nc.hostInput(0)->fromSymbolicShape) {

@@ -72,9 +72,11 @@ public:
   /// `outSize` positions) so that the pieces' real elements lie one after
   /// another from position 0 and the rest repeats the last of them (the
   /// padding a run pads with); the axis carries the symbol of their total
-  /// size. Built at `b`'s insertion point.
+  /// size. `repeat` lays the pieces out that many times (a tile). Built at
+  /// `b`'s insertion point.
   mlir::Value repackAxis(mlir::OpBuilder &b, mlir::Location loc, mlir::Value packed,
-                         int64_t axis, llvm::ArrayRef<RepackPiece> pieces, int64_t outSize);
+                         int64_t axis, llvm::ArrayRef<RepackPiece> pieces, int64_t outSize,
+                         int64_t repeat = 1);
   /// Masks the padding of a reduction or contraction over a symbolic axis;
   /// returns the first op it inserted (null when `op` needs none).
   mlir::FailureOr<mlir::Operation *> maskAlongSymbols(mlir::Operation *op);

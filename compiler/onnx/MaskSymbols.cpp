@@ -49,10 +49,11 @@ Value Importer::sizeValue(OpBuilder &b, Location loc, SymbolTracker::SymSize x) 
 }
 
 Value Importer::repackAxis(OpBuilder &b, Location loc, Value packed, int64_t axis,
-                           ArrayRef<RepackPiece> pieces, int64_t outSize) {
+                           ArrayRef<RepackPiece> pieces, int64_t outSize, int64_t repeat) {
   // Output position j < total reads piece i (the last whose start o_i <= j)
   // at from_i + (j - o_i) * step_i; positions past the total read the last
-  // real one; indices clamped to the packed axis.
+  // real one; indices clamped to the packed axis. Repeated, j is first
+  // taken modulo one round's size.
   auto i64 = b.getIntegerType(64);
   auto constant = [&](ArrayRef<int64_t> shape, auto value) {
     HostTensor h;
@@ -65,14 +66,24 @@ Value Importer::repackAxis(OpBuilder &b, Location loc, Value packed, int64_t axi
       h.values.push_back(static_cast<double>(value(i)));
     return materialize(b, h, "repack");
   };
-  SymbolTracker::SymSize total;
+  SymbolTracker::SymSize round, total;
   for (const RepackPiece &p : pieces)
-    total = symbols.add(total, p.size);
+    round = symbols.add(round, p.size);
+  total = round.sym < 0 ? SymbolTracker::SymSize{-1, round.c * repeat}
+        : repeat == 1  ? round
+                       : SymbolTracker::SymSize{symbols.product(symbols.symbolOf(round), repeat), 0};
   Value j = constant({outSize}, [](int64_t i) { return i; });
-  Value last = kiln::SubOp::create(b, loc, sizeValue(b, loc, total),
-                                   constant({1}, [](int64_t) { return 1; }));
-  last = kiln::MaxOp::create(b, loc, last, constant({1}, [](int64_t) { return 0; }));
-  j = kiln::MinOp::create(b, loc, j, last);
+  auto clampedLast = [&](SymbolTracker::SymSize n) {
+    Value last = kiln::SubOp::create(b, loc, sizeValue(b, loc, n),
+                                     constant({1}, [](int64_t) { return 1; }));
+    return kiln::MaxOp::create(b, loc, last, constant({1}, [](int64_t) { return 0; }));
+  };
+  j = kiln::MinOp::create(b, loc, j, clampedLast(total));
+  if (repeat > 1) {
+    Value once = kiln::AddOp::create(b, loc, clampedLast(round),
+                                     constant({1}, [](int64_t) { return 1; }));
+    j = kiln::ModOp::create(b, loc, j, once, false);
+  }
   auto read = [&](const RepackPiece &p, Value offset) -> Value {
     Value rel = offset ? Value(kiln::SubOp::create(b, loc, j, offset)) : j;
     if (p.step != 1)
@@ -327,10 +338,7 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     op->setAttr("kiln.symbol_indices", b.getUnitAttr());
     return first;
   }
-  if (isa<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp, kiln::PowOp, kiln::MaxOp,
-          kiln::MinOp, kiln::ModOp, kiln::AndOp, kiln::OrOp, kiln::XorOp, kiln::ShlOp,
-          kiln::ShrOp, kiln::CompareOp, kiln::WhereOp>(op) &&
-      !op->hasAttr("kiln.masked_axes")) {
+  if (kiln::BroadcastingOps::contains(op) && !op->hasAttr("kiln.masked_axes")) {
     // Two symbols broadcast on one axis: an operand of size 1 must pad by
     // repeating its one position (SymbolTracker::broadcast); operands whose
     // padding may hold other values are gathered so that it does.

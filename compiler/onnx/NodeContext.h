@@ -166,10 +166,7 @@ public:
     mlir::OperationState state(loc, OpTy::getOperationName());
     OpTy::build(builder, state, mlir::Type(), std::forward<Args>(args)...);
     state.types.clear();
-    if constexpr (llvm::is_one_of<OpTy, kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::DivOp,
-                                  kiln::PowOp, kiln::MaxOp, kiln::MinOp, kiln::ModOp,
-                                  kiln::AndOp, kiln::OrOp, kiln::XorOp, kiln::ShlOp,
-                                  kiln::ShrOp, kiln::CompareOp, kiln::WhereOp>::value)
+    if constexpr (kiln::BroadcastingOps::has<OpTy>)
       pinBroadcast(state.operands);
     if (constrainSymbols(state, inherentAttrs<OpTy>(state)))
       return mlir::failure(); // the import restarts with a symbol fixed

@@ -28,6 +28,18 @@ namespace kiln {
 /// activations. Such ops fuse into epilogues and elementwise kernels.
 bool isElementwise(mlir::Operation *op);
 
+/// The ops whose operands broadcast numpy-style against each other: binary
+/// arithmetic, logic and bit ops, comparisons and where.
+/// `BroadcastingOps::contains(op)`, or `BroadcastingOps::has<OpTy>` at
+/// compile time.
+template <typename... Ops> struct OpList {
+  static bool contains(mlir::Operation *op) { return llvm::isa<Ops...>(op); }
+  template <typename OpTy> static constexpr bool has = llvm::is_one_of<OpTy, Ops...>::value;
+};
+using BroadcastingOps =
+    OpList<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, AndOp, OrOp, XorOp, ShlOp,
+           ShrOp, CompareOp, WhereOp>;
+
 /// The output size of one windowed spatial dimension (convolution or
 /// pooling; ONNX's rule: with ceil mode the last window starts inside the
 /// input or its begin padding); 0 when no window fits.

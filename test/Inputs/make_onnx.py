@@ -273,6 +273,32 @@ def dynamic_concat_batch():
                  [init("one", np.array([1], np.int64)), init("big", np.array([2**40], np.int64))])
 
 
+def dynamic_tile_trilu_size():
+    # Positional ops along the dynamic batch: a tile repeating it (gathered
+    # from the run's rows, modulo its size), Trilu's mask carrying the
+    # symbol, and Size as an output (the derived symbol N*3 read at run time).
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"], name="tile_batch"),
+             helper.make_node("Trilu", ["x"], ["u"], upper=1, name="upper"),
+             helper.make_node("Size", ["x"], ["n"], name="count")]
+    return model(nodes, [vi("x", ["N", 3])],
+                 [vi("t", None), vi("u", None), vi("n", None, TensorProto.INT64)],
+                 [init("reps", np.array([3, 2], np.int64))])
+
+
+def dynamic_fixed_by_params():
+    # Parameters given as inputs whose length the model ties to a static
+    # axis (a per-axis scale, one sequence length per batch entry) and a
+    # squeeze of a dynamic axis: each symbol is fixed, with a warning.
+    nodes = [helper.make_node("QuantizeLinear", ["x", "scale"], ["q"], axis=1, name="quant"),
+             helper.make_node("ReverseSequence", ["s", "lens"], ["r"], batch_axis=1, time_axis=0,
+                              name="reverse"),
+             helper.make_node("Squeeze", ["o", "ax0"], ["sq"], name="squeeze_batch")]
+    return model(nodes, [vi("x", [2, 3]), vi("scale", ["C"]), vi("s", [5, 4]),
+                         vi("lens", ["L"], TensorProto.INT64), vi("o", ["One", 4])],
+                 [vi("q", None, TensorProto.UINT8), vi("r", None), vi("sq", None)],
+                 [init("ax0", np.array([0], np.int64))])
+
+
 def dynamic_topk_batch():
     nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=0, name="topk_batch")]
     return model(nodes, [vi("x", ["N", 3])], [vi("v", None), vi("i", None)],
@@ -663,7 +689,7 @@ CASES = {f.__name__: f for f in [narrow_types, bad_round_mode, loss_quant_ops, r
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_topk_batch,
+                                 dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params,
                                  dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

@@ -15,6 +15,7 @@ size), symbols the model fixes to a static size or to another symbol (a
 weight input's channels, a product's inner dimensions), shape values that
 name a symbol exactly (ConstantOfShape and Expand targets, EyeLike),
 reshapes merging the batch with the axes after it (a derived symbol),
+tiles, Trilu and Size along the batch,
 scatters along the batch (negative indices, a dynamic number of updates), an
 LSTM over a dynamic batch, reductions and matrix products over the symbolic batch (masked
 padding), and self-attention over a symbolic sequence length. Then the run-time errors: a size past the bound, two inputs that
@@ -388,6 +389,30 @@ def two_symbols_broadcast():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def tile_trilu_size():
+    """Positional ops along the symbolic batch: Tile repeating it 3 times
+    (gathered modulo the run's size; a sum over the tiled axis reads the
+    derived symbol N*3's mask), Trilu with the batch on its rows and, after
+    a transpose, on its columns, and Size of the input and of the tile as
+    outputs (run-time values of derived symbols)."""
+    ints = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"]),
+             helper.make_node("ReduceSum", ["t", "a0"], ["tsum"], keepdims=0),
+             helper.make_node("Trilu", ["x", "k1"], ["up"], upper=1),
+             helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0]),
+             helper.make_node("Trilu", ["xt", "km1"], ["low"], upper=0),
+             helper.make_node("Size", ["x"], ["nx"]),
+             helper.make_node("Size", ["t"], ["nt"])]
+    g = helper.make_graph(
+        nodes, "tile_trilu_size",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+         for n in ["t", "tsum", "up", "low"]] +
+        [helper.make_tensor_value_info(n, TensorProto.INT64, None) for n in ["nx", "nt"]],
+        [ints("reps", [3, 2]), ints("a0", [0]), ints("k1", 1), ints("km1", -1)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -438,6 +463,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bindir", required=True)
     ap.add_argument("--targets", default="cpu,cuda-emu")
+    ap.add_argument("--only", help="only the cases whose name contains this text (and no "
+                    "header or run-time error checks)")
     args = ap.parse_args()
     rng = np.random.default_rng(7)
     bert = symbolic_batch(MODELS["bert_layer"](seq=32, hidden=64, heads=4, ffn=128))
@@ -466,6 +493,8 @@ def main():
          [{"B": 1}, {"B": 6}, {"B": 8}]),
         ("concat_slice_split", concat_slice_split(), ["--max-shape", "x=8x3", "--max-shape", "y=8x3"],
          [{"N": 5, "M": 3}, {"N": 3, "M": 8}, {"N": 8, "M": 1}, {"N": 7, "M": 0}]),
+        ("tile_trilu_size", tile_trilu_size(), ["--max-shape", "x=8x4"],
+         [{"N": 1}, {"N": 5}, {"N": 8}, {"N": 0}]),
         ("two_symbols_broadcast", two_symbols_broadcast(), [],
          [{"A": 4, "B": 4}, {"A": 1, "B": 6}, {"A": 5, "B": 1}, {"A": 1, "B": 1}]),
         ("batch_reductions", batch_reductions(), ["--max-shape", "x=12x6"],
@@ -476,6 +505,8 @@ def main():
         ("bert_layer", bert, ["--max-shape", "input=3x32x64"], [{"batch": 2}, {"batch": 3}]),
         ("gpt2_block", gpt2, ["--max-shape", "input=3x32x64"], [{"batch": 1}, {"batch": 3}]),
     ]
+    if args.only:
+        cases = [c for c in cases if args.only in c[0]]
     passed = failed = 0
     with tempfile.TemporaryDirectory() as work:
         for name, m, flags, runs in cases:
@@ -514,6 +545,9 @@ def main():
                           f"max abs error {worst:.3g}" + (f" ({'; '.join(bad)})" if bad else ""))
                     passed += ok
                     failed += not ok
+        if args.only:
+            print(f"{passed} passed, {failed} failed")
+            return 1 if failed else 0
         # The header of a .o names the symbols, their bounds and each axis's.
         obj = os.path.join(work, "mlp_view.o")
         subprocess.run([os.path.join(args.bindir, "kiln-compile"), os.path.join(work, "mlp_view.onnx"),

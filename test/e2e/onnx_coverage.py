@@ -10,7 +10,9 @@ compared with the stored ones (rtol 1e-3, atol 1e-7: the ONNX backend
 tests' defaults), in two shape modes:
 
   static   the model as stored;
-  dynamic  every graph input's first dimension made symbolic (dim_param).
+  dynamic  every graph input's first dimension made symbolic (dim_param),
+           compiled at the default bound (--max-shape the stored size
+           where that is larger, as a user with such inputs gives it).
 
 A test ends as
   pass          every output of every data set within tolerance;
@@ -61,6 +63,7 @@ QUICK_SAMPLE = {("cpu", "dynamic"): 2, ("cuda-emu", "dynamic"): 4}
 def sampled(name, k):
     return int(hashlib.sha1(name.encode()).hexdigest(), 16) % k == 0
 RTOL, ATOL = 1e-3, 1e-7
+DEFAULT_BOUND = 64  # kiln-compile's bound for a dynamic dimension without --max-shape
 SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
 
 # Out of scope (issue 5): not deterministic, not tensors, or not inference.
@@ -289,6 +292,28 @@ def make_dynamic(model_path, out_path):
     return changed
 
 
+def max_shape_args(model_path):
+    """--max-shape for the symbolic inputs whose stored first dimension is
+    past the default bound, as a user with such inputs gives it (the
+    others compile at the default bound)."""
+    m = onnx.load(model_path, load_external_data=False)
+    args = []
+    for vi in m.graph.input:
+        if vi.type.WhichOneof("value") != "tensor_type":
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if not dims or not dims[0].dim_param.startswith("N"):
+            continue
+        size = dims[0].dim_param[1:]
+        if not size.isdigit() or int(size) <= DEFAULT_BOUND:
+            continue
+        rest = [str(d.dim_value) for d in dims[1:]]
+        if any(not d.HasField("dim_value") for d in dims[1:]):
+            continue
+        args.append(f"--max-shape={vi.name}=" + "x".join([size] + rest))
+    return args
+
+
 def data_set_command(bindir, so, model, ds, rtol, atol, bound=(), expected=None):
     """kiln-run on the stored inputs of data set `ds`, comparing the stored
     outputs (the graph's inputs that are not initializers, in order; `bound`
@@ -316,6 +341,8 @@ def run_test(label, d, target, mode, bindir, work):
             model = dyn
     so = os.path.join(work, tag + ".so")
     compile_cmd = [os.path.join(bindir, "kiln-compile"), model, "--target=" + target, "-o", so]
+    if mode == "dynamic":
+        compile_cmd += max_shape_args(model)
     r = subprocess.run(compile_cmd, capture_output=True, text=True)
     m = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
     bound = {}
@@ -396,7 +423,8 @@ def write_markdown(path, results, tests, targets, modes, scope):
         "(`python3 test/e2e/onnx_coverage.py --bindir build/bin --write-doc`). "
         f"Tolerance rtol {RTOL}, atol {ATOL}. *dynamic*: every graph input's first "
         "dimension made symbolic (one symbol per distinct size), compiled at the default "
-        "bound (64) and run at the stored sizes (docs/cli.md, *Dynamic shapes*). Tests whose shape arguments (axes, target shapes, "
+        f"bound ({DEFAULT_BOUND}; `--max-shape` the stored size where that is larger) and run "
+        "at the stored sizes (docs/cli.md, *Dynamic shapes*). Tests whose shape arguments (axes, target shapes, "
         "pads, repeats, OneHot's depth, Resize's scales) are graph inputs compile with "
         "those inputs (integer and bool ones, and float ones of at most 8 values) bound to their "
         "stored values (`kiln-compile --bind NAME=FILE`, as onnx-mlir's backend tests make "
