@@ -4180,10 +4180,10 @@ LogicalResult Lowering::run() {
       int64_t s = i / 3, op = d[i];
       bool symB = op == KILN_SYM_ADD || op == KILN_SYM_SUB || op == KILN_SYM_BROADCAST;
       bool ok = op == KILN_SYM_INPUT ||
-                (op >= KILN_SYM_MUL_CONST && op <= KILN_SYM_BROADCAST && d[i + 1] >= 0 &&
+                (op >= KILN_SYM_MUL_CONST && op <= KILN_SYM_DIV_CONST && d[i + 1] >= 0 &&
                  d[i + 1] < s && (!symB || (d[i + 2] >= 0 && d[i + 2] < s)) &&
                  (op != KILN_SYM_MUL_CONST || d[i + 2] >= 1) &&
-                 (op != KILN_SYM_CEIL_DIV_CONST || d[i + 2] >= 1));
+                 ((op != KILN_SYM_CEIL_DIV_CONST && op != KILN_SYM_DIV_CONST) || d[i + 2] >= 1));
       if (!ok)
         return fn.emitError("kiln.symbol_derived: symbol ") << s << " is not derived validly";
     }

@@ -64,6 +64,96 @@ FailureOr<std::vector<int64_t>> hostInts(NodeContext &ctx, size_t i,
   return v;
 }
 
+/// A reshape whose -1 (at `m`) takes the share of the input's one symbolic
+/// axis, N, when a static axis before it keeps the real elements from
+/// staying a prefix (e.g. [N, 3, 4] -> [2, -1, 2], i.e. [2, 3N, 2]): the
+/// symbol's axes before it all of size 1, so the input's real elements are
+/// the first of its flat buffer, and output element i reads flat position
+///   sum_{d<m} i_d c_d S + sum_{d>m} i_d c_d + min(i_m, S - 1) c_m
+/// (S = N x restIn / restOut the output axis's run-time size, c_d the
+/// static strides without axis m): a gather by run-time indices whose
+/// padding repeats the last real position. Null when that does not apply.
+Value gatherReshape(NodeContext &ctx, ArrayRef<int64_t> target, int64_t m) {
+  SymbolTracker &st = ctx.imp.symbols;
+  Value x = ctx.hostInput(0) ? Value() : ctx.input(0);
+  if (!x || m < 0 || !st.carriesSymbol(x))
+    return {};
+  std::string why;
+  if (st.reshapeSymbols(x, target, why, /*dryRun=*/true))
+    return {}; // the plain view keeps the symbols
+  auto in = ctx.inputType(0);
+  AxisSymbols a = st.of(x);
+  int64_t k = -1, restIn = 1, restOut = 1, rank = target.size();
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    if (a[d] >= 0) {
+      if (k >= 0)
+        return {};
+      k = d;
+    } else {
+      if (k < 0 && in.getDimSize(d) != 1)
+        return {};
+      restIn *= in.getDimSize(d);
+    }
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != m)
+      restOut *= target[d];
+  if (k < 0 || restIn == 0 || restOut == 0 || restIn % restOut)
+    return {};
+  int32_t S = st.product(a[k], restIn / restOut);
+  if (st.bounds[S] != target[m])
+    return {};
+  // Static strides (axis m left out of those before it) as constants.
+  SmallVector<int64_t> strideOut(rank, 1), strideBefore(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) {
+    strideOut[d] = strideOut[d + 1] * target[d + 1];
+    strideBefore[d] = strideBefore[d + 1] * (d + 1 == m ? 1 : target[d + 1]);
+  }
+  OpBuilder &b = ctx.builder;
+  Location loc = ctx.loc;
+  Type i64 = b.getIntegerType(64);
+  // sum over axes `from` <= d < `to` of i_d * stride[d], shaped to broadcast.
+  auto positional = [&](int64_t from, int64_t to, ArrayRef<int64_t> stride) {
+    HostTensor h;
+    h.elementType = i64;
+    h.shape.assign(rank, 1);
+    for (int64_t d = from; d < to; ++d)
+      h.shape[d] = target[d];
+    int64_t n = h.numElements();
+    for (int64_t flat = 0; flat < n; ++flat) {
+      int64_t rem = flat, v = 0;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        int64_t i = rem % h.shape[d];
+        rem /= h.shape[d];
+        if (d >= from && d < to)
+          v += i * stride[d];
+      }
+      h.values.push_back(static_cast<double>(v));
+    }
+    return Importer::materialize(b, h, "reshape");
+  };
+  auto scalar = [&](int64_t v) {
+    HostTensor h{i64, {1}, {static_cast<double>(v)}, {}};
+    return Importer::materialize(b, h, "reshape");
+  };
+  Value size = ctx.imp.symbolInput(S);
+  Value last = kiln::MaxOp::create(b, loc, kiln::SubOp::create(b, loc, size, scalar(1)), scalar(0));
+  Value im = kiln::MinOp::create(b, loc, positional(m, m + 1, SmallVector<int64_t>(rank, 1)), last);
+  Value idx = kiln::MulOp::create(b, loc, im, scalar(strideOut[m]));
+  if (m + 1 < rank)
+    idx = kiln::AddOp::create(b, loc, idx, positional(m + 1, rank, strideOut));
+  if (m > 0)
+    idx = kiln::AddOp::create(
+        b, loc, idx, kiln::MulOp::create(b, loc, positional(0, m, strideBefore), size));
+  idx = kiln::MinOp::create(b, loc, idx, scalar(std::max<int64_t>(in.getNumElements() - 1, 0)));
+  Value flat = kiln::ReshapeOp::create(
+      b, loc, RankedTensorType::get({in.getNumElements()}, in.getElementType()), x);
+  auto g = kiln::GatherOp::create(b, loc, flat, idx, b.getI64IntegerAttr(0));
+  g->setAttr("kiln.symbol_indices", b.getUnitAttr());
+  g->setAttr("kiln.axis_symbol", b.getDenseI64ArrayAttr({m, S}));
+  return g.getResult();
+}
+
 LogicalResult convertReshape(NodeContext &ctx) {
   std::vector<int64_t> target;
   if (ctx.opset < 5) {
@@ -77,11 +167,13 @@ LogicalResult convertReshape(NodeContext &ctx) {
   auto in = ctx.inputType(0);
   bool allowZero = ctx.attrInt("allowzero", 0) != 0;
   int64_t known = 1, inferAt = -1;
+  bool copiesSymbol = false; // (a 0 copying a symbolic axis: a plain view)
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == 0 && !allowZero) {
       if (static_cast<int64_t>(i) >= in.getRank())
         return ctx.error("shape entry 0 at " + Twine(i) + " has no input dimension to copy");
       target[i] = in.getDimSize(i);
+      copiesSymbol |= !ctx.hostInput(0) && ctx.imp.symbols.of(ctx.input(0))[i] >= 0;
     }
     if (target[i] == -1) {
       if (inferAt >= 0)
@@ -99,6 +191,8 @@ LogicalResult convertReshape(NodeContext &ctx) {
     if (known == 0 || in.getNumElements() % known)
       return ctx.error("cannot infer the -1 dimension");
     target[inferAt] = in.getNumElements() / known;
+    if (Value g = copiesSymbol ? Value() : gatherReshape(ctx, target, inferAt))
+      return ctx.setResult(g);
   }
   return reshapeTo(ctx, target);
 }

@@ -53,6 +53,7 @@ int32_t SymbolTracker::derive(int64_t op, int32_t a, int64_t b) {
     bound = (ba + b - 1) / b;
     name = "ceil(" + na + "/" + nb + ")";
     break;
+  case KILN_SYM_DIV_CONST: bound = ba / b; name = na + "/" + nb; break;
   case KILN_SYM_BROADCAST:
     bound = std::max(ba, bb);
     name = "broadcast(" + na + "," + nb + ")";
@@ -302,6 +303,95 @@ LogicalResult SymbolTracker::broadcast(Operation *op, ValueRange operands,
   return success();
 }
 
+std::optional<AxisSymbols> SymbolTracker::reshapeSymbols(Value in, ArrayRef<int64_t> outS,
+                                                         std::string &why, bool dryRun) {
+  // The shapes in groups of equal element counts (size-1 axes on
+  // their own). In a group, a symbolic input axis survives on an
+  // output axis of the same size with the same count before it; one
+  // that is the outermost of a merge makes the merged axis a derived
+  // symbol (symbol x the static rest: its real elements are a
+  // prefix); a derived one split back into its base's bound and its
+  // factor gives the outer axis the base symbol.
+  auto mixes = [&](int32_t s) -> std::optional<AxisSymbols> {
+    why = "it merges or splits dynamic dimension " + symbolName(s) +
+          ", so padding it to its bound would change the result";
+    return std::nullopt;
+  };
+  AxisSymbols a = of(in), out(outS.size(), -1);
+  auto inS = llvm::cast<RankedTensorType>(in.getType()).getShape();
+  int64_t rank = outS.size();
+  int64_t i = 0, o = 0, n = inS.size();
+  while (i < n || o < rank) {
+    if (i < n && o < rank && inS[i] == 1 && outS[o] == 1 && a[i] >= 0) {
+      out[o++] = a[i++]; // (a symbol at a bound of 1)
+      continue;
+    }
+    if (i < n && inS[i] == 1 && a[i] < 0) {
+      ++i;
+      continue;
+    }
+    if (o < rank && outS[o] == 1 && !(i < n && inS[i] == 1)) {
+      ++o;
+      continue;
+    }
+    if (i >= n || o >= rank)
+      break;
+    int64_t i0 = i, o0 = o, pi = inS[i++], po = outS[o++];
+    while (pi != po) {
+      if (pi < po && i < n)
+        pi *= inS[i++];
+      else if (po < pi && o < rank)
+        po *= outS[o++];
+      else
+        break;
+    }
+    bool sym = false;
+    for (int64_t k = i0; k < i; ++k)
+      sym |= a[k] >= 0;
+    if (!sym)
+      continue;
+    if (pi == po && i - i0 == 1 && o - o0 == 1) {
+      out[o0] = a[i0];
+      continue;
+    }
+    bool innerStatic = true;
+    for (int64_t k = i0 + 1; k < i; ++k)
+      innerStatic &= a[k] < 0;
+    if (pi == po && o - o0 == 1 && a[i0] >= 0 && innerStatic && inS[i0] > 0) {
+      out[o0] = dryRun ? a[i0] : product(a[i0], pi / inS[i0]);
+      continue;
+    }
+    int32_t t = a[i0];
+    if (pi == po && i - i0 == 1 && t >= 0 && derived[t].op == KILN_SYM_MUL_CONST &&
+        outS[o0] == bounds[derived[t].a] && outS[o0] > 0 &&
+        po / outS[o0] == derived[t].b) {
+      out[o0] = derived[t].a;
+      continue;
+    }
+    // One symbol split into an outer axis and static inner ones (its real
+    // elements stay a prefix): the outer axis carries it divided by the
+    // inner count f -- a product's factor divided, or DIV_CONST (a run's
+    // size must be a multiple of f).
+    if (pi == po && i - i0 == 1 && t >= 0 && o - o0 >= 2 && outS[o0] > 0) {
+      int64_t f = po / outS[o0];
+      if (dryRun)
+        out[o0] = t;
+      else if (derived[t].op == KILN_SYM_MUL_CONST && derived[t].b % f == 0)
+        out[o0] = product(derived[t].a, derived[t].b / f);
+      else
+        out[o0] = derive(KILN_SYM_DIV_CONST, t, f);
+      continue;
+    }
+    for (int64_t k = i0; k < i; ++k)
+      if (a[k] >= 0)
+        return mixes(a[k]);
+  }
+  for (; i < n; ++i)
+    if (a[i] >= 0)
+      return mixes(a[i]);
+  return out;
+}
+
 LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
   if (op->getNumResults() == 0)
     return success();
@@ -532,73 +622,11 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         return broadcast(op, ops, why);
       })
       .Case<kiln::ReshapeOp>([&](kiln::ReshapeOp r) -> LogicalResult {
-        // The shapes in groups of equal element counts (size-1 axes on
-        // their own). In a group, a symbolic input axis survives on an
-        // output axis of the same size with the same count before it; one
-        // that is the outermost of a merge makes the merged axis a derived
-        // symbol (symbol x the static rest: its real elements are a
-        // prefix); a derived one split back into its base's bound and its
-        // factor gives the outer axis the base symbol.
-        Value in = r.getInput();
-        AxisSymbols a = of(in), out(rank, -1);
-        auto inS = llvm::cast<RankedTensorType>(in.getType()).getShape();
-        auto outS = llvm::cast<RankedTensorType>(res.getType()).getShape();
-        int64_t i = 0, o = 0, n = inS.size();
-        while (i < n || o < rank) {
-          if (i < n && o < rank && inS[i] == 1 && outS[o] == 1 && a[i] >= 0) {
-            out[o++] = a[i++]; // (a symbol at a bound of 1)
-            continue;
-          }
-          if (i < n && inS[i] == 1 && a[i] < 0) {
-            ++i;
-            continue;
-          }
-          if (o < rank && outS[o] == 1 && !(i < n && inS[i] == 1)) {
-            ++o;
-            continue;
-          }
-          if (i >= n || o >= rank)
-            break;
-          int64_t i0 = i, o0 = o, pi = inS[i++], po = outS[o++];
-          while (pi != po) {
-            if (pi < po && i < n)
-              pi *= inS[i++];
-            else if (po < pi && o < rank)
-              po *= outS[o++];
-            else
-              break;
-          }
-          bool sym = false;
-          for (int64_t k = i0; k < i; ++k)
-            sym |= a[k] >= 0;
-          if (!sym)
-            continue;
-          if (pi == po && i - i0 == 1 && o - o0 == 1) {
-            out[o0] = a[i0];
-            continue;
-          }
-          bool innerStatic = true;
-          for (int64_t k = i0 + 1; k < i; ++k)
-            innerStatic &= a[k] < 0;
-          if (pi == po && o - o0 == 1 && a[i0] >= 0 && innerStatic && inS[i0] > 0) {
-            out[o0] = product(a[i0], pi / inS[i0]);
-            continue;
-          }
-          int32_t t = a[i0];
-          if (pi == po && i - i0 == 1 && t >= 0 && derived[t].op == KILN_SYM_MUL_CONST &&
-              outS[o0] == bounds[derived[t].a] && outS[o0] > 0 &&
-              po / outS[o0] == derived[t].b) {
-            out[o0] = derived[t].a;
-            continue;
-          }
-          for (int64_t k = i0; k < i; ++k)
-            if (a[k] >= 0)
-              return mixes(a[k], "it merges or splits");
-        }
-        for (; i < n; ++i)
-          if (a[i] >= 0)
-            return mixes(a[i], "it merges or splits");
-        setSymbols(res, out);
+        std::optional<AxisSymbols> out = reshapeSymbols(
+            r.getInput(), llvm::cast<RankedTensorType>(res.getType()).getShape(), why);
+        if (!out)
+          return failure();
+        setSymbols(res, *out);
         return success();
       })
       .Case<kiln::TransposeOp>([&](kiln::TransposeOp t) {

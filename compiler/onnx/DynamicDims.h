@@ -121,6 +121,12 @@ public:
   /// real position (as a run pads the inputs, and repackAxis does): then
   /// a size of 1 broadcasts like numpy's.
   static bool repeatsLast(mlir::Value v);
+  /// The symbols of `in` viewed with shape `outS` (a reshape), or nullopt
+  /// with the reason in `why` when the view moves real elements off a
+  /// prefix-preserving position along a symbolic axis. `dryRun` only
+  /// checks: it derives no symbol (the axes show the input's).
+  std::optional<AxisSymbols> reshapeSymbols(mlir::Value in, llvm::ArrayRef<int64_t> outS,
+                                            std::string &why, bool dryRun = false);
   /// Derives the symbols of `op`'s results from its operands', or fails with
   /// the reason (no trailing period) in `why` when the op mixes positions
   /// along a symbolic axis.

@@ -88,8 +88,9 @@ std::string generateHeader(const codegen::Program &p) {
         static const char *const how[] = {"", "%a times %c", "%a plus %b", "%a plus %c (at least 0)",
                                           "%a, at most %c", "%a minus %b (at least 0)",
                                           "%a divided by %c, rounded up",
-                                          "%a broadcast with %b (equal, or one is 1)"};
-        std::string text = d[0] > 0 && d[0] < 8 ? how[d[0]] : "?";
+                                          "%a broadcast with %b (equal, or one is 1)",
+                                          "%a divided by %c (a multiple of it)"};
+        std::string text = d[0] > 0 && d[0] < 9 ? how[d[0]] : "?";
         for (auto [key, val] : {std::pair<std::string, std::string>{"%a", a}, {"%b", b}, {"%c", c}})
           if (size_t at = text.find(key); at != std::string::npos)
             text.replace(at, 2, val);

@@ -210,6 +210,15 @@ kiln_status deriveSymbol(kiln_instance *inst, uint32_t s) {
   case KILN_SYM_MIN_CONST: v = std::min(a, b); break;
   case KILN_SYM_SUB: v = std::max<int64_t>(0, a - b); break;
   case KILN_SYM_CEIL_DIV_CONST: v = b > 0 ? (a + b - 1) / b : -1; break;
+  case KILN_SYM_DIV_CONST:
+    if (b <= 0 || a % b) {
+      inst->error = "dynamic dimension '" + std::string(m->symbol_names[d[1]]) + "' is " +
+                    std::to_string(a) + "; the model splits it into parts of " +
+                    std::to_string(b) + ", so it must be a multiple of " + std::to_string(b);
+      return KILN_ERROR_SHAPE_MISMATCH;
+    }
+    v = a / b;
+    break;
   case KILN_SYM_BROADCAST:
     if (a != b && a != 1 && b != 1) {
       inst->error = "dynamic dimensions '" + std::string(m->symbol_names[d[1]]) + "' (" +

@@ -285,6 +285,17 @@ def dynamic_tile_trilu_size():
                  [init("reps", np.array([3, 2], np.int64))])
 
 
+def dynamic_reshape_split():
+    # Reshapes of [N, 3, 4]: to [2, -1, 2] the batch's share (3N) lands after
+    # a static axis (gathered by run-time indices); to [-1, 2, 3, 4] it is
+    # split in two (N/2, a derived DIV_CONST symbol).
+    nodes = [helper.make_node("Reshape", ["x", "t1"], ["y"], name="move_batch"),
+             helper.make_node("Reshape", ["x", "t2"], ["z"], name="halve_batch")]
+    return model(nodes, [vi("x", ["N", 3, 4])], [vi("y", None), vi("z", None)],
+                 [init("t1", np.array([2, -1, 2], np.int64)),
+                  init("t2", np.array([-1, 2, 3, 4], np.int64))])
+
+
 def dynamic_fixed_by_params():
     # Parameters given as inputs whose length the model ties to a static
     # axis (a per-axis scale, one sequence length per batch entry) and a
@@ -689,7 +700,7 @@ CASES = {f.__name__: f for f in [narrow_types, bad_round_mode, loss_quant_ops, r
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params,
+                                 dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split,
                                  dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

@@ -15,7 +15,7 @@ size), symbols the model fixes to a static size or to another symbol (a
 weight input's channels, a product's inner dimensions), shape values that
 name a symbol exactly (ConstantOfShape and Expand targets, EyeLike),
 reshapes merging the batch with the axes after it (a derived symbol),
-tiles, Trilu and Size along the batch,
+tiles, Trilu and Size along the batch, reshapes moving or splitting it,
 scatters along the batch (negative indices, a dynamic number of updates), an
 LSTM over a dynamic batch, reductions and matrix products over the symbolic batch (masked
 padding), and self-attention over a symbolic sequence length. Then the run-time errors: a size past the bound, two inputs that
@@ -413,6 +413,26 @@ def tile_trilu_size():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def reshape_split():
+    """Reshapes that move the batch's share off the outermost axis: [N,3,4]
+    to [2, -1, 2] (3N after a static axis: gathered by run-time indices) and
+    to [2, 0, 1, -1], then a sum over the moved axis (its derived symbol's
+    mask); and to [-1, 2, 3, 4] (N/2, a run's N must be even)."""
+    ints = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    nodes = [helper.make_node("Reshape", ["x", "t1"], ["r1"]),
+             helper.make_node("ReduceSum", ["r1", "a1"], ["s1"], keepdims=0),
+             helper.make_node("Reshape", ["x", "t2"], ["r2"]),
+             helper.make_node("Reshape", ["x", "t3"], ["r3"]),
+             helper.make_node("Relu", ["r3"], ["y3"])]
+    g = helper.make_graph(
+        nodes, "reshape_split",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ["r1", "s1", "r2", "y3"]],
+        [ints("t1", [2, -1, 2]), ints("a1", [1]), ints("t2", [2, 0, 1, -1]),
+         ints("t3", [-1, 2, 3, 4])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -495,6 +515,8 @@ def main():
          [{"N": 5, "M": 3}, {"N": 3, "M": 8}, {"N": 8, "M": 1}, {"N": 7, "M": 0}]),
         ("tile_trilu_size", tile_trilu_size(), ["--max-shape", "x=8x4"],
          [{"N": 1}, {"N": 5}, {"N": 8}, {"N": 0}]),
+        ("reshape_split", reshape_split(), ["--max-shape", "x=8x3x4"],
+         [{"N": 2}, {"N": 6}, {"N": 8}, {"N": 0}]),
         ("two_symbols_broadcast", two_symbols_broadcast(), [],
          [{"A": 4, "B": 4}, {"A": 1, "B": 6}, {"A": 5, "B": 1}, {"A": 1, "B": 1}]),
         ("batch_reductions", batch_reductions(), ["--max-shape", "x=12x6"],
@@ -579,7 +601,10 @@ def main():
                  {"a": rng.standard_normal((2, 3)).astype(np.float32),
                   "b": rng.standard_normal((3, 3)).astype(np.float32)},
                  "dynamic dimensions 'A' (2) and 'B' (3) broadcast on one axis: they must be "
-                 "equal or one of them 1")]:
+                 "equal or one of them 1"),
+                ("reshape_split_cpu.so", random_inputs(reshape_split(), {"N": 3}, rng),
+                 "dynamic dimension 'N' is 3; the model splits it into parts of 2, so it must "
+                 "be a multiple of 2")]:
             cmd = [os.path.join(args.bindir, "kiln-run"), os.path.join(work, so)]
             for n, a in feeds.items():
                 np.save(os.path.join(work, n + "_e.npy"), a)

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 6
+#define KILN_ABI_VERSION 7
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -178,7 +178,8 @@ typedef struct kiln_device_program {
  *  (a constant, or symbol b's size B). Derived symbols come from ops along
  *  a dynamic axis: a reshape merging it with static axes (MUL_CONST), a
  *  concat (ADD, ADD_CONST), a slice (ADD_CONST, MIN_CONST, SUB,
- *  CEIL_DIV_CONST), two symbols broadcast on one axis (BROADCAST). */
+ *  CEIL_DIV_CONST), two symbols broadcast on one axis (BROADCAST), a
+ *  reshape splitting it into parts of a static size (DIV_CONST). */
 typedef enum kiln_symbol_op {
   KILN_SYM_INPUT = 0,          /* a size an input carries */
   KILN_SYM_MUL_CONST = 1,      /* S = A * b */
@@ -187,8 +188,10 @@ typedef enum kiln_symbol_op {
   KILN_SYM_MIN_CONST = 4,      /* S = min(A, b) */
   KILN_SYM_SUB = 5,            /* S = max(0, A - B) */
   KILN_SYM_CEIL_DIV_CONST = 6, /* S = ceil(A / b), b > 0 */
-  KILN_SYM_BROADCAST = 7       /* S = A if A == B or B == 1, B if A == 1;
+  KILN_SYM_BROADCAST = 7,      /* S = A if A == B or B == 1, B if A == 1;
                                   any other pair is a shape error */
+  KILN_SYM_DIV_CONST = 8       /* S = A / b, b > 0; an A that is not a
+                                  multiple of b is a shape error (ABI 7) */
 } kiln_symbol_op;
 
 /** What kiln-compile emits for a model (`<name>_desc`). */
