@@ -1134,7 +1134,13 @@ LogicalResult convertHardmax(NodeContext &ctx) {
   Value arg = g.take(ctx.create<kiln::ArgReduceOp>(x, b.getI64IntegerAttr(ax),
                                                    b.getBoolAttr(true), b.getBoolAttr(true),
                                                    b.getBoolAttr(false)));
-  Value hit = g.cmp("eq", arg, iotaAlong(g, g.shape(x)[ax], ax, r));
+  // (Along a dynamic axis the iota is positional: it carries the symbol, and
+  // the first-index argmax is exact over the padding, which repeats the last
+  // real position.)
+  Value iota = iotaAlong(g, g.shape(x)[ax], ax, r);
+  if (int32_t s = g.ok({x}) ? ctx.imp.symbols.of(x)[ax] : -1; s >= 0)
+    iota.getDefiningOp()->setAttr("kiln.axis_symbol", b.getDenseI64ArrayAttr({ax, s}));
+  Value hit = g.cmp("eq", arg, iota);
   Value y = g.where(hit, g.scalar(x, 1.0), g.scalar(x, 0.0));
   if (g.ok({y}) && g.shape(y) != in.getShape())
     y = g.reshape(y, in.getShape());

@@ -296,6 +296,13 @@ def dynamic_reshape_split():
                   init("t2", np.array([-1, 2, 3, 4], np.int64))])
 
 
+def dynamic_hardmax():
+    # Hardmax over the dynamic batch: a first-index argmax (exact over the
+    # padding) compared with an iota that carries the symbol.
+    nodes = [helper.make_node("Hardmax", ["x"], ["y"], axis=0, name="hardmax_batch")]
+    return model(nodes, [vi("x", ["N", 3])], [vi("y", None)], opset=13)
+
+
 def dynamic_fixed_by_params():
     # Parameters given as inputs whose length the model ties to a static
     # axis (a per-axis scale, one sequence length per batch entry) and a
@@ -700,7 +707,7 @@ CASES = {f.__name__: f for f in [narrow_types, bad_round_mode, loss_quant_ops, r
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
-                                 dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split,
+                                 dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
                                  dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

@@ -402,12 +402,13 @@ def tile_trilu_size():
              helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0]),
              helper.make_node("Trilu", ["xt", "km1"], ["low"], upper=0),
              helper.make_node("Size", ["x"], ["nx"]),
-             helper.make_node("Size", ["t"], ["nt"])]
+             helper.make_node("Size", ["t"], ["nt"]),
+             helper.make_node("Hardmax", ["x"], ["hm"], axis=0)]
     g = helper.make_graph(
         nodes, "tile_trilu_size",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
-         for n in ["t", "tsum", "up", "low"]] +
+         for n in ["t", "tsum", "up", "low", "hm"]] +
         [helper.make_tensor_value_info(n, TensorProto.INT64, None) for n in ["nx", "nt"]],
         [ints("reps", [3, 2]), ints("a0", [0]), ints("k1", 1), ints("km1", -1)])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
