@@ -111,33 +111,25 @@ Value gatherReshape(NodeContext &ctx, ArrayRef<int64_t> target, int64_t m) {
   }
   OpBuilder &b = ctx.builder;
   Location loc = ctx.loc;
-  Type i64 = b.getIntegerType(64);
   // sum over axes `from` <= d < `to` of i_d * stride[d], shaped to broadcast.
   auto positional = [&](int64_t from, int64_t to, ArrayRef<int64_t> stride) {
-    HostTensor h;
-    h.elementType = i64;
-    h.shape.assign(rank, 1);
+    SmallVector<int64_t> shape(rank, 1);
     for (int64_t d = from; d < to; ++d)
-      h.shape[d] = target[d];
-    int64_t n = h.numElements();
-    for (int64_t flat = 0; flat < n; ++flat) {
-      int64_t rem = flat, v = 0;
+      shape[d] = target[d];
+    return Importer::indexConstant(b, shape, [&](int64_t flat) {
+      int64_t v = 0;
       for (int64_t d = rank - 1; d >= 0; --d) {
-        int64_t i = rem % h.shape[d];
-        rem /= h.shape[d];
-        if (d >= from && d < to)
-          v += i * stride[d];
+        v += (flat % shape[d]) * stride[d];
+        flat /= shape[d];
       }
-      h.values.push_back(static_cast<double>(v));
-    }
-    return Importer::materialize(b, h, "reshape");
+      return v;
+    });
   };
   auto scalar = [&](int64_t v) {
-    HostTensor h{i64, {1}, {static_cast<double>(v)}, {}};
-    return Importer::materialize(b, h, "reshape");
+    return Importer::indexConstant(b, {1}, [=](int64_t) { return v; });
   };
   Value size = ctx.imp.symbolInput(S);
-  Value last = kiln::MaxOp::create(b, loc, kiln::SubOp::create(b, loc, size, scalar(1)), scalar(0));
+  Value last = ctx.imp.lastPosition(b, loc, {S, 0});
   Value im = kiln::MinOp::create(b, loc, positional(m, m + 1, SmallVector<int64_t>(rank, 1)), last);
   Value idx = kiln::MulOp::create(b, loc, im, scalar(strideOut[m]));
   if (m + 1 < rank)

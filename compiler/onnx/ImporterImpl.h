@@ -61,6 +61,13 @@ public:
   mlir::Value symbolInput(int32_t sym);
   /// A run-time size as an i64[1] value (SymbolTracker::SymSize).
   mlir::Value sizeValue(mlir::OpBuilder &b, mlir::Location loc, SymbolTracker::SymSize x);
+  /// An i64 constant of `shape` whose element at flat position i is
+  /// value(i) (run-time index arithmetic: iotas, strides, scalars).
+  static mlir::Value indexConstant(mlir::OpBuilder &b, llvm::ArrayRef<int64_t> shape,
+                                   llvm::function_ref<int64_t(int64_t)> value);
+  /// The last real position along an axis of run-time size `x`, i.e.
+  /// max(x - 1, 0), as an i64[1] value (the position padding repeats).
+  mlir::Value lastPosition(mlir::OpBuilder &b, mlir::Location loc, SymbolTracker::SymSize x);
   /// One piece of an axis repackAxis lays out: `size` real elements, read
   /// from position `from` of the packed value on, `step` apart.
   struct RepackPiece {

@@ -48,23 +48,31 @@ Value Importer::sizeValue(OpBuilder &b, Location loc, SymbolTracker::SymSize x) 
   return x.c ? kiln::AddOp::create(b, loc, v, materialize(b, c, "size")).getResult() : v;
 }
 
+Value Importer::indexConstant(OpBuilder &b, ArrayRef<int64_t> shape,
+                              llvm::function_ref<int64_t(int64_t)> value) {
+  HostTensor h;
+  h.elementType = b.getIntegerType(64);
+  h.shape.assign(shape.begin(), shape.end());
+  int64_t n = h.numElements();
+  for (int64_t i = 0; i < n; ++i)
+    h.values.push_back(static_cast<double>(value(i)));
+  return materialize(b, h, "index");
+}
+
+Value Importer::lastPosition(OpBuilder &b, Location loc, SymbolTracker::SymSize x) {
+  Value last = kiln::SubOp::create(b, loc, sizeValue(b, loc, x),
+                                   indexConstant(b, {1}, [](int64_t) { return 1; }));
+  return kiln::MaxOp::create(b, loc, last, indexConstant(b, {1}, [](int64_t) { return 0; }));
+}
+
 Value Importer::repackAxis(OpBuilder &b, Location loc, Value packed, int64_t axis,
                            ArrayRef<RepackPiece> pieces, int64_t outSize, int64_t repeat) {
   // Output position j < total reads piece i (the last whose start o_i <= j)
   // at from_i + (j - o_i) * step_i; positions past the total read the last
   // real one; indices clamped to the packed axis. Repeated, j is first
   // taken modulo one round's size.
-  auto i64 = b.getIntegerType(64);
-  auto constant = [&](ArrayRef<int64_t> shape, auto value) {
-    HostTensor h;
-    h.elementType = i64;
-    h.shape.assign(shape.begin(), shape.end());
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    for (int64_t i = 0; i < n; ++i)
-      h.values.push_back(static_cast<double>(value(i)));
-    return materialize(b, h, "repack");
+  auto constant = [&](ArrayRef<int64_t> shape, llvm::function_ref<int64_t(int64_t)> value) {
+    return indexConstant(b, shape, value);
   };
   SymbolTracker::SymSize round, total;
   for (const RepackPiece &p : pieces)
@@ -73,14 +81,9 @@ Value Importer::repackAxis(OpBuilder &b, Location loc, Value packed, int64_t axi
         : repeat == 1  ? round
                        : SymbolTracker::SymSize{symbols.product(symbols.symbolOf(round), repeat), 0};
   Value j = constant({outSize}, [](int64_t i) { return i; });
-  auto clampedLast = [&](SymbolTracker::SymSize n) {
-    Value last = kiln::SubOp::create(b, loc, sizeValue(b, loc, n),
-                                     constant({1}, [](int64_t) { return 1; }));
-    return kiln::MaxOp::create(b, loc, last, constant({1}, [](int64_t) { return 0; }));
-  };
-  j = kiln::MinOp::create(b, loc, j, clampedLast(total));
+  j = kiln::MinOp::create(b, loc, j, lastPosition(b, loc, total));
   if (repeat > 1) {
-    Value once = kiln::AddOp::create(b, loc, clampedLast(round),
+    Value once = kiln::AddOp::create(b, loc, lastPosition(b, loc, round),
                                      constant({1}, [](int64_t) { return 1; }));
     j = kiln::ModOp::create(b, loc, j, once, false);
   }
