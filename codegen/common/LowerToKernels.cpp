@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Program.h"
+#include "codegen/common/LiveRows.h"
 #include "kiln/narrow.h"
 #include "dialects/kiln/KilnDialect.h"
 
@@ -896,6 +897,36 @@ private:
   MLIRContext *ctx;
   llvm::DenseMap<Value, int> bufferOf;
   int kernelCount = 0;
+  /// The op being lowered may compute only a run's rows of its result's
+  /// axis 0 (LiveRows.h): the symbol, or -1; its builders state how their
+  /// workgroups cover those rows with liveRows() before they launch.
+  llvm::DenseMap<Operation *, int> liveOps;
+  int liveSym = -1;
+  struct LiveGeometry {
+    int64_t num, den, inner;
+  };
+  std::optional<LiveGeometry> liveGeometry;
+  /// The next kernel's workgroups cover the result's axis-0 rows [0, r)
+  /// with their first inner * ceil(r * num / den) (row-major from axis 0).
+  void liveRows(int64_t num, int64_t den, int64_t inner = 1) {
+    if (liveSym >= 0 && num >= 1 && den >= 1 && inner >= 1)
+      liveGeometry = LiveGeometry{num, den, inner};
+  }
+  /// Row tiles of a matrix product for a run of few rows: at most 24 rows
+  /// (4 ukernel groups) or one unit of `unitRows` (the rows of one index
+  /// along the symbolic axis), so a small run computes few padded rows.
+  int64_t liveTileRows(int64_t rb, int64_t unitRows) const {
+    if (liveSym < 0)
+      return rb;
+    return std::min(rb, std::max<int64_t>(24, (unitRows + 5) / 6 * 6));
+  }
+  /// liveRows() for a kernel sharing `outer` rows of its result (all axes but
+  /// the last, axis 0 outermost) `perWg` at a time.
+  void liveShare(Value result, int64_t outer, int64_t perWg) {
+    auto t = llvm::cast<RankedTensorType>(result.getType());
+    if (t.getRank() >= 2 && t.getDimSize(0) > 0 && outer % t.getDimSize(0) == 0)
+      liveRows(outer / t.getDimSize(0), perWg);
+  }
   /// Set while a kernel that converts its non-f32 operands itself is
   /// launched: tensor-core and f16 depthwise convolutions, reductions whose
   /// prologue casts their input.
@@ -1117,6 +1148,18 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   l.bytesWritten = p.buffers[buffers.back()].bytes;
   l.kernel = "kiln_k" + std::to_string(kernelCount++) + "_" + what.str();
   l.workgroups = std::max<int64_t>(workgroups, 1);
+  if (liveGeometry) {
+    // (The stated geometry must give every workgroup at the bound.)
+    auto [num, den, inner] = *liveGeometry;
+    int64_t bound = p.symbolBounds[liveSym];
+    if (inner * ceilDiv(bound * num, den) == l.workgroups && l.workgroups > 1) {
+      l.liveSymbol = liveSym;
+      l.liveNum = num;
+      l.liveDen = den;
+      l.liveInner = inner;
+    }
+    liveGeometry.reset();
+  }
   l.what = what.str();
   l.contraction = llvm::is_contained({"conv", "gemm", "matmul", "attention"}, what);
   if (llvm::is_contained({"conv", "max_pool", "avg_pool", "global_avg_pool", "batch_norm"},
@@ -1146,6 +1189,9 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   b.setInsertionPointToEnd(p.kernels->getBody());
   auto fn = func::FuncOp::create(b, l.kernel, b.getFunctionType(argTypes, {}));
   fn->setAttr("kiln.workgroups", b.getI64IntegerAttr(l.workgroups));
+  if (l.liveSymbol >= 0)
+    fn->setAttr("kiln.live_rows",
+                b.getDenseI64ArrayAttr({l.liveSymbol, l.liveNum, l.liveDen, l.liveInner}));
   for (unsigned i = 0; i + 1 < argTypes.size(); ++i)
     fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
@@ -1508,6 +1554,7 @@ LogicalResult Lowering::elementwise(
     }, outBuffer);
   }
   int64_t rows = rowsPerWorkgroup(inner);
+  liveShare(op->getResult(0), outer, rows);
   return launch(op, ins, ceilDiv(outer, rows), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outer, rows);
     e.loop(lo, hi, [&](Value r) {
@@ -1839,7 +1886,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   int firstSite;
   SmallVector<int> ids = convArgs(op, wBuf, inBuf, epi, outBuf, firstSite);
   int o = ids.size() - 1;
-  auto [rb, cb] = productTiles(Og, P, N * G);
+  // (Tiles for one image when the run's images are computed alone.)
+  auto [rb, cb] = productTiles(Og, P, liveSym >= 0 ? G : N * G);
   // Gathered column tiles of whole output rows: every row's zero and copy
   // runs are then known at compile time.
   bool wholeRows = !pointwise && OW <= cb;
@@ -1852,6 +1900,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   if (epi)
     for (Operation *o : epi->ops)
       flops += estimateFlops(o);
+  liveRows(1, 1, G * rTiles * cTiles);
   emitKernel(op.getLoc(), "conv", ids, N * G * rTiles * cTiles, [&](KernelEmitter &e) {
     Value ct = e.rem(e.wg, cTiles), rest = e.div(e.wg, cTiles);
     Value rt = e.rem(rest, rTiles);
@@ -2023,6 +2072,7 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op, const Epilogue *epi) {
   if (Cg == 1 && Og == 1 && s[0] == s[1] && (S == 1 || (S == 2 && OW < 32)) &&
       d[0] == 1 && d[1] == 1 && KH * KW <= 49 && S * S * Hh * Wh <= 32768) {
     int64_t phase = Hh * Wh;
+    liveRows(1, 1, O);
     return launch(op, ins, N * O, [&](KernelEmitter &e) {
       Value n = e.div(e.wg, O), oc = e.rem(e.wg, O);
       Value planes = e.scratch(S * S * phase + KW);
@@ -2065,6 +2115,7 @@ LogicalResult Lowering::convDirect(kiln::ConvOp op, const Epilogue *epi) {
       });
     });
   }
+  liveRows(1, 1, O);
   return launch(op, ins, N * O, [&](KernelEmitter &e) {
     Value n = e.div(e.wg, O), oc = e.rem(e.wg, O);
     Value g = e.div(oc, Og);
@@ -2202,10 +2253,12 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   // Tiles: up to 144 pixel rows (balanced, in 6-row ukernel groups) by up
   // to 512 channels (whole 32-column panels); channels split further, down
   // to 64, until there are enough tiles (late layers have few pixels).
-  int64_t rTiles0 = ceilDiv(M, 144);
-  int64_t rb = rTiles0 == 1 ? M : ceilDiv(ceilDiv(M, rTiles0), 6) * 6;
+  // (Sized for one image when the run's images are computed alone.)
+  int64_t Mt = liveSym >= 0 && M % N == 0 ? M / N : M;
+  int64_t rTiles0 = ceilDiv(Mt, 144);
+  int64_t rb = rTiles0 == 1 ? Mt : ceilDiv(ceilDiv(Mt, rTiles0), 6) * 6;
   int64_t cb = Og <= 512 ? Og : 512;
-  auto tileCount = [&] { return G * ceilDiv(M, rb) * ceilDiv(Og, cb); };
+  auto tileCount = [&] { return G * ceilDiv(Mt, rb) * ceilDiv(Og, cb); };
   while (tileCount() < kMinTiles && cb > 64)
     cb = std::max<int64_t>(64, ceilDiv(cb / 2, 32) * 32);
   while (tileCount() < kMinTiles && rb > 24)
@@ -2221,6 +2274,8 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   if (epi)
     for (Operation *eo : epi->ops)
       flops += estimateFlops(eo);
+  if (G == 1 && M % N == 0)
+    liveRows(M / N, rb, cTiles);
   emitKernel(op.getLoc(), "conv", ids, G * rTiles * cTiles, [&](KernelEmitter &e) {
     Value ct = e.rem(e.wg, cTiles), rest = e.div(e.wg, cTiles);
     Value rt = e.rem(rest, rTiles), g = e.div(rest, rTiles);
@@ -2359,6 +2414,7 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
   // bounds checks) and the epilogue applies before the one store.
   int64_t padL = pad[1], Wp = W + pad[1] + pad[3];
   bool dwRegisters = packed && Cg == 1 && Og == 1 && KH * KW <= 64 && KH * Wp * C <= 65536;
+  liveRows(1, 1, OH);
   LogicalResult r = launch(op, ins, N * OH, [&](KernelEmitter &e) {
     Value n = e.div(e.wg, OH), oh = e.rem(e.wg, OH);
     Value outRow = e.mul(e.wg, OW * O);
@@ -2468,6 +2524,7 @@ template <typename PoolOp> LogicalResult Lowering::poolNhwc(PoolOp op, bool isMa
   auto k = op.getKernelShape(), s = op.getStrides(), d = op.getDilations(),
        pad = op.getPads();
   bool includePad = op.getCountIncludePad();
+  liveRows(1, 1, OH);
   LogicalResult r = launch(op, {op.getInput()}, N * OH, [&](KernelEmitter &e) {
     Value n = e.div(e.wg, OH), oh = e.rem(e.wg, OH);
     Value outRow = e.mul(e.wg, OW * C);
@@ -2535,6 +2592,7 @@ LogicalResult Lowering::globalAvgPoolNhwc(kiln::GlobalAvgPoolOp op) {
   auto in = shape(op.getInput());
   int64_t N = in[0], P = in[1] * in[2], C = in[3];
   int64_t cb = std::min<int64_t>(C, 256), cBlocks = ceilDiv(C, cb);
+  liveRows(1, 1, cBlocks);
   LogicalResult r = launch(op, {op.getInput()}, N * cBlocks, [&](KernelEmitter &e) {
     Value n = e.div(e.wg, cBlocks), c0 = e.mul(e.rem(e.wg, cBlocks), cb);
     Value cn = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(C), c0));
@@ -2638,11 +2696,13 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
     int out = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * 4);
     ids.push_back(out);
     auto [rb, cb] = productTiles(M, N, 1);
+    rb = liveTileRows(rb, 1);
     int64_t rTiles = ceilDiv(M, rb), cTiles = ceilDiv(N, cb);
     int64_t flops = estimateFlops(op);
     if (epi)
       for (Operation *o : epi->ops)
         flops += estimateFlops(o);
+    liveRows(1, rb, cTiles);
     emitKernel(op.getLoc(), "gemm", ids, rTiles * cTiles, [&](KernelEmitter &e) {
       Value i0 = e.mul(e.div(e.wg, cTiles), rb), j0 = e.mul(e.rem(e.wg, cTiles), cb);
       Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.idx(M), i0));
@@ -2667,6 +2727,7 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
 
   int64_t colBlock = std::min<int64_t>(N, 512);
   int64_t colBlocks = ceilDiv(N, colBlock);
+  liveRows(1, 1, colBlocks);
   return launch(op, ins, M * colBlocks, [&](KernelEmitter &e) {
     Value i = e.div(e.wg, colBlocks);
     Value j0 = e.mul(e.rem(e.wg, colBlocks), colBlock);
@@ -2815,7 +2876,15 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
   if (f32 && rowsPerBatch >= 6 && K > 0) {
     // Through the sgemm ukernel, tiles of [rb x cb] per workgroup.
     auto [rb, cb] = productTiles(rowsPerBatch, N, batches);
+    if (int64_t D = rank ? shape(op.getResult())[0] : 0; batches == 1 && D > 0)
+      rb = liveTileRows(rb, rowsPerBatch / D);
     int64_t rTiles = ceilDiv(rowsPerBatch, rb), cTiles = ceilDiv(N, cb);
+    if (int64_t D = rank ? shape(op.getResult())[0] : 0; D < 1)
+      ;
+    else if (batches == 1 && rowsPerBatch % D == 0)
+      liveRows(rowsPerBatch / D, rb, cTiles);
+    else if (batches % D == 0)
+      liveRows(1, 1, batches / D * rTiles * cTiles);
     return launch(op, ins, batches * rTiles * cTiles, [&](KernelEmitter &e) {
       Value bi = e.div(e.wg, rTiles * cTiles), t = e.rem(e.wg, rTiles * cTiles);
       Value i0 = e.mul(e.div(t, cTiles), rb), j0 = e.mul(e.rem(t, cTiles), cb);
@@ -2833,6 +2902,8 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
     });
   }
 
+  if (int64_t D = rank ? shape(op.getResult())[0] : 0; D >= 1 && (B * M) % D == 0)
+    liveRows(B * M / D, 1);
   return launch(op, ins, B * M, [&](KernelEmitter &e) {
     Value bi = e.div(e.wg, M), i = e.rem(e.wg, M);
     auto [aOff, bOff] = batchOffsets(e, bi);
@@ -2940,6 +3011,7 @@ template <typename PoolOp> LogicalResult Lowering::pool(PoolOp op, bool isMax) {
       }, blocks * kGpuThreads);
     });
   }
+  liveRows(1, 1, in[1]);
   return launch(op, {op.getInput()}, in[0] * in[1], [&](KernelEmitter &e) {
     Value inPlane = e.mul(e.wg, H * W), outPlane = e.mul(e.wg, OH * OW);
     e.loop(0, OH, [&](Value oh) {
@@ -2968,6 +3040,7 @@ LogicalResult Lowering::globalAvgPool(kiln::GlobalAvgPoolOp op) {
         e.store(arith::DivFOp::create(e.b, sum, e.f32(static_cast<float>(inner))), 1, plane);
       });
     });
+  liveRows(1, 1, in[1]);
   return launch(op, {op.getInput()}, planes, [&](KernelEmitter &e) {
     Value base = e.mul(e.wg, inner);
     Value sum = e.reduce(e.idx(0), e.idx(inner), e.f32(0.0f), [&](Value i, Value acc) {
@@ -2992,6 +3065,7 @@ LogicalResult Lowering::batchNorm(kiln::BatchNormOp op) {
       e.store(e.fadd(e.fmul(e.load(0, i), scale), shift), 5, i);
     });
   int64_t perWg = rowsPerWorkgroup(inner);
+  liveShare(op.getResult(), rows, perWg);
   return launch(op, {op.getInput(), op.getScale(), op.getBias(), op.getMean(), op.getVariance()},
                 ceilDiv(rows, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(rows, perWg);
@@ -3042,6 +3116,7 @@ LogicalResult Lowering::softmax(kiln::SoftmaxOp op) {
       e.loop(e.tid(), e.idx(D), [&](Value dd) { e.store(e.fmul(e.load(1, at(dd)), inv), 1, at(dd)); }, n);
     });
   int64_t perWg = rowsPerWorkgroup(D);
+  liveShare(op.getResult(), lines, perWg);
   return launch(op, {op.getInput()}, ceilDiv(lines, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(lines, perWg);
     e.loop(lo, hi, [&](Value line) {
@@ -3292,6 +3367,7 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
       e.loop(e.tid(), e.idx(D), [&](Value j) { normalize(e, base, j, mean, inv); }, n);
     });
   int64_t perWg = rowsPerWorkgroup(D);
+  liveShare(op->getResult(0), rows, perWg);
   return launch(op, ins, ceilDiv(rows, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(rows, perWg);
     e.loop(lo, hi, [&](Value r) {
@@ -3437,6 +3513,7 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
     });
   int64_t inner = out.back(), outer = elems(op.getResult()) / std::max<int64_t>(inner, 1);
   int64_t perWg = rowsPerWorkgroup(inner);
+  liveShare(op.getResult(), outer, perWg);
   return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outer, perWg);
     e.loop(lo, hi, [&](Value r) {
@@ -3473,6 +3550,7 @@ LogicalResult Lowering::slice(kiln::SliceOp op) {
     });
   int64_t inner = out.back(), outer = elems(op.getResult()) / std::max<int64_t>(inner, 1);
   int64_t perWg = rowsPerWorkgroup(inner);
+  liveShare(op.getResult(), outer, perWg);
   return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outer, perWg);
     e.loop(lo, hi, [&](Value r) {
@@ -3851,6 +3929,7 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
       }
       e.store(v, ins.size(), i);
     });
+  liveShare(op.getResult(), outer, perWg);
   return launch(op, ins, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outer, perWg);
     e.loop(lo, hi, [&](Value o) {
@@ -4219,9 +4298,31 @@ LogicalResult Lowering::run() {
   }
 
   Operation *ret = fn.getBody().front().getTerminator();
-  for (Operation &op : fn.getBody().front().without_terminator())
-    if (failed(lowerOp(&op)))
+  // CPU kernels whose padded rows nothing reads compute a run's rows only.
+  if (!p.gpu && !p.symbolBounds.empty())
+    liveOps = liveRowOps(fn);
+  for (Operation &op : fn.getBody().front().without_terminator()) {
+    auto live = liveOps.find(&op);
+    liveSym = live == liveOps.end() ? -1 : live->second;
+    if (liveSym >= static_cast<int>(p.symbolBounds.size()))
+      liveSym = -1;
+    liveGeometry.reset();
+    LogicalResult r = lowerOp(&op);
+    liveSym = -1;
+    if (failed(r))
       return failure();
+  }
+  // Their symbols' sizes come as hidden inputs (after the existing ones).
+  for (Launch &l : p.launches) {
+    if (l.liveSymbol < 0)
+      continue;
+    auto at = llvm::find(p.symbolInputs, l.liveSymbol);
+    if (at == p.symbolInputs.end()) {
+      p.symbolInputs.push_back(l.liveSymbol);
+      at = std::prev(p.symbolInputs.end());
+    }
+    l.liveInput = static_cast<int>(p.inputs.size() + (at - p.symbolInputs.begin()));
+  }
 
   // Outputs: the producing kernel writes straight into the caller's output
   // buffer when it can; otherwise a copy kernel does.

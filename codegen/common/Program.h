@@ -68,6 +68,13 @@ struct Launch {
   bool tensorCores = false;
   /// The element types of its buffers, for reports ("f32", "f16+f32").
   std::string dtypes = "f32";
+  /// CPU targets: the kernel computes only the rows of its output's axis 0
+  /// below the run's size n of symbol `liveSymbol` (LiveRows.h): it runs
+  /// min(workgroups, liveInner * ceil(n * liveNum / liveDen)) workgroups;
+  /// n is read from the run's input `liveInput` (a hidden size input).
+  int liveSymbol = -1;
+  int liveInput = -1;
+  int64_t liveNum = 1, liveDen = 1, liveInner = 1;
 };
 
 struct Program {

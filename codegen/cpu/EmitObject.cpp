@@ -129,8 +129,21 @@ llvm::Function *emitCpuSchedule(Program &p, llvm::Module &m, llvm::GlobalVariabl
       }
       b.CreateStore(ptr, b.CreateConstGEP1_64(ptrTy, argv, ai));
     }
-    b.CreateCall(pfor, {run->getArg(3), entries[li], argv,
-                        b.getInt64(l.workgroups)});
+    llvm::Value *workgroups = b.getInt64(l.workgroups);
+    if (l.liveSymbol >= 0 && l.liveInput >= 0) {
+      // Only the run's rows: inner * ceil(n * num / den) workgroups, at most
+      // all of them (n: the symbol's size, a hidden input).
+      llvm::Value *sizePtr =
+          b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, run->getArg(1), l.liveInput));
+      llvm::Value *n = b.CreateLoad(i64, sizePtr);
+      llvm::Value *rows = b.CreateUDiv(
+          b.CreateAdd(b.CreateMul(n, b.getInt64(l.liveNum)), b.getInt64(l.liveDen - 1)),
+          b.getInt64(l.liveDen));
+      workgroups = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin,
+                                           b.CreateMul(rows, b.getInt64(l.liveInner)),
+                                           workgroups);
+    }
+    b.CreateCall(pfor, {run->getArg(3), entries[li], argv, workgroups});
   }
   b.CreateRetVoid();
   return run;

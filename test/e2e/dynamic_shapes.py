@@ -434,6 +434,43 @@ def reshape_split():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def live_rows():
+    """Kernels computing only the run's rows next to kernels that read the
+    padding: a conv chain whose result also feeds a max and an argmax over
+    the batch (which read padded rows as repeats of the last, so that chain
+    stays at the bound), and a second chain (conv, pool, gemm, softmax,
+    matmul, concat) whose rows nothing else reads (computed for the run's
+    rows only, codegen/common/LiveRows.h)."""
+    rng = np.random.default_rng(11)
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("ReduceMax", ["r1", "ax0"], ["mx"], keepdims=0),
+             helper.make_node("ArgMax", ["r1"], ["am"], axis=0, keepdims=0),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Sigmoid", ["c2"], ["s2"]),
+             helper.make_node("Mul", ["c2", "s2"], ["silu"]),
+             helper.make_node("AveragePool", ["silu"], ["ap"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Flatten", ["ap"], ["f"], axis=1),
+             helper.make_node("Gemm", ["f", "fc", "fcb"], ["g"], transB=1),
+             helper.make_node("Softmax", ["g"], ["sm"], axis=-1),
+             helper.make_node("Unsqueeze", ["sm", "ax1"], ["smu"]),
+             helper.make_node("MatMul", ["smu", "proj"], ["mm"]),
+             helper.make_node("Concat", ["mm", "smu"], ["cat"], axis=2),
+             helper.make_node("Tanh", ["cat"], ["y"])]
+    inits = [numpy_helper.from_array(a, n) for n, a in
+             [("w1", f32(6, 3, 3, 3)), ("b1", f32(6)), ("w2", f32(8, 6, 3, 3)),
+              ("fc", f32(10, 8 * 2 * 2)), ("fcb", f32(10)), ("proj", f32(10, 5)),
+              ("ax0", np.array([0], np.int64)), ("ax1", np.array([1], np.int64))]]
+    g = helper.make_graph(nodes, "live_rows",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1, 15]),
+                           helper.make_tensor_value_info("mx", TensorProto.FLOAT, [6, 8, 8]),
+                           helper.make_tensor_value_info("am", TensorProto.INT64, [6, 8, 8])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -524,6 +561,8 @@ def main():
          [{"N": 1}, {"N": 5}, {"N": 12}]),
         ("attention_dynamic_seq", attention_dynamic_seq(), ["--max-shape", "x=2x24x16"],
          [{"B": 1, "S": 24}, {"B": 2, "S": 7}, {"B": 1, "S": 1}]),
+        ("live_rows", live_rows(), ["--max-shape", "x=16x3x8x8"],
+         [{"N": 1}, {"N": 5}, {"N": 16}]),
         ("small_cnn", cnn, ["--max-shape", "input=4x3x32x32"], [{"batch": 1}, {"batch": 3}]),
         ("bert_layer", bert, ["--max-shape", "input=3x32x64"], [{"batch": 2}, {"batch": 3}]),
         ("gpt2_block", gpt2, ["--max-shape", "input=3x32x64"], [{"batch": 1}, {"batch": 3}]),
