@@ -230,7 +230,8 @@ typedef struct kiln_model_desc {
   /** Hidden inputs the runtime appends after the caller's (`run` and device
    *  programs read them as inputs num_inputs...): each is one int64, the
    *  run-time size of symbol symbol_inputs[i] (the masks of reductions over
-   *  a symbolic axis). */
+   *  a symbolic axis; the workgroup counts of CPU kernels that compute only
+   *  a run's rows). */
   uint32_t num_symbol_inputs;
   uint32_t reserved3;
   const int32_t *symbol_inputs;
