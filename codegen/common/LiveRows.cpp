@@ -171,15 +171,15 @@ public:
     Value y = body.getTerminator()->getOperand(0);
     if (sym < 0 || leadOf(y) != sym)
       return RowUse{-1, SmallVector<bool>(f->getNumOperands(), false)};
-    // Inner results read whole by an inner op would need their padding:
-    // the kernel computes them per tile, so the fusion stays at the bound.
-    for (Operation &inner : body.without_terminator())
-      if (inner.getNumResults() == 1 && leadOf(inner.getResult(0)) >= 0 &&
-          readWhole.contains(inner.getResult(0)))
+    // A value with the lead that an inner op reads beyond row i (a
+    // reduction over the axis inside the kernel, say) keeps the whole
+    // fusion at the bound: its kernel would need those rows computed.
+    for (Value v : readWhole)
+      if (leadOf(v) >= 0)
         return RowUse{-1, SmallVector<bool>(f->getNumOperands(), false)};
     u.sym = sym;
     for (auto [k, arg] : llvm::enumerate(body.getArguments()))
-      u.rowWise[k] = leadOf(arg) == sym && !readWhole.contains(arg) && !arg.use_empty();
+      u.rowWise[k] = leadOf(arg) == sym && !arg.use_empty();
     return u;
   }
 };

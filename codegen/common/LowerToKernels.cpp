@@ -4299,7 +4299,7 @@ LogicalResult Lowering::run() {
 
   Operation *ret = fn.getBody().front().getTerminator();
   // CPU kernels whose padded rows nothing reads compute a run's rows only.
-  if (!p.gpu && !p.symbolBounds.empty())
+  if (!p.gpu && p.liveRows && !p.symbolBounds.empty())
     liveOps = liveRowOps(fn);
   for (Operation &op : fn.getBody().front().without_terminator()) {
     auto live = liveOps.find(&op);

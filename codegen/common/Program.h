@@ -100,6 +100,9 @@ struct Program {
   /// (elementwise, matrix products, softmax, layer norm) use them; the rest
   /// keep the CPU loop nests, run one workgroup per GPU thread.
   bool gpu = false;
+  /// CPU kernels whose padded rows nothing reads compute only a run's rows
+  /// (LiveRows.h; off with --disable-pass=kiln-live-rows).
+  bool liveRows = true;
 };
 
 /// Lowers `module` (func.func @main of kiln ops, static shapes) into kernels

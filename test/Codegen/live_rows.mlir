@@ -1,6 +1,7 @@
 // RUN: kiln-compile %s -O0 --emit=kernels | FileCheck %s
 // RUN: kiln-compile %s -O0 --emit=llvm | FileCheck %s --check-prefix=LLVM
 // RUN: kiln-compile %s -O0 --target=cuda-emu --emit=kernels | FileCheck %s --check-prefix=EMU
+// RUN: kiln-compile %s -O0 --disable-pass=kiln-live-rows --emit=kernels | FileCheck %s --check-prefix=EMU
 // A symbolic batch N (bound 64): kernels whose output rows along N nothing
 // reads past the run's size compute only the run's rows (kiln.live_rows =
 // [symbol, num, den, inner]: inner * ceil(n * num / den) workgroups). The
@@ -39,5 +40,6 @@ func.func @main(%x: tensor<64x4xf32> {kiln.name = "x", kiln.symbols = array<i32:
 // LLVM: call i64 @llvm.umin.i64(
 // LLVM: call void @kiln_rt_parallel_for(
 
-// The CUDA targets launch at the bound.
+// The CUDA targets launch at the bound, as every target does with
+// --disable-pass=kiln-live-rows.
 // EMU-NOT: kiln.live_rows

@@ -86,7 +86,8 @@ static cl::opt<unsigned> optLevel("O", cl::cat(kilnCategory), cl::desc("optimiza
                                   cl::init(3));
 static cl::list<std::string> disablePasses("disable-pass",
     cl::cat(kilnCategory), cl::desc("skip these graph passes (kiln-fold-batchnorm, kiln-recognize-patterns, "
-             "kiln-select-layout, kiln-fuse), e.g. to measure what each one is worth"),
+             "kiln-select-layout, kiln-fuse) or kiln-live-rows (dynamic shapes: CPU kernels "
+             "compute only a run's rows), e.g. to measure what each one is worth"),
     cl::CommaSeparated);
 static cl::opt<std::string> layoutOpt("layout",
     cl::cat(kilnCategory), cl::desc("tensor layout of convolutional regions: auto (cost model), nchw, nhwc"),
@@ -234,10 +235,10 @@ int main(int argc, char **argv) {
   };
   for (const std::string &name : disablePasses)
     if (name != "kiln-fold-batchnorm" && name != "kiln-recognize-patterns" &&
-        name != "kiln-select-layout" && name != "kiln-fuse")
+        name != "kiln-select-layout" && name != "kiln-fuse" && name != "kiln-live-rows")
       return fail("--disable-pass: unknown graph pass '" + name +
                   "' (kiln-fold-batchnorm, kiln-recognize-patterns, kiln-select-layout, "
-                  "kiln-fuse)");
+                  "kiln-fuse, kiln-live-rows)");
   if (layoutOpt != "auto" && layoutOpt != "nchw" && layoutOpt != "nhwc")
     return fail("unknown --layout=" + layoutOpt + " (auto, nchw, nhwc)");
   if (ioLayout != "nchw" && ioLayout != "nhwc")
@@ -297,6 +298,7 @@ int main(int argc, char **argv) {
                      ? (emit.empty() ? kiln::pipeline::modelNameFromPath(out) : "model")
                      : kiln::pipeline::modelNameFromPath(modelName + ".x");
   program.gpu = cudaTarget;
+  program.liveRows = !llvm::is_contained(disablePasses, "kiln-live-rows");
   if (failed(kiln::codegen::lowerToKernels(*module, program)))
     return 1;
   if (failed(verify(*program.kernels)))
