@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Program.h"
 #include "codegen/common/LiveRows.h"
+#include "codegen/common/PlanMemory.h"
 #include "kiln/narrow.h"
 #include "dialects/kiln/KilnDialect.h"
 
@@ -1511,6 +1512,17 @@ LogicalResult Lowering::elementwise(
     dense.push_back(st == c);
     strides.push_back(st);
   }
+  // Inputs read only at the element written, of the output's type: the
+  // output may take one's memory (kiln-plan-memory).
+  std::vector<int> inPlace;
+  for (size_t k = 0; k < ins.size(); ++k)
+    if (dense[k] && elemType(ins[k]) == elemType(op->getResult(0)))
+      inPlace.push_back(static_cast<int>(k));
+  auto markInPlace = [&](LogicalResult r) {
+    if (succeeded(r))
+      p.launches.back().inPlace = inPlace;
+    return r;
+  };
   if (p.gpu) {
     // A grid-stride loop over the output, consecutive threads on
     // consecutive elements (coalesced); 16-byte accesses (4 lanes) when
@@ -1531,7 +1543,7 @@ LogicalResult Lowering::elementwise(
       vec = vec && (dense[k] || scalarSite(k)) && elemType(ins[k]).isF32();
     int64_t lanes = vec ? 4 : 1, n = total / lanes;
     int64_t blocks = std::clamp<int64_t>(ceilDiv(n, kGpuThreads), 1, kGpuMaxBlocks);
-    return gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
+    return markInPlace(gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
       Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
       e.loop(first, e.idx(n), [&](Value i) {
         Value at = e.mul(i, lanes);
@@ -1551,11 +1563,11 @@ LogicalResult Lowering::elementwise(
         e.vstore(fn(e, vals), ins.size(), at);
         e.lanes = 1;
       }, blocks * kGpuThreads);
-    }, outBuffer);
+    }, outBuffer));
   }
   int64_t rows = rowsPerWorkgroup(inner);
   liveShare(op->getResult(0), outer, rows);
-  return launch(op, ins, ceilDiv(outer, rows), [&](KernelEmitter &e) {
+  return markInPlace(launch(op, ins, ceilDiv(outer, rows), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outer, rows);
     e.loop(lo, hi, [&](Value r) {
       // Base offset of row r in every input.
@@ -1576,7 +1588,7 @@ LogicalResult Lowering::elementwise(
         e.store(fn(e, vals), ins.size(), e.add(outBase, j));
       });
     });
-  }, outBuffer);
+  }, outBuffer));
 }
 
 //===----------------------------------------------------------------------===//
@@ -4367,7 +4379,7 @@ LogicalResult Lowering::run() {
       p.buffers[id].firstUse = std::min<int>(p.buffers[id].firstUse, li);
       p.buffers[id].lastUse = std::max<int>(p.buffers[id].lastUse, li);
     }
-  planArena(p);
+  planMemory(p);
   // Constants no kernel reads (weights replaced by packed or transposed
   // copies) leave the blob.
   std::vector<char> kept;
@@ -4442,42 +4454,6 @@ int64_t estimateFlops(Operation *op) {
           return elemsOf(o->getResult(0));
         return 0;
       });
-}
-
-void planArena(Program &p) {
-  std::vector<int> ids;
-  for (auto [i, b] : llvm::enumerate(p.buffers))
-    if (b.kind == Buffer::Arena && b.lastUse >= 0)
-      ids.push_back(i);
-  std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) {
-    return p.buffers[a].bytes > p.buffers[b].bytes;
-  });
-  std::vector<int> placed;
-  int64_t total = 0;
-  for (int id : ids) {
-    Buffer &b = p.buffers[id];
-    int64_t size = (b.bytes + 63) / 64 * 64;
-    // Intervals already placed that are alive at the same time.
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (int o : placed) {
-      const Buffer &ob = p.buffers[o];
-      if (ob.firstUse <= b.lastUse && b.firstUse <= ob.lastUse)
-        busy.push_back({ob.offset, ob.offset + (ob.bytes + 63) / 64 * 64});
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t best = -1, bestGap = std::numeric_limits<int64_t>::max(), cursor = 0;
-    for (auto [lo, hi] : busy) {
-      if (lo - cursor >= size && lo - cursor < bestGap) {
-        best = cursor;
-        bestGap = lo - cursor;
-      }
-      cursor = std::max(cursor, hi);
-    }
-    b.offset = best >= 0 ? best : cursor;
-    total = std::max(total, b.offset + size);
-    placed.push_back(id);
-  }
-  p.arenaBytes = total;
 }
 
 LogicalResult lowerToKernels(ModuleOp module, Program &program) {

@@ -75,6 +75,22 @@ struct Launch {
   int liveSymbol = -1;
   int liveInput = -1;
   int64_t liveNum = 1, liveDen = 1, liveInner = 1;
+  /// Positions in `buffers` of the inputs the kernel reads only at the
+  /// element it writes (same element type and size as the output, the last
+  /// buffer): kiln-plan-memory may give the output one's memory.
+  std::vector<int> inPlace;
+  /// Set by kiln-plan-memory: the kernel writes over input `inPlaceOf` (its
+  /// output argument is gone; `buffers` lists the input once). -1: not.
+  int inPlaceOf = -1;
+};
+
+/// What kiln-plan-memory found (PlanMemory.h), for reports and lit tests.
+struct MemoryStats {
+  int64_t livePeak = 0; // most bytes alive during one launch: no plan does better
+  int64_t noReuse = 0;  // every intermediate its own bytes
+  int64_t naive = 0;    // first fit in schedule order, no kernel in place
+  int inPlace = 0;      // kernels writing over an input
+  std::string order;    // the placement order that won
 };
 
 struct Program {
@@ -96,6 +112,7 @@ struct Program {
   std::vector<int32_t> symbolInputs;
   std::vector<char> weights;      // all constants, 64-byte aligned offsets
   int64_t arenaBytes = 0;
+  MemoryStats memory;
   /// Lower for the CUDA target: op families with GPU-shaped builders
   /// (elementwise, matrix products, softmax, layer norm) use them; the rest
   /// keep the CPU loop nests, run one workgroup per GPU thread.
@@ -103,6 +120,9 @@ struct Program {
   /// CPU kernels whose padded rows nothing reads compute only a run's rows
   /// (LiveRows.h; off with --disable-pass=kiln-live-rows).
   bool liveRows = true;
+  /// Arena offsets from lifetimes with kernels in place (PlanMemory.h); off
+  /// (--disable-pass=kiln-plan-memory): every intermediate its own bytes.
+  bool planMemory = true;
 };
 
 /// Lowers `module` (func.func @main of kiln ops, static shapes) into kernels
@@ -112,8 +132,6 @@ mlir::LogicalResult lowerToKernels(mlir::ModuleOp module, Program &program);
 /// Floating-point operations `op` performs (a kiln op or a kiln.fusion).
 int64_t estimateFlops(mlir::Operation *op);
 
-/// Assigns arena offsets from buffer lifetimes (greedy best fit by size).
-void planArena(Program &program);
 
 } // namespace kiln::codegen
 

@@ -136,6 +136,11 @@ bool writeReport(const std::string &path, const codegen::Program &p,
        << "- activation arena: " << mib(p.arenaBytes) << "; weights: "
        << mib(p.weights.size()) << "; inputs: " << mib(inBytes)
        << "; outputs: " << mib(outBytes) << "\n"
+       << "- memory plan (kiln-plan-memory): arena " << mib(p.arenaBytes) << " against a live peak of "
+       << mib(p.memory.livePeak) << " (no plan does better), "
+       << mib(p.memory.naive) << " first fit in schedule order and " << mib(p.memory.noReuse)
+       << " for every intermediate its own bytes; " << p.memory.inPlace
+       << " kernels in place; placement: " << p.memory.order << "\n"
        << "- recomputed values: none\n";
     if (cuda) {
       os << "\n## CUDA kernels (" << cuda->target << ")\n\n"
@@ -217,6 +222,11 @@ bool writeReport(const std::string &path, const codegen::Program &p,
       {"kernels", std::move(kernels)},
       {"totals", totalsJson(t)},
       {"memory", llvm::json::Object{{"arena_bytes", p.arenaBytes},
+                                    {"live_peak_bytes", p.memory.livePeak},
+                                    {"naive_bytes", p.memory.naive},
+                                    {"no_reuse_bytes", p.memory.noReuse},
+                                    {"kernels_in_place", p.memory.inPlace},
+                                    {"placement", p.memory.order},
                                     {"weights_bytes", static_cast<int64_t>(p.weights.size())},
                                     {"inputs_bytes", inBytes},
                                     {"outputs_bytes", outBytes}}},

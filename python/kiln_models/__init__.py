@@ -5,6 +5,8 @@ Every model is built here with random weights (nothing is downloaded):
   resnet18       - ResNet-18 topology (basic blocks, BatchNorm, residual adds)
   resnet50       - ResNet-50 topology (bottleneck blocks)
   mobilenetv2    - MobileNetV2 topology (inverted residuals, depthwise, ReLU6)
+  densenet121    - DenseNet-121 topology (dense blocks of concatenations)
+  unet           - a UNet (skip connections across the network, transposed convs)
   bert_layer     - a BERT-base encoder layer (seq 128, hidden 768, 12 heads)
   gpt2_block     - a GPT-2 block (pre-LayerNorm, causal mask, tanh GELU)
 The graphs are written the way torch.onnx.export writes them: unfused
@@ -234,6 +236,63 @@ def mobilenetv2(seed=0, size=224, classes=1000, batch=1):
     return b.model("mobilenetv2", [batch, 3, size, size], x, [batch, classes])
 
 
+def densenet121(seed=0, size=224, classes=1000, batch=1, blocks=(6, 12, 24, 16)):
+    """DenseNet-121 (torchvision's topology): growth 32, bottleneck 4x; each
+    layer is BN-ReLU-conv1x1-BN-ReLU-conv3x3 over the concatenation of every
+    feature map before it in its block; transitions halve the channels (BN,
+    ReLU, conv1x1, 2x2 average pool)."""
+    b = GraphBuilder(seed)
+    x = b.relu(b.bn(b.conv("input", 3, 64, 7, stride=2), 64))
+    x = b.node("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1])
+    c, growth = 64, 32
+    for i, n in enumerate(blocks):
+        feats = [x]
+        for _ in range(n):
+            cat = feats[0] if len(feats) == 1 else b.node("Concat", feats, "concat", axis=1)
+            y = b.conv(b.relu(b.bn(cat, c)), c, 4 * growth, 1)
+            y = b.conv(b.relu(b.bn(y, 4 * growth)), 4 * growth, growth, 3)
+            feats.append(y)
+            c += growth
+        x = b.node("Concat", feats, "concat", axis=1)
+        if i + 1 < len(blocks):
+            x = b.conv(b.relu(b.bn(x, c)), c, c // 2, 1)
+            x = b.node("AveragePool", [x], "pool", kernel_shape=[2, 2], strides=[2, 2])
+            c //= 2
+    x = b.relu(b.bn(x, c))
+    x = b.classifier(x, c, classes, torch_style_reshape=False)
+    return b.model("densenet121", [batch, 3, size, size], x, [batch, classes])
+
+
+def unet(seed=0, size=128, base=32, depth=4, batch=1):
+    """A UNet: per level two conv3x3-BN-ReLU, 2x2 max pools down, 2x2
+    stride-2 transposed convs up, the encoder's maps concatenated into the
+    decoder (skip connections held across the whole network), a 1x1 conv to
+    one channel."""
+    b = GraphBuilder(seed)
+
+    def double(x, cin, cout):
+        x = b.relu(b.bn(b.conv(x, cin, cout, 3), cout))
+        return b.relu(b.bn(b.conv(x, cout, cout, 3), cout))
+
+    skips, x, c = [], "input", 3
+    for d in range(depth):
+        x = double(x, c, base << d)
+        c = base << d
+        skips.append((x, c))
+        x = b.node("MaxPool", [x], "down", kernel_shape=[2, 2], strides=[2, 2])
+    x = double(x, c, base << depth)
+    c = base << depth
+    for skip, sc in reversed(skips):
+        w = b.rng.normal(0, np.sqrt(1.0 / (c * 4)), (c, sc, 2, 2)).astype(np.float32)
+        x = b.node("ConvTranspose", [x, b.const("up_w", w)], "up", kernel_shape=[2, 2],
+                   strides=[2, 2])
+        x = double(b.node("Concat", [skip, x], "concat", axis=1), 2 * sc, sc)
+        c = sc
+    x = b.conv(x, c, 1, 1, bias=True)
+    return b.model("unet", [batch, 3, size, size], x, [batch, 1, size, size])
+
+
 def bert_layer(seed=0, seq=128, hidden=768, heads=12, ffn=3072, layers=1):
     """BERT-base encoder layers (post-LayerNorm), padding mask on the last 16
     positions, exported at opset 13: LayerNorm and GELU decomposed."""
@@ -293,5 +352,5 @@ def to_float16(model):
 
 
 MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "resnet50": resnet50,
-          "mobilenetv2": mobilenetv2,
+          "mobilenetv2": mobilenetv2, "densenet121": densenet121, "unet": unet,
           "bert_layer": bert_layer, "gpt2_block": gpt2_block}

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/common/Program.h"
+#include "codegen/common/PlanMemory.h"
 #include "codegen/cpu/EmitObject.h"
 #include "codegen/cuda/EmitCuda.h"
 #include "codegen/cuda/Nvrtc.h"
@@ -46,7 +47,8 @@ static cl::opt<std::string> outputPath("o", cl::cat(kilnCategory), cl::desc("out
                                        cl::value_desc("file"), cl::init("-"));
 static cl::opt<std::string> emit("emit",
     cl::cat(kilnCategory), cl::desc("print IR instead of writing an artifact: mlir-import (after "
-             "import), mlir (after the graph passes), kernels, llvm, cuda-src (with "
+             "import), mlir (after the graph passes), kernels, memory-plan (the arena: "
+             "offsets, lifetimes, kernels in place), llvm, cuda-src (with "
              "--target=cuda or cuda-emu)"),
     cl::init(""));
 static cl::list<std::string> shapes("shape",
@@ -86,8 +88,9 @@ static cl::opt<unsigned> optLevel("O", cl::cat(kilnCategory), cl::desc("optimiza
                                   cl::init(3));
 static cl::list<std::string> disablePasses("disable-pass",
     cl::cat(kilnCategory), cl::desc("skip these graph passes (kiln-fold-batchnorm, kiln-recognize-patterns, "
-             "kiln-select-layout, kiln-fuse) or kiln-live-rows (dynamic shapes: CPU kernels "
-             "compute only a run's rows), e.g. to measure what each one is worth"),
+             "kiln-select-layout, kiln-fuse), kiln-live-rows (dynamic shapes: CPU kernels "
+             "compute only a run's rows) or kiln-plan-memory (arena reuse and kernels in "
+             "place: every intermediate its own bytes), e.g. to measure what each one is worth"),
     cl::CommaSeparated);
 static cl::opt<std::string> layoutOpt("layout",
     cl::cat(kilnCategory), cl::desc("tensor layout of convolutional regions: auto (cost model), nchw, nhwc"),
@@ -168,8 +171,9 @@ int main(int argc, char **argv) {
     return fail("unknown --target=" + target + " (cpu, cuda, cuda-emu)");
   bool cudaTarget = target != "cpu";
   if (!emit.empty() && emit != "mlir" && emit != "mlir-import" && emit != "kernels" &&
-      emit != "llvm" && emit != "cuda-src")
-    return fail("unknown --emit=" + emit + " (mlir-import, mlir, kernels, llvm, cuda-src)");
+      emit != "memory-plan" && emit != "llvm" && emit != "cuda-src")
+    return fail("unknown --emit=" + emit +
+                " (mlir-import, mlir, kernels, memory-plan, llvm, cuda-src)");
   if (emit == "cuda-src" && !cudaTarget)
     return fail("--emit=cuda-src needs --target=cuda or --target=cuda-emu");
   llvm::StringRef out = outputPath;
@@ -235,10 +239,11 @@ int main(int argc, char **argv) {
   };
   for (const std::string &name : disablePasses)
     if (name != "kiln-fold-batchnorm" && name != "kiln-recognize-patterns" &&
-        name != "kiln-select-layout" && name != "kiln-fuse" && name != "kiln-live-rows")
+        name != "kiln-select-layout" && name != "kiln-fuse" && name != "kiln-live-rows" &&
+        name != "kiln-plan-memory")
       return fail("--disable-pass: unknown graph pass '" + name +
                   "' (kiln-fold-batchnorm, kiln-recognize-patterns, kiln-select-layout, "
-                  "kiln-fuse, kiln-live-rows)");
+                  "kiln-fuse, kiln-live-rows, kiln-plan-memory)");
   if (layoutOpt != "auto" && layoutOpt != "nchw" && layoutOpt != "nhwc")
     return fail("unknown --layout=" + layoutOpt + " (auto, nchw, nhwc)");
   if (ioLayout != "nchw" && ioLayout != "nhwc")
@@ -299,6 +304,7 @@ int main(int argc, char **argv) {
                      : kiln::pipeline::modelNameFromPath(modelName + ".x");
   program.gpu = cudaTarget;
   program.liveRows = !llvm::is_contained(disablePasses, "kiln-live-rows");
+  program.planMemory = !llvm::is_contained(disablePasses, "kiln-plan-memory");
   if (failed(kiln::codegen::lowerToKernels(*module, program)))
     return 1;
   if (failed(verify(*program.kernels)))
@@ -315,6 +321,8 @@ int main(int argc, char **argv) {
     return 1;
   if (emit == "kernels")
     return printTo([&](llvm::raw_ostream &os) { program.kernels->print(os); });
+  if (emit == "memory-plan")
+    return printTo([&](llvm::raw_ostream &os) { kiln::codegen::printMemoryPlan(program, os); });
 
   std::string cudaSource;
   kiln::codegen::CpuOptions cpu;
