@@ -3920,10 +3920,25 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
   int64_t outRow = out[axis] * inner;
   int64_t perWg = rowsPerWorkgroup(outRow);
   SmallVector<Value> ins(op.getInputs());
+  // Nothing before the axis: each input is one contiguous range of the
+  // output, which kiln-plan-memory may have its producer write directly.
+  std::vector<int64_t> slices;
+  if (outer == 1) {
+    int64_t at = 0, width = widthOf(elemType(op.getResult()));
+    for (Value v : ins) {
+      slices.push_back(at * width);
+      at += shape(v)[axis] * inner;
+    }
+  }
+  auto markSlices = [&](LogicalResult r) {
+    if (succeeded(r))
+      p.launches.back().concatSlices = slices;
+    return r;
+  };
   if (p.gpu)
     // A thread per output element: which input holds it is decided by its
     // position along the axis (a chain of selects, in bounds always).
-    return gpuForEach(op, ins, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
+    return markSlices(gpuForEach(op, ins, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
       Value o = e.div(i, outRow), j = e.rem(i, outRow);
       Value v = e.zero(elemType(op.getResult()));
       int64_t at = 0;
@@ -3940,9 +3955,9 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
         at += len;
       }
       e.store(v, ins.size(), i);
-    });
+    }));
   liveShare(op.getResult(), outer, perWg);
-  return launch(op, ins, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
+  return markSlices(launch(op, ins, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outer, perWg);
     e.loop(lo, hi, [&](Value o) {
       int64_t at = 0;
@@ -3955,7 +3970,7 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
         at += len;
       }
     });
-  });
+  }));
 }
 
 //===----------------------------------------------------------------------===//
@@ -4369,16 +4384,7 @@ LogicalResult Lowering::run() {
       return failure();
   }
 
-  // Lifetimes for the arena planner.
-  for (auto &b : p.buffers) {
-    b.firstUse = std::numeric_limits<int>::max();
-    b.lastUse = -1;
-  }
-  for (auto [li, l] : llvm::enumerate(p.launches))
-    for (int id : l.buffers) {
-      p.buffers[id].firstUse = std::min<int>(p.buffers[id].firstUse, li);
-      p.buffers[id].lastUse = std::max<int>(p.buffers[id].lastUse, li);
-    }
+  // The arena (and the lifetimes of every buffer).
   planMemory(p);
   // Constants no kernel reads (weights replaced by packed or transposed
   // copies) leave the blob.

@@ -17,29 +17,138 @@ namespace {
 
 int64_t rounded(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
-/// Merges in-place kernels' outputs into their inputs (see PlanMemory.h).
-int putInPlace(Program &p) {
-  int count = 0;
+/// A candidate plan: copies of the buffers and launches that the steps
+/// below edit; the kernels are rewritten only for the plan that wins.
+struct Draft {
+  std::vector<Buffer> buffers;
+  std::vector<Launch> launches;
+  std::vector<std::string> elided; // kernels of concats that go away
+  int inPlace = 0;
+};
+
+/// Buffer lifetimes: the first and last launch that names each.
+void computeLifetimes(Draft &p) {
+  for (auto &b : p.buffers) {
+    b.firstUse = std::numeric_limits<int>::max();
+    b.lastUse = -1;
+  }
+  for (auto [li, l] : llvm::enumerate(p.launches))
+    for (int id : l.buffers) {
+      p.buffers[id].firstUse = std::min<int>(p.buffers[id].firstUse, li);
+      p.buffers[id].lastUse = std::max<int>(p.buffers[id].lastUse, li);
+    }
+}
+
+/// The outermost buffer holding `id`, and `id`'s byte offset in it.
+int rootOf(const std::vector<Buffer> &buffers, int id, int64_t &at) {
+  at = 0;
+  while (buffers[id].parent >= 0) {
+    at += buffers[id].within;
+    id = buffers[id].parent;
+  }
+  return id;
+}
+
+/// Concats whose inputs can be their producers' output written straight
+/// into the concat's buffer lose their kernel. Later concats first, so a
+/// value feeding several (DenseNet: every layer's concat and the block's)
+/// lands in the last one, and an earlier concat whose inputs then lie
+/// consecutively there becomes a view of that range (a prefix). Kernels
+/// never write a buffer of such a tree in place (putInPlace), so each
+/// range keeps its value while any member is alive.
+void elideConcats(Draft &p) {
+  std::vector<bool> elided(p.launches.size(), false);
+  for (size_t li = p.launches.size(); li-- > 0;) {
+    Launch &l = p.launches[li];
+    size_t n = l.concatSlices.size();
+    if (n == 0 || l.buffers.size() != n + 1)
+      continue;
+    int out = l.buffers.back();
+    Buffer &ob = p.buffers[out];
+    if (ob.kind != Buffer::Arena)
+      continue;
+    bool ok = true, anyPlaced = false, allPlaced = true;
+    int root = -1;
+    int64_t base = 0;
+    for (size_t k = 0; k < n && ok; ++k) {
+      int in = l.buffers[k];
+      const Buffer &ib = p.buffers[in];
+      int64_t len = (k + 1 < n ? l.concatSlices[k + 1] : ob.bytes) - l.concatSlices[k];
+      ok = ib.kind == Buffer::Arena && in != out && ib.bytes == len && ib.elem == ob.elem &&
+           l.concatSlices[k] % 64 == 0 && llvm::count(l.buffers, in) == 1;
+      if (!ok)
+        break;
+      int64_t at;
+      int r = rootOf(p.buffers, in, at);
+      if (ib.parent >= 0) {
+        anyPlaced = true;
+        // Consecutive in one tree: at == base + slice for every input.
+        if (root < 0) {
+          root = r;
+          base = at - l.concatSlices[k];
+        }
+        ok = r == root && at == base + l.concatSlices[k];
+      } else {
+        allPlaced = false;
+      }
+      // An input that holds the output (a cycle) cannot go inside it.
+      int64_t unused;
+      ok = ok && rootOf(p.buffers, out, unused) != in;
+    }
+    if (!ok)
+      continue;
+    if (allPlaced) {
+      // The inputs already lie consecutively in `root`: the output is that
+      // range.
+      if (ob.parent >= 0 || root == out)
+        continue;
+      ob.parent = root;
+      ob.within = base;
+    } else if (!anyPlaced) {
+      for (size_t k = 0; k < n; ++k) {
+        p.buffers[l.buffers[k]].parent = out;
+        p.buffers[l.buffers[k]].within = l.concatSlices[k];
+      }
+    } else {
+      continue;
+    }
+    elided[li] = true;
+  }
+  std::vector<Launch> kept;
+  for (auto [li, l] : llvm::enumerate(p.launches)) {
+    if (!elided[li]) {
+      kept.push_back(std::move(l));
+      continue;
+    }
+    p.elided.push_back(l.kernel);
+  }
+  p.launches = std::move(kept);
+}
+
+/// Merges in-place kernels' outputs into their inputs (see PlanMemory.h);
+/// never into a buffer that holds, or lies inside, another.
+void putInPlace(Draft &p) {
+  std::vector<bool> tree(p.buffers.size(), false);
+  for (auto [i, b] : llvm::enumerate(p.buffers))
+    if (b.parent >= 0) {
+      tree[i] = true;
+      tree[b.parent] = true;
+    }
   for (auto [li, l] : llvm::enumerate(p.launches)) {
     if (l.inPlace.empty() || l.buffers.empty())
       continue;
     int out = l.buffers.back();
     Buffer &ob = p.buffers[out];
-    if (ob.kind != Buffer::Arena || ob.firstUse != static_cast<int>(li))
+    if (ob.kind != Buffer::Arena || ob.firstUse != static_cast<int>(li) || tree[out])
       continue;
     for (int k : l.inPlace) {
       int in = l.buffers[k];
       Buffer &ib = p.buffers[in];
-      if (ib.kind != Buffer::Arena || ib.lastUse != static_cast<int>(li) ||
+      if (ib.kind != Buffer::Arena || tree[in] || ib.lastUse != static_cast<int>(li) ||
           ib.bytes != ob.bytes || ib.elem != ob.elem || llvm::count(l.buffers, in) != 1)
         continue;
-      auto fn = p.kernels->lookupSymbol<func::FuncOp>(l.kernel);
-      unsigned outArg = l.buffers.size() - 1;
-      if (!fn || fn.getArgument(outArg).getType() != fn.getArgument(k).getType())
-        continue;
-      fn.getArgument(outArg).replaceAllUsesWith(fn.getArgument(k));
-      if (failed(fn.eraseArgument(outArg)))
-        continue;
+      // (Equal bytes and element type: the two arguments' memref types
+      // are the same.)
       l.buffers.pop_back();
       l.inPlaceOf = k;
       // The output's later readers read the input's buffer.
@@ -50,11 +159,10 @@ int putInPlace(Program &p) {
       ib.lastUse = ob.lastUse;
       ob.firstUse = std::numeric_limits<int>::max();
       ob.lastUse = -1;
-      ++count;
+      ++p.inPlace;
       break;
     }
   }
-  return count;
 }
 
 struct Item {
@@ -114,84 +222,157 @@ int64_t livePeak(const std::vector<Item> &items, size_t launches) {
   return peak;
 }
 
+/// Each tree of buffers (a concat's output holding its inputs) is one item,
+/// alive from its first member's first use to its last member's last.
+std::vector<Item> itemsOf(const std::vector<Buffer> &buffers) {
+  std::vector<Item> v;
+  std::vector<int> slot(buffers.size(), -1);
+  for (auto [i, b] : llvm::enumerate(buffers))
+    if (b.kind == Buffer::Arena && b.parent < 0 && b.lastUse >= 0) {
+      slot[i] = v.size();
+      v.push_back({static_cast<int>(i), rounded(b.bytes), b.firstUse, b.lastUse});
+    }
+  for (auto [i, b] : llvm::enumerate(buffers)) {
+    if (b.parent < 0 || b.lastUse < 0)
+      continue;
+    int64_t at;
+    int r = rootOf(buffers, i, at);
+    if (slot[r] < 0) { // a root only its members name
+      slot[r] = v.size();
+      v.push_back({r, rounded(buffers[r].bytes), b.firstUse, b.lastUse});
+    }
+    Item &it = v[slot[r]];
+    it.first = std::min(it.first, b.firstUse);
+    it.last = std::max(it.last, b.lastUse);
+  }
+  return v;
+}
+
+bool bySchedule(const Item &a, const Item &b) {
+  return a.first != b.first ? a.first < b.first : a.id < b.id;
+}
+
+/// Places `p`'s items in the best of several orders: sets the buffers'
+/// offsets (absolute, members of a tree too); returns the arena size.
+int64_t placeBest(Draft &p, int64_t livePeak, std::string &order) {
+  std::vector<Item> all = itemsOf(p.buffers);
+  if (all.empty()) {
+    order = "no intermediates";
+    return 0;
+  }
+  auto span = [](const Item &a) { return int64_t(a.last) - a.first + 1; };
+  struct Order {
+    const char *name;
+    std::function<bool(const Item &, const Item &)> less;
+  } orders[] = {
+      {"largest first", [](const Item &a, const Item &b) { return a.size > b.size; }},
+      {"longest-lived first",
+       [&](const Item &a, const Item &b) {
+         return span(a) != span(b) ? span(a) > span(b) : a.size > b.size;
+       }},
+      {"largest size x lifetime first",
+       [&](const Item &a, const Item &b) { return a.size * span(a) > b.size * span(b); }},
+      {"schedule order", bySchedule},
+  };
+  std::vector<int64_t> offsets(p.buffers.size(), 0), best;
+  int64_t bestTotal = std::numeric_limits<int64_t>::max();
+  for (const Order &o : orders) {
+    int64_t total = place(all, o.less, /*firstFit=*/false, offsets);
+    if (total < bestTotal) {
+      bestTotal = total;
+      best = offsets;
+      order = o.name;
+    }
+    if (bestTotal == livePeak)
+      break; // nothing beats the live peak
+  }
+  for (const Item &it : all)
+    p.buffers[it.id].offset = best[it.id];
+  for (auto [i, b] : llvm::enumerate(p.buffers)) {
+    int64_t at;
+    int r = rootOf(p.buffers, i, at);
+    if (b.parent >= 0)
+      b.offset = p.buffers[r].offset + at;
+  }
+  return bestTotal;
+}
+
 } // namespace
 
 void planMemory(Program &p) {
   MemoryStats &m = p.memory;
   m = MemoryStats();
-  auto items = [&] {
-    std::vector<Item> v;
-    for (auto [i, b] : llvm::enumerate(p.buffers))
-      if (b.kind == Buffer::Arena && b.lastUse >= 0)
-        v.push_back({static_cast<int>(i), rounded(b.bytes), b.firstUse, b.lastUse});
-    return v;
-  };
-  std::vector<int64_t> offsets(p.buffers.size(), 0), best;
-  auto bySchedule = [](const Item &a, const Item &b) {
-    return a.first != b.first ? a.first < b.first : a.id < b.id;
-  };
+  Draft base{p.buffers, p.launches, {}, 0};
+  computeLifetimes(base);
   {
-    std::vector<Item> all = items();
+    std::vector<Item> all = itemsOf(base.buffers);
+    std::vector<int64_t> offsets(base.buffers.size(), 0);
     for (const Item &it : all)
       m.noReuse += it.size;
     m.naive = place(all, bySchedule, /*firstFit=*/true, offsets);
   }
   if (!p.planMemory) {
     int64_t at = 0;
-    for (const Item &it : items()) {
-      p.buffers[it.id].offset = at;
+    for (const Item &it : itemsOf(base.buffers)) {
+      base.buffers[it.id].offset = at;
       at += it.size;
     }
+    p.buffers = std::move(base.buffers);
     p.arenaBytes = at;
-    m.livePeak = livePeak(items(), p.launches.size());
+    m.livePeak = livePeak(itemsOf(p.buffers), p.launches.size());
     m.order = "none (kiln-plan-memory disabled)";
     return;
   }
-  m.inPlace = putInPlace(p);
-  std::vector<Item> all = items();
-  m.livePeak = livePeak(all, p.launches.size());
-  auto span = [](const Item &a) { return int64_t(a.last) - a.first + 1; };
-  struct Order {
-    const char *name;
-    std::function<bool(const Item &, const Item &)> less;
-    bool firstFit;
-  } orders[] = {
-      {"largest first", [](const Item &a, const Item &b) { return a.size > b.size; }, false},
-      {"longest-lived first",
-       [&](const Item &a, const Item &b) {
-         return span(a) != span(b) ? span(a) > span(b) : a.size > b.size;
-       },
-       false},
-      {"largest size x lifetime first",
-       [&](const Item &a, const Item &b) { return a.size * span(a) > b.size * span(b); }, false},
-      {"schedule order", bySchedule, false},
-  };
-  if (all.empty()) {
-    p.arenaBytes = 0;
-    m.order = "no intermediates";
-    return;
-  }
-  int64_t bestTotal = std::numeric_limits<int64_t>::max();
-  for (const Order &o : orders) {
-    int64_t total = place(all, o.less, o.firstFit, offsets);
-    if (total < bestTotal) {
-      bestTotal = total;
-      best = offsets;
-      m.order = o.name;
+  // Two candidates: with concats elided and without (a tree is alive as a
+  // whole, so eliding can cost more than the copy saves); the smaller
+  // arena wins, the one without on a tie.
+  Draft best;
+  int64_t bestBytes = std::numeric_limits<int64_t>::max();
+  for (bool elide : {false, true}) {
+    Draft d = base;
+    if (elide) {
+      elideConcats(d);
+      if (d.elided.empty())
+        continue;
+      computeLifetimes(d);
     }
-    if (bestTotal == m.livePeak)
-      break; // nothing beats the live peak
+    putInPlace(d);
+    int64_t peak = livePeak(itemsOf(d.buffers), d.launches.size());
+    std::string order;
+    int64_t bytes = placeBest(d, peak, order);
+    if (bytes < bestBytes) {
+      bestBytes = bytes;
+      best = std::move(d);
+      m.livePeak = peak;
+      m.order = order;
+    }
   }
-  for (const Item &it : all)
-    p.buffers[it.id].offset = best[it.id];
-  p.arenaBytes = bestTotal;
+  // Commit: kernels of elided concats go; in-place kernels lose their
+  // output argument (it becomes the input's).
+  for (const std::string &k : best.elided)
+    if (auto fn = p.kernels->lookupSymbol<func::FuncOp>(k))
+      fn.erase();
+  for (const Launch &l : best.launches) {
+    if (l.inPlaceOf < 0)
+      continue;
+    auto fn = p.kernels->lookupSymbol<func::FuncOp>(l.kernel);
+    unsigned outArg = l.buffers.size();
+    fn.getArgument(outArg).replaceAllUsesWith(fn.getArgument(l.inPlaceOf));
+    (void)fn.eraseArgument(outArg);
+  }
+  p.buffers = std::move(best.buffers);
+  p.launches = std::move(best.launches);
+  m.elided = std::move(best.elided);
+  m.inPlace = best.inPlace;
+  p.arenaBytes = bestBytes;
 }
 
 void printMemoryPlan(const Program &p, llvm::raw_ostream &os) {
   const MemoryStats &m = p.memory;
   os << "arena " << p.arenaBytes << " bytes: live peak " << m.livePeak << ", naive "
      << m.naive << ", no reuse " << m.noReuse << "; " << m.inPlace << " kernel"
-     << (m.inPlace == 1 ? "" : "s") << " in place; order: " << (m.order.empty() ? "-" : m.order)
+     << (m.inPlace == 1 ? "" : "s") << " in place, " << m.elided.size() << " concat"
+     << (m.elided.size() == 1 ? "" : "s") << " elided; order: " << (m.order.empty() ? "-" : m.order)
      << "\n";
   std::vector<int> ids;
   for (auto [i, b] : llvm::enumerate(p.buffers))
@@ -203,10 +384,15 @@ void printMemoryPlan(const Program &p, llvm::raw_ostream &os) {
   });
   for (int id : ids) {
     const Buffer &b = p.buffers[id];
-    os << "[" << b.offset << ", " << b.offset + rounded(b.bytes) << ") buffer " << id << ": "
-       << b.bytes << " bytes, " << p.launches[b.firstUse].kernel << " .. "
-       << p.launches[b.lastUse].kernel << "\n";
+    os << "[" << b.offset << ", " << b.offset + (b.parent >= 0 ? b.bytes : rounded(b.bytes))
+       << ") buffer " << id << ": " << b.bytes << " bytes, " << p.launches[b.firstUse].kernel
+       << " .. " << p.launches[b.lastUse].kernel;
+    if (b.parent >= 0)
+      os << " (inside buffer " << b.parent << ")";
+    os << "\n";
   }
+  for (const std::string &k : m.elided)
+    os << "no kernel: " << k << " (its inputs are written into its output)\n";
   for (const Launch &l : p.launches)
     if (l.inPlaceOf >= 0)
       os << "in place: " << l.kernel << " writes over its input " << l.inPlaceOf

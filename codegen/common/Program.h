@@ -34,6 +34,11 @@ struct Buffer {
   int64_t offset = 0;  // Constant: offset in the weights blob; Arena: in arena
   int firstUse = 0, lastUse = 0; // launch indices (for the memory planner)
   mlir::Type elem;     // element type of the kernels' view (null: f32)
+  /// kiln-plan-memory: an arena buffer that lives inside another (a concat's
+  /// input its producer writes straight into the concat's output) at
+  /// `within` bytes; -1: none. `offset` is absolute after planning.
+  int parent = -1;
+  int64_t within = 0;
 };
 
 struct TensorInfo {
@@ -82,6 +87,10 @@ struct Launch {
   /// Set by kiln-plan-memory: the kernel writes over input `inPlaceOf` (its
   /// output argument is gone; `buffers` lists the input once). -1: not.
   int inPlaceOf = -1;
+  /// A concat whose inputs are contiguous ranges of its output (nothing
+  /// before the axis): their byte offsets in it, in input order. Empty:
+  /// not such a concat.
+  std::vector<int64_t> concatSlices;
 };
 
 /// What kiln-plan-memory found (PlanMemory.h), for reports and lit tests.
@@ -90,6 +99,8 @@ struct MemoryStats {
   int64_t noReuse = 0;  // every intermediate its own bytes
   int64_t naive = 0;    // first fit in schedule order, no kernel in place
   int inPlace = 0;      // kernels writing over an input
+  /// Concats with no kernel left: their inputs are written in place.
+  std::vector<std::string> elided;
   std::string order;    // the placement order that won
 };
 

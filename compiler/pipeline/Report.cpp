@@ -140,7 +140,9 @@ bool writeReport(const std::string &path, const codegen::Program &p,
        << mib(p.memory.livePeak) << " (no plan does better), "
        << mib(p.memory.naive) << " first fit in schedule order and " << mib(p.memory.noReuse)
        << " for every intermediate its own bytes; " << p.memory.inPlace
-       << " kernels in place; placement: " << p.memory.order << "\n"
+       << " kernels in place, " << p.memory.elided.size()
+       << " concats elided (their inputs written into them); placement: " << p.memory.order
+       << "\n"
        << "- recomputed values: none\n";
     if (cuda) {
       os << "\n## CUDA kernels (" << cuda->target << ")\n\n"
@@ -226,6 +228,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
                                     {"naive_bytes", p.memory.naive},
                                     {"no_reuse_bytes", p.memory.noReuse},
                                     {"kernels_in_place", p.memory.inPlace},
+                                    {"concats_elided", static_cast<int64_t>(p.memory.elided.size())},
                                     {"placement", p.memory.order},
                                     {"weights_bytes", static_cast<int64_t>(p.weights.size())},
                                     {"inputs_bytes", inBytes},

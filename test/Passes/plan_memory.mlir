@@ -26,7 +26,7 @@ func.func @main(%x: tensor<16x64xf32> {kiln.name = "x"})
   return %d, %i : tensor<16x64xf32>, tensor<16x64xi32>
 }
 
-// CHECK: arena 8448 bytes: live peak 8448, naive 12288, no reuse 20736; 2 kernels in place; order: largest first
+// CHECK: arena 8448 bytes: live peak 8448, naive 12288, no reuse 20736; 2 kernels in place, 0 concats elided; order: largest first
 // CHECK-NEXT: [0, 4096) buffer 2: 4096 bytes, kiln_k0_matmul .. kiln_k2_add
 // CHECK-NEXT: [0, 4096) buffer 6: 4096 bytes, kiln_k4_matmul .. kiln_k7_matmul
 // CHECK-NEXT: [4096, 8192) buffer 3: 4096 bytes, kiln_k1_tanh .. kiln_k4_matmul
@@ -41,7 +41,7 @@ func.func @main(%x: tensor<16x64xf32> {kiln.name = "x"})
 // KERNELS: func.func @kiln_k5_sub(%arg0: memref<64xf32> {llvm.noalias}, %arg1: memref<1024xf32> {llvm.noalias}, %arg2: index)
 // KERNELS: func.func @kiln_k6_cast(%arg0: memref<1024xf32> {llvm.noalias}, %arg1: memref<1024xi32> {llvm.noalias}, %arg2: index)
 
-// OFF: arena 20736 bytes: live peak 12288, naive 12288, no reuse 20736; 0 kernels in place; order: none (kiln-plan-memory disabled)
+// OFF: arena 20736 bytes: live peak 12288, naive 12288, no reuse 20736; 0 kernels in place, 0 concats elided; order: none (kiln-plan-memory disabled)
 // OFF-NEXT: [0, 4096) buffer 2: 4096 bytes, kiln_k0_matmul .. kiln_k2_add
 // OFF-NEXT: [4096, 8192) buffer 3: 4096 bytes, kiln_k1_tanh .. kiln_k2_add
 // OFF-NEXT: [8192, 12288) buffer 4: 4096 bytes, kiln_k2_add .. kiln_k4_matmul
