@@ -17,6 +17,7 @@
 #include "compiler/onnx/CompositeBuilder.h"
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 using namespace mlir;
@@ -612,7 +613,7 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
 
   Builder g{ctx};
   OpBuilder &b = ctx.builder;
-  Value x = ctx.input(0), w = ctx.input(1);
+  Value x = ctx.input(0), w;
   // The input spread out: z[j] = x[(j - P) / s], zero elsewhere.
   Value zero;
   for (size_t i = 0; i < nsp; ++i) {
@@ -638,16 +639,44 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
   }
   if (zero)
     x = g.where(zero, g.scalar(x, 0.0), x);
-  // The weight [C, M/G, k...] as [M, C/G, k...] with reversed taps.
+  // The weight [C, M/G, k...] as [M, C/G, k...] with reversed taps: on the
+  // host when it is known at import (an initializer: no kernels, no arena),
+  // else as run-time ops.
   int64_t Cg = C / group;
   SmallVector<int64_t> split{group, Cg, Mg}, oihw{group * Mg, Cg};
   split.append(kernel.begin(), kernel.end());
   oihw.append(kernel.begin(), kernel.end());
+  const HostTensor *hw = ctx.hostInput(1);
+  bool hostWeight = hw && !hw->fromSymbolicShape && hw->evaluable();
+  if (hostWeight) {
+    // Reversing every tap axis of a row-major [k...] block reverses its
+    // flat index.
+    int64_t taps = 1;
+    for (int64_t k : kernel)
+      taps *= k;
+    HostTensor t = *hw;
+    t.shape.assign(oihw.begin(), oihw.end());
+    int64_t n = hw->numElements();
+    size_t es = hw->raw.empty() || n == 0 ? 0 : hw->raw.size() / n;
+    for (int64_t gi = 0; gi < group; ++gi)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t m = 0; m < Mg; ++m)
+          for (int64_t k = 0; k < taps; ++k) {
+            int64_t src = ((gi * Cg + c) * Mg + m) * taps + k;
+            int64_t dst = ((gi * Mg + m) * Cg + c) * taps + (taps - 1 - k);
+            if (es)
+              std::memcpy(&t.raw[dst * es], &hw->raw[src * es], es);
+            else if (!hw->values.empty())
+              t.values[dst] = hw->values[src];
+          }
+    w = Importer::materialize(b, t, ctx.node.name() + ".weight_flipped");
+  }
   SmallVector<int64_t> perm{0, 2, 1};
   for (size_t i = 0; i < nsp; ++i)
     perm.push_back(3 + i);
-  w = g.reshape(g.transpose(g.reshape(w, split), perm), oihw);
-  for (size_t i = 0; i < nsp; ++i) {
+  if (!hostWeight)
+    w = g.reshape(g.transpose(g.reshape(ctx.input(1), split), perm), oihw);
+  for (size_t i = 0; i < nsp && !hostWeight; ++i) {
     if (kernel[i] == 1)
       continue;
     std::vector<double> rev(kernel[i]);

@@ -601,6 +601,14 @@ def conv_transpose():
                  [init("w", f32(4, 3, 3, 3)), init("b", f32(6))])
 
 
+def conv_transpose_w_input():
+    # As conv_transpose with the weight a graph input (known only at run time).
+    nodes = [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", strides=[2, 2],
+                              pads=[1, 1, 1, 1], output_padding=[1, 1], group=2)]
+    return model(nodes, [vi("x", [1, 4, 4, 5]), vi("w", [4, 3, 3, 3])], [vi("y", None)],
+                 [init("b", f32(6))])
+
+
 def conv3d_pool3d():
     # Conv 3-D (kernel depth 3, pad 1, 2 groups) then MaxPool 3-D (2x2x2).
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv3", pads=[1, 0, 0, 1, 0, 0],
@@ -709,7 +717,7 @@ CASES = {f.__name__: f for f in [narrow_types, bad_round_mode, loss_quant_ops, r
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
                                  dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
-                                 old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv3d_pool3d,
+                                 old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,
                                  logic_ops, composite_ops]}
