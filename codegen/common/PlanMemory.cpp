@@ -56,12 +56,12 @@ int rootOf(const std::vector<Buffer> &buffers, int id, int64_t &at) {
 /// consecutively there becomes a view of that range (a prefix). Kernels
 /// never write a buffer of such a tree in place (putInPlace), so each
 /// range keeps its value while any member is alive.
-void elideConcats(Draft &p) {
+void elideConcats(Draft &p, const std::vector<bool> &allowed) {
   std::vector<bool> elided(p.launches.size(), false);
   for (size_t li = p.launches.size(); li-- > 0;) {
     Launch &l = p.launches[li];
     size_t n = l.concatSlices.size();
-    if (n == 0 || l.buffers.size() != n + 1)
+    if (n == 0 || l.buffers.size() != n + 1 || !allowed[li])
       continue;
     int out = l.buffers.back();
     Buffer &ob = p.buffers[out];
@@ -323,26 +323,48 @@ void planMemory(Program &p) {
     m.order = "none (kiln-plan-memory disabled)";
     return;
   }
-  // Two candidates: with concats elided and without (a tree is alive as a
-  // whole, so eliding can cost more than the copy saves); the smaller
-  // arena wins, the one without on a tie.
-  Draft best;
-  int64_t bestBytes = std::numeric_limits<int64_t>::max();
-  for (bool elide : {false, true}) {
+  // Which concats lose their kernel: a tree is alive as a whole, so eliding
+  // one can cost more than its copy saves. Greedily, later concats first,
+  // each is elided unless that grows the arena (placed largest first while
+  // deciding; every order for the plan kept, and never worse than eliding
+  // nothing).
+  auto build = [&](const std::vector<bool> &allowed) {
     Draft d = base;
-    if (elide) {
-      elideConcats(d);
-      if (d.elided.empty())
-        continue;
+    elideConcats(d, allowed);
+    if (!d.elided.empty())
       computeLifetimes(d);
-    }
     putInPlace(d);
-    int64_t peak = livePeak(itemsOf(d.buffers), d.launches.size());
+    return d;
+  };
+  auto quickBytes = [&](const Draft &d) {
+    std::vector<int64_t> offsets(d.buffers.size(), 0);
+    return place(itemsOf(d.buffers), [](const Item &a, const Item &b) { return a.size > b.size; },
+                 /*firstFit=*/false, offsets);
+  };
+  std::vector<bool> allowed(base.launches.size(), false);
+  int64_t current = quickBytes(build(allowed));
+  for (size_t li = base.launches.size(); li-- > 0;) {
+    if (base.launches[li].concatSlices.empty())
+      continue;
+    allowed[li] = true;
+    Draft d = build(allowed);
+    int64_t bytes = d.elided.empty() ? current : quickBytes(d);
+    if (bytes <= current) // no larger: one copy kernel fewer
+      current = bytes;
+    else
+      allowed[li] = false;
+  }
+  Draft best = build(allowed);
+  m.livePeak = livePeak(itemsOf(best.buffers), best.launches.size());
+  int64_t bestBytes = placeBest(best, m.livePeak, m.order);
+  if (!best.elided.empty()) {
+    Draft none = build(std::vector<bool>(base.launches.size(), false));
+    int64_t peak = livePeak(itemsOf(none.buffers), none.launches.size());
     std::string order;
-    int64_t bytes = placeBest(d, peak, order);
+    int64_t bytes = placeBest(none, peak, order);
     if (bytes < bestBytes) {
+      best = std::move(none);
       bestBytes = bytes;
-      best = std::move(d);
       m.livePeak = peak;
       m.order = order;
     }

@@ -530,6 +530,76 @@ LogicalResult convertCenterCropPad(NodeContext &ctx) {
 
 } // namespace
 
+/// ConvTranspose with stride = kernel (2-D, one group, no pads, dilation or
+/// output padding) as a 1x1 convolution to M*kh*kw channels -- channel
+/// (m, a, b) holds tap (a, b) of output channel m -- and a pixel shuffle.
+/// The weight [C, M, kh, kw] becomes [M*kh*kw, C, 1, 1] (on the host when
+/// it is an initializer), the bias repeats per tap.
+static LogicalResult convTransposeAsShuffle(NodeContext &ctx, Builder &g, int64_t C,
+                                            int64_t M, ArrayRef<int64_t> kernel) {
+  auto in = ctx.inputType(0);
+  int64_t N = in.getDimSize(0), H = in.getDimSize(2), W = in.getDimSize(3);
+  int64_t kh = kernel[0], kw = kernel[1], taps = kh * kw;
+  OpBuilder &b = ctx.builder;
+  Value w;
+  const HostTensor *hw = ctx.hostInput(1);
+  if (hw && !hw->fromSymbolicShape && hw->evaluable()) {
+    HostTensor t = *hw;
+    t.shape = {M * taps, C, 1, 1};
+    int64_t n = hw->numElements();
+    size_t es = hw->raw.empty() || n == 0 ? 0 : hw->raw.size() / n;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < taps; ++k) {
+          int64_t src = (c * M + m) * taps + k, dst = (m * taps + k) * C + c;
+          if (es)
+            std::memcpy(&t.raw[dst * es], &hw->raw[src * es], es);
+          else if (!hw->values.empty())
+            t.values[dst] = hw->values[src];
+        }
+    w = Importer::materialize(b, t, ctx.node.name() + ".weight_taps");
+  } else {
+    w = g.reshape(g.transpose(g.reshape(ctx.input(1), {C, M * taps}), {1, 0}),
+                  {M * taps, C, 1, 1});
+  }
+  // The bias per (m, tap): repeated on the host, or added after the shuffle.
+  Value bias, lateBias;
+  if (ctx.hasInput(2)) {
+    const HostTensor *hb = ctx.hostInput(2);
+    if (hb && !hb->fromSymbolicShape && hb->evaluable() && hb->numElements() == M) {
+      HostTensor t = *hb;
+      t.shape = {M * taps};
+      size_t es = hb->raw.empty() || M == 0 ? 0 : hb->raw.size() / M;
+      if (es)
+        t.raw.assign(M * taps * es, 0);
+      else
+        t.values.assign(M * taps, 0.0);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < taps; ++k) {
+          if (es)
+            std::memcpy(&t.raw[(m * taps + k) * es], &hb->raw[m * es], es);
+          else if (!hb->values.empty())
+            t.values[m * taps + k] = hb->values[m];
+        }
+      bias = Importer::materialize(b, t, ctx.node.name() + ".bias_taps");
+    } else {
+      lateBias = ctx.input(2);
+    }
+  }
+  Value x = ctx.input(0);
+  if (!g.ok({x, w}))
+    return failure();
+  Value y = g.take(ctx.create<kiln::ConvOp>(
+      x, w, bias, b.getDenseI64ArrayAttr({1, 1}), b.getDenseI64ArrayAttr({0, 0, 0, 0}),
+      b.getDenseI64ArrayAttr({1, 1}), b.getI64IntegerAttr(1)));
+  // [N, M, kh, kw, H, W] -> [N, M, H, kh, W, kw] -> [N, M, H*kh, W*kw].
+  y = g.reshape(g.transpose(g.reshape(y, {N, M, kh, kw, H, W}), {0, 1, 4, 2, 5, 3}),
+                {N, M, H * kh, W * kw});
+  if (lateBias)
+    y = g.add(y, g.reshape(lateBias, {1, M, 1, 1}));
+  return g.result(y);
+}
+
 /// ConvTranspose: the input spread out along each spatial axis (every
 /// stride-th position of a zero tensor, shifted by the padding: a gather with
 /// constant indices and a zero mask), then a stride-1 convolution with the
@@ -613,6 +683,19 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
 
   Builder g{ctx};
   OpBuilder &b = ctx.builder;
+  if (nsp == 2 && group == 1) {
+    // Stride = kernel, no pads or dilation (U-Nets' 2x2 stride-2 up
+    // convolutions): output pixel (i*kh + a, j*kw + b) is x[:, :, i, j] . w[:,
+    // :, a, b], so one 1x1 convolution to M*kh*kw channels, then the taps
+    // moved into place (a pixel shuffle) -- no spread input, 1/(kh*kw) of
+    // its flops.
+    bool tiles = true;
+    for (size_t i = 0; i < nsp; ++i)
+      tiles = tiles && (*strides)[i] == kernel[i] && (*dil)[i] == 1 && lo[i] == 0 &&
+              hi[i] == 0 && out[i] == in.getDimSize(2 + i) * kernel[i];
+    if (tiles)
+      return convTransposeAsShuffle(ctx, g, C, Mg, kernel);
+  }
   Value x = ctx.input(0), w;
   // The input spread out: z[j] = x[(j - P) / s], zero elsewhere.
   Value zero;

@@ -609,6 +609,14 @@ def conv_transpose_w_input():
                  [init("b", f32(6))])
 
 
+def conv_transpose_shuffle():
+    # Stride = kernel (2x2, stride 2): a 1x1 conv to 3*2*2 channels and a
+    # pixel shuffle.
+    nodes = [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", strides=[2, 2])]
+    return model(nodes, [vi("x", [1, 4, 3, 5])], [vi("y", None)],
+                 [init("w", f32(4, 3, 2, 2)), init("b", f32(3))])
+
+
 def conv3d_pool3d():
     # Conv 3-D (kernel depth 3, pad 1, 2 groups) then MaxPool 3-D (2x2x2).
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv3", pads=[1, 0, 0, 1, 0, 0],
@@ -717,7 +725,8 @@ CASES = {f.__name__: f for f in [narrow_types, bad_round_mode, loss_quant_ops, r
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
                                  dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
-                                 old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv3d_pool3d,
+                                 old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
+                                 conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
                                  slice_dynamic_starts, where_const_cond, where_runtime_cond, cast_f16,
                                  logic_ops, composite_ops]}

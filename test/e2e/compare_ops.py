@@ -308,6 +308,14 @@ CASES = {
     "convtranspose_same_upper": model("ConvTranspose", [("x", (1, 4, 5, 5))],
                                       [("w", (4, 6, 3, 3))], None, strides=[2, 2],
                                       auto_pad="SAME_UPPER"),
+    # Stride = kernel (U-Net up convolutions): a 1x1 conv and a pixel shuffle.
+    "convtranspose_s2_k2": model("ConvTranspose", [("x", (2, 12, 5, 7))],
+                                 [("w", (12, 6, 2, 2)), ("b", (6,))], None, strides=[2, 2]),
+    "convtranspose_s2_k2_runtime_w": model("ConvTranspose", [("x", (1, 4, 3, 5)),
+                                                             ("w", (4, 3, 2, 2)), ("b", (3,))],
+                                           [], None, strides=[2, 2]),
+    "convtranspose_s3_k3x2_nobias": model("ConvTranspose", [("x", (1, 5, 4, 6))],
+                                          [("w", (5, 7, 3, 2))], None, strides=[3, 2]),
     "convtranspose1d_s4": model("ConvTranspose", [("x", (2, 6, 50))], [("w", (6, 5, 8))],
                                 None, strides=[4], pads=[2, 2]),
     # 3-D windows (video, volumetric models): conv as one 2-D conv over the
