@@ -24,11 +24,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
 MODELS = ["resnet50", "mobilenetv2", "densenet121", "unet", "bert_layer"]
 
-ORT_CHILD = r"""
-import sys, numpy as np
-import onnxruntime as ort
-path, threads = sys.argv[1], int(sys.argv[2])
-
+# Both children: read /proc/self/status, and count the peak from here.
+PEAK = r"""
 def status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key + ":"):
@@ -37,7 +34,14 @@ def status(key):
 # from here, not from the imports.
 open("/proc/self/clear_refs", "w").write("5")
 base = status("VmRSS")
-so = ort.SessionOptions()
+"""
+
+ORT_CHILD = r"""
+import sys, numpy as np
+import onnxruntime as ort
+path, threads = sys.argv[1], int(sys.argv[2])
+
+{PEAK}so = ort.SessionOptions()
 so.intra_op_num_threads = threads
 so.inter_op_num_threads = 1
 s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
@@ -46,22 +50,14 @@ x = np.random.default_rng(0).standard_normal(i.shape).astype(np.float32)
 for _ in range(2):
     s.run(None, {i.name: x})
 print(status("VmHWM") - base)
-"""
+""".replace("{PEAK}", PEAK)
 
 KILN_CHILD = r"""
 import ctypes, sys, numpy as np
 path, name, threads, shape = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 in_shape = [int(d) for d in shape.split("x")]
 
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-# Reset the high-water mark (Linux: clear_refs 5) so that the peak counts
-# from here, not from the imports.
-open("/proc/self/clear_refs", "w").write("5")
-base = status("VmRSS")
-
+{PEAK}
 class Tensor(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32),
                 ("rank", ctypes.c_int32), ("shape", ctypes.POINTER(ctypes.c_int64))]
@@ -85,7 +81,7 @@ tout = Tensor(y.ctypes.data, 1, len(out_shape), ys)
 for _ in range(2):
     assert lib.kiln_instance_run(inst, ctypes.byref(tin), 1, ctypes.byref(tout), 1) == 0
 print(status("VmHWM") - base)
-"""
+""".replace("{PEAK}", PEAK)
 
 
 def mib(b):

@@ -134,7 +134,17 @@ void putInPlace(Draft &p) {
       tree[i] = true;
       tree[b.parent] = true;
     }
+  // An output merged into its input: later launches name the input (ids
+  // resolved as each launch is reached).
+  std::vector<int> mergedInto(p.buffers.size(), -1);
+  auto resolve = [&](int id) {
+    while (mergedInto[id] >= 0)
+      id = mergedInto[id];
+    return id;
+  };
   for (auto [li, l] : llvm::enumerate(p.launches)) {
+    for (int &id : l.buffers)
+      id = resolve(id);
     if (l.inPlace.empty() || l.buffers.empty())
       continue;
     int out = l.buffers.back();
@@ -151,11 +161,7 @@ void putInPlace(Draft &p) {
       // are the same.)
       l.buffers.pop_back();
       l.inPlaceOf = k;
-      // The output's later readers read the input's buffer.
-      for (size_t lj = li + 1; lj < p.launches.size(); ++lj)
-        for (int &id : p.launches[lj].buffers)
-          if (id == out)
-            id = in;
+      mergedInto[out] = in; // the output's later readers read the input
       ib.lastUse = ob.lastUse;
       ob.firstUse = std::numeric_limits<int>::max();
       ob.lastUse = -1;
@@ -343,9 +349,22 @@ void planMemory(Program &p) {
   };
   std::vector<bool> allowed(base.launches.size(), false);
   int64_t current = quickBytes(build(allowed));
-  for (size_t li = base.launches.size(); li-- > 0;) {
-    if (base.launches[li].concatSlices.empty())
-      continue;
+  std::vector<size_t> candidates;
+  for (size_t li = base.launches.size(); li-- > 0;)
+    if (!base.launches[li].concatSlices.empty())
+      candidates.push_back(li);
+  // Each trial re-plans the model: past kMaxConcatTrials concats (a loop
+  // unrolled into concats per step), all of them together is the one trial.
+  constexpr size_t kMaxConcatTrials = 64;
+  if (candidates.size() > kMaxConcatTrials) {
+    std::vector<bool> all(base.launches.size(), false);
+    for (size_t li : candidates)
+      all[li] = true;
+    if (quickBytes(build(all)) <= current)
+      allowed = all;
+    candidates.clear();
+  }
+  for (size_t li : candidates) {
     allowed[li] = true;
     Draft d = build(allowed);
     int64_t bytes = d.elided.empty() ? current : quickBytes(d);
