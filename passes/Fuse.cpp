@@ -158,7 +158,9 @@ SmallVector<Operation *> prologue(Operation *user, Value chain, Operation *ancho
   return out;
 }
 
-void wrap(ArrayRef<Operation *> group) {
+} // namespace
+
+void wrapInFusion(ArrayRef<Operation *> group) {
   Operation *last = group.back();
   llvm::SmallPtrSet<Operation *, 8> inGroup(group.begin(), group.end());
   llvm::SetVector<Value> inputs;
@@ -186,6 +188,8 @@ void wrap(ArrayRef<Operation *> group) {
   for (Operation *op : llvm::reverse(group))
     op->erase();
 }
+
+namespace {
 
 /// Used, by one op only (maybe as several of its operands: d * d).
 bool hasOneUser(Value v) {
@@ -418,7 +422,7 @@ struct FusePass : impl::FusePassBase<FusePass> {
       }
     }
     for (auto &g : groups)
-      wrap(g);
+      wrapInFusion(g);
   }
 };
 

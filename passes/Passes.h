@@ -15,6 +15,15 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// Wraps `group` (ops of one block, in dependence order; the last one's
+/// result is the group's) in a kiln.fusion placed at the last op: operands
+/// from outside the group become the fusion's inputs. (kiln-fuse's regions;
+/// kiln-rematerialize regroups with it.)
+void wrapInFusion(llvm::ArrayRef<mlir::Operation *> group);
+
+/// How many values kiln-rematerialize could recompute in `fn`.
+int64_t countRematerializeCandidates(mlir::func::FuncOp fn);
+
 } // namespace kiln
 
 #endif // KILN_PASSES_PASSES_H

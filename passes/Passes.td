@@ -270,4 +270,51 @@ def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+def RematerializePass : Pass<"kiln-rematerialize", "mlir::func::FuncOp"> {
+  let summary = "recomputes elementwise values inside the convolution that reads them";
+  let description = [{
+    Runs after kiln-fuse. A value computed by per-channel elementwise ops
+    (batch_norm, relu, clip, scale and shift by per-channel constants: an
+    elementwise kiln.fusion or a lone op) whose only reader is an NCHW
+    convolution's input is not stored: its ops move into the
+    convolution's kernel as a prologue, evaluated on each input element
+    the convolution gathers (the padding stays zero). The tensor it was
+    -- DenseNet's BN-ReLU copy of every concatenated block -- no longer
+    takes arena bytes, for the prologue's flops repeated once per kernel
+    tap (none for a 1x1 convolution).
+
+    Candidates are ordered cheapest extra flops per byte saved first;
+    `limit` applies that many (-1: all). kiln-compile's `--max-memory`
+    searches the smallest limit whose memory plan fits the budget.
+
+    Before:
+    ```mlir
+    %a = kiln.fusion %cat, %s, %b, %m, %v : ... {
+      %n = kiln.batch_norm ...
+      %r = kiln.relu %n
+      kiln.yield %r
+    }
+    %y = kiln.conv %a, %w : ...
+    ```
+    After:
+    ```mlir
+    %y = kiln.fusion %cat, %s, %b, %m, %v, %w : ... {
+      %n = kiln.batch_norm ...
+      %r = kiln.relu %n
+      %c = kiln.conv %r, ...
+      kiln.yield %c
+    }
+    ```
+  }];
+  let options = [
+    Option<"limit", "limit", "int64_t", "-1",
+           "how many candidates to apply, cheapest first (-1: all)">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_TD

@@ -1016,11 +1016,13 @@ private:
                             std::optional<int> outBuffer = std::nullopt,
                             ArrayRef<std::vector<int64_t>> strides = {});
   LogicalResult fusion(kiln::FusionOp op);
-  LogicalResult conv(kiln::ConvOp op, const Epilogue *epi = nullptr);
+  LogicalResult conv(kiln::ConvOp op, const Epilogue *epi = nullptr,
+                     const Epilogue *pro = nullptr);
   LogicalResult convDirect(kiln::ConvOp op, const Epilogue *epi = nullptr);
   LogicalResult convNhwc(kiln::ConvOp op, const Epilogue *epi = nullptr);
   SmallVector<int> convArgs(kiln::ConvOp op, int wBuf, int inBuf, const Epilogue *epi,
-                            int outBuf, int &firstSite);
+                            int outBuf, int &firstSite, const Epilogue *pro = nullptr,
+                            int *firstProSite = nullptr);
   LogicalResult convNhwcDirect(kiln::ConvOp op, const Epilogue *epi = nullptr);
   template <typename PoolOp> LogicalResult poolNhwc(PoolOp op, bool isMax);
   LogicalResult globalAvgPoolNhwc(kiln::GlobalAvgPoolOp op);
@@ -1617,15 +1619,22 @@ std::pair<int64_t, int64_t> productTiles(int64_t rows, int64_t cols, int64_t bat
 }
 
 /// A matrix-product conv kernel's arguments: weights, input, the bias if
-/// any, the epilogue's sites (from `firstSite` on), the output.
+/// any, the epilogue's sites (from `firstSite` on), the prologue's (from
+/// `firstProSite` on), the output.
 SmallVector<int> Lowering::convArgs(kiln::ConvOp op, int wBuf, int inBuf, const Epilogue *epi,
-                                    int outBuf, int &firstSite) {
+                                    int outBuf, int &firstSite, const Epilogue *pro,
+                                    int *firstProSite) {
   SmallVector<int> ids{wBuf, inBuf};
   if (op.getBias())
     ids.push_back(bufferOf.lookup(op.getBias()));
   firstSite = ids.size();
   if (epi)
     for (Value v : epi->siteArgs)
+      ids.push_back(bufferOf.lookup(v));
+  if (firstProSite)
+    *firstProSite = ids.size();
+  if (pro)
+    for (Value v : pro->siteArgs)
       ids.push_back(bufferOf.lookup(v));
   ids.push_back(outBuf);
   return ids;
@@ -1845,7 +1854,11 @@ LogicalResult Lowering::gpuAttention(kiln::AttentionOp op, ArrayRef<Value> sourc
   return res;
 }
 
-LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
+LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogue *pro) {
+  // (kiln-rematerialize gives a prologue only to NCHW convolutions of the
+  // matrix-product path, on the CPU.)
+  if (pro && (op.getLayout() == "nhwc" || p.gpu))
+    return op.emitError("internal error: a convolution prologue on this path");
   if (op.getLayout() == "nhwc")
     return convNhwc(op, epi);
   auto in = shape(op.getInput()), w = shape(op.getWeight()),
@@ -1857,16 +1870,22 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   // Depthwise-like convolutions (few channels per group) have too little
   // reduction and too few rows for a matrix product: the direct loop nest is
   // better there.
+  if ((Kdim < 16 || Og < 4) && pro)
+    return op.emitError("internal error: a convolution prologue on the direct path");
   if (Kdim < 16 || Og < 4)
     return p.gpu ? gpuConvDirect(op, epi) : convDirect(op, epi);
   if (p.gpu)
     return gpuConv(op, epi);
-  if (failed(checkF32(op, {op.getInput(), op.getWeight(), op.getResult()})))
+  // A prologue computes the input from `pro->start` per element gathered.
+  Value input = pro ? pro->start : op.getInput();
+  if (failed(checkF32(op, {input, op.getWeight(), op.getResult()})))
     return failure();
   auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();
-  bool pointwise = KH == 1 && KW == 1 && s[0] == 1 && s[1] == 1 &&
+  // (With a prologue, even a pointwise conv gathers its input: the ukernel
+  // reads only stored values.)
+  bool pointwise = !pro && KH == 1 && KW == 1 && s[0] == 1 && s[1] == 1 &&
                    llvm::all_of(pad, [](int64_t v) { return v == 0; });
-  int inBuf = bufferOf.lookup(op.getInput()), wBuf = bufferOf.lookup(op.getWeight());
+  int inBuf = bufferOf.lookup(input), wBuf = bufferOf.lookup(op.getWeight());
   // Constant weights are packed once, here, the way the ukernel reads them:
   // per group, rows in 6-row groups (zero rows pad the last), k-major.
   int64_t rowsPad = ceilDiv(Og, 6) * 6;
@@ -1895,11 +1914,22 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   // im2col tensor in memory).
   bool hasBias = static_cast<bool>(op.getBias());
   int outBuf = newBuffer(Buffer::Arena, N * O * P * 4);
-  int firstSite;
-  SmallVector<int> ids = convArgs(op, wBuf, inBuf, epi, outBuf, firstSite);
+  int firstSite, firstProSite;
+  SmallVector<int> ids = convArgs(op, wBuf, inBuf, epi, outBuf, firstSite, pro, &firstProSite);
   int o = ids.size() - 1;
   // (Tiles for one image when the run's images are computed alone.)
   auto [rb, cb] = productTiles(Og, P, liveSym >= 0 ? G : N * G);
+  // Input element `at` of image n, absolute channel c, after the prologue
+  // (sites are per channel: kiln-rematerialize's condition).
+  auto inputAt = [&](KernelEmitter &e, Value n, Value c, Value at) -> Value {
+    Value x = e.load(1, at);
+    if (!pro)
+      return x;
+    return pro->apply(e, x, [&](int k) {
+      auto &st = pro->siteStrides[k];
+      return e.load(firstProSite + k, e.add(e.mul(n, st[0]), e.mul(c, st[1])));
+    });
+  };
   // Gathered column tiles of whole output rows: every row's zero and copy
   // runs are then known at compile time.
   bool wholeRows = !pointwise && OW <= cb;
@@ -1912,6 +1942,13 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
   if (epi)
     for (Operation *o : epi->ops)
       flops += estimateFlops(o);
+  // The prologue runs on every element each row tile gathers: once per tap
+  // per row tile, where a kernel of its own would run it once.
+  int64_t proFlops = 0;
+  if (pro)
+    for (Operation *o : pro->ops)
+      proFlops += estimateFlops(o);
+  flops += proFlops * KK * rTiles;
   liveRows(1, 1, G * rTiles * cTiles);
   emitKernel(op.getLoc(), "conv", ids, N * G * rTiles * cTiles, [&](KernelEmitter &e) {
     Value ct = e.rem(e.wg, cTiles), rest = e.div(e.wg, cTiles);
@@ -1946,6 +1983,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
         Value ccn = e.minI(e.idx(cc), arith::SubIOp::create(e.b, e.idx(Cg), c0));
         e.loop(e.idx(0), ccn, [&](Value ci) {
           Value plane = e.mul(e.add(chan0, e.add(c0, ci)), H * W);
+          Value chan = e.add(e.mul(g, Cg), e.add(c0, ci)); // in the image
           for (int64_t ky = 0; ky < KH; ++ky) {
             int64_t off0 = ky * d[0] - pad[0];
             for (int64_t kx = 0; kx < KW; ++kx) {
@@ -1986,7 +2024,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
                   else
                     src = arith::SubIOp::create(e.b, src, e.idx(-off1));
                   e.loop(owLo, owHi, [&](Value ow) {
-                    e.storeM(e.load(1, e.add(src, e.mul(ow, s[1]))), col, e.add(dst, ow));
+                    e.storeM(inputAt(e, n, chan, e.add(src, e.mul(ow, s[1]))), col,
+                             e.add(dst, ow));
                   });
                   zeroRun(dst, owHi, OW);
                 });
@@ -2024,7 +2063,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
                     Value iw = e.add(e.mul(ow, s[1]), e.idx(off1));
                     if (off1 < 0) // ow >= owLo keeps iw >= 0; fold the offset late
                       iw = arith::SubIOp::create(e.b, e.mul(ow, s[1]), e.idx(-off1));
-                    e.storeM(e.load(1, e.add(src, iw)), col, e.add(dst, ow));
+                    e.storeM(inputAt(e, n, chan, e.add(src, iw)), col, e.add(dst, ow));
                   });
                   zero(hi, z);
                   e.b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
@@ -2050,6 +2089,12 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi) {
         });
       });
   }, flops);
+  if (pro) {
+    Launch &l = p.launches.back();
+    for (Operation *o : pro->ops)
+      l.recomputes += (l.recomputes.empty() ? "" : "+") + o->getName().stripDialect().str();
+    l.extraFlops = proFlops * (KK * rTiles - 1);
+  }
   bufferOf[op.getResult()] = outBuf;
   return success();
 }
@@ -4076,6 +4121,32 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
 
   Epilogue epi;
   epi.yielded = body.getTerminator()->getOperand(0);
+  // A convolution may follow a prologue (kiln-rematerialize): elementwise
+  // ops computing its input, evaluated per element it gathers.
+  Epilogue pro;
+  SmallVector<Operation *> allOps = ops;
+  auto convIt = llvm::find_if(ops, [](Operation *o) { return isa<kiln::ConvOp>(o); });
+  if (convIt != ops.end() && convIt != ops.begin()) {
+    auto conv = cast<kiln::ConvOp>(*convIt);
+    pro.ops.assign(ops.begin(), convIt);
+    pro.yielded = conv.getInput();
+    for (Operation *o : pro.ops) {
+      if (!(kiln::isElementwise(o) || isa<kiln::BatchNormOp>(o)) ||
+          o->getResult(0).getType() != conv.getInput().getType())
+        return o->emitError("cannot be fused here: a convolution's prologue holds "
+                            "elementwise ops of its input's shape");
+      for (Value v : o->getOperands())
+        if (v.getType() == conv.getInput().getType() && llvm::isa<BlockArgument>(v))
+          pro.start = v; // the one full-size input (Rematerialize.cpp)
+    }
+    if (!pro.start)
+      return op.emitError("a convolution prologue reads no input of the convolution's shape");
+    pro.collect();
+    for (auto &st : pro.siteStrides)
+      if (st[2] != 0 || st[3] != 0)
+        return op.emitError("convolution prologue operands must be per channel");
+    ops.erase(ops.begin(), convIt);
+  }
   Operation *anchor = isa<kiln::ConvOp, kiln::GemmOp, kiln::MatMulOp>(ops.front())
                           ? ops.front()
                           : nullptr;
@@ -4111,7 +4182,7 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
       if (nhwc ? st[1] != st[2] * out[2] : st[2] != st[3] * out[3])
         return op.emitError("conv epilogue operands must be full-size or "
                             "broadcast over both spatial dimensions");
-    r = this->conv(conv, &epi);
+    r = this->conv(conv, &epi, pro.ops.empty() ? nullptr : &pro);
   } else if (auto g = dyn_cast<kiln::GemmOp>(anchor)) {
     r = gemm(g, &epi);
   } else {
@@ -4124,9 +4195,9 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
   Launch &l = p.launches.back();
   l.nodes.clear();
   collectNodeNames(op.getLoc(), l.nodes);
-  l.flops = estimateFlops(op);
+  l.flops = estimateFlops(op) + l.extraFlops;
   l.what.clear();
-  for (Operation *o : ops)
+  for (Operation *o : allOps)
     l.what += (l.what.empty() ? "" : "+") + o->getName().stripDialect().str();
   return success();
 }

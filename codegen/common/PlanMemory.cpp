@@ -171,45 +171,95 @@ void putInPlace(Draft &p) {
   }
 }
 
-struct Item {
-  int id;
-  int64_t size;
+/// A range of an item's bytes and the launches during which they are alive.
+struct Part {
+  int64_t lo, hi;
   int first, last;
 };
 
+/// What the placer places: one buffer, or a tree of buffers (a concat's
+/// output holding its inputs) as one block whose ranges are alive at
+/// different times (a skip connection's half from the encoder on, the
+/// decoder's half only from its producer on).
+struct Item {
+  int id;
+  int64_t size;
+  int first, last;          // the whole item's span
+  std::vector<Part> parts;  // empty: [0, size) over [first, last]
+};
+
+bool overlaps(const Part &a, const Part &b) {
+  return a.first <= b.last && b.first <= a.last && a.lo < b.hi && b.lo < a.hi;
+}
+
 /// Offsets for `items` placed in the given order, each at the best-fitting
 /// gap among the items placed before it that are alive at the same time
-/// (or first fit); returns the arena size.
+/// (or first fit; a tree at the lowest offset where none of its ranges
+/// meets a placed range alive with it); returns the arena size.
 int64_t place(std::vector<Item> items, const std::function<bool(const Item &, const Item &)> &less,
               bool firstFit, std::vector<int64_t> &offsets) {
   std::stable_sort(items.begin(), items.end(), less);
-  struct Placed {
-    int64_t lo, hi;
-    int first, last;
-  };
-  std::vector<Placed> placed;
+  std::vector<Part> placed;
   placed.reserve(items.size());
   int64_t total = 0;
   std::vector<std::pair<int64_t, int64_t>> busy;
+  std::vector<const Part *> near;
+  std::vector<int64_t> candidates;
   for (const Item &it : items) {
-    busy.clear();
-    for (const Placed &o : placed)
-      if (o.first <= it.last && it.first <= o.last)
-        busy.push_back({o.lo, o.hi});
-    std::sort(busy.begin(), busy.end());
-    int64_t best = -1, bestGap = std::numeric_limits<int64_t>::max(), cursor = 0;
-    for (auto [lo, hi] : busy) {
-      if (lo - cursor >= it.size && lo - cursor < bestGap) {
-        best = cursor;
-        bestGap = lo - cursor;
-        if (firstFit)
-          break;
+    int64_t at = 0;
+    if (it.parts.empty()) {
+      busy.clear();
+      for (const Part &o : placed)
+        if (o.first <= it.last && it.first <= o.last)
+          busy.push_back({o.lo, o.hi});
+      std::sort(busy.begin(), busy.end());
+      int64_t best = -1, bestGap = std::numeric_limits<int64_t>::max(), cursor = 0;
+      for (auto [lo, hi] : busy) {
+        if (lo - cursor >= it.size && lo - cursor < bestGap) {
+          best = cursor;
+          bestGap = lo - cursor;
+          if (firstFit)
+            break;
+        }
+        cursor = std::max(cursor, hi);
       }
-      cursor = std::max(cursor, hi);
+      at = best >= 0 ? best : cursor;
+      placed.push_back({at, at + it.size, it.first, it.last});
+    } else {
+      // Candidate offsets: 0, and every one that puts a range right after a
+      // placed range alive with it; the lowest that fits wins.
+      near.clear();
+      for (const Part &o : placed)
+        if (o.first <= it.last && it.first <= o.last)
+          near.push_back(&o);
+      candidates.assign(1, 0);
+      for (const Part &q : it.parts)
+        for (const Part *o : near)
+          if (o->first <= q.last && q.first <= o->last && o->hi >= q.lo)
+            candidates.push_back(o->hi - q.lo);
+      std::sort(candidates.begin(), candidates.end());
+      candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+      for (int64_t c : candidates) {
+        bool fits = true;
+        for (const Part &q : it.parts) {
+          Part moved{q.lo + c, q.hi + c, q.first, q.last};
+          for (const Part *o : near)
+            if (overlaps(moved, *o)) {
+              fits = false;
+              break;
+            }
+          if (!fits)
+            break;
+        }
+        if (fits) {
+          at = c;
+          break;
+        }
+      }
+      for (const Part &q : it.parts)
+        placed.push_back({q.lo + at, q.hi + at, q.first, q.last});
     }
-    int64_t at = best >= 0 ? best : cursor;
     offsets[it.id] = at;
-    placed.push_back({at, at + it.size, it.first, it.last});
     total = std::max(total, at + it.size);
   }
   return total;
@@ -218,25 +268,50 @@ int64_t place(std::vector<Item> items, const std::function<bool(const Item &, co
 /// The most bytes alive during one launch (no placement beats it).
 int64_t livePeak(const std::vector<Item> &items, size_t launches) {
   std::vector<int64_t> delta(launches + 1, 0);
+  auto count = [&](int64_t bytes, int first, int last) {
+    delta[first] += bytes;
+    delta[last + 1] -= bytes;
+  };
+  std::vector<std::pair<int64_t, int64_t>> alive;
   for (const Item &it : items) {
-    delta[it.first] += it.size;
-    delta[it.last + 1] -= it.size;
+    if (it.parts.empty()) {
+      count(it.size, it.first, it.last);
+      continue;
+    }
+    // A tree: each launch counts the union of the ranges alive then.
+    for (int t = it.first; t <= it.last; ++t) {
+      alive.clear();
+      for (const Part &q : it.parts)
+        if (q.first <= t && t <= q.last)
+          alive.push_back({q.lo, q.hi});
+      std::sort(alive.begin(), alive.end());
+      int64_t bytes = 0, cursor = 0;
+      for (auto [lo, hi] : alive) {
+        bytes += std::max<int64_t>(0, hi - std::max(lo, cursor));
+        cursor = std::max(cursor, hi);
+      }
+      count(bytes, t, t);
+    }
   }
-  int64_t alive = 0, peak = 0;
+  int64_t now = 0, peak = 0;
   for (int64_t d : delta)
-    peak = std::max(peak, alive += d);
+    peak = std::max(peak, now += d);
   return peak;
 }
 
-/// Each tree of buffers (a concat's output holding its inputs) is one item,
-/// alive from its first member's first use to its last member's last.
+/// Items: each buffer outside a tree; each tree as one item whose ranges
+/// are its members', each alive from the member's first use to the last use
+/// of any member of the tree that overlaps it (the root's readers read every
+/// member's bytes; an earlier concat made a view reads its range).
 std::vector<Item> itemsOf(const std::vector<Buffer> &buffers) {
   std::vector<Item> v;
   std::vector<int> slot(buffers.size(), -1);
+  std::vector<std::vector<int>> members;
   for (auto [i, b] : llvm::enumerate(buffers))
     if (b.kind == Buffer::Arena && b.parent < 0 && b.lastUse >= 0) {
       slot[i] = v.size();
-      v.push_back({static_cast<int>(i), rounded(b.bytes), b.firstUse, b.lastUse});
+      v.push_back({static_cast<int>(i), rounded(b.bytes), b.firstUse, b.lastUse, {}});
+      members.emplace_back(1, static_cast<int>(i));
     }
   for (auto [i, b] : llvm::enumerate(buffers)) {
     if (b.parent < 0 || b.lastUse < 0)
@@ -245,11 +320,31 @@ std::vector<Item> itemsOf(const std::vector<Buffer> &buffers) {
     int r = rootOf(buffers, i, at);
     if (slot[r] < 0) { // a root only its members name
       slot[r] = v.size();
-      v.push_back({r, rounded(buffers[r].bytes), b.firstUse, b.lastUse});
+      v.push_back({r, rounded(buffers[r].bytes), b.firstUse, b.lastUse, {}});
+      members.emplace_back();
     }
     Item &it = v[slot[r]];
     it.first = std::min(it.first, b.firstUse);
     it.last = std::max(it.last, b.lastUse);
+    members[slot[r]].push_back(static_cast<int>(i));
+  }
+  for (size_t k = 0; k < v.size(); ++k) {
+    Item &it = v[k];
+    if (members[k].size() < 2)
+      continue;
+    std::vector<Part> ranges;
+    for (int m : members[k]) {
+      int64_t at;
+      rootOf(buffers, m, at);
+      int64_t hi = m == it.id ? it.size : at + buffers[m].bytes;
+      ranges.push_back({at, hi, buffers[m].firstUse, buffers[m].lastUse});
+    }
+    for (Part q : ranges) {
+      for (const Part &o : ranges)
+        if (o.lo < q.hi && q.lo < o.hi)
+          q.last = std::max(q.last, o.last);
+      it.parts.push_back(q);
+    }
   }
   return v;
 }
@@ -364,14 +459,25 @@ void planMemory(Program &p) {
       allowed = all;
     candidates.clear();
   }
-  for (size_t li : candidates) {
-    allowed[li] = true;
-    Draft d = build(allowed);
-    int64_t bytes = d.elided.empty() ? current : quickBytes(d);
-    if (bytes <= current) // no larger: one copy kernel fewer
-      current = bytes;
-    else
-      allowed[li] = false;
+  // A concat refused early may pay once the concats before it are elided
+  // (DenseNet's block-final concat, after its layers' concats): a second
+  // round retries the refused ones.
+  for (int round = 0; round < 2 && !candidates.empty(); ++round) {
+    std::vector<size_t> refused;
+    for (size_t li : candidates) {
+      allowed[li] = true;
+      Draft d = build(allowed);
+      int64_t bytes = d.elided.empty() ? current : quickBytes(d);
+      if (bytes <= current) { // no larger: one copy kernel fewer
+        current = bytes;
+      } else {
+        allowed[li] = false;
+        refused.push_back(li);
+      }
+    }
+    if (refused.size() == candidates.size())
+      break;
+    candidates = std::move(refused);
   }
   Draft best = build(allowed);
   m.livePeak = livePeak(itemsOf(best.buffers), best.launches.size());

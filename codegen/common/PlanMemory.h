@@ -9,7 +9,9 @@
 //  2. gives each arena buffer an offset so that buffers alive at the same
 //     launch never overlap, trying several placement orders (largest first,
 //     longest-lived first, largest size x lifetime first, schedule order)
-//     and keeping the smallest arena;
+//     and keeping the smallest arena; a concat tree (its inputs written
+//     into its output) is placed as one block whose ranges are alive at
+//     different times;
 //  3. records what that is worth (Program::memory): the live peak (the most
 //     bytes alive during one launch, which no placement beats), the sum of
 //     all intermediates, and a naive plan (first fit in schedule order, no

@@ -91,6 +91,11 @@ struct Launch {
   /// before the axis): their byte offsets in it, in input order. Empty:
   /// not such a concat.
   std::vector<int64_t> concatSlices;
+  /// kiln-rematerialize: the ops the kernel recomputes on its input instead
+  /// of reading them stored ("batch_norm+relu"; empty: none), and the flops
+  /// that costs beyond computing them once.
+  std::string recomputes;
+  int64_t extraFlops = 0;
 };
 
 /// What kiln-plan-memory found (PlanMemory.h), for reports and lit tests.
@@ -102,6 +107,14 @@ struct MemoryStats {
   /// Concats with no kernel left: their inputs are written in place.
   std::vector<std::string> elided;
   std::string order;    // the placement order that won
+};
+
+/// What --max-memory did (kiln-rematerialize; budget -1: no budget given).
+struct RematSummary {
+  int64_t budget = -1;
+  int64_t arenaWithout = 0; // the plan with nothing recomputed
+  int64_t candidates = 0;   // values the pass could recompute
+  int64_t applied = 0;      // those it did, cheapest first
 };
 
 struct Program {
@@ -124,6 +137,7 @@ struct Program {
   std::vector<char> weights;      // all constants, 64-byte aligned offsets
   int64_t arenaBytes = 0;
   MemoryStats memory;
+  RematSummary remat;
   /// Lower for the CUDA target: op families with GPU-shaped builders
   /// (elementwise, matrix products, softmax, layer norm) use them; the rest
   /// keep the CPU loop nests, run one workgroup per GPU thread.

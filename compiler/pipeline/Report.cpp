@@ -142,8 +142,28 @@ bool writeReport(const std::string &path, const codegen::Program &p,
        << " for every intermediate its own bytes; " << p.memory.inPlace
        << " kernels in place, " << p.memory.elided.size()
        << " concats elided (their inputs written into them); placement: " << p.memory.order
-       << "\n"
-       << "- recomputed values: none\n";
+       << "\n";
+    int64_t extra = 0, recomputed = 0;
+    for (const auto &l : p.launches)
+      if (!l.recomputes.empty()) {
+        extra += l.extraFlops;
+        ++recomputed;
+      }
+    if (p.remat.budget < 0) {
+      os << "- recomputed values: none (no --max-memory)\n";
+    } else {
+      os << "- rematerialization (kiln-rematerialize, --max-memory " << mib(p.remat.budget)
+         << "): " << recomputed << " values recomputed inside the kernels that read them ("
+         << p.remat.applied << " of " << p.remat.candidates << " candidates, cheapest first); arena "
+         << mib(p.arenaBytes) << " against " << mib(p.remat.arenaWithout)
+         << " without; extra work " << llvm::formatv("{0:f3}", extra / 1e6) << " MFLOP ("
+         << llvm::formatv("{0:f2}", 100.0 * extra / std::max<int64_t>(t.flops - extra, 1))
+         << "% of the run's flops)\n";
+      for (auto [i, l] : llvm::enumerate(p.launches))
+        if (!l.recomputes.empty())
+          os << "  - " << l.kernel << " (#" << i << ") recomputes " << l.recomputes
+             << " on its input: +" << llvm::formatv("{0:f3}", l.extraFlops / 1e6) << " MFLOP\n";
+    }
     if (cuda) {
       os << "\n## CUDA kernels (" << cuda->target << ")\n\n"
          << "Resources from ptxas for " << (cuda->resourcesArch.empty() ? "-" : cuda->resourcesArch)
@@ -218,6 +238,14 @@ bool writeReport(const std::string &path, const codegen::Program &p,
     }
     kernels.push_back(std::move(k));
   }
+  llvm::json::Array recomputed;
+  int64_t extraFlops = 0;
+  for (const auto &l : p.launches)
+    if (!l.recomputes.empty()) {
+      extraFlops += l.extraFlops;
+      recomputed.push_back(llvm::json::Object{
+          {"kernel", l.kernel}, {"ops", l.recomputes}, {"extra_flops", l.extraFlops}});
+    }
   llvm::json::Object root{
       {"model", p.name},
       {"target", cuda ? cuda->target : "cpu"},
@@ -233,7 +261,15 @@ bool writeReport(const std::string &path, const codegen::Program &p,
                                     {"weights_bytes", static_cast<int64_t>(p.weights.size())},
                                     {"inputs_bytes", inBytes},
                                     {"outputs_bytes", outBytes}}},
-      {"recomputed", llvm::json::Array{}}};
+      {"recomputed", std::move(recomputed)}};
+  if (p.remat.budget >= 0)
+    root["rematerialization"] = llvm::json::Object{
+        {"max_memory_bytes", p.remat.budget},
+        {"arena_bytes_without", p.remat.arenaWithout},
+        {"candidates", p.remat.candidates},
+        {"applied", p.remat.applied},
+        {"extra_flops", extraFlops},
+        {"flops_without", t.flops - extraFlops}};
   if (unfused)
     root["unfused_totals"] = totalsJson(totalsOf(*unfused));
   if (cuda)

@@ -14,6 +14,11 @@ elementwise web (chains in place, a value read again later, a
 broadcast operand, an intermediate that is also an output, a type change;
 at -O0 one kernel per op and at -O3 fused), the small CNN, a DenseNet (two
 dense blocks), a UNet (three levels) and a GPT-2 block (sequence 32).
+The DenseNet and the UNet also run under --max-memory (kiln-rematerialize):
+first below anything reachable (the error must name the smallest arena
+reachable), then at exactly that budget, which the plan must meet with at
+most 10% extra flops (DenseNet on the CPU: its BN-ReLU copies recomputed
+inside the 1x1 convolutions, the arena smaller than without).
 
 Tolerance: |kiln - ort| <= 1e-4 * |ort| + 1e-5 * max(1, max|ort|).
 Prints 'N passed, N failed'.
@@ -21,6 +26,7 @@ Prints 'N passed, N failed'.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -35,6 +41,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 from kiln_models import MODELS  # noqa: E402
 
 RTOL, ATOL_SCALE = 1e-4, 1e-5
+SQUEEZE = "--max-memory=squeeze"
 
 
 def elementwise_web():
@@ -108,6 +115,10 @@ CASES = [
     ("densenet", lambda: MODELS["densenet121"](size=64, classes=10, blocks=(3, 4)), []),
     ("unet", lambda: MODELS["unet"](size=32, base=8, depth=3), []),
     ("gpt2_block", lambda: MODELS["gpt2_block"](seq=32, hidden=128, heads=4), []),
+    # --max-memory below what any plan reaches fails naming the smallest
+    # arena reachable; compiled again at exactly that budget it fits.
+    ("densenet", lambda: MODELS["densenet121"](size=64, classes=10, blocks=(3, 4)), [SQUEEZE]),
+    ("unet", lambda: MODELS["unet"](size=32, base=8, depth=3), [SQUEEZE]),
 ]
 
 
@@ -158,9 +169,22 @@ def main():
                     so = os.path.join(tmp, "m.so")
                     rep = os.path.join(tmp, "r.json")
                     extra = [] if plan else ["--disable-pass=kiln-plan-memory"]
+                    opts = [f for f in flags if f != SQUEEZE]
+                    budget = None
                     try:
+                        if SQUEEZE in flags:
+                            r = subprocess.run([compile_, path, "--target=" + target, "-o", so,
+                                                "--max-memory=1K"] + opts + extra,
+                                               capture_output=True, text=True)
+                            m = re.search(r"smallest arena kiln-rematerialize reaches is (\d+) bytes",
+                                          r.stderr)
+                            if r.returncode == 0 or not m:
+                                raise RuntimeError("--max-memory=1K did not fail with the "
+                                                   "smallest reachable arena:\n" + r.stderr)
+                            budget = int(m.group(1))
+                            opts.append(f"--max-memory={budget}")
                         run([compile_, path, "--target=" + target, "-o", so, "--report", rep]
-                            + flags + extra)
+                            + opts + extra)
                         out = os.path.join(tmp, "out")
                         run([kiln_run, so, "--output-dir", out] + inputs)
                     except RuntimeError as e:
@@ -174,7 +198,8 @@ def main():
                         tol = RTOL * np.abs(ref) + ATOL_SCALE * max(1.0, float(np.abs(ref).max()))
                         ok = ok and got.shape == ref.shape and bool(np.all(err <= tol))
                         worst = max(worst, float(err.max()))
-                    mem = json.load(open(rep))["memory"]
+                    rj = json.load(open(rep))
+                    mem = rj["memory"]
                     arena, peak = mem["arena_bytes"], mem["live_peak_bytes"]
                     naive, every = mem["naive_bytes"], mem["no_reuse_bytes"]
                     if plan:
@@ -183,8 +208,22 @@ def main():
                             figures = figures and mem["concats_elided"] >= 3
                     else:
                         figures = arena == every and mem["kernels_in_place"] == 0
+                    remat = ""
+                    if budget is not None:
+                        rm = rj["rematerialization"]
+                        extra_flops = rm["extra_flops"]
+                        figures = figures and arena <= budget and \
+                            extra_flops <= 0.1 * rm["flops_without"] and \
+                            len(rj["recomputed"]) == rm["applied"]
+                        # DenseNet's BN-ReLU copies go into the 1x1 convs on the CPU.
+                        if name == "densenet" and target == "cpu" and plan:
+                            figures = figures and rm["applied"] > 0 and \
+                                arena < rm["arena_bytes_without"]
+                        remat = (f"; budget {budget}: {rm['applied']} of {rm['candidates']} "
+                                 f"recomputed, +{extra_flops} flops, "
+                                 f"{rm['arena_bytes_without']} without")
                     report(ok and figures,
-                           f"{what}: max_abs_err={worst:.3g}; arena {arena} (live peak {peak}, "
+                           f"{what}: max_abs_err={worst:.3g}{remat}; arena {arena} (live peak {peak}, "
                            f"naive {naive}, no reuse {every}), "
                            f"{mem['kernels_in_place']} in place, "
                            f"{mem.get('concats_elided', 0)} concats elided")

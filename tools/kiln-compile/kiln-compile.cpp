@@ -33,6 +33,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cctype>
 #include <cstdlib>
 
 using namespace mlir;
@@ -92,6 +93,12 @@ static cl::list<std::string> disablePasses("disable-pass",
              "compute only a run's rows) or kiln-plan-memory (arena reuse and kernels in "
              "place: every intermediate its own bytes), e.g. to measure what each one is worth"),
     cl::CommaSeparated);
+static cl::opt<std::string> maxMemory("max-memory",
+    cl::cat(kilnCategory), cl::desc("activation arena budget in bytes (suffix K, M or G: KiB, MiB, GiB): "
+             "kiln-rematerialize recomputes values inside the kernels that read them, cheapest "
+             "extra flops per byte saved first, until the memory plan fits; when nothing fits, "
+             "an error gives the smallest arena it can reach"),
+    cl::value_desc("bytes"), cl::init(""));
 static cl::opt<std::string> layoutOpt("layout",
     cl::cat(kilnCategory), cl::desc("tensor layout of convolutional regions: auto (cost model), nchw, nhwc"),
     cl::init("auto"));
@@ -102,6 +109,23 @@ static cl::opt<std::string> ioLayout("io-layout",
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "kiln-compile: error: " << msg << "\n";
   return 1;
+}
+
+/// "1048576", "1024K", "1.5M", "2G" -> bytes (powers of 1024); -1 if malformed.
+static int64_t parseBytes(llvm::StringRef text) {
+  text = text.trim();
+  double scale = 1;
+  if (!text.empty()) {
+    char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+    if (unit == 'K' || unit == 'M' || unit == 'G') {
+      scale = unit == 'K' ? 1024.0 : unit == 'M' ? 1048576.0 : 1073741824.0;
+      text = text.drop_back();
+    }
+  }
+  double v;
+  if (text.empty() || text.getAsDouble(v) || !(v >= 0) || v * scale > 9e18)
+    return -1;
+  return static_cast<int64_t>(v * scale);
 }
 
 static bool parseBindings(kiln::onnx_import::ImportOptions &opts) {
@@ -240,10 +264,14 @@ int main(int argc, char **argv) {
   for (const std::string &name : disablePasses)
     if (name != "kiln-fold-batchnorm" && name != "kiln-recognize-patterns" &&
         name != "kiln-select-layout" && name != "kiln-fuse" && name != "kiln-live-rows" &&
-        name != "kiln-plan-memory")
+        name != "kiln-plan-memory" && name != "kiln-rematerialize")
       return fail("--disable-pass: unknown graph pass '" + name +
                   "' (kiln-fold-batchnorm, kiln-recognize-patterns, kiln-select-layout, "
-                  "kiln-fuse, kiln-live-rows, kiln-plan-memory)");
+                  "kiln-fuse, kiln-live-rows, kiln-plan-memory, kiln-rematerialize)");
+  int64_t budget = -1;
+  if (!maxMemory.empty() && (budget = parseBytes(maxMemory)) < 0)
+    return fail("--max-memory expects a byte count (suffix K, M or G allowed), got '" +
+                maxMemory + "'");
   if (layoutOpt != "auto" && layoutOpt != "nchw" && layoutOpt != "nhwc")
     return fail("unknown --layout=" + layoutOpt + " (auto, nchw, nhwc)");
   if (ioLayout != "nchw" && ioLayout != "nhwc")
@@ -295,10 +323,77 @@ int main(int argc, char **argv) {
     if (failed(fuse.run(*module)))
       return 1;
   }
+  // --max-memory: the fewest recomputations (cheapest first) whose plan
+  // fits. Each trial lowers and plans a copy of the module.
+  kiln::codegen::RematSummary remat;
+  if (budget >= 0) {
+    remat.budget = budget;
+    auto arenaWith = [&](int64_t limit, int64_t &bytes) -> LogicalResult {
+      OwningOpRef<ModuleOp> copy = module->clone();
+      if (limit != 0) {
+        PassManager pm2(&ctx);
+        kiln::RematerializePassOptions o;
+        o.limit = limit;
+        pm2.addNestedPass<func::FuncOp>(kiln::createRematerializePass(o));
+        if (failed(pm2.run(*copy)))
+          return failure();
+      }
+      kiln::codegen::Program trial;
+      trial.name = "trial";
+      trial.gpu = cudaTarget;
+      trial.liveRows = !llvm::is_contained(disablePasses, "kiln-live-rows");
+      trial.planMemory = !llvm::is_contained(disablePasses, "kiln-plan-memory");
+      if (failed(kiln::codegen::lowerToKernels(*copy, trial)))
+        return failure();
+      bytes = trial.arenaBytes;
+      return success();
+    };
+    int64_t without;
+    if (failed(arenaWith(0, without)))
+      return 1;
+    remat.arenaWithout = without;
+    int64_t available = 0;
+    // (The CUDA kernels have no convolution prologue.)
+    if (!cudaTarget && enabled("kiln-fuse") && enabled("kiln-rematerialize"))
+      module->walk([&](func::FuncOp fn) { available += kiln::countRematerializeCandidates(fn); });
+    if (without > budget) {
+      int64_t all = without;
+      if (available > 0 && failed(arenaWith(-1, all)))
+        return 1;
+      if (all > budget)
+        return fail(llvm::Twine(inputPath) + ": --max-memory=" + maxMemory + " (" +
+                    llvm::Twine(budget) + " bytes) cannot be met: the smallest arena "
+                    "kiln-rematerialize reaches is " + llvm::Twine(std::min(all, without)) +
+                    " bytes (" + llvm::Twine(available) + " value" +
+                    (available == 1 ? "" : "s") + " recomputed; " + llvm::Twine(without) +
+                    " bytes without)");
+      // The smallest prefix of the candidates (cheapest first) that fits.
+      int64_t lo = 1, hi = available;
+      while (lo < hi) {
+        int64_t mid = (lo + hi) / 2, bytes;
+        if (failed(arenaWith(mid, bytes)))
+          return 1;
+        if (bytes <= budget)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      PassManager pm2(&ctx);
+      instrument(pm2);
+      kiln::RematerializePassOptions o;
+      o.limit = lo;
+      pm2.addNestedPass<func::FuncOp>(kiln::createRematerializePass(o));
+      if (failed(pm2.run(*module)))
+        return 1;
+      remat.applied = lo;
+    }
+    remat.candidates = available;
+  }
   if (emit == "mlir")
     return printTo([&](llvm::raw_ostream &os) { module->print(os); });
 
   kiln::codegen::Program program;
+  program.remat = remat;
   program.name = modelName.empty()
                      ? (emit.empty() ? kiln::pipeline::modelNameFromPath(out) : "model")
                      : kiln::pipeline::modelNameFromPath(modelName + ".x");
@@ -309,6 +404,9 @@ int main(int argc, char **argv) {
     return 1;
   if (failed(verify(*program.kernels)))
     return fail("internal error: the generated kernels do not verify");
+  if (budget >= 0 && program.arenaBytes > budget) // (the search's own plan)
+    return fail(llvm::Twine(inputPath) + ": internal error: the arena (" +
+                llvm::Twine(program.arenaBytes) + " bytes) exceeds --max-memory");
   auto writeReport = [&](const kiln::pipeline::CudaReport *cuda) {
     std::string error;
     if (!reportPath.empty() &&
