@@ -54,6 +54,25 @@ bool sidesOk(Operation *op, Value chain, Operation *anchor) {
   return true;
 }
 
+/// A cast of `chain` that is half of a rounding pair `f32 -> bf16/f16 ->
+/// f32` (kiln-lower-precision's results on the CPU): the down cast whose one
+/// user casts back, or that cast back. An anchor's epilogue rounds in
+/// registers and keeps its element type.
+bool isRoundingPair(Operation *user, Value chain) {
+  auto cast = dyn_cast<CastOp>(user);
+  if (!cast)
+    return false;
+  auto elem = [](Value v) { return llvm::cast<ShapedType>(v.getType()).getElementType(); };
+  auto narrowFloat = [](Type t) { return t.isBF16() || t.isF16(); };
+  if (elem(chain).isF32() && narrowFloat(elem(cast.getResult())))
+    return cast->hasOneUse() && isa<CastOp>(*cast->getUsers().begin()) &&
+           cast->getUsers().begin()->getResult(0).getType() == chain.getType();
+  if (narrowFloat(elem(chain)) && elem(cast.getResult()).isF32())
+    if (auto down = chain.getDefiningOp<CastOp>())
+      return down.getInput().getType() == cast.getResult().getType();
+  return false;
+}
+
 /// Whether `user`, an elementwise op consuming `chain`, can join a group
 /// whose anchor is `anchor` (null for a pure elementwise group).
 bool canJoin(Operation *user, Value chain, Operation *anchor) {
@@ -64,7 +83,8 @@ bool canJoin(Operation *user, Value chain, Operation *anchor) {
   // converted); anchors' epilogues keep their element type. The shape never
   // changes along a chain.
   Type rt = user->getResult(0).getType();
-  bool typeOk = anchor ? !isa<CastOp>(user) && rt == chain.getType()
+  bool typeOk = anchor ? (!isa<CastOp>(user) && rt == chain.getType()) ||
+                             isRoundingPair(user, chain)
                        : shapeOf(user->getResult(0)) == shapeOf(chain);
   if (!typeOk)
     return false;

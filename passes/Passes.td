@@ -317,4 +317,54 @@ def RematerializePass : Pass<"kiln-rematerialize", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Precision
+//===----------------------------------------------------------------------===//
+
+def LowerPrecisionPass : Pass<"kiln-lower-precision", "mlir::func::FuncOp"> {
+  let summary = "autocast ahead of time: bf16/fp16 contractions with fp32 accumulation";
+  let description = [{
+    `kiln.conv`, `kiln.gemm` and `kiln.matmul` on f32 take `precision`
+    (bf16 or fp16) operands and give a result of that type: the kernels
+    accumulate in f32 and round the result once. Constant weights convert at
+    compile time (the canonicalizer folds casts of constants). Values that
+    only move or select among such values (relu, max pool, reshapes,
+    transposes, slices, concats) keep holding them; a sum or product of two
+    of them (a residual add) is rounded to `precision` too, as autocast's
+    bf16 tensors hold it. Everything else -- softmax, normalizations,
+    reductions, exp/log/pow, the model's outputs -- computes in f32.
+    `keep-fp32` names ops that stay f32: a kiln op (`conv`), an ONNX op type
+    (`Conv`, `MatMul`, `Gemm`) or an ONNX node name. Lowered ops carry
+    `kiln.precision` for the report.
+
+    With `tensor-cores` (the CUDA target) the contractions get bf16/f16
+    operand and result types. Without (the CPU), they stay f32 on rounded
+    values: each operand that does not hold bf16 values yet, and the result,
+    is rounded by an `f32 -> bf16 -> f32` cast pair, which kiln-fuse folds
+    into the kernels' epilogues (registers) -- the same numbers, computed by
+    the f32 kernels.
+
+    Before:
+    ```mlir
+    %y = kiln.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32>
+    ```
+    After:
+    ```mlir
+    %xl = kiln.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    %wl = kiln.cast %w : tensor<8x8xf32> -> tensor<8x8xbf16>
+    %yl = kiln.matmul %xl, %wl {kiln.precision = "bf16"} : tensor<4x8xbf16>, tensor<8x8xbf16>
+    %y = kiln.cast %yl : tensor<4x8xbf16> -> tensor<4x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"", "bf16 or fp16">,
+    Option<"tensorCores", "tensor-cores", "bool", "false",
+           "give the contractions bf16/fp16 operands and results (the CUDA target); "
+           "otherwise they stay f32 on values rounded to bf16/fp16 (the CPU)">,
+    ListOption<"keepFp32", "keep-fp32", "std::string",
+               "ops that stay f32: kiln op names, ONNX op types or node names">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_TD

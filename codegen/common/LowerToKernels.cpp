@@ -721,7 +721,13 @@ Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
       })
       .Case<kiln::CastOp>([&](auto c) {
         auto et = [](Value x) { return llvm::cast<RankedTensorType>(x.getType()).getElementType(); };
-        return convertElements(b, v[0], et(c.getInput()), et(c.getResult()));
+        // A bf16/f16 operand a kernel already read as f32 (a site loaded
+        // widened) converts from what it holds: exactly the same value.
+        Type from = et(c.getInput());
+        Type held = getElementTypeOrSelf(v[0].getType());
+        if (llvm::isa<FloatType>(from) && llvm::isa<FloatType>(held) && held != from)
+          from = held;
+        return convertElements(b, v[0], from, et(c.getResult()));
       })
       .Case<kiln::BatchNormOp>([&](auto bn) {
         // (x - mean) * scale / sqrt(var + eps) + bias
@@ -4152,9 +4158,17 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
                           : nullptr;
   epi.ops.assign(ops.begin() + (anchor ? 1 : 0), ops.end());
   auto shapeOnly = [](Type t) { return llvm::cast<RankedTensorType>(t).getShape(); };
+  // (An anchor's epilogue may round: f32 -> bf16/f16 -> f32, in registers.)
+  auto roundingHalf = [&](Operation *o) {
+    auto c = dyn_cast<kiln::CastOp>(o);
+    Type et = llvm::cast<RankedTensorType>(o->getResult(0).getType()).getElementType();
+    return c && (et.isBF16() || et.isF16()) && c->hasOneUse() &&
+           isa<kiln::CastOp>(*c->getUsers().begin()) &&
+           c->getUsers().begin()->getResult(0).getType() == op.getType();
+  };
   for (Operation *o : epi.ops)
     if (!(kiln::isElementwise(o) || isa<kiln::BatchNormOp>(o)) ||
-        (anchor ? o->getResult(0).getType() != op.getType()
+        (anchor ? o->getResult(0).getType() != op.getType() && !roundingHalf(o)
                 : shapeOnly(o->getResult(0).getType()) != shapeOnly(op.getType())))
       return o->emitError("cannot be fused here: a kiln.fusion holds an anchor "
                           "and elementwise ops of the result's shape");
@@ -4405,10 +4419,21 @@ LogicalResult Lowering::run() {
     if (liveSym >= static_cast<int>(p.symbolBounds.size()))
       liveSym = -1;
     liveGeometry.reset();
+    size_t before = p.launches.size();
     LogicalResult r = lowerOp(&op);
     liveSym = -1;
     if (failed(r))
       return failure();
+    // kiln-lower-precision's contractions: the kernel that computes one
+    // says in which precision.
+    if (p.launches.size() > before) {
+      std::string precision;
+      op.walk([&](Operation *inner) {
+        if (auto a = inner->getAttrOfType<StringAttr>("kiln.precision"))
+          precision = a.str();
+      });
+      p.launches.back().precision = precision;
+    }
   }
   // Their symbols' sizes come as hidden inputs (after the existing ones).
   for (Launch &l : p.launches) {

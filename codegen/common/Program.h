@@ -96,6 +96,10 @@ struct Launch {
   /// that costs beyond computing them once.
   std::string recomputes;
   int64_t extraFlops = 0;
+  /// kiln-lower-precision: the precision its contraction computes in
+  /// ("bf16", "f16": operands and result rounded to it, f32 accumulation);
+  /// empty: fp32.
+  std::string precision;
 };
 
 /// What kiln-plan-memory found (PlanMemory.h), for reports and lit tests.

@@ -97,6 +97,16 @@ std::string mib(int64_t bytes) {
   return llvm::formatv("{0:f2} MiB", bytes / (1024.0 * 1024.0)).str();
 }
 
+/// The precision a kernel multiplies in: kiln-lower-precision's, a
+/// tensor-core kernel's operand type, or fp32.
+std::string precisionOf(const codegen::Launch &l) {
+  if (!l.precision.empty())
+    return l.precision;
+  if (l.tensorCores)
+    return l.dtypes.substr(0, l.dtypes.find('+'));
+  return "fp32";
+}
+
 } // namespace
 
 bool writeReport(const std::string &path, const codegen::Program &p,
@@ -114,14 +124,15 @@ bool writeReport(const std::string &path, const codegen::Program &p,
 
   if (llvm::StringRef(path).ends_with(".md")) {
     os << "# Kiln report: " << p.name << "\n\n"
-       << "| # | kernel | ops | ONNX nodes | layout | dtype | workgroups | MFLOP | read | written |\n"
-       << "| ---: | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
+       << "| # | kernel | ops | ONNX nodes | layout | dtype | precision | workgroups | MFLOP | read | written |\n"
+       << "| ---: | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
     for (auto [i, l] : llvm::enumerate(p.launches)) {
       std::string nodes;
       for (auto &n : l.nodes)
         nodes += (nodes.empty() ? "" : ", ") + n;
       os << "| " << i << " | " << l.kernel << " | " << l.what << " | " << nodes
-         << " | " << l.layout << " | " << l.dtypes << " | " << l.workgroups << " | "
+         << " | " << l.layout << " | " << l.dtypes << " | "
+         << precisionOf(l) << " | " << l.workgroups << " | "
          << llvm::formatv("{0:f3}", l.flops / 1e6) << " | " << l.bytesRead << " | "
          << l.bytesWritten << " |\n";
     }
@@ -213,6 +224,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
                                          {"onnx_nodes", std::move(nodes)},
                                          {"layout", l.layout},
                                          {"dtypes", dtypeArray(l.dtypes)},
+                                         {"precision", precisionOf(l)},
                                          {"workgroups", l.workgroups},
                                          {"flops", l.flops},
                                          {"bytes_read", l.bytesRead},

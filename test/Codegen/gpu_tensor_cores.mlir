@@ -73,8 +73,8 @@ func.func @main(%a: tensor<2x70x50xf16> {kiln.name = "a"}, %b: tensor<50x40xf16>
 // (--cuda-no-spills: ptxas spills would fail the compile.) The report: the
 // kernels' types, and no spills and no stack on sm_90 -- the accumulator
 // fragments stay in registers; the estimate uses the tensor-core peak.
-// REPORT: | 0 | kiln_k0_matmul | matmul |  | row-major | f16 | 10 |
-// REPORT: | 1 | kiln_k1_gemm | gemm |  | row-major | bf16 | 2 |
+// REPORT: | 0 | kiln_k0_matmul | matmul |  | row-major | f16 | f16 | 10 |
+// REPORT: | 1 | kiln_k1_gemm | gemm |  | row-major | bf16 | bf16 | 2 |
 // REPORT: | 0 | kiln_k0_matmul | 10 | 128 | {{[0-9]+}} | 0/0 | 0 | 8192 |
 // REPORT: | 1 | kiln_k1_gemm | 2 | 128 | {{[0-9]+}} | 0/0 | 0 | 8192 |
 // REPORT: | 2 | kiln_k2_conv | 3 | 128 | {{[0-9]+}} | 0/0 | 0 | 8192 |

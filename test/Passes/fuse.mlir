@@ -298,3 +298,30 @@ func.func @casts(%x: tensor<4x8xf16>, %w: tensor<8x8xf32>) -> (tensor<4x8xf16>, 
   %t16 = kiln.cast %t : tensor<4x8xf32> -> tensor<4x8xf16>
   return %t16, %q16 : tensor<4x8xf16>, tensor<4x1xf16>
 }
+
+// -----
+
+// A rounding pair (f32 -> bf16 -> f32, kiln-lower-precision on the CPU)
+// joins the conv's epilogue: the kernel rounds in registers and keeps f32.
+// A lone cast to bf16 (the value stored narrow) does not.
+// CHECK-LABEL: func @conv_rounding_pair
+// CHECK: kiln.fusion
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.conv
+// CHECK-NEXT: kiln.cast {{.*}} -> tensor<1x4x8x8xbf16>
+// CHECK-NEXT: kiln.cast {{.*}} -> tensor<1x4x8x8xf32>
+// CHECK-NEXT: kiln.relu
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.conv
+// CHECK-NEXT: kiln.cast {{.*}} -> tensor<1x4x8x8xbf16>
+// CHECK-NEXT: return
+func.func @conv_rounding_pair(%x: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x8xf32>, tensor<1x4x8x8xbf16>) {
+  %w = kiln.constant dense<0.5> : tensor<4x4x3x3xf32>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %d = kiln.cast %c : tensor<1x4x8x8xf32> -> tensor<1x4x8x8xbf16>
+  %u = kiln.cast %d : tensor<1x4x8x8xbf16> -> tensor<1x4x8x8xf32>
+  %y = kiln.relu %u : tensor<1x4x8x8xf32>
+  %c2 = kiln.conv %y, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %n = kiln.cast %c2 : tensor<1x4x8x8xf32> -> tensor<1x4x8x8xbf16>
+  return %y, %n : tensor<1x4x8x8xf32>, tensor<1x4x8x8xbf16>
+}

@@ -99,6 +99,15 @@ static cl::opt<std::string> maxMemory("max-memory",
              "extra flops per byte saved first, until the memory plan fits; when nothing fits, "
              "an error gives the smallest arena it can reach"),
     cl::value_desc("bytes"), cl::init(""));
+static cl::opt<std::string> precisionOpt("precision",
+    cl::cat(kilnCategory), cl::desc("compute precision (kiln-lower-precision): fp32; bf16 or fp16 "
+             "(convolutions, gemms and matmuls on bf16/fp16 operands with fp32 accumulation, "
+             "like autocast; softmax, normalizations, reductions and the outputs in fp32)"),
+    cl::init("fp32"));
+static cl::list<std::string> keepFp32("keep-fp32",
+    cl::cat(kilnCategory), cl::desc("with --precision: ops that stay fp32, by ONNX op type (Conv, "
+             "MatMul, Gemm), kiln op name or ONNX node name"),
+    cl::CommaSeparated);
 static cl::opt<std::string> layoutOpt("layout",
     cl::cat(kilnCategory), cl::desc("tensor layout of convolutional regions: auto (cost model), nchw, nhwc"),
     cl::init("auto"));
@@ -280,6 +289,18 @@ int main(int argc, char **argv) {
     pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
   if (enabled("kiln-recognize-patterns")) {
     pm.addNestedPass<func::FuncOp>(kiln::createRecognizePatternsPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+  if (precisionOpt != "fp32" && precisionOpt != "bf16" && precisionOpt != "fp16")
+    return fail("unknown --precision=" + precisionOpt + " (fp32, bf16, fp16)");
+  if (!keepFp32.empty() && precisionOpt == "fp32")
+    return fail("--keep-fp32 needs --precision=bf16 or fp16");
+  if (precisionOpt != "fp32") {
+    kiln::LowerPrecisionPassOptions o;
+    o.precision = precisionOpt;
+    o.tensorCores = cudaTarget;
+    o.keepFp32.assign(keepFp32.begin(), keepFp32.end());
+    pm.addNestedPass<func::FuncOp>(kiln::createLowerPrecisionPass(o));
     pm.addPass(createCanonicalizerPass());
   }
   // f16/bf16 arithmetic in f32 between casts, at every level, after the
