@@ -89,7 +89,7 @@ static cl::opt<unsigned> optLevel("O", cl::cat(kilnCategory), cl::desc("optimiza
                                   cl::init(3));
 static cl::list<std::string> disablePasses("disable-pass",
     cl::cat(kilnCategory), cl::desc("skip these graph passes (kiln-fold-batchnorm, kiln-recognize-patterns, "
-             "kiln-select-layout, kiln-fuse), kiln-live-rows (dynamic shapes: CPU kernels "
+             "kiln-select-layout, kiln-fuse, kiln-rematerialize), kiln-live-rows (dynamic shapes: CPU kernels "
              "compute only a run's rows) or kiln-plan-memory (arena reuse and kernels in "
              "place: every intermediate its own bytes), e.g. to measure what each one is worth"),
     cl::CommaSeparated);

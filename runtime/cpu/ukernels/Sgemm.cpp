@@ -2,8 +2,10 @@
 //
 // C[M x N] (+)= A[M x K] * B[K x N], row-major with leading dimensions, on
 // one thread (a kernel's workgroup calls it on its tile). The AVX-512 path
-// keeps a 6 x 32 tile of C in 12 zmm registers and streams B rows; it is
-// chosen at run time from cpuid, with a portable path for other CPUs.
+// keeps a 6 x 32 tile of C in 12 zmm registers and streams B rows; the
+// AVX2+FMA path a 6 x 16 tile in 12 ymm registers; one is chosen at run time
+// from cpuid, with a portable path for other CPUs (KILN_UKERNEL=portable,
+// avx2 or avx512 forces one the CPU has; kiln_uk_sgemm_impl() names it).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
@@ -118,25 +120,120 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 }
 #endif
 
+#if defined(__x86_64__)
+/// One 6 x 16 tile on AVX2+FMA: as tile6x32, two ymm per row; the column
+/// tail is masked (m0, m1: lanes of the tile's two halves).
+template <bool PackedA>
+__attribute__((target("avx2,fma"))) inline void
+tile6x16(int64_t K, const float *const a[6], const float *panel, float *const c[6], bool acc,
+         __m256i m0, __m256i m1) {
+#define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define KILN_INIT(r)                                                           \
+  __m256 x##r = acc ? _mm256_maskload_ps(c[r], m0) : _mm256_setzero_ps();      \
+  __m256 y##r = acc ? _mm256_maskload_ps(c[r] + 8, m1) : _mm256_setzero_ps();
+  KILN_ROWS(KILN_INIT)
+  const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4],
+              *a5 = a[5];
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 b0 = _mm256_load_ps(panel + k * 16);
+    __m256 b1 = _mm256_load_ps(panel + k * 16 + 8);
+#define KILN_FMA(r)                                                            \
+  {                                                                            \
+    __m256 s = _mm256_broadcast_ss(PackedA ? a0 + k * 6 + r : a##r + k);       \
+    x##r = _mm256_fmadd_ps(s, b0, x##r);                                       \
+    y##r = _mm256_fmadd_ps(s, b1, y##r);                                       \
+  }
+    KILN_ROWS(KILN_FMA)
+  }
+  (void)a1, (void)a2, (void)a3, (void)a4, (void)a5; // unused when packed
+#define KILN_STORE(r)                                                          \
+  _mm256_maskstore_ps(c[r], m0, x##r);                                         \
+  _mm256_maskstore_ps(c[r] + 8, m1, y##r);
+  KILN_ROWS(KILN_STORE)
+#undef KILN_ROWS
+#undef KILN_INIT
+#undef KILN_FMA
+#undef KILN_STORE
+}
+
+/// Lanes [0, n) of 8 set (n clamped to [0, 8]), as a maskload/maskstore mask.
+__attribute__((target("avx2"))) inline __m256i laneMask(int64_t n) {
+  n = n < 0 ? 0 : n > 8 ? 8 : n;
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+template <bool PackedA>
+__attribute__((target("avx2,fma"))) void
+sgemmAvx2(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+          int64_t ldb, float *C, int64_t ldc, bool acc) {
+  // B packed a KC x 16 panel at a time (L1-sized), as in sgemmAvx512.
+  constexpr int64_t KC = 256;
+  alignas(64) float panel[KC * 16];
+  alignas(64) float discard[16];
+  for (int64_t k0 = 0; k0 < K; k0 += KC) {
+    int64_t kc = K - k0 < KC ? K - k0 : KC;
+    bool accBlock = acc || k0 > 0;
+    for (int64_t j = 0; j < N; j += 16) {
+      int64_t n = N - j < 16 ? N - j : 16;
+      __m256i m0 = laneMask(n), m1 = laneMask(n - 8);
+      const float *src = B + k0 * ldb + j;
+      for (int64_t k = 0; k < kc; ++k) {
+        _mm256_store_ps(panel + k * 16, _mm256_maskload_ps(src + k * ldb, m0));
+        _mm256_store_ps(panel + k * 16 + 8, _mm256_maskload_ps(src + k * ldb + 8, m1));
+      }
+      for (int64_t i = 0; i < M; i += 6) {
+        const float *a[6];
+        float *c[6];
+        for (int r = 0; r < 6; ++r) {
+          bool real = i + r < M;
+          a[r] = PackedA ? A + (i / 6) * lda + k0 * 6
+                         : A + (real ? i + r : i) * lda + k0;
+          c[r] = real ? C + (i + r) * ldc + j : discard;
+        }
+        tile6x16<PackedA>(kc, a, panel, c, accBlock, m0, m1);
+      }
+    }
+  }
+}
+#endif
+
 using SgemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
                          const float *, int64_t, float *, int64_t, bool);
 
-template <bool PackedA> SgemmFn selectSgemm() {
-  // KILN_UKERNEL=portable forces the portable path (tests use it to cover
-  // machines without AVX-512).
-  if (const char *force = std::getenv("KILN_UKERNEL"))
-    if (std::strcmp(force, "portable") == 0)
-      return sgemmPortable<PackedA>;
+struct Impl {
+  SgemmFn plain, packed;
+  const char *name;
+};
+
+Impl selectSgemm() {
+  Impl portable{sgemmPortable<false>, sgemmPortable<true>, "portable"};
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    return sgemmAvx512<PackedA>;
+  bool has512 = __builtin_cpu_supports("avx512f");
+  bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  Impl avx512{sgemmAvx512<false>, sgemmAvx512<true>, "avx512"};
+  Impl avx2{sgemmAvx2<false>, sgemmAvx2<true>, "avx2"};
+  // KILN_UKERNEL forces a path the CPU has (tests cover each one).
+  if (const char *force = std::getenv("KILN_UKERNEL")) {
+    if (std::strcmp(force, "portable") == 0)
+      return portable;
+    if (std::strcmp(force, "avx2") == 0 && has2)
+      return avx2;
+    if (std::strcmp(force, "avx512") == 0 && has512)
+      return avx512;
+  }
+  if (has512)
+    return avx512;
+  if (has2)
+    return avx2;
 #endif
-  return sgemmPortable<PackedA>;
+  return portable;
 }
 
-const SgemmFn sgemmImpl = selectSgemm<false>();
-const SgemmFn sgemmPackedImpl = selectSgemm<true>();
+const Impl sgemmChosen = selectSgemm();
+const SgemmFn sgemmImpl = sgemmChosen.plain;
+const SgemmFn sgemmPackedImpl = sgemmChosen.packed;
 
 void run(SgemmFn fn, int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, int64_t b,
          int64_t ldb, int64_t c, int64_t ldc, int64_t accumulate) {
@@ -159,6 +256,8 @@ extern "C" void kiln_uk_sgemm(int64_t M, int64_t N, int64_t K, int64_t a,
                               int64_t ldc, int64_t accumulate) {
   run(sgemmImpl, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
 }
+
+extern "C" const char *kiln_uk_sgemm_impl() { return sgemmChosen.name; }
 
 extern "C" void kiln_uk_sgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a,
                                  int64_t lda, int64_t b, int64_t ldb, int64_t c,

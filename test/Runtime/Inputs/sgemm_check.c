@@ -1,0 +1,76 @@
+/* The sgemm ukernels against a double-precision reference: shapes around
+ * every tile edge (6-row groups, 16/32-column panels, the 256-deep k
+ * blocks), leading dimensions wider than the matrix, accumulate on and off,
+ * A row-major and packed. Run once per implementation ($KILN_UKERNEL). */
+#include "kiln/runtime.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t state = 88172645463325252ull;
+static float uniform(void) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return (float)((state >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+int main(void) {
+  const int64_t ms[] = {1, 5, 6, 7, 13, 24};
+  const int64_t ns[] = {1, 7, 8, 9, 16, 17, 31, 32, 33, 70};
+  const int64_t ks[] = {1, 3, 255, 256, 257, 600};
+  int passed = 0, failed = 0;
+  for (size_t mi = 0; mi < sizeof ms / sizeof *ms; ++mi)
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ++ni)
+      for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ++ki)
+        for (int packed = 0; packed < 2; ++packed)
+          for (int acc = 0; acc < 2; ++acc) {
+            int64_t M = ms[mi], N = ns[ni], K = ks[ki];
+            int64_t lda = K + 3, ldb = N + 5, ldc = N + 2, groups = (M + 5) / 6;
+            float *a = malloc(sizeof(float) * M * lda);
+            float *ap = calloc(groups * 6 * K + 1, sizeof(float));
+            float *b = malloc(sizeof(float) * K * ldb);
+            float *c = malloc(sizeof(float) * M * ldc);
+            double *ref = malloc(sizeof(double) * M * N);
+            for (int64_t i = 0; i < M * lda; ++i) a[i] = uniform();
+            for (int64_t i = 0; i < K * ldb; ++i) b[i] = uniform();
+            for (int64_t i = 0; i < M * ldc; ++i) c[i] = uniform();
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t k = 0; k < K; ++k)
+                ap[(i / 6) * 6 * K + k * 6 + i % 6] = a[i * lda + k];
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) {
+                double s = acc ? c[i * ldc + j] : 0.0;
+                for (int64_t k = 0; k < K; ++k)
+                  s += (double)a[i * lda + k] * b[k * ldb + j];
+                ref[i * N + j] = s;
+              }
+            /* Row 0's column past N (ldc > N) must stay as it was. */
+            float guard = c[N];
+            if (packed)
+              kiln_uk_sgemm_pa(M, N, K, (int64_t)(intptr_t)ap, 6 * K, (int64_t)(intptr_t)b, ldb,
+                               (int64_t)(intptr_t)c, ldc, acc);
+            else
+              kiln_uk_sgemm(M, N, K, (int64_t)(intptr_t)a, lda, (int64_t)(intptr_t)b, ldb,
+                            (int64_t)(intptr_t)c, ldc, acc);
+            double worst = 0;
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) {
+                double e = fabs(c[i * ldc + j] - ref[i * N + j]) / (1.0 + fabs(ref[i * N + j]));
+                if (e > worst) worst = e;
+              }
+            /* f32 sums of K products of values in [-1, 1]. */
+            int ok = worst <= 1e-6 * (double)(K + 1) && c[N] == guard;
+            if (!ok)
+              printf("FAIL M=%lld N=%lld K=%lld packed=%d acc=%d: error %.3g\n", (long long)M,
+                     (long long)N, (long long)K, packed, acc, worst);
+            passed += ok;
+            failed += !ok;
+            free(a), free(ap), free(b), free(c), free(ref);
+          }
+  printf("%s: %d passed, %d failed\n", kiln_uk_sgemm_impl(), passed, failed);
+  return failed != 0;
+}
