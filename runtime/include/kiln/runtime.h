@@ -311,6 +311,37 @@ void kiln_uk_sgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                       int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                       int64_t accumulate);
 
+/** The ukernel implementation this process uses: "avx512", "avx2" (with
+ *  FMA) or "portable" -- the best the CPU has, or the one $KILN_UKERNEL
+ *  names when the CPU has it (read once, at load). */
+const char *kiln_uk_sgemm_impl(void);
+
+/** Called by generated code for bf16 contractions (--precision=bf16): as
+ *  kiln_uk_sgemm, accumulating in f32, with one operand bf16 packed at
+ *  compile time and the other f32, rounded to bf16 (nearest even) by the
+ *  ukernel. K is padded to an even Kp with zeros; a pair is the bf16 values
+ *  of k = 2p and 2p + 1 (low half first), 32 bits.
+ *  _pa: A packed in 6-row groups lda bf16 elements apart (lda >= 6 * Kp),
+ *  each group pair-major with its 6 rows interleaved: element (r, k) at
+ *  ((r / 6) * lda + ((k / 2) * 6 + r % 6) * 2 + k % 2); rows past M zero.
+ *  B f32 row-major. A call's A starts at an even k. */
+void kiln_uk_sbgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                       int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                       int64_t accumulate);
+
+/** _pb: A f32 row-major; B packed in 32-column panels ldb bf16 elements
+ *  apart (ldb >= 32 * Kp), each panel pair-major with its 32 columns
+ *  interleaved: element (k, j) at ((j / 32) * ldb + ((k / 2) * 32 + j % 32)
+ *  * 2 + k % 2); columns past N zero. A call's B starts at an even k. */
+void kiln_uk_sbgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                       int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                       int64_t accumulate);
+
+/** The bf16 ukernels' implementation: "avx512bf16" (VDPBF16PS), or the f32
+ *  fallback on the f32 ukernel ("f32-avx512", "f32-avx2", "f32-portable"),
+ *  which KILN_UKERNEL=portable|avx2|avx512 forces. */
+const char *kiln_uk_sbgemm_impl(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,322 @@
+//===- Sbgemm.cpp - bf16 matrix-product ukernels, f32 accumulation --------===//
+//
+// C[M x N] (+)= A[M x K] * B[K x N] where one operand is bf16 weights packed
+// at compile time and the other f32 activations, rounded to bf16 (nearest
+// even) as they are packed here; products accumulate in f32. The bf16
+// contractions of --precision=bf16 call these (kiln-lower-precision).
+//
+//   kiln_uk_sbgemm_pa: A packed (conv weights, NCHW: out = W x im2col),
+//                      B f32 row-major.
+//   kiln_uk_sbgemm_pb: A f32 row-major, B packed (matmul/gemm weights and
+//                      NHWC conv weights: out = im2col x W).
+//
+// Implementations, chosen from cpuid at load (KILN_UKERNEL=portable, avx2,
+// avx512 or avx512bf16 forces one the CPU has; kiln_uk_sbgemm_impl() names
+// it):
+//   avx512bf16  VDPBF16PS on a 6 x 32 tile of C in 12 zmm: each instruction
+//               multiplies 16 pairs of k, twice the MACs of an f32 FMA, from
+//               half the bytes of weights;
+//   otherwise   the f32 fallback: the packed bf16 block widened to f32, the
+//               other operand's block rounded to bf16 values, and the f32
+//               ukernel (kiln_uk_sgemm) on them -- the same numbers up to the
+//               order of the f32 sums.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/runtime.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+/// f32 -> bf16 bits, round to nearest even (a NaN stays a quiet NaN).
+inline uint32_t toBf16(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  if ((b & 0x7fffffffu) > 0x7f800000u)
+    return (b >> 16) | 0x40u;
+  return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+}
+
+inline float fromBf16(uint32_t h) {
+  uint32_t b = h << 16;
+  float x;
+  std::memcpy(&x, &b, 4);
+  return x;
+}
+
+inline float roundBf16(float x) { return fromBf16(toBf16(x)); }
+
+/// Packed bf16 element (r, k) of A: 6-row groups lda apart, pairs of k
+/// (k-major), the group's 6 rows interleaved.
+inline uint16_t aPacked(const uint16_t *a, int64_t lda, int64_t r, int64_t k) {
+  return a[(r / 6) * lda + ((k >> 1) * 6 + r % 6) * 2 + (k & 1)];
+}
+/// Packed bf16 element (k, j) of B: 32-column panels ldb apart, pairs of k
+/// (k-major), the panel's 32 columns interleaved.
+inline uint16_t bPacked(const uint16_t *b, int64_t ldb, int64_t k, int64_t j) {
+  return b[(j / 32) * ldb + ((k >> 1) * 32 + j % 32) * 2 + (k & 1)];
+}
+
+// The f32 fallback works a block of k and columns at a time, in scratch that
+// each thread keeps.
+constexpr int64_t kFallbackK = 256, kFallbackN = 512;
+thread_local std::vector<float> scratchA, scratchB;
+
+void sbgemmFallbackPa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,
+                      const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+  scratchA.resize(M * kFallbackK);
+  scratchB.resize(kFallbackK * kFallbackN);
+  for (int64_t k0 = 0; k0 < K; k0 += kFallbackK) {
+    int64_t kc = K - k0 < kFallbackK ? K - k0 : kFallbackK;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < kc; ++k)
+        scratchA[i * kc + k] = fromBf16(aPacked(A, lda, i, k0 + k));
+    for (int64_t j0 = 0; j0 < N; j0 += kFallbackN) {
+      int64_t nc = N - j0 < kFallbackN ? N - j0 : kFallbackN;
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t j = 0; j < nc; ++j)
+          scratchB[k * nc + j] = roundBf16(B[(k0 + k) * ldb + j0 + j]);
+      kiln_uk_sgemm(M, nc, kc, reinterpret_cast<int64_t>(scratchA.data()), kc,
+                    reinterpret_cast<int64_t>(scratchB.data()), nc,
+                    reinterpret_cast<int64_t>(C + j0), ldc, acc || k0 > 0);
+    }
+  }
+}
+
+void sbgemmFallbackPb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                      const uint16_t *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+  scratchA.resize(M * kFallbackK);
+  scratchB.resize(kFallbackK * kFallbackN);
+  for (int64_t k0 = 0; k0 < K; k0 += kFallbackK) {
+    int64_t kc = K - k0 < kFallbackK ? K - k0 : kFallbackK;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < kc; ++k)
+        scratchA[i * kc + k] = roundBf16(A[i * lda + k0 + k]);
+    for (int64_t j0 = 0; j0 < N; j0 += kFallbackN) {
+      int64_t nc = N - j0 < kFallbackN ? N - j0 : kFallbackN;
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t j = 0; j < nc; ++j)
+          scratchB[k * nc + j] = fromBf16(bPacked(B, ldb, k0 + k, j0 + j));
+      kiln_uk_sgemm(M, nc, kc, reinterpret_cast<int64_t>(scratchA.data()), kc,
+                    reinterpret_cast<int64_t>(scratchB.data()), nc,
+                    reinterpret_cast<int64_t>(C + j0), ldc, acc || k0 > 0);
+    }
+  }
+}
+
+#if defined(__x86_64__)
+#define KILN_BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
+
+/// 16 f32 -> 16 bf16 bit patterns in the low halves of 32-bit lanes
+/// (nearest even; NaNs stay quiet NaNs).
+KILN_BF16_TARGET inline __m512i toBf16x16(__m512 x) {
+  __m512i b = _mm512_castps_si512(x);
+  __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(
+      _mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
+}
+
+/// One 6 x 32 tile: C rows c[0..5] (+)= the A pairs (a[kp * 6 + r]: rows r,
+/// k = 2kp and 2kp + 1) times the B panel (b[kp * 32 + j]: column j, the
+/// same two k), for kp in [0, KP). Tail rows write to a discard row.
+KILN_BF16_TARGET inline void tile6x32(int64_t KP, const uint32_t *a, const uint32_t *b,
+                                      float *const c[6], bool acc, __mmask16 m0,
+                                      __mmask16 m1) {
+#define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define KILN_INIT(r)                                                           \
+  __m512 x##r = acc ? _mm512_maskz_loadu_ps(m0, c[r]) : _mm512_setzero_ps();   \
+  __m512 y##r = acc ? _mm512_maskz_loadu_ps(m1, c[r] + 16) : _mm512_setzero_ps();
+  KILN_ROWS(KILN_INIT)
+  for (int64_t kp = 0; kp < KP; ++kp) {
+    __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + kp * 32);
+    __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + kp * 32 + 16);
+#define KILN_DOT(r)                                                            \
+  {                                                                            \
+    __m512bh s = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[kp * 6 + r])); \
+    x##r = _mm512_dpbf16_ps(x##r, s, b0);                                      \
+    y##r = _mm512_dpbf16_ps(y##r, s, b1);                                      \
+  }
+    KILN_ROWS(KILN_DOT)
+  }
+#define KILN_STORE(r)                                                          \
+  _mm512_mask_storeu_ps(c[r], m0, x##r);                                       \
+  _mm512_mask_storeu_ps(c[r] + 16, m1, y##r);
+  KILN_ROWS(KILN_STORE)
+#undef KILN_ROWS
+#undef KILN_INIT
+#undef KILN_DOT
+#undef KILN_STORE
+}
+
+inline __mmask16 laneMask16(int64_t n) {
+  return n >= 16 ? 0xffff : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
+}
+
+// Pairs of k per block: the B panel (KP x 32 pairs, 16 KiB) stays in L1.
+constexpr int64_t kPairs = 128;
+
+KILN_BF16_TARGET void sbgemmDotPa(int64_t M, int64_t N, int64_t K, const uint16_t *A,
+                                  int64_t lda, const float *B, int64_t ldb, float *C,
+                                  int64_t ldc, bool acc) {
+  alignas(64) uint32_t panel[kPairs * 32];
+  alignas(64) float discard[32];
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t k0 = 0; k0 < K; k0 += 2 * kPairs) {
+    int64_t kc = K - k0 < 2 * kPairs ? K - k0 : 2 * kPairs, kp = (kc + 1) / 2;
+    bool accBlock = acc || k0 > 0;
+    for (int64_t j = 0; j < N; j += 32) {
+      int64_t n = N - j < 32 ? N - j : 32;
+      __mmask16 m0 = laneMask16(n), m1 = laneMask16(n - 16);
+      // Rows 2p and 2p + 1 of B (zero past K), rounded and interleaved.
+      for (int64_t p = 0; p < kp; ++p) {
+        const float *r0 = B + (k0 + 2 * p) * ldb + j;
+        bool second = 2 * p + 1 < kc;
+        for (int h = 0; h < 2; ++h) {
+          __mmask16 m = h ? m1 : m0;
+          __m512i lo = toBf16x16(_mm512_maskz_loadu_ps(m, r0 + 16 * h));
+          __m512i hi = toBf16x16(second ? _mm512_maskz_loadu_ps(m, r0 + ldb + 16 * h) : zero);
+          _mm512_store_si512(panel + p * 32 + 16 * h,
+                             _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+        }
+      }
+      for (int64_t i = 0; i < M; i += 6) {
+        float *c[6];
+        for (int r = 0; r < 6; ++r)
+          c[r] = i + r < M ? C + (i + r) * ldc + j : discard;
+        const uint32_t *a = reinterpret_cast<const uint32_t *>(A + (i / 6) * lda) + (k0 / 2) * 6;
+        tile6x32(kp, a, panel, c, accBlock, m0, m1);
+      }
+    }
+  }
+}
+
+thread_local std::vector<uint32_t> packedRows;
+
+KILN_BF16_TARGET void sbgemmDotPb(int64_t M, int64_t N, int64_t K, const float *A,
+                                  int64_t lda, const uint16_t *B, int64_t ldb, float *C,
+                                  int64_t ldc, bool acc) {
+  alignas(64) float discard[32];
+  int64_t groups = (M + 5) / 6;
+  packedRows.resize(groups * kPairs * 6);
+  uint32_t *ap = packedRows.data();
+  for (int64_t k0 = 0; k0 < K; k0 += 2 * kPairs) {
+    int64_t kc = K - k0 < 2 * kPairs ? K - k0 : 2 * kPairs, kp = (kc + 1) / 2;
+    bool accBlock = acc || k0 > 0;
+    // A's block as pairs, 6-row groups (zero rows and a zero k past the
+    // ends), rounded: once per block, read by every panel.
+    for (int64_t g = 0; g < groups; ++g)
+      for (int r = 0; r < 6; ++r) {
+        int64_t i = g * 6 + r;
+        uint32_t *dst = ap + g * kp * 6 + r;
+        if (i >= M) {
+          for (int64_t p = 0; p < kp; ++p)
+            dst[p * 6] = 0;
+          continue;
+        }
+        const float *row = A + i * lda + k0;
+        for (int64_t p = 0; p < kp; ++p) {
+          uint32_t lo = toBf16(row[2 * p]);
+          uint32_t hi = 2 * p + 1 < kc ? toBf16(row[2 * p + 1]) : 0;
+          dst[p * 6] = lo | hi << 16;
+        }
+      }
+    for (int64_t j = 0; j < N; j += 32) {
+      int64_t n = N - j < 32 ? N - j : 32;
+      __mmask16 m0 = laneMask16(n), m1 = laneMask16(n - 16);
+      const uint32_t *panel = reinterpret_cast<const uint32_t *>(B + (j / 32) * ldb) +
+                              (k0 / 2) * 32;
+      for (int64_t g = 0; g < groups; ++g) {
+        float *c[6];
+        for (int r = 0; r < 6; ++r)
+          c[r] = g * 6 + r < M ? C + (g * 6 + r) * ldc + j : discard;
+        tile6x32(kp, ap + g * kp * 6, panel, c, accBlock, m0, m1);
+      }
+    }
+  }
+}
+#undef KILN_BF16_TARGET
+#endif
+
+using PaFn = void (*)(int64_t, int64_t, int64_t, const uint16_t *, int64_t, const float *,
+                      int64_t, float *, int64_t, bool);
+using PbFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t, const uint16_t *,
+                      int64_t, float *, int64_t, bool);
+
+struct Impl {
+  PaFn pa;
+  PbFn pb;
+  const char *name;
+};
+
+Impl selectSbgemm() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  bool dot = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  // KILN_UKERNEL naming an f32 path (portable, avx2, avx512) forces the
+  // fallback on it (tests cover each).
+  const char *force = std::getenv("KILN_UKERNEL");
+  bool f32Forced = force && (std::strcmp(force, "portable") == 0 ||
+                             std::strcmp(force, "avx2") == 0 ||
+                             std::strcmp(force, "avx512") == 0);
+  if (dot && !f32Forced)
+    return {sbgemmDotPa, sbgemmDotPb, "avx512bf16"};
+#endif
+  // The fallback runs on whichever f32 ukernel this process chose.
+  const char *f32 = kiln_uk_sgemm_impl();
+  const char *name = std::strcmp(f32, "avx512") == 0 ? "f32-avx512"
+                     : std::strcmp(f32, "avx2") == 0 ? "f32-avx2"
+                                                     : "f32-portable";
+  return {sbgemmFallbackPa, sbgemmFallbackPb, name};
+}
+
+const Impl &chosen() {
+  // On first use, not at load: the fallback names the f32 ukernel, which
+  // another translation unit chooses at load.
+  static const Impl impl = selectSbgemm();
+  return impl;
+}
+
+} // namespace
+
+extern "C" void kiln_uk_sbgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                                  int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                                  int64_t accumulate) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < M; ++i)
+        std::memset(reinterpret_cast<float *>(c) + i * ldc, 0, N * sizeof(float));
+    return;
+  }
+  chosen().pa(M, N, K, reinterpret_cast<const uint16_t *>(a), lda,
+              reinterpret_cast<const float *>(b), ldb, reinterpret_cast<float *>(c), ldc,
+              accumulate != 0);
+}
+
+extern "C" void kiln_uk_sbgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                                  int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                                  int64_t accumulate) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < M; ++i)
+        std::memset(reinterpret_cast<float *>(c) + i * ldc, 0, N * sizeof(float));
+    return;
+  }
+  chosen().pb(M, N, K, reinterpret_cast<const float *>(a), lda,
+              reinterpret_cast<const uint16_t *>(b), ldb, reinterpret_cast<float *>(c), ldc,
+              accumulate != 0);
+}
+
+extern "C" const char *kiln_uk_sbgemm_impl() { return chosen().name; }
