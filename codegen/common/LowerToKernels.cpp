@@ -226,9 +226,22 @@ public:
   /// compile-time packed layout (kiln_uk_sgemm_pa).
   void sgemmPtr(Value m, Value n, Value k, Value a, int64_t lda, Value bp, int64_t ldb,
                 Value c, int64_t ldc, bool acc, bool packedA = false) {
-    func::CallOp::create(b, packedA ? "kiln_uk_sgemm_pa" : "kiln_uk_sgemm", TypeRange{},
+    ukernel(packedA ? "kiln_uk_sgemm_pa" : "kiln_uk_sgemm", m, n, k, a, lda, bp, ldb, c, ldc,
+            acc);
+  }
+  /// One of the runtime's matrix-product ukernels (kiln/runtime.h): the
+  /// f32 ones, or the bf16 ones (kiln_uk_sbgemm_pa/_pb, lda/ldb of the
+  /// packed operand in bf16 elements).
+  void ukernel(StringRef name, Value m, Value n, Value k, Value a, int64_t lda, Value bp,
+               int64_t ldb, Value c, int64_t ldc, bool acc) {
+    func::CallOp::create(b, name, TypeRange{},
                          ValueRange{i64(m), i64(n), i64(k), a, i64(lda), bp, i64(ldb), c,
                                     i64(ldc), i64(acc ? 1 : 0)});
+  }
+  /// The address of bf16 element `off` of buffer `buf` (packed weights).
+  Value addrBf16(int buf, Value off) {
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, bufs[buf]);
+    return i64(add(base, mul(off, 2)));
   }
 
   /// `lanes` contiguous f32 at element `off` of buffer `buf` (a vector when
@@ -1624,6 +1637,56 @@ std::pair<int64_t, int64_t> productTiles(int64_t rows, int64_t cols, int64_t bat
   return {rb, cb};
 }
 
+/// --precision=bf16 on the CPU: kiln-lower-precision marked this contraction
+/// bf16, so its constant weights are packed as bf16 for the runtime's bf16
+/// ukernels (their other operand is rounded as the ukernel packs it).
+static bool lowersToBf16(Operation *op) {
+  auto a = op->getAttrOfType<StringAttr>("kiln.precision");
+  return a && a.getValue() == "bf16";
+}
+
+/// f32 -> bf16 bits, nearest even (as arith.truncf and the ukernels round).
+static uint16_t bf16Bits(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  if ((b & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((b >> 16) | 0x40u);
+  return static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+
+/// Weights w(r, k) (rows x K) packed for kiln_uk_sbgemm_pa: 6-row groups of
+/// 6 * Kp bf16 (Kp = K rounded up to even), pairs of k, rows interleaved;
+/// zero past the ends. `groupsOf` rows are padded to `rowsPad` per group.
+template <typename At>
+static std::vector<char> packBf16A(int64_t groups, int64_t rows, int64_t rowsPad, int64_t K,
+                                   At w) {
+  int64_t Kp = (K + 1) / 2 * 2;
+  std::vector<uint16_t> pk(groups * rowsPad * Kp, 0);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < K; ++k)
+        pk[(g * rowsPad + r / 6 * 6) * Kp + ((k / 2) * 6 + r % 6) * 2 + k % 2] =
+            bf16Bits(w(g, r, k));
+  const char *raw = reinterpret_cast<const char *>(pk.data());
+  return std::vector<char>(raw, raw + pk.size() * 2);
+}
+
+/// Weights w(k, j) (K x cols) packed for kiln_uk_sbgemm_pb: 32-column panels
+/// of 32 * Kp bf16, pairs of k, columns interleaved; zero past the ends.
+/// Per group, ceil(cols / 32) panels.
+template <typename At>
+static std::vector<char> packBf16B(int64_t groups, int64_t K, int64_t cols, At w) {
+  int64_t Kp = (K + 1) / 2 * 2, panels = (cols + 31) / 32;
+  std::vector<uint16_t> pk(groups * panels * 32 * Kp, 0);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < cols; ++j)
+        pk[((g * panels + j / 32) * Kp + k / 2 * 2) * 32 + (j % 32) * 2 + k % 2] =
+            bf16Bits(w(g, k, j));
+  const char *raw = reinterpret_cast<const char *>(pk.data());
+  return std::vector<char>(raw, raw + pk.size() * 2);
+}
+
 /// A matrix-product conv kernel's arguments: weights, input, the bias if
 /// any, the epilogue's sites (from `firstSite` on), the prologue's (from
 /// `firstProSite` on), the output.
@@ -1896,23 +1959,59 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
   // per group, rows in 6-row groups (zero rows pad the last), k-major.
   int64_t rowsPad = ceilDiv(Og, 6) * 6;
   bool packed = p.buffers[wBuf].kind == Buffer::Constant;
-  if (packed) {
+  // (Tiles for one image when the run's images are computed alone.)
+  auto [rb, cb] = productTiles(Og, P, liveSym >= 0 ? G : N * G);
+  // Gathered column tiles of whole output rows: every row's zero and copy
+  // runs are then known at compile time.
+  bool wholeRows = !pointwise && OW <= cb;
+  if (wholeRows)
+    cb = cb / OW * OW;
+  // Channels per gathered chunk: about 64K floats of stack.
+  int64_t cc = std::clamp<int64_t>(65536 / (cb * KK), 1, Cg);
+  // bf16 (kiln_uk_sbgemm_pa): the weights in bf16 pairs of k, so every
+  // chunk must start at an even k.
+  bool bf16 = packed && lowersToBf16(op);
+  if (bf16 && !pointwise && KK % 2 == 1 && cc % 2 == 1 && cc < Cg) {
+    if (cc > 1)
+      --cc;
+    else
+      bf16 = false;
+  }
+  int64_t Kp = bf16 ? (Kdim + 1) / 2 * 2 : Kdim;
+  const float *wSrc =
+      packed ? reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset)
+             : nullptr;
+  if (bf16) {
+    wBuf = addConstantData(packBf16A(G, Og, rowsPad, Kdim, [&](int64_t g, int64_t o, int64_t k) {
+      return wSrc[(g * Og + o) * Kdim + k];
+    }));
+  } else if (packed) {
     std::vector<float> pk(G * rowsPad * Kdim, 0.0f);
-    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
     for (int64_t g = 0; g < G; ++g)
       for (int64_t o = 0; o < Og; ++o)
         for (int64_t k = 0; k < Kdim; ++k)
-          pk[(g * rowsPad + o / 6 * 6) * Kdim + k * 6 + o % 6] = src[(g * Og + o) * Kdim + k];
+          pk[(g * rowsPad + o / 6 * 6) * Kdim + k * 6 + o % 6] = wSrc[(g * Og + o) * Kdim + k];
     wBuf = addConstantData(ArrayRef<char>(reinterpret_cast<const char *>(pk.data()),
                                           pk.size() * sizeof(float)));
   }
-  // Where the ukernel finds weight row (group g, row o0) at column k0.
+  // Where the ukernel finds weight row (group g, row o0) at column k0 (in
+  // bf16 elements for bf16).
   auto weightAt = [&](KernelEmitter &e, Value g, Value o0, Value k0) {
     if (packed)
-      return e.add(e.mul(e.add(e.mul(g, rowsPad), o0), Kdim), e.mul(k0, 6));
+      return e.add(e.mul(e.add(e.mul(g, rowsPad), o0), Kp), e.mul(k0, 6));
     return e.add(e.mul(e.add(e.mul(g, Og), o0), Kdim), k0);
   };
-  int64_t lda = packed ? 6 * Kdim : Kdim;
+  int64_t lda = packed ? 6 * Kp : Kdim;
+  // W rows [o0, o0 + rows) x columns [k0, k0 + k) times B into C.
+  auto product = [&](KernelEmitter &e, Value rows, Value cols, Value k, Value g, Value o0,
+                     Value k0, Value bAddr, int64_t ldb, Value cAddr, bool acc) {
+    if (bf16)
+      e.ukernel("kiln_uk_sbgemm_pa", rows, cols, k, e.addrBf16(0, weightAt(e, g, o0, k0)), lda,
+                bAddr, ldb, cAddr, P, acc);
+    else
+      e.sgemmPtr(rows, cols, k, e.addr(0, weightAt(e, g, o0, k0)), lda, bAddr, ldb, cAddr, P,
+                 acc, packed);
+  };
   // out[n][g*Og + o][p] = bias + sum_k W[g*Og + o][k] * col[n][g*Kdim + k][p],
   // where col (im2col) is the input pointwise and otherwise gathered inside
   // the workgroup: a chunk of channels at a time into a stack buffer of
@@ -1923,8 +2022,6 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
   int firstSite, firstProSite;
   SmallVector<int> ids = convArgs(op, wBuf, inBuf, epi, outBuf, firstSite, pro, &firstProSite);
   int o = ids.size() - 1;
-  // (Tiles for one image when the run's images are computed alone.)
-  auto [rb, cb] = productTiles(Og, P, liveSym >= 0 ? G : N * G);
   // Input element `at` of image n, absolute channel c, after the prologue
   // (sites are per channel: kiln-rematerialize's condition).
   auto inputAt = [&](KernelEmitter &e, Value n, Value c, Value at) -> Value {
@@ -1936,14 +2033,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
       return e.load(firstProSite + k, e.add(e.mul(n, st[0]), e.mul(c, st[1])));
     });
   };
-  // Gathered column tiles of whole output rows: every row's zero and copy
-  // runs are then known at compile time.
-  bool wholeRows = !pointwise && OW <= cb;
-  if (wholeRows)
-    cb = cb / OW * OW;
   int64_t rTiles = ceilDiv(Og, rb), cTiles = ceilDiv(P, cb);
-  // Channels per gathered chunk: about 64K floats of stack.
-  int64_t cc = std::clamp<int64_t>(65536 / (cb * KK), 1, Cg);
   int64_t flops = estimateFlops(op);
   if (epi)
     for (Operation *o : epi->ops)
@@ -1975,9 +2065,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
       });
     Value chan0 = e.add(e.mul(n, C), e.mul(g, Cg)); // first input plane of the group
     if (pointwise) {
-      e.sgemmPtr(rows, cols, e.idx(Kdim), e.addr(0, weightAt(e, g, o0, e.idx(0))), lda,
-                 e.addr(1, e.add(e.mul(chan0, P), p0)), P, e.addr(o, outOff), P, hasBias,
-                 packed);
+      product(e, rows, cols, e.idx(Kdim), g, o0, e.idx(0), e.addr(1, e.add(e.mul(chan0, P), p0)),
+              P, e.addr(o, outOff), hasBias);
     } else {
       Value col = e.scratch(cc * KK * cb);
       // Output rows touched by this column tile.
@@ -2080,8 +2169,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
           }
         });
         // out tile (+)= W[oc0.., c0*KK ..] x col
-        e.sgemmPtr(rows, cols, e.mul(ccn, KK), e.addr(0, weightAt(e, g, o0, e.mul(c0, KK))),
-                   lda, e.addrM(col, e.idx(0)), cb, e.addr(o, outOff), P, true, packed);
+        product(e, rows, cols, e.mul(ccn, KK), g, o0, e.mul(c0, KK), e.addrM(col, e.idx(0)), cb,
+                e.addr(o, outOff), true);
       }, cc);
     }
     if (epi)
@@ -2297,22 +2386,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   // the weights become B[g][(ky*KW + kx)*Cg + c][o] at compile time, the
   // pixel-major im2col rows are the input itself (pointwise) or are
   // gathered per workgroup, a chunk of taps or channels at a time.
-  {
-    std::vector<float> pk(G * Kdim * Og);
-    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
-    for (int64_t g = 0; g < G; ++g)
-      for (int64_t o = 0; o < Og; ++o)
-        for (int64_t c = 0; c < Cg; ++c)
-          for (int64_t t = 0; t < KK; ++t)
-            pk[(g * Kdim + t * Cg + c) * Og + o] = src[((g * Og + o) * Cg + c) * KK + t];
-    wBuf = addConstantData(ArrayRef<char>(reinterpret_cast<const char *>(pk.data()),
-                                          pk.size() * sizeof(float)));
-  }
   bool hasBias = static_cast<bool>(op.getBias());
-  int outBuf = newBuffer(Buffer::Arena, M * O * 4);
-  int firstSite;
-  SmallVector<int> ids = convArgs(op, wBuf, bufferOf.lookup(op.getInput()), epi, outBuf, firstSite);
-  int o = ids.size() - 1;
   // Tiles: up to 144 pixel rows (balanced, in 6-row ukernel groups) by up
   // to 512 channels (whole 32-column panels); channels split further, down
   // to 64, until there are enough tiles (late layers have few pixels).
@@ -2333,6 +2407,33 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   int64_t cc = std::min<int64_t>(Cg, std::max<int64_t>(8, kChunkFloats / rb));
   cc = ceilDiv(Cg, ceilDiv(Cg, cc)); // balanced
   int64_t tpc = cc == Cg ? std::clamp<int64_t>(kChunkFloats / (rb * Cg), 1, KK) : 1;
+  // bf16 (kiln_uk_sbgemm_pb): B in 32-column panels of bf16 pairs of k, so
+  // every chunk must start at an even k (even channel counts).
+  bool bf16 = lowersToBf16(op) && Cg % 2 == 0 && (cc == Cg || cc % 2 == 0) &&
+              (ceilDiv(Og, cb) == 1 || cb % 32 == 0);
+  int64_t Kp = (Kdim + 1) / 2 * 2, panels = ceilDiv(Og, 32);
+  {
+    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
+    auto w = [&](int64_t g, int64_t k, int64_t o) {
+      int64_t t = k / Cg, c = k % Cg;
+      return src[((g * Og + o) * Cg + c) * KK + t];
+    };
+    if (bf16) {
+      wBuf = addConstantData(packBf16B(G, Kdim, Og, w));
+    } else {
+      std::vector<float> pk(G * Kdim * Og);
+      for (int64_t g = 0; g < G; ++g)
+        for (int64_t k = 0; k < Kdim; ++k)
+          for (int64_t o = 0; o < Og; ++o)
+            pk[(g * Kdim + k) * Og + o] = w(g, k, o);
+      wBuf = addConstantData(ArrayRef<char>(reinterpret_cast<const char *>(pk.data()),
+                                            pk.size() * sizeof(float)));
+    }
+  }
+  int outBuf = newBuffer(Buffer::Arena, M * O * 4);
+  int firstSite;
+  SmallVector<int> ids = convArgs(op, wBuf, bufferOf.lookup(op.getInput()), epi, outBuf, firstSite);
+  int o = ids.size() - 1;
   int64_t flops = estimateFlops(op);
   if (epi)
     for (Operation *eo : epi->ops)
@@ -2354,11 +2455,21 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
           e.vstore(e.vload(2, e.add(oc0, j)), o, e.add(rowOff, j));
         });
       });
-    // B rows [k0, k0 + k) of this group, at this tile's columns.
-    auto bAt = [&](Value k0) { return e.addr(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)); };
+    // C (+)= A x B rows [k0, k0 + k) of this group, at this tile's columns
+    // (c0: a whole number of panels).
+    auto product = [&](Value k, Value aAddr, int64_t lda, Value k0, bool acc) {
+      if (bf16)
+        e.ukernel("kiln_uk_sbgemm_pb", rows, cols, k, aAddr, lda,
+                  e.addrBf16(0, e.mul(e.add(e.mul(e.add(e.mul(g, panels), e.div(c0, 32)), Kp), k0),
+                                      32)),
+                  32 * Kp, e.addr(o, outOff), O, acc);
+      else
+        e.sgemmPtr(rows, cols, k, aAddr, lda,
+                   e.addr(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)), Og,
+                   e.addr(o, outOff), O, acc);
+    };
     if (pointwise) {
-      e.sgemmPtr(rows, cols, e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C,
-                 bAt(e.idx(0)), Og, e.addr(o, outOff), O, hasBias);
+      product(e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C, e.idx(0), hasBias);
     } else {
       int64_t chunkK = tpc * cc;
       Value col = e.scratch(rb * chunkK);
@@ -2385,9 +2496,8 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
             });
           }
         });
-        e.sgemmPtr(rows, cols, e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), chunkK,
-                   bAt(e.add(e.idx(t0 * Cg), cBase)), Og, e.addr(o, outOff), O,
-                   hasBias || !first);
+        product(e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), chunkK,
+                e.add(e.idx(t0 * Cg), cBase), hasBias || !first);
       };
       if (cc == Cg) {
         for (int64_t t0 = 0; t0 < KK; t0 += tpc)
@@ -2743,7 +2853,19 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   // and its B packing; the dot-product loops below do better there.
   bool viaUkernel = !tA && f32 && M >= 6 &&
                     (!tB || p.buffers[bBuf].kind == Buffer::Constant);
-  if (viaUkernel && tB) {
+  auto [rb, cb] = productTiles(M, N, 1);
+  rb = liveTileRows(rb, 1);
+  // bf16 (kiln_uk_sbgemm_pb): a constant B in 32-column panels of bf16
+  // pairs of k (column tiles are whole panels).
+  bool bf16 = viaUkernel && lowersToBf16(op) && p.buffers[bBuf].kind == Buffer::Constant &&
+              (ceilDiv(N, cb) == 1 || cb % 32 == 0);
+  int64_t Kp = (K + 1) / 2 * 2;
+  if (bf16) {
+    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[bBuf].offset);
+    bBuf = addConstantData(packBf16B(1, K, N, [&](int64_t, int64_t k, int64_t n) {
+      return tB ? src[n * K + k] : src[k * N + n];
+    }));
+  } else if (viaUkernel && tB) {
     std::vector<char> t(N * K * 4);
     const char *src = p.weights.data() + p.buffers[bBuf].offset;
     for (int64_t n = 0; n < N; ++n)
@@ -2758,8 +2880,6 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
     ids[1] = bBuf;
     int out = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * 4);
     ids.push_back(out);
-    auto [rb, cb] = productTiles(M, N, 1);
-    rb = liveTileRows(rb, 1);
     int64_t rTiles = ceilDiv(M, rb), cTiles = ceilDiv(N, cb);
     int64_t flops = estimateFlops(op);
     if (epi)
@@ -2771,8 +2891,13 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
       Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.idx(M), i0));
       Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(N), j0));
       int o = ids.size() - 1;
-      e.sgemm(rows, cols, K, 0, e.mul(i0, K), K, 1, j0, N, o, e.add(e.mul(i0, N), j0), N,
-              false);
+      if (bf16)
+        e.ukernel("kiln_uk_sbgemm_pb", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
+                  e.addrBf16(1, e.mul(e.div(j0, 32), 32 * Kp)), 32 * Kp,
+                  e.addr(o, e.add(e.mul(i0, N), j0)), N, false);
+      else
+        e.sgemm(rows, cols, K, 0, e.mul(i0, K), K, 1, j0, N, o, e.add(e.mul(i0, N), j0), N,
+                false);
       if (alpha == 1.0f && !hasC && !epi)
         return;
       e.loop(e.idx(0), rows, [&](Value r) {
@@ -2942,6 +3067,21 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
     if (int64_t D = rank ? shape(op.getResult())[0] : 0; batches == 1 && D > 0)
       rb = liveTileRows(rb, rowsPerBatch / D);
     int64_t rTiles = ceilDiv(rowsPerBatch, rb), cTiles = ceilDiv(N, cb);
+    // bf16 (kiln_uk_sbgemm_pb): a constant B shared by every batch, in
+    // 32-column panels of bf16 pairs of k (column tiles are whole panels);
+    // the kernel reads the packed copy in B's place.
+    Value rhs = op.getRhs();
+    int rhsBuf = bufferOf.lookup(rhs);
+    bool bf16 = lowersToBf16(op) && sharedB && p.buffers[rhsBuf].kind == Buffer::Constant &&
+                (cTiles == 1 || cb % 32 == 0);
+    int64_t Kp = (K + 1) / 2 * 2;
+    if (bf16) {
+      const float *src =
+          reinterpret_cast<const float *>(p.weights.data() + p.buffers[rhsBuf].offset);
+      bufferOf[rhs] = addConstantData(
+          packBf16B(1, K, N, [&](int64_t, int64_t k, int64_t n) { return src[k * N + n]; }));
+    }
+    auto restore = llvm::make_scope_exit([&] { bufferOf[rhs] = rhsBuf; });
     if (int64_t D = rank ? shape(op.getResult())[0] : 0; D < 1)
       ;
     else if (batches == 1 && rowsPerBatch % D == 0)
@@ -2956,8 +3096,13 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
       auto [aOff, bOff] = flat ? std::pair<Value, Value>{e.idx(0), e.idx(0)}
                                : batchOffsets(e, bi);
       Value cRow0 = e.add(e.mul(bi, rowsPerBatch), i0);
-      e.sgemm(rows, cols, K, 0, e.add(aOff, e.mul(i0, K)), K, 1, e.add(bOff, j0), N, o,
-              e.add(e.mul(cRow0, N), j0), N, false);
+      if (bf16)
+        e.ukernel("kiln_uk_sbgemm_pb", rows, cols, e.idx(K), e.addr(0, e.add(aOff, e.mul(i0, K))),
+                  K, e.addrBf16(1, e.mul(e.div(j0, 32), 32 * Kp)), 32 * Kp,
+                  e.addr(o, e.add(e.mul(cRow0, N), j0)), N, false);
+      else
+        e.sgemm(rows, cols, K, 0, e.add(aOff, e.mul(i0, K)), K, 1, e.add(bOff, j0), N, o,
+                e.add(e.mul(cRow0, N), j0), N, false);
       if (epi)
         e.loop(e.idx(0), rows, [&](Value r) {
           applyEpilogue(e, e.add(cRow0, r), j0, e.add(j0, cols));
@@ -4303,7 +4448,8 @@ LogicalResult Lowering::run() {
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(p.kernels->getBody());
     SmallVector<Type> args(10, b.getI64Type());
-    for (StringRef name : {"kiln_uk_sgemm", "kiln_uk_sgemm_pa"}) {
+    for (StringRef name :
+         {"kiln_uk_sgemm", "kiln_uk_sgemm_pa", "kiln_uk_sbgemm_pa", "kiln_uk_sbgemm_pb"}) {
       auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
       decl.setPrivate();
     }

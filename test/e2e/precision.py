@@ -12,6 +12,15 @@ Checks, per model, target and precision:
     really lowered), which itself matches onnxruntime to 1e-4.
 --keep-fp32 by ONNX op type (Conv,Gemm: nothing lowered, fp32 numerics) and
 by node name (that node's kernel stays fp32, the others do not).
+
+The CPU's bf16 ukernels (kiln_uk_sbgemm_pa/_pb) at the shapes that test
+their packing: convolutions (NCHW gathered in channel chunks with an odd
+K, pointwise, grouped; NHWC), matmuls past one 512-column tile with an odd
+K, batched with a shared B, a gemm with a transposed B. Each against
+onnxruntime run on the operands rounded to bf16 (what the ukernel
+multiplies), its result rounded too: within one bf16 step; once on the
+VDPBF16PS path where the CPU has it and once on the f32 fallback
+(KILN_UKERNEL=avx512, or the best f32 path the CPU has).
 Prints 'N passed, N failed'.
 """
 import argparse
@@ -24,6 +33,7 @@ import tempfile
 import numpy as np
 import onnx
 import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
@@ -41,8 +51,8 @@ CASES = [
 ]
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     return r.stdout
@@ -149,8 +159,107 @@ def main():
                 report(ok, f"{what}: its kernel fp32, {len(rest)} others bf16")
             except RuntimeError as e:
                 report(False, f"{what}: {e}")
+        ukernel_cases(kc, kr, tmp, args.only, report)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def bf16_round(x):
+    """float32 -> the nearest bf16 value (ties to even), as float32."""
+    b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16 << 16
+    return b.astype(np.uint32).view(np.float32)
+
+
+def single(op, inputs, weights, attrs):
+    """A one-node graph with random weights; inputs/weights: (name, shape)."""
+    wrng = np.random.default_rng(5)
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
+    inits = [numpy_helper.from_array(wrng.standard_normal(s).astype(np.float32), n)
+             for n, s in weights]
+    node = helper.make_node(op, [n for n, _ in inputs] + [n for n, _ in weights], ["y"],
+                            name=op.lower() + "0", **attrs)
+    g = helper.make_graph([node], op, ins, [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def conv_case(n, c, hw, o, k, group=1, stride=1):
+    return single("Conv", [("x", (n, c, hw, hw))], [("w", (o, c // group, k, k)), ("b", (o,))],
+                  dict(pads=[k // 2] * 4, group=group, strides=[stride] * 2))
+
+
+# name, model, kiln-compile flags, the bf16 ukernel the kernels call
+UKERNEL_CASES = [
+    # 32 channels of 40x40: gathered in chunks of 14 channels (15 rounded
+    # down to keep k even, 3x3 taps), K = 288.
+    ("conv_nchw_chunks", lambda: conv_case(1, 32, 40, 16, 3), ["--layout=nchw"], "pa"),
+    # K = 7 * 9 = 63, odd: the packing's zero pair.
+    ("conv_nchw_oddk", lambda: conv_case(2, 7, 12, 20, 3, stride=2), ["--layout=nchw"], "pa"),
+    ("conv_nchw_pointwise", lambda: conv_case(1, 24, 14, 40, 1), ["--layout=nchw"], "pa"),
+    ("conv_nchw_grouped", lambda: conv_case(1, 32, 10, 32, 3, group=2), ["--layout=nchw"], "pa"),
+    ("conv_nhwc", lambda: conv_case(2, 32, 12, 48, 3), ["--layout=nhwc"], "pb"),
+    ("conv_nhwc_pointwise", lambda: conv_case(1, 64, 9, 600, 1), ["--layout=nhwc"], "pb"),
+    ("matmul_wide_oddk", lambda: single("MatMul", [("x", (20, 71))], [("w", (71, 600))], {}),
+     [], "pb"),
+    ("matmul_batched", lambda: single("MatMul", [("x", (3, 13, 64))], [("w", (64, 40))], {}),
+     [], "pb"),
+    ("gemm_transb", lambda: single("Gemm", [("x", (12, 33))], [("w", (40, 33)), ("c", (40,))],
+                                   dict(transB=1)), [], "pb"),
+]
+
+
+def ukernel_cases(kc, kr, tmp, only, report):
+    for name, build, flags, which in UKERNEL_CASES:
+        if only not in name and only not in "ukernel":
+            continue
+        model = build()
+        # The reference: every operand rounded to bf16, the f32 product
+        # rounded again (kiln-lower-precision's contraction).
+        rounded = onnx.ModelProto()
+        rounded.CopyFrom(model)
+        for init in rounded.graph.initializer:
+            init.CopyFrom(numpy_helper.from_array(bf16_round(numpy_helper.to_array(init)),
+                                                  init.name))
+        path = os.path.join(tmp, name + ".onnx")
+        onnx.save(model, path)
+        sess = ort.InferenceSession(rounded.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+        inp = sess.get_inputs()[0]
+        x = np.random.default_rng(9).standard_normal(inp.shape).astype(np.float32)
+        xin = os.path.join(tmp, "x.npy")
+        np.save(xin, x)
+        ref = bf16_round(sess.run(None, {inp.name: bf16_round(x)})[0]).astype(np.float64)
+        so = os.path.join(tmp, name + ".so")
+        try:
+            run([kc, path, "--precision=bf16", "-o", so] + flags)
+            ll = run([kc, path, "--precision=bf16", "--emit=llvm"] + flags)
+        except RuntimeError as e:
+            report(False, f"ukernel {name}: {e}")
+            continue
+        calls = "@kiln_uk_sbgemm_" + which in ll
+        for force in (None, "avx512"):
+            env = dict(os.environ)
+            env.pop("KILN_UKERNEL", None)
+            if force:
+                env["KILN_UKERNEL"] = force
+            out = os.path.join(tmp, "out")
+            try:
+                run([kr, so, "--input", f"{inp.name}={xin}", "--output-dir", out], env=env)
+            except RuntimeError as e:
+                report(False, f"ukernel {name}: {e}")
+                continue
+            got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
+            # One bf16 step (2^-7 relative) around the rounded reference, and
+            # an absolute floor for results that cancel to near zero.
+            bound = 2.0 ** -7 * np.abs(ref) + 1e-5 * np.abs(ref).max()
+            worst = float((np.abs(got - ref) - bound).max()) if got.shape == ref.shape else 1.0
+            ok = calls and got.shape == ref.shape and worst <= 0
+            report(ok, f"ukernel {name} (kiln_uk_sbgemm_{which}, "
+                       f"KILN_UKERNEL={force or 'default'}): max excess over one bf16 step "
+                       f"{max(worst, 0):.3g}")
 
 
 if __name__ == "__main__":
