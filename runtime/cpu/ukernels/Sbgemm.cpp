@@ -125,10 +125,12 @@ KILN_BF16_TARGET inline __m512i toBf16x16(__m512 x) {
   return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
 }
 
-/// One 6 x 32 tile: C rows c[0..5] (+)= the A pairs (a[kp * 6 + r]: rows r,
+/// One 6 x 32 tile: C rows c[0..5] (+)= the A pairs (a[r][kp * S]: row r,
 /// k = 2kp and 2kp + 1) times the B panel (b[kp * 32 + j]: column j, the
-/// same two k), for kp in [0, KP). Tail rows write to a discard row.
-KILN_BF16_TARGET inline void tile6x32(int64_t KP, const uint32_t *a, const uint32_t *b,
+/// same two k), for kp in [0, KP). S is 6 for packed A (rows interleaved)
+/// and 1 for rows packed apart. Tail rows write to a discard row.
+template <int S>
+KILN_BF16_TARGET inline void tile6x32(int64_t KP, const uint32_t *const a[6], const uint32_t *b,
                                       float *const c[6], bool acc, __mmask16 m0,
                                       __mmask16 m1) {
 #define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
@@ -136,12 +138,13 @@ KILN_BF16_TARGET inline void tile6x32(int64_t KP, const uint32_t *a, const uint3
   __m512 x##r = acc ? _mm512_maskz_loadu_ps(m0, c[r]) : _mm512_setzero_ps();   \
   __m512 y##r = acc ? _mm512_maskz_loadu_ps(m1, c[r] + 16) : _mm512_setzero_ps();
   KILN_ROWS(KILN_INIT)
+  const uint32_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
   for (int64_t kp = 0; kp < KP; ++kp) {
     __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + kp * 32);
     __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + kp * 32 + 16);
 #define KILN_DOT(r)                                                            \
   {                                                                            \
-    __m512bh s = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[kp * 6 + r])); \
+    __m512bh s = (__m512bh)_mm512_set1_epi32(static_cast<int>(a##r[kp * S]));  \
     x##r = _mm512_dpbf16_ps(x##r, s, b0);                                      \
     y##r = _mm512_dpbf16_ps(y##r, s, b1);                                      \
   }
@@ -190,10 +193,13 @@ KILN_BF16_TARGET void sbgemmDotPa(int64_t M, int64_t N, int64_t K, const uint16_
       }
       for (int64_t i = 0; i < M; i += 6) {
         float *c[6];
-        for (int r = 0; r < 6; ++r)
+        const uint32_t *a[6];
+        const uint32_t *group = reinterpret_cast<const uint32_t *>(A + (i / 6) * lda) + (k0 / 2) * 6;
+        for (int r = 0; r < 6; ++r) {
           c[r] = i + r < M ? C + (i + r) * ldc + j : discard;
-        const uint32_t *a = reinterpret_cast<const uint32_t *>(A + (i / 6) * lda) + (k0 / 2) * 6;
-        tile6x32(kp, a, panel, c, accBlock, m0, m1);
+          a[r] = group + r;
+        }
+        tile6x32<6>(kp, a, panel, c, accBlock, m0, m1);
       }
     }
   }
@@ -205,40 +211,38 @@ KILN_BF16_TARGET void sbgemmDotPb(int64_t M, int64_t N, int64_t K, const float *
                                   int64_t lda, const uint16_t *B, int64_t ldb, float *C,
                                   int64_t ldc, bool acc) {
   alignas(64) float discard[32];
-  int64_t groups = (M + 5) / 6;
-  packedRows.resize(groups * kPairs * 6);
+  // A's block as rows of bf16 pairs (kPairs apart), rounded: once per
+  // block, read by every panel.
+  packedRows.resize(M * kPairs + 16);
   uint32_t *ap = packedRows.data();
   for (int64_t k0 = 0; k0 < K; k0 += 2 * kPairs) {
     int64_t kc = K - k0 < 2 * kPairs ? K - k0 : 2 * kPairs, kp = (kc + 1) / 2;
     bool accBlock = acc || k0 > 0;
-    // A's block as pairs, 6-row groups (zero rows and a zero k past the
-    // ends), rounded: once per block, read by every panel.
-    for (int64_t g = 0; g < groups; ++g)
-      for (int r = 0; r < 6; ++r) {
-        int64_t i = g * 6 + r;
-        uint32_t *dst = ap + g * kp * 6 + r;
-        if (i >= M) {
-          for (int64_t p = 0; p < kp; ++p)
-            dst[p * 6] = 0;
-          continue;
-        }
-        const float *row = A + i * lda + k0;
-        for (int64_t p = 0; p < kp; ++p) {
-          uint32_t lo = toBf16(row[2 * p]);
-          uint32_t hi = 2 * p + 1 < kc ? toBf16(row[2 * p + 1]) : 0;
-          dst[p * 6] = lo | hi << 16;
-        }
+    for (int64_t i = 0; i < M; ++i) {
+      const float *row = A + i * lda + k0;
+      uint32_t *dst = ap + i * kPairs;
+      // 16 floats (8 pairs) at a time: rounded into the low halves of 32-bit
+      // lanes, narrowed to 16 bits in order (zero past the block).
+      for (int64_t k = 0; k < kc; k += 16) {
+        __m512 x = _mm512_maskz_loadu_ps(laneMask16(kc - k), row + k);
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + k / 2),
+                            _mm512_cvtepi32_epi16(toBf16x16(x)));
       }
+    }
     for (int64_t j = 0; j < N; j += 32) {
       int64_t n = N - j < 32 ? N - j : 32;
       __mmask16 m0 = laneMask16(n), m1 = laneMask16(n - 16);
       const uint32_t *panel = reinterpret_cast<const uint32_t *>(B + (j / 32) * ldb) +
                               (k0 / 2) * 32;
-      for (int64_t g = 0; g < groups; ++g) {
+      for (int64_t i = 0; i < M; i += 6) {
         float *c[6];
-        for (int r = 0; r < 6; ++r)
-          c[r] = g * 6 + r < M ? C + (g * 6 + r) * ldc + j : discard;
-        tile6x32(kp, ap + g * kp * 6, panel, c, accBlock, m0, m1);
+        const uint32_t *a[6];
+        for (int r = 0; r < 6; ++r) {
+          bool real = i + r < M;
+          c[r] = real ? C + (i + r) * ldc + j : discard;
+          a[r] = ap + (real ? i + r : i) * kPairs;
+        }
+        tile6x32<1>(kp, a, panel, c, accBlock, m0, m1);
       }
     }
   }
