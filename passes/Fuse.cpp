@@ -164,6 +164,10 @@ void prologueOf(Operation *user, Value chain, Operation *anchor,
         def->getResult(0).getType() != user->getResult(0).getType() ||
         !sidesOk(def, Value(), anchor) || llvm::is_contained(out, def))
       continue;
+    // The up half of a rounding pair stays with its down half (an anchor's
+    // epilogue that rounds would otherwise end on a narrow type).
+    if (auto up = dyn_cast<CastOp>(def); up && up.getInput().getDefiningOp<CastOp>())
+      continue;
     // Producers of its operands first (post-order keeps the group in
     // dependence order).
     prologueOf(def, Value(), anchor, taken, out);
@@ -435,6 +439,11 @@ struct FusePass : impl::FusePassBase<FusePass> {
           group.push_back(user);
           chain = user->getResult(0);
         }
+        // An anchor's epilogue keeps its element type: a rounding pair's
+        // down half whose up half went elsewhere stays out.
+        if (anchor && group.size() > 1 && isa<CastOp>(group.back()) &&
+            group.back()->getResult(0).getType() != anchor->getResult(0).getType())
+          group.pop_back();
         for (Operation *g : group)
           taken.insert(g);
         if (group.size() > 1)

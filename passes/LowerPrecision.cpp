@@ -107,10 +107,14 @@ struct LowerPrecisionPass : impl::LowerPrecisionPassBase<LowerPrecisionPass> {
       if (op->getParentOp() == getOperation())
         ops.push_back(op);
     });
+    int64_t contraction = 0;
     for (Operation *op : ops) {
       OpBuilder b(op);
       if (isa<ConvOp, GemmOp, MatMulOp>(op)) {
-        if (!elemOf(op->getResult(0)).isF32() || kept(op))
+        if (!elemOf(op->getResult(0)).isF32())
+          continue;
+        int64_t index = contraction++;
+        if (kept(op) || llvm::is_contained(keepIndex, index))
           continue;
         op->setAttr("kiln.precision", b.getStringAttr(precision == "bf16" ? "bf16" : "f16"));
         if (!tensorCores) {

@@ -334,8 +334,9 @@ def LowerPrecisionPass : Pass<"kiln-lower-precision", "mlir::func::FuncOp"> {
     bf16 tensors hold it. Everything else -- softmax, normalizations,
     reductions, exp/log/pow, the model's outputs -- computes in f32.
     `keep-fp32` names ops that stay f32: a kiln op (`conv`), an ONNX op type
-    (`Conv`, `MatMul`, `Gemm`) or an ONNX node name. Lowered ops carry
-    `kiln.precision` for the report.
+    (`Conv`, `MatMul`, `Gemm`) or an ONNX node name; `keep-index` by position
+    among the f32 contractions in order (what `--precision=auto` searches
+    over). Lowered ops carry `kiln.precision` for the report.
 
     With `tensor-cores` (the CUDA target) the contractions get bf16/f16
     operand and result types. Without (the CPU), they stay f32 on rounded
@@ -363,6 +364,9 @@ def LowerPrecisionPass : Pass<"kiln-lower-precision", "mlir::func::FuncOp"> {
            "otherwise they stay f32 on values rounded to bf16/fp16 (the CPU)">,
     ListOption<"keepFp32", "keep-fp32", "std::string",
                "ops that stay f32: kiln op names, ONNX op types or node names">,
+    ListOption<"keepIndex", "keep-index", "int64_t",
+               "contractions that stay f32, by position among the function's f32 "
+               "conv/gemm/matmul ops in order (kiln-compile --precision=auto's search)">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -121,6 +121,18 @@ struct RematSummary {
   int64_t applied = 0;      // those it did, cheapest first
 };
 
+/// --precision=auto (or a precision measured with --calibrate): what the
+/// trial builds measured, for the report. Empty mode: nothing measured.
+struct PrecisionSummary {
+  std::string mode;     // "auto", "bf16" or "fp16"
+  double tolerance = 0; // auto: the relative error allowed
+  std::string inputs;   // where the calibration inputs came from
+  int64_t contractions = 0, lowered = 0;
+  int trials = 0;       // trial builds measured (the fp32 reference included)
+  double relError = 0, maxAbsError = 0; // the chosen build against fp32
+  int64_t top1Agree = 0, top1Rows = 0;
+};
+
 struct Program {
   std::string name;               // C identifier prefix of the model
   mlir::OwningOpRef<mlir::ModuleOp> kernels;
@@ -142,6 +154,7 @@ struct Program {
   int64_t arenaBytes = 0;
   MemoryStats memory;
   RematSummary remat;
+  PrecisionSummary precision;
   /// Lower for the CUDA target: op families with GPU-shaped builders
   /// (elementwise, matrix products, softmax, layer norm) use them; the rest
   /// keep the CPU loop nests, run one workgroup per GPU thread.

@@ -160,6 +160,19 @@ bool writeReport(const std::string &path, const codegen::Program &p,
         extra += l.extraFlops;
         ++recomputed;
       }
+    if (const codegen::PrecisionSummary &ps = p.precision; !ps.mode.empty()) {
+      os << "- precision (--precision=" << ps.mode;
+      if (ps.mode == "auto")
+        os << ", --tolerance " << llvm::formatv("{0:e1}", ps.tolerance);
+      os << "): " << ps.lowered << " of " << ps.contractions
+         << " contractions lowered (the precision column says which), the rest fp32; on "
+         << ps.inputs << ": relative error " << llvm::formatv("{0:e2}", ps.relError)
+         << " against Kiln's fp32 build (max abs " << llvm::formatv("{0:e2}", ps.maxAbsError)
+         << ")";
+      if (ps.top1Rows > 0)
+        os << ", top-1 agreement " << ps.top1Agree << "/" << ps.top1Rows;
+      os << "; " << ps.trials << " trial builds\n";
+    }
     if (p.remat.budget < 0) {
       os << "- recomputed values: none (no --max-memory)\n";
     } else {
@@ -282,6 +295,17 @@ bool writeReport(const std::string &path, const codegen::Program &p,
         {"applied", p.remat.applied},
         {"extra_flops", extraFlops},
         {"flops_without", t.flops - extraFlops}};
+  if (const codegen::PrecisionSummary &ps = p.precision; !ps.mode.empty())
+    root["precision"] = llvm::json::Object{{"mode", ps.mode},
+                                           {"tolerance", ps.tolerance},
+                                           {"inputs", ps.inputs},
+                                           {"contractions", ps.contractions},
+                                           {"lowered", ps.lowered},
+                                           {"trials", ps.trials},
+                                           {"relative_error", ps.relError},
+                                           {"max_abs_error", ps.maxAbsError},
+                                           {"top1_agree", ps.top1Agree},
+                                           {"top1_rows", ps.top1Rows}};
   if (unfused)
     root["unfused_totals"] = totalsJson(totalsOf(*unfused));
   if (cuda)

@@ -325,3 +325,32 @@ func.func @conv_rounding_pair(%x: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x8xf32>, 
   %n = kiln.cast %c2 : tensor<1x4x8x8xf32> -> tensor<1x4x8x8xbf16>
   return %y, %n : tensor<1x4x8x8xf32>, tensor<1x4x8x8xbf16>
 }
+
+// -----
+
+// A rounding pair whose up half feeds another anchor's epilogue (a kept-fp32
+// matmul minus a rounded bf16 one, as --precision=auto builds it) stays
+// whole in the rounded matmul's epilogue: the other epilogue reads f32, and
+// no anchor kernel ends on a bf16 value.
+// CHECK-LABEL: func @rounding_pair_not_split
+// CHECK: kiln.fusion
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.matmul {{.*}} {kiln.precision = "bf16"}
+// CHECK-NEXT: kiln.cast {{.*}} -> tensor<4x8xbf16>
+// CHECK-NEXT: kiln.cast {{.*}} -> tensor<4x8xf32>
+// CHECK-NEXT: kiln.yield {{.*}} : tensor<4x8xf32>
+// CHECK: kiln.fusion {{.*}} -> tensor<4x8xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.matmul
+// CHECK-NEXT: kiln.sub
+// CHECK-NEXT: kiln.yield
+func.func @rounding_pair_not_split(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %wa = kiln.constant dense<0.3> : tensor<8x8xf32>
+  %wb = kiln.constant dense<0.30078125> : tensor<8x8xf32>
+  %a = kiln.matmul %x, %wa : tensor<4x8xf32>, tensor<8x8xf32>
+  %b = kiln.matmul %r, %wb {kiln.precision = "bf16"} : tensor<4x8xf32>, tensor<8x8xf32>
+  %bd = kiln.cast %b : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %bu = kiln.cast %bd : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %s = kiln.sub %a, %bu : tensor<4x8xf32>, tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}

@@ -2,6 +2,8 @@
 // RUN: kiln-opt "--kiln-lower-precision=tensor-cores=true precision=fp16" --canonicalize %s | FileCheck %s --check-prefix=TC
 // RUN: kiln-opt "--kiln-lower-precision=keep-fp32=MatMul" --canonicalize %s | FileCheck %s --check-prefix=KEEP
 // RUN: kiln-opt "--kiln-lower-precision=keep-fp32=second" --canonicalize %s | FileCheck %s --check-prefix=BYNAME
+// RUN: kiln-opt "--kiln-lower-precision=keep-index=0,2" --canonicalize %s | FileCheck %s --check-prefix=BYINDEX
+// RUN: kiln-opt "--kiln-lower-precision=keep-fp32=first keep-index=0" --canonicalize %s | FileCheck %s --check-prefix=BOTH
 
 // The CPU form: the matmuls stay f32 on rounded values. The input rounds
 // (f32 -> bf16 -> f32), the weights round at compile time (0.3 -> 0.30078125,
@@ -48,6 +50,20 @@
 // BYNAME: kiln.matmul {{.*}} {kiln.precision = "bf16"}
 // BYNAME: {{kiln.matmul %[0-9]+, %[0-9]+ : tensor}}
 // BYNAME: kiln.matmul {{.*}} {kiln.precision = "bf16"}
+// keep-index=0,2 (--precision=auto's search): the first and third
+// contractions stay f32, the second lowers.
+// BYINDEX-LABEL: func @mlp
+// BYINDEX: {{kiln.matmul %arg0, %[0-9a-z_]+ : tensor}}
+// BYINDEX: kiln.matmul {{.*}} {kiln.precision = "bf16"}
+// BYINDEX: {{kiln.matmul %[0-9]+, %[0-9a-z_]+ : tensor}}
+
+// Positions count every f32 contraction, kept by name or not: with the
+// first kept by name, index 0 is still the first.
+// BOTH-LABEL: func @mlp
+// BOTH: {{kiln.matmul %arg0, %[0-9a-z_]+ : tensor}}
+// BOTH: kiln.matmul {{.*}} {kiln.precision = "bf16"}
+// BOTH: kiln.matmul {{.*}} {kiln.precision = "bf16"}
+
 func.func @mlp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %w = kiln.constant dense<0.3> : tensor<8x8xf32>
   %a = kiln.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> loc("first")

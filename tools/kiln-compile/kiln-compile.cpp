@@ -7,6 +7,7 @@
 // MODEL may also be a .mlir file of kiln ops (used by the lit tests).
 //
 //===----------------------------------------------------------------------===//
+#include "Calibrate.h"
 #include "codegen/common/Program.h"
 #include "codegen/common/PlanMemory.h"
 #include "codegen/cpu/EmitObject.h"
@@ -26,15 +27,18 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cctype>
 #include <cstdlib>
+#include <set>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -102,8 +106,25 @@ static cl::opt<std::string> maxMemory("max-memory",
 static cl::opt<std::string> precisionOpt("precision",
     cl::cat(kilnCategory), cl::desc("compute precision (kiln-lower-precision): fp32; bf16 or fp16 "
              "(convolutions, gemms and matmuls on bf16/fp16 operands with fp32 accumulation, "
-             "like autocast; softmax, normalizations, reductions and the outputs in fp32)"),
+             "like autocast; softmax, normalizations, reductions and the outputs in fp32); "
+             "auto (bf16 where the outputs stay within --tolerance of the fp32 build on the "
+             "calibration inputs, fp32 elsewhere)"),
     cl::init("fp32"));
+static cl::opt<double> tolerance("tolerance",
+    cl::cat(kilnCategory), cl::desc("--precision=auto: the largest relative error allowed, "
+             "max|y - y_fp32| / max|y_fp32| over every output"),
+    cl::init(1e-2));
+static cl::list<std::string> calibrateInputs("calibrate",
+    cl::cat(kilnCategory), cl::desc("an input for --precision=auto's measurements (or to measure "
+             "--precision=bf16|fp16 against fp32 in the report): NAME=FILE (.npy or .pb), "
+             "repeatable; float inputs not given are drawn at random (normal, seeded)"));
+static cl::opt<int> autoTrials("auto-trials",
+    cl::cat(kilnCategory), cl::desc("--precision=auto: at most this many trial builds in the "
+             "search (contractions still undecided then stay fp32)"),
+    cl::init(24));
+static cl::list<int64_t> keepFp32Index("keep-fp32-index", cl::Hidden,
+    cl::desc("contractions that stay fp32, by position (--precision=auto's trial builds)"),
+    cl::CommaSeparated);
 static cl::list<std::string> keepFp32("keep-fp32",
     cl::cat(kilnCategory), cl::desc("with --precision: ops that stay fp32, by ONNX op type (Conv, "
              "MatMul, Gemm), kiln op name or ONNX node name"),
@@ -194,6 +215,108 @@ static bool writeFile(llvm::StringRef path, llvm::StringRef data) {
   }
   os << data;
   return true;
+}
+
+/// kiln-compile's flags for a trial build of the same model (CPU code; a
+/// CUDA model's kernels through the emulation), with a precision and the
+/// contractions kept fp32 by position.
+static std::vector<std::string> trialArgs(llvm::StringRef precision,
+                                          const std::set<int64_t> &keep) {
+  std::vector<std::string> a{inputPath};
+  for (const std::string &s : shapes)
+    a.push_back("--shape=" + s);
+  for (const std::string &s : maxShapes)
+    a.push_back("--max-shape=" + s);
+  for (const std::string &s : bindings)
+    a.push_back("--bind=" + s);
+  for (const std::string &s : disablePasses)
+    a.push_back("--disable-pass=" + s);
+  for (const std::string &s : keepFp32)
+    a.push_back("--keep-fp32=" + s);
+  if (!maxMemory.empty())
+    a.push_back("--max-memory=" + maxMemory);
+  a.push_back("--mcpu=" + mcpu);
+  // (The graph passes of -O1 and up are the same; LLVM's -O1 compiles in
+  // half the time of -O3, with the same arithmetic.)
+  a.push_back("-O" + std::to_string(std::min(1u, optLevel.getValue())));
+  a.push_back("--layout=" + layoutOpt);
+  a.push_back("--io-layout=" + ioLayout);
+  a.push_back(std::string("--target=") + (target == "cpu" ? "cpu" : "cuda-emu"));
+  a.push_back("--precision=" + precision.str());
+  if (!keep.empty()) {
+    std::string list;
+    for (int64_t i : keep)
+      list += (list.empty() ? "" : ",") + std::to_string(i);
+    a.push_back("--keep-fp32-index=" + list);
+  }
+  return a;
+}
+
+/// --precision=auto: chooses which contractions compute in bf16 (the rest
+/// fp32) so that every output stays within --tolerance of the fp32 build on
+/// the calibration inputs; with bf16/fp16 and --calibrate, measures that
+/// build. `module` is after the passes before kiln-lower-precision (its
+/// contractions are the ones the pass counts). Returns an exit code.
+static int calibratePrecision(const char *argv0, ModuleOp module, std::string &precision,
+                              std::vector<int64_t> &keepIndex,
+                              kiln::codegen::PrecisionSummary &summary) {
+  int64_t contractions = 0;
+  module.walk([&](func::FuncOp fn) {
+    for (Operation &op : fn.getBody().getOps())
+      if (isa<kiln::ConvOp, kiln::GemmOp, kiln::MatMulOp>(op) &&
+          llvm::cast<RankedTensorType>(op.getResult(0).getType()).getElementType().isF32())
+        ++contractions;
+  });
+  std::string self = llvm::sys::fs::getMainExecutable(argv0, (void *)&calibratePrecision);
+  std::string run = (llvm::sys::path::parent_path(self) + "/kiln-run").str();
+  llvm::SmallString<128> dir;
+  if (llvm::sys::fs::createUniqueDirectory("kiln-calibrate", dir))
+    return fail("--precision: cannot create a temporary directory");
+  std::string tmp = dir.str().str(), error;
+  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tmp); });
+  std::vector<std::string> runArgs;
+  if (!kiln::calibrate::prepareInputs(module, calibrateInputs, tmp, runArgs, summary.inputs, error))
+    return fail(inputPath + ": " + error);
+  kiln::calibrate::Outputs reference;
+  if (!kiln::calibrate::runTrial(self, run, trialArgs("fp32", {}), runArgs, tmp, "fp32",
+                                 reference, error))
+    return fail(inputPath + ": the fp32 calibration build: " + error);
+  summary.mode = precision;
+  summary.tolerance = precision == "auto" ? static_cast<double>(tolerance) : 0.0;
+  summary.contractions = contractions;
+  summary.trials = 1;
+  int trial = 0;
+  std::string low = precision == "fp16" ? "fp16" : "bf16";
+  auto measure = [&](const std::set<int64_t> &keep) -> std::optional<kiln::calibrate::Error> {
+    kiln::calibrate::Outputs got;
+    ++summary.trials;
+    if (!kiln::calibrate::runTrial(self, run, trialArgs(low, keep), runArgs, tmp,
+                                   "trial" + std::to_string(trial++), got, error))
+      return std::nullopt;
+    return kiln::calibrate::compare(got, reference);
+  };
+  std::set<int64_t> keep(keepIndex.begin(), keepIndex.end());
+  kiln::calibrate::Error chosen;
+  if (precision == "auto") {
+    auto r = kiln::calibrate::search(contractions, tolerance, autoTrials, measure);
+    if (r.failed)
+      return fail(inputPath + ": a --precision=auto trial build: " + error);
+    keep = r.keep;
+    chosen = r.chosen;
+    precision = static_cast<int64_t>(keep.size()) == contractions ? "fp32" : "bf16";
+  } else {
+    std::optional<kiln::calibrate::Error> e = measure(keep);
+    if (!e)
+      return fail(inputPath + ": the " + precision + " calibration build: " + error);
+    chosen = *e;
+  }
+  keepIndex.assign(keep.begin(), keep.end());
+  summary.lowered = contractions - static_cast<int64_t>(keep.size());
+  summary.relError = chosen.rel;
+  summary.maxAbsError = chosen.maxAbs;
+  summary.top1Agree = chosen.top1Agree;
+  summary.top1Rows = chosen.top1Rows;
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -291,17 +414,49 @@ int main(int argc, char **argv) {
     pm.addNestedPass<func::FuncOp>(kiln::createRecognizePatternsPass());
     pm.addPass(createCanonicalizerPass());
   }
-  if (precisionOpt != "fp32" && precisionOpt != "bf16" && precisionOpt != "fp16")
-    return fail("unknown --precision=" + precisionOpt + " (fp32, bf16, fp16)");
+  if (precisionOpt != "fp32" && precisionOpt != "bf16" && precisionOpt != "fp16" &&
+      precisionOpt != "auto")
+    return fail("unknown --precision=" + precisionOpt + " (fp32, bf16, fp16, auto)");
   if (!keepFp32.empty() && precisionOpt == "fp32")
-    return fail("--keep-fp32 needs --precision=bf16 or fp16");
-  if (precisionOpt != "fp32") {
+    return fail("--keep-fp32 needs --precision=bf16, fp16 or auto");
+  if (!calibrateInputs.empty() && precisionOpt == "fp32")
+    return fail("--calibrate needs --precision=bf16, fp16 or auto (fp32 is the reference)");
+  if (!(tolerance > 0))
+    return fail("--tolerance must be positive");
+  if (failed(pm.run(*module)))
+    return 1;
+
+  // --precision=auto, or a precision measured with --calibrate: trial builds
+  // of this same model run on the calibration inputs against the fp32 build.
+  std::string precision = precisionOpt;
+  std::vector<int64_t> keepIndex(keepFp32Index.begin(), keepFp32Index.end());
+  kiln::codegen::PrecisionSummary precisionSummary;
+  if (precision == "auto" || !calibrateInputs.empty()) {
+    if (int rc = calibratePrecision(argv[0], *module, precision, keepIndex, precisionSummary))
+      return rc;
+  }
+
+  PassManager pm2(&ctx);
+  instrument(pm2);
+  if (precision != "fp32") {
     kiln::LowerPrecisionPassOptions o;
-    o.precision = precisionOpt;
+    o.precision = precision;
     o.tensorCores = cudaTarget;
     o.keepFp32.assign(keepFp32.begin(), keepFp32.end());
-    pm.addNestedPass<func::FuncOp>(kiln::createLowerPrecisionPass(o));
-    pm.addPass(createCanonicalizerPass());
+    o.keepIndex.assign(keepIndex.begin(), keepIndex.end());
+    PassManager lower(&ctx);
+    instrument(lower);
+    lower.addNestedPass<func::FuncOp>(kiln::createLowerPrecisionPass(o));
+    if (failed(lower.run(*module)))
+      return 1;
+    // (Counted before the canonicalizer merges products that became equal.)
+    if (!precisionSummary.mode.empty()) {
+      precisionSummary.lowered = 0;
+      module->walk([&](Operation *op) {
+        precisionSummary.lowered += op->hasAttr("kiln.precision");
+      });
+    }
+    pm2.addPass(createCanonicalizerPass());
   }
   // f16/bf16 arithmetic in f32 between casts, at every level, after the
   // patterns have seen the model's own ops (the CUDA target keeps f16/bf16
@@ -309,8 +464,8 @@ int main(int argc, char **argv) {
   {
     kiln::LegalizeTypesPassOptions typeOptions;
     typeOptions.tensorCores = cudaTarget;
-    pm.addNestedPass<func::FuncOp>(kiln::createLegalizeTypesPass(typeOptions));
-    pm.addPass(createCanonicalizerPass());
+    pm2.addNestedPass<func::FuncOp>(kiln::createLegalizeTypesPass(typeOptions));
+    pm2.addPass(createCanonicalizerPass());
   }
   // The interface layout is a contract and holds at every level; the
   // regions' layout is an optimization.
@@ -322,11 +477,11 @@ int main(int argc, char **argv) {
     kiln::SelectLayoutPassOptions layoutOptions;
     layoutOptions.layout = chooseLayout ? layoutOpt.getValue() : "nchw";
     layoutOptions.ioLayout = ioLayout;
-    pm.addNestedPass<func::FuncOp>(kiln::createSelectLayoutPass(layoutOptions));
-    pm.addPass(createCanonicalizerPass());
+    pm2.addNestedPass<func::FuncOp>(kiln::createSelectLayoutPass(layoutOptions));
+    pm2.addPass(createCanonicalizerPass());
   }
-  pm.addPass(createCSEPass());
-  if (failed(pm.run(*module)))
+  pm2.addPass(createCSEPass());
+  if (failed(pm2.run(*module)))
     return 1;
   // The report states what fusion saved: lower an unfused copy as well.
   kiln::codegen::Program unfused;
@@ -415,6 +570,7 @@ int main(int argc, char **argv) {
 
   kiln::codegen::Program program;
   program.remat = remat;
+  program.precision = precisionSummary;
   program.name = modelName.empty()
                      ? (emit.empty() ? kiln::pipeline::modelNameFromPath(out) : "model")
                      : kiln::pipeline::modelNameFromPath(modelName + ".x");

@@ -1,0 +1,77 @@
+//===- Calibrate.h - --precision=auto: measure builds, choose per region -*- C++ -*-===//
+//
+// kiln-compile --precision=auto (and --calibrate with a fixed precision)
+// measures trial builds: each is this same kiln-compile run as a child with
+// the model's own flags and a precision configuration, into a temporary
+// .so, run by kiln-run on the calibration inputs; its outputs are compared
+// with Kiln's fp32 build. The search chooses which contractions (conv,
+// gemm, matmul: the regions a kernel is anchored on) compute in bf16.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_TOOLS_KILN_COMPILE_CALIBRATE_H
+#define KILN_TOOLS_KILN_COMPILE_CALIBRATE_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kiln::calibrate {
+
+/// How far a build's outputs are from the fp32 build's, over every output.
+struct Error {
+  double rel = 0;    // max over outputs of max|y - y32| / max|y32|
+  double maxAbs = 0; // max |y - y32|
+  /// Rows (all axes but the last) whose argmax over the last axis agrees,
+  /// over every output of rank >= 1 with more than one class.
+  int64_t top1Agree = 0, top1Rows = 0;
+};
+
+/// The calibration inputs: `--calibrate NAME=FILE` for every input, or,
+/// where none is given, random normal values (seeded) for float inputs;
+/// integer and boolean inputs need a file. Writes .npy files into `dir` and
+/// returns kiln-run's `--input NAME=FILE` arguments; `what` says where they
+/// came from (for the report).
+bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
+                   const std::string &dir, std::vector<std::string> &runArgs,
+                   std::string &what, std::string &error);
+
+/// A trial: `compileArgs` (kiln-compile's model and flags, without -o)
+/// built into `dir`/NAME.so and run on the inputs; its outputs (float64)
+/// keyed by output name, in `outputs`.
+struct Outputs {
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::vector<double>> values;
+};
+bool runTrial(const std::string &kilnCompile, const std::string &kilnRun,
+              const std::vector<std::string> &compileArgs,
+              const std::vector<std::string> &runArgs, const std::string &dir,
+              const std::string &name, Outputs &outputs, std::string &error);
+
+Error compare(const Outputs &got, const Outputs &ref);
+
+/// The search over n contractions (in order): `measure(keep)` builds with
+/// every contraction lowered except those in `keep` and returns its error
+/// against fp32 (nullopt: the build failed, which ends the search). It
+/// lowers as many as keep the error within `tolerance`: all if that is
+/// within; otherwise the longest prefix within (binary search), keeps the
+/// next contraction fp32 and goes on after it; at most `maxTrials`
+/// measurements (what is undecided then stays fp32). Returns the kept
+/// indices; `chosen` gets the chosen build's error, `trials` the count.
+struct SearchResult {
+  std::set<int64_t> keep;
+  Error chosen;
+  int trials = 0;
+  bool failed = false;
+};
+SearchResult search(int64_t n, double tolerance, int maxTrials,
+                    const std::function<std::optional<Error>(const std::set<int64_t> &)> &measure);
+
+} // namespace kiln::calibrate
+
+#endif
