@@ -54,6 +54,8 @@ bool sidesOk(Operation *op, Value chain, Operation *anchor) {
   return true;
 }
 
+Type elementTypeOf(Value v) { return llvm::cast<ShapedType>(v.getType()).getElementType(); }
+
 /// A cast of `chain` that is half of a rounding pair `f32 -> bf16/f16 ->
 /// f32` (kiln-lower-precision's results on the CPU): the down cast whose one
 /// user casts back, or that cast back. An anchor's epilogue rounds in
@@ -164,9 +166,11 @@ void prologueOf(Operation *user, Value chain, Operation *anchor,
         def->getResult(0).getType() != user->getResult(0).getType() ||
         !sidesOk(def, Value(), anchor) || llvm::is_contained(out, def))
       continue;
-    // The up half of a rounding pair stays with its down half (an anchor's
-    // epilogue that rounds would otherwise end on a narrow type).
-    if (auto up = dyn_cast<CastOp>(def); up && up.getInput().getDefiningOp<CastOp>())
+    // An epilogue reads its side operands in the anchor's element type: no
+    // cast from another type (the up half of a rounding pair stays with its
+    // down half, a tensor-core product's bf16 result is read as stored).
+    if (anchor && isa<CastOp>(def) &&
+        elementTypeOf(def->getOperand(0)) != elementTypeOf(def->getResult(0)))
       continue;
     // Producers of its operands first (post-order keeps the group in
     // dependence order).

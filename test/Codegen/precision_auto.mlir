@@ -7,6 +7,8 @@
 // RUN: FileCheck %s --check-prefix=MEASURED < %t.bf16.md
 // RUN: kiln-compile %s --precision=auto --auto-trials=2 -o %t.so --report %t.few.md
 // RUN: FileCheck %s --check-prefix=FEW < %t.few.md
+// RUN: kiln-compile %s --precision=auto --target=cuda-emu -o %t.emu.so --report %t.emu.md
+// RUN: FileCheck %s --check-prefix=EMU < %t.emu.md
 // RUN: not kiln-compile %s --precision=auto --calibrate y=%t.x.npy -o %t.so 2>&1 | FileCheck %s --check-prefix=BADNAME
 // RUN: not kiln-compile %s --precision=fp32 --calibrate x=%t.x.npy -o %t.so 2>&1 | FileCheck %s --check-prefix=FP32
 // RUN: not kiln-compile %s --precision=auto --tolerance=0 -o %t.so 2>&1 | FileCheck %s --check-prefix=TOL
@@ -31,6 +33,11 @@
 // Out of trials (--auto-trials=2: all lowered and prefix [a], both out; with
 // the reference 3 builds): what is undecided stays fp32.
 // FEW: - precision (--precision=auto, --tolerance 1.0e-02): 0 of 3 contractions lowered {{.*}}; 3 trial builds
+
+// The CUDA form (tensor-core bf16 products; trial builds through the
+// emulation) makes the same choice.
+// EMU: | kiln_k{{[0-9]+}}_matmul | matmul | c | row-major | bf16 | bf16 |
+// EMU: - precision (--precision=auto, --tolerance 1.0e-02): 1 of 3 contractions lowered
 
 // BADNAME: error: {{.*}}--calibrate names 'y', which is not an input of the model
 // FP32: error: --calibrate needs --precision=bf16, fp16 or auto (fp32 is the reference)

@@ -354,3 +354,27 @@ func.func @rounding_pair_not_split(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>) -> 
   %s = kiln.sub %a, %bu : tensor<4x8xf32>, tensor<4x8xf32>
   return %s : tensor<4x8xf32>
 }
+
+// -----
+
+// The CUDA form: a tensor-core product's bf16 result cast up for an f32
+// epilogue is not evaluated inside it (an epilogue reads its sides in the
+// anchor's element type): the cast stays a kernel of its own and the f32
+// matmul's epilogue reads its f32 result.
+// CHECK-LABEL: func @narrow_side_not_in_epilogue
+// CHECK: %[[B:.*]] = kiln.matmul {{.*}} : tensor<4x8xbf16>, tensor<8x8xbf16>
+// CHECK: %[[BU:.*]] = kiln.cast %[[B]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK: kiln.fusion {{.*}}%[[BU]]{{.*}} -> tensor<4x8xf32>
+// CHECK-NEXT: ^bb0({{.*}}: tensor<4x8xf32>, {{.*}}: tensor<8x8xf32>, {{.*}}: tensor<4x8xf32>)
+// CHECK-NEXT: kiln.matmul
+// CHECK-NEXT: kiln.sub
+// CHECK-NEXT: kiln.yield
+func.func @narrow_side_not_in_epilogue(%x: tensor<4x8xf32>, %r: tensor<4x8xbf16>) -> tensor<4x8xf32> {
+  %wa = kiln.constant dense<0.3> : tensor<8x8xf32>
+  %wb = kiln.constant dense<0.5> : tensor<8x8xbf16>
+  %a = kiln.matmul %x, %wa : tensor<4x8xf32>, tensor<8x8xf32>
+  %b = kiln.matmul %r, %wb {kiln.precision = "bf16"} : tensor<4x8xbf16>, tensor<8x8xbf16>
+  %bu = kiln.cast %b : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %s = kiln.sub %a, %bu : tensor<4x8xf32>, tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
