@@ -1,5 +1,6 @@
-// bench/peak: this machine's fp32 FMA peak per core, and the sgemm ukernel's
-// rate on hot data for the shapes Kiln's kernels use.
+// bench/peak: this machine's fp32 FMA peak per core, and the f32 and bf16
+// ukernels' rates on hot data for the shapes Kiln's kernels use (one thread;
+// the best of 30 calls).
 //   build/bin/kiln-peak
 #include "kiln/runtime.h"
 
@@ -45,21 +46,40 @@ int main() {
   }
 #endif
   struct Shape { int M, N, K; } shapes[] = {
-      {144, 196, 1152}, {128, 512, 576}, {144, 49, 4608}, {128, 384, 768}, {48, 64, 64}};
+      {144, 196, 1152}, {144, 512, 576}, {96, 49, 4608}, {144, 3136, 64},
+      {128, 256, 768}, {48, 64, 64}};
+  std::printf("ukernels: f32 %s, bf16 %s\n", kiln_uk_sgemm_impl(), kiln_uk_sbgemm_impl());
   for (Shape s : shapes) {
-    std::vector<float> A(size_t(s.M) * s.K, 0.5f), B(size_t(s.K) * s.N, 0.25f),
+    // Operands of ones (bf16 0x3f80): the rate does not depend on values.
+    int64_t Kp = (s.K + 1) / 2 * 2;
+    std::vector<float> A(size_t(s.M) * s.K, 1.0f), B(size_t(s.K) * s.N, 1.0f),
         C(size_t(s.M) * s.N);
-    double best = 1e9;
-    for (int r = 0; r < 30; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      kiln_uk_sgemm(s.M, s.N, s.K, reinterpret_cast<int64_t>(A.data()), s.K,
-                    reinterpret_cast<int64_t>(B.data()), s.N,
-                    reinterpret_cast<int64_t>(C.data()), s.N, 0);
-      double t = seconds(t0);
-      best = t < best ? t : best;
-    }
-    std::printf("kiln_uk_sgemm M=%d N=%d K=%d: %.1f GFLOP/s\n", s.M, s.N, s.K,
-                2.0 * s.M * s.N * s.K / best / 1e9);
+    std::vector<uint16_t> Ap(size_t(s.M + 5) / 6 * 6 * Kp, 0x3f80),
+        Bp(size_t(s.N + 31) / 32 * 32 * Kp, 0x3f80);
+    auto rate = [&](auto call) {
+      double best = 1e9;
+      for (int r = 0; r < 30; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        call();
+        double t = seconds(t0);
+        best = t < best ? t : best;
+      }
+      return 2.0 * s.M * s.N * s.K / best / 1e9;
+    };
+    auto p = [](const void *x) { return reinterpret_cast<int64_t>(x); };
+    double f32 = rate([&] {
+      kiln_uk_sgemm(s.M, s.N, s.K, p(A.data()), s.K, p(B.data()), s.N, p(C.data()), s.N, 0);
+    });
+    double pa = rate([&] {
+      kiln_uk_sbgemm_pa(s.M, s.N, s.K, p(Ap.data()), 6 * Kp, p(B.data()), s.N, p(C.data()),
+                        s.N, 0);
+    });
+    double pb = rate([&] {
+      kiln_uk_sbgemm_pb(s.M, s.N, s.K, p(A.data()), s.K, p(Bp.data()), 32 * Kp, p(C.data()),
+                        s.N, 0);
+    });
+    std::printf("M=%d N=%d K=%d: kiln_uk_sgemm %.1f, kiln_uk_sbgemm_pa %.1f, "
+                "kiln_uk_sbgemm_pb %.1f GFLOP/s\n", s.M, s.N, s.K, f32, pa, pb);
   }
   return 0;
 }

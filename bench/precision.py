@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Reduced precision (kiln-lower-precision): Kiln fp32, bf16 and fp16 builds
-against onnxruntime fp32, same threads, one run each on --samples random
+"""Reduced precision (kiln-lower-precision): Kiln fp32, bf16, fp16 and auto
+(default --tolerance) builds against onnxruntime fp32, same threads, one run each on --samples random
 inputs (fresh per sample) for the error and the top-1 agreement, and the
 latency at batch 1 (medians of --runs, --rounds alternating rounds so that
 machine drift hits every engine alike; ratios to onnxruntime's fp32).
@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
 MODELS = ["resnet50", "bert_layer"]
-PRECISIONS = ["fp32", "bf16", "fp16"]
+PRECISIONS = ["fp32", "bf16", "fp16", "auto"]
 
 
 def main():
@@ -54,9 +54,19 @@ def main():
             inp = sess.get_inputs()[0]
             oname = sess.get_outputs()[0].name
             sos = {}
+            chosen = ""
             for prec in PRECISIONS:
                 sos[prec] = os.path.join(tmp, f"{name}_{prec}.so")
-                subprocess.run([kc, path, "-o", sos[prec], "--precision=" + prec], check=True)
+                rep = os.path.join(tmp, f"{name}_{prec}.json")
+                t0 = time.perf_counter()
+                subprocess.run([kc, path, "-o", sos[prec], "--precision=" + prec,
+                                "--report", rep], check=True)
+                if prec == "auto":
+                    import json
+                    ps = json.load(open(rep))["precision"]
+                    chosen = (f"{ps['lowered']} of {ps['contractions']} contractions in bf16, "
+                              f"{ps['trials']} trial builds, "
+                              f"{time.perf_counter() - t0:.0f} s to compile")
             rng = np.random.default_rng(0)
             err = {p: 0.0 for p in PRECISIONS}
             agree = {p: 0 for p in PRECISIONS}
@@ -92,6 +102,7 @@ def main():
                 times["ort"].append(float(np.median(ts)))
             med = {k: float(np.median(v)) for k, v in times.items()}
             rows.append((name, err, agree, med))
+            print(name, "auto:", chosen, flush=True)
             print(name, {k: f"{v:.1f} ms" for k, v in med.items()}, flush=True)
     classifier = {"resnet50": True}
     print()
