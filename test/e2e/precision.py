@@ -21,6 +21,8 @@ onnxruntime run on the operands rounded to bf16 (what the ukernel
 multiplies), its result rounded too: within one bf16 step; once on the
 VDPBF16PS path where the CPU has it and once on the f32 fallback
 (KILN_UKERNEL=avx512, or the best f32 path the CPU has).
+--precision=auto on the small CNN: its chosen build within the tolerance
+of the fp32 build on the test inputs too.
 Prints 'N passed, N failed'.
 """
 import argparse
@@ -136,6 +138,26 @@ def main():
                         top1 = f", top-1 agreement {agree:.2f}"
                     report(ok, f"{what}: rel_err={err:.3g} (tolerance {TOL[prec]}){top1}, "
                                f"{len(lowered)} kernels in {LOW[prec]}")
+            # --precision=auto on the CPU: the chosen build stays within the
+            # tolerance of the fp32 build on the test inputs too (its own
+            # calibration inputs are other random draws), and the report's
+            # figures agree with its kernels.
+            if name == "small_cnn":
+                what = f"{name} --precision=auto --tolerance=5e-3"
+                try:
+                    fp32, _ = build_and_run("cpu", [])
+                    got, kernels = build_and_run("cpu", ["--precision=auto", "--tolerance=5e-3"])
+                    # (build_and_run's report)
+                    ps = json.load(open(os.path.join(tmp, "r.json")))["precision"]
+                    lowered = [k for k in kernels if k["precision"] == "bf16"]
+                    err = rel(got, fp32)
+                    ok = ps["mode"] == "auto" and ps["relative_error"] <= 5e-3 and \
+                        err <= 2 * 5e-3 and ps["lowered"] >= 1 and len(lowered) >= 1
+                    report(ok, f"{what}: {ps['lowered']} of {ps['contractions']} contractions "
+                               f"in bf16 after {ps['trials']} trial builds, rel_err vs fp32 build "
+                               f"{err:.3g} (calibration {ps['relative_error']:.3g})")
+                except RuntimeError as e:
+                    report(False, f"{what}: {e}")
             if not classifier:
                 continue
             # --keep-fp32 by op type: nothing lowered.
