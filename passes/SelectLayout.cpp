@@ -120,9 +120,18 @@ double convCost(ConvOp op, bool nhwc) {
   bool pointwise = KK == 1 && s[0] == 1 && s[1] == 1 &&
                    llvm::all_of(op.getPads(), [](int64_t p) { return p == 0; });
   double gatherBytes = pointwise ? 0.0 : 4.0 * N * P * Cg * KK * G;
-  double cost = flops / kGemmFlopsPerNs;
-  if (!nhwc)
-    return cost + gatherBytes / kGatherNchwBytesPerNs;
+  // A bf16 contraction (kiln-lower-precision on the CPU) runs on the bf16
+  // ukernel at about twice the f32 rate; its gather does not change.
+  auto precision = op->getAttrOfType<StringAttr>("kiln.precision");
+  bool bf16 = precision && precision.getValue() == "bf16" &&
+              tensorOf(op.getResult()).getElementType().isF32();
+  double cost = flops / (bf16 ? 2 * kGemmFlopsPerNs : kGemmFlopsPerNs);
+  if (!nhwc) {
+    // NCHW tiles' columns are pixels in 32-wide panels: a plane of P pixels
+    // fills P / (32 * ceil(P / 32)) of them (7x7: 49 of 64).
+    double fill = static_cast<double>(P) / (32.0 * ((P + 31) / 32));
+    return cost / fill + gatherBytes / kGatherNchwBytesPerNs;
+  }
   cost += gatherBytes / (kGatherNhwcBytesPerNs * std::min<double>(1.0, Cg / 16.0));
   return N * P < 128 ? 1.2 * cost : cost;
 }

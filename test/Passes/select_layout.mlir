@@ -94,3 +94,28 @@ func.func @runtime_weights(%x: tensor<1x4x16x16xf32>, %w: tensor<4x1x3x3xf32>, %
   %e = kiln.sigmoid %y : tensor<1x4x16x16xf32>
   return %c, %e : tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>
 }
+
+// -----
+
+// Late stages (7x7 planes): NCHW tiles' columns are the 49 pixels, which
+// fill 49 of a 32-wide panel pair's 64 columns; NHWC tiles' columns are the
+// 512 channels. Over five 512-channel convolutions that outweighs the two
+// transposes at the region's edges, and the region goes NHWC.
+// AUTO-LABEL: func @late_stage
+// AUTO: kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// AUTO-COUNT-5: layout = "nhwc"
+// AUTO: kiln.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
+// AUTO: return
+func.func @late_stage(%x: tensor<1x512x7x7xf32>) -> tensor<1x512x7x7xf32> {
+  %w = kiln.constant dense<0.01> : tensor<512x512x1x1xf32>
+  %c1 = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x512x7x7xf32>, tensor<512x512x1x1xf32>) -> tensor<1x512x7x7xf32>
+  %r1 = kiln.relu %c1 : tensor<1x512x7x7xf32>
+  %c2 = kiln.conv %r1, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x512x7x7xf32>, tensor<512x512x1x1xf32>) -> tensor<1x512x7x7xf32>
+  %r2 = kiln.relu %c2 : tensor<1x512x7x7xf32>
+  %c3 = kiln.conv %r2, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x512x7x7xf32>, tensor<512x512x1x1xf32>) -> tensor<1x512x7x7xf32>
+  %r3 = kiln.relu %c3 : tensor<1x512x7x7xf32>
+  %c4 = kiln.conv %r3, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x512x7x7xf32>, tensor<512x512x1x1xf32>) -> tensor<1x512x7x7xf32>
+  %r4 = kiln.relu %c4 : tensor<1x512x7x7xf32>
+  %c5 = kiln.conv %r4, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x512x7x7xf32>, tensor<512x512x1x1xf32>) -> tensor<1x512x7x7xf32>
+  return %c5 : tensor<1x512x7x7xf32>
+}
