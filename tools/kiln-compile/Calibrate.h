@@ -53,6 +53,17 @@ bool runTrial(const std::string &kilnCompile, const std::string &kilnRun,
               const std::vector<std::string> &runArgs, const std::string &dir,
               const std::string &name, Outputs &outputs, std::string &error);
 
+/// Several trials: their builds run as concurrent children (each compile
+/// is one thread), then each runs in turn.
+struct Trial {
+  std::vector<std::string> compileArgs;
+  std::string name;
+  Outputs outputs;
+};
+bool runTrials(const std::string &kilnCompile, const std::string &kilnRun,
+               std::vector<Trial> &trials, const std::vector<std::string> &runArgs,
+               const std::string &dir, std::string &error);
+
 Error compare(const Outputs &got, const Outputs &ref);
 
 /// The search over n contractions (in order): `measure(keep)` builds with
