@@ -1656,7 +1656,8 @@ static uint16_t bf16Bits(float x) {
 
 /// Weights w(r, k) (rows x K) packed for kiln_uk_sbgemm_pa: 6-row groups of
 /// 6 * Kp bf16 (Kp = K rounded up to even), pairs of k, rows interleaved;
-/// zero past the ends. `groupsOf` rows are padded to `rowsPad` per group.
+/// zero past the ends; each group's `rows` rows are padded to `rowsPad` (a
+/// multiple of 6).
 template <typename At>
 static std::vector<char> packBf16A(int64_t groups, int64_t rows, int64_t rowsPad, int64_t K,
                                    At w) {
