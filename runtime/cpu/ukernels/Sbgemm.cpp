@@ -10,16 +10,19 @@
 //   kiln_uk_sbgemm_pb: A f32 row-major, B packed (matmul/gemm weights and
 //                      NHWC conv weights: out = im2col x W).
 //
-// Implementations, chosen from cpuid at load (KILN_UKERNEL=portable, avx2,
-// avx512 or avx512bf16 forces one the CPU has; kiln_uk_sbgemm_impl() names
-// it):
+// Implementations, chosen from cpuid on first use (KILN_UKERNEL=portable,
+// avx2, avx512 or avx512bf16 forces one the CPU has; kiln_uk_sbgemm_impl()
+// names it):
 //   avx512bf16  VDPBF16PS on a 6 x 32 tile of C in 12 zmm: each instruction
 //               multiplies 16 pairs of k, twice the MACs of an f32 FMA, from
 //               half the bytes of weights;
+//   avx512      the same tile and packing on AVX-512F alone: each pair split
+//               into two f32 (a bf16 is an f32's top half) and two FMAs;
 //   otherwise   the f32 fallback: the packed bf16 block widened to f32, the
 //               other operand's block rounded to bf16 values, and the f32
-//               ukernel (kiln_uk_sgemm) on them -- the same numbers up to the
-//               order of the f32 sums.
+//               ukernel (kiln_uk_sgemm) on them.
+// All compute the same exact products; only the order of the f32 sums
+// differs.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
@@ -112,11 +115,11 @@ void sbgemmFallbackPb(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
 }
 
 #if defined(__x86_64__)
-#define KILN_BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
+#define KILN_AVX512 __attribute__((target("avx512f")))
 
 /// 16 f32 -> 16 bf16 bit patterns in the low halves of 32-bit lanes
 /// (nearest even; NaNs stay quiet NaNs).
-KILN_BF16_TARGET inline __m512i toBf16x16(__m512 x) {
+KILN_AVX512 inline __m512i toBf16x16(__m512 x) {
   __m512i b = _mm512_castps_si512(x);
   __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_srli_epi32(
@@ -125,18 +128,24 @@ KILN_BF16_TARGET inline __m512i toBf16x16(__m512 x) {
   return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
 }
 
-/// One 6 x 32 tile: C rows c[0..5] (+)= the A pairs (a[r][kp * S]: row r,
-/// k = 2kp and 2kp + 1) times the B panel (b[kp * 32 + j]: column j, the
-/// same two k), for kp in [0, KP). S is 6 for packed A (rows interleaved)
-/// and 1 for rows packed apart. Tail rows write to a discard row.
-template <int S>
-KILN_BF16_TARGET inline void tile6x32(int64_t KP, const uint32_t *const a[6], const uint32_t *b,
-                                      float *const c[6], bool acc, __mmask16 m0,
-                                      __mmask16 m1) {
 #define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define KILN_INIT(r)                                                           \
   __m512 x##r = acc ? _mm512_maskz_loadu_ps(m0, c[r]) : _mm512_setzero_ps();   \
   __m512 y##r = acc ? _mm512_maskz_loadu_ps(m1, c[r] + 16) : _mm512_setzero_ps();
+#define KILN_STORE(r)                                                          \
+  _mm512_mask_storeu_ps(c[r], m0, x##r);                                       \
+  _mm512_mask_storeu_ps(c[r] + 16, m1, y##r);
+
+/// One 6 x 32 tile: C rows c[0..5] (+)= the A pairs (a[r][kp * S]: row r,
+/// k = 2kp and 2kp + 1) times the B panel (b[kp * 32 + j]: column j, the
+/// same two k), for kp in [0, KP), with VDPBF16PS (AVX512-BF16). S is 6 for
+/// packed A (rows interleaved) and 1 for rows packed apart. Tail rows write
+/// to a discard row. (Called, not inlined: only this function needs
+/// AVX512-BF16.)
+template <int S>
+__attribute__((target("avx512f,avx512bf16"), noinline)) void
+tileDot(int64_t KP, const uint32_t *const a[6], const uint32_t *b, float *const c[6], bool acc,
+        __mmask16 m0, __mmask16 m1) {
   KILN_ROWS(KILN_INIT)
   const uint32_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
   for (int64_t kp = 0; kp < KP; ++kp) {
@@ -149,16 +158,42 @@ KILN_BF16_TARGET inline void tile6x32(int64_t KP, const uint32_t *const a[6], co
     y##r = _mm512_dpbf16_ps(y##r, s, b1);                                      \
   }
     KILN_ROWS(KILN_DOT)
+#undef KILN_DOT
   }
-#define KILN_STORE(r)                                                          \
-  _mm512_mask_storeu_ps(c[r], m0, x##r);                                       \
-  _mm512_mask_storeu_ps(c[r] + 16, m1, y##r);
   KILN_ROWS(KILN_STORE)
+}
+
+/// The same tile on AVX-512F alone: each pair split into its two f32 values
+/// (a bf16 is the top half of an f32), two FMAs where VDPBF16PS does one;
+/// the products are exact either way, the sums round in f32.
+template <int S>
+KILN_AVX512 inline void tileSplit(int64_t KP, const uint32_t *const a[6], const uint32_t *b,
+                                  float *const c[6], bool acc, __mmask16 m0, __mmask16 m1) {
+  KILN_ROWS(KILN_INIT)
+  const uint32_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int64_t kp = 0; kp < KP; ++kp) {
+    __m512i p0 = _mm512_loadu_si512(b + kp * 32), p1 = _mm512_loadu_si512(b + kp * 32 + 16);
+    __m512 b0e = _mm512_castsi512_ps(_mm512_slli_epi32(p0, 16));
+    __m512 b0o = _mm512_castsi512_ps(_mm512_and_si512(p0, high));
+    __m512 b1e = _mm512_castsi512_ps(_mm512_slli_epi32(p1, 16));
+    __m512 b1o = _mm512_castsi512_ps(_mm512_and_si512(p1, high));
+#define KILN_SPLIT(r)                                                          \
+  {                                                                            \
+    __m512i s = _mm512_set1_epi32(static_cast<int>(a##r[kp * S]));             \
+    __m512 se = _mm512_castsi512_ps(_mm512_slli_epi32(s, 16));                 \
+    __m512 so = _mm512_castsi512_ps(_mm512_and_si512(s, high));                \
+    x##r = _mm512_fmadd_ps(so, b0o, _mm512_fmadd_ps(se, b0e, x##r));           \
+    y##r = _mm512_fmadd_ps(so, b1o, _mm512_fmadd_ps(se, b1e, y##r));           \
+  }
+    KILN_ROWS(KILN_SPLIT)
+#undef KILN_SPLIT
+  }
+  KILN_ROWS(KILN_STORE)
+}
 #undef KILN_ROWS
 #undef KILN_INIT
-#undef KILN_DOT
 #undef KILN_STORE
-}
 
 inline __mmask16 laneMask16(int64_t n) {
   return n >= 16 ? 0xffff : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
@@ -167,9 +202,9 @@ inline __mmask16 laneMask16(int64_t n) {
 // Pairs of k per block: the B panel (KP x 32 pairs, 16 KiB) stays in L1.
 constexpr int64_t kPairs = 128;
 
-KILN_BF16_TARGET void sbgemmDotPa(int64_t M, int64_t N, int64_t K, const uint16_t *A,
-                                  int64_t lda, const float *B, int64_t ldb, float *C,
-                                  int64_t ldc, bool acc) {
+template <bool Dot>
+KILN_AVX512 void sbgemm512Pa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,
+                             const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
   alignas(64) uint32_t panel[kPairs * 32];
   alignas(64) float discard[32];
   const __m512 zero = _mm512_setzero_ps();
@@ -199,7 +234,10 @@ KILN_BF16_TARGET void sbgemmDotPa(int64_t M, int64_t N, int64_t K, const uint16_
           c[r] = i + r < M ? C + (i + r) * ldc + j : discard;
           a[r] = group + r;
         }
-        tile6x32<6>(kp, a, panel, c, accBlock, m0, m1);
+        if (Dot)
+          tileDot<6>(kp, a, panel, c, accBlock, m0, m1);
+        else
+          tileSplit<6>(kp, a, panel, c, accBlock, m0, m1);
       }
     }
   }
@@ -207,9 +245,9 @@ KILN_BF16_TARGET void sbgemmDotPa(int64_t M, int64_t N, int64_t K, const uint16_
 
 thread_local std::vector<uint32_t> packedRows;
 
-KILN_BF16_TARGET void sbgemmDotPb(int64_t M, int64_t N, int64_t K, const float *A,
-                                  int64_t lda, const uint16_t *B, int64_t ldb, float *C,
-                                  int64_t ldc, bool acc) {
+template <bool Dot>
+KILN_AVX512 void sbgemm512Pb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                             const uint16_t *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
   alignas(64) float discard[32];
   // A's block as rows of bf16 pairs (kPairs apart), rounded: once per
   // block, read by every panel.
@@ -242,12 +280,15 @@ KILN_BF16_TARGET void sbgemmDotPb(int64_t M, int64_t N, int64_t K, const float *
           c[r] = real ? C + (i + r) * ldc + j : discard;
           a[r] = ap + (real ? i + r : i) * kPairs;
         }
-        tile6x32<1>(kp, a, panel, c, accBlock, m0, m1);
+        if (Dot)
+          tileDot<1>(kp, a, panel, c, accBlock, m0, m1);
+        else
+          tileSplit<1>(kp, a, panel, c, accBlock, m0, m1);
       }
     }
   }
 }
-#undef KILN_BF16_TARGET
+#undef KILN_AVX512
 #endif
 
 using PaFn = void (*)(int64_t, int64_t, int64_t, const uint16_t *, int64_t, const float *,
@@ -264,15 +305,18 @@ struct Impl {
 Impl selectSbgemm() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  bool dot = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
-  // KILN_UKERNEL naming an f32 path (portable, avx2, avx512) forces the
-  // fallback on it (tests cover each).
+  bool has512 = __builtin_cpu_supports("avx512f");
+  bool dot = has512 && __builtin_cpu_supports("avx512bf16");
+  // KILN_UKERNEL forces a path the CPU has: avx512 the split pairs on
+  // AVX-512F, portable or avx2 the f32 fallback on that f32 ukernel (tests
+  // cover each).
   const char *force = std::getenv("KILN_UKERNEL");
-  bool f32Forced = force && (std::strcmp(force, "portable") == 0 ||
-                             std::strcmp(force, "avx2") == 0 ||
-                             std::strcmp(force, "avx512") == 0);
-  if (dot && !f32Forced)
-    return {sbgemmDotPa, sbgemmDotPb, "avx512bf16"};
+  auto forced = [&](const char *name) { return force && std::strcmp(force, name) == 0; };
+  bool f32Forced = forced("portable") || forced("avx2");
+  if (dot && !f32Forced && !forced("avx512"))
+    return {sbgemm512Pa<true>, sbgemm512Pb<true>, "avx512bf16"};
+  if (has512 && !f32Forced)
+    return {sbgemm512Pa<false>, sbgemm512Pb<false>, "avx512"};
 #endif
   // The fallback runs on whichever f32 ukernel this process chose.
   const char *f32 = kiln_uk_sgemm_impl();

@@ -337,9 +337,10 @@ void kiln_uk_sbgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                        int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                        int64_t accumulate);
 
-/** The bf16 ukernels' implementation: "avx512bf16" (VDPBF16PS), or the f32
- *  fallback on the f32 ukernel ("f32-avx512", "f32-avx2", "f32-portable"),
- *  which KILN_UKERNEL=portable|avx2|avx512 forces. */
+/** The bf16 ukernels' implementation: "avx512bf16" (VDPBF16PS), "avx512"
+ *  (the pairs split into f32 FMAs on AVX-512F; KILN_UKERNEL=avx512 forces
+ *  it), or the f32 fallback on the f32 ukernel ("f32-avx2", "f32-portable";
+ *  KILN_UKERNEL=avx2|portable). */
 const char *kiln_uk_sbgemm_impl(void);
 
 #ifdef __cplusplus
