@@ -56,39 +56,38 @@ inline float fromBf16(uint32_t h) {
 
 inline float roundBf16(float x) { return fromBf16(toBf16(x)); }
 
-/// Packed bf16 element (r, k) of A: 6-row groups lda apart, pairs of k
-/// (k-major), the group's 6 rows interleaved.
-inline uint16_t aPacked(const uint16_t *a, int64_t lda, int64_t r, int64_t k) {
-  return a[(r / 6) * lda + ((k >> 1) * 6 + r % 6) * 2 + (k & 1)];
-}
-/// Packed bf16 element (k, j) of B: 32-column panels ldb apart, pairs of k
-/// (k-major), the panel's 32 columns interleaved.
-inline uint16_t bPacked(const uint16_t *b, int64_t ldb, int64_t k, int64_t j) {
-  return b[(j / 32) * ldb + ((k >> 1) * 32 + j % 32) * 2 + (k & 1)];
-}
-
-// The f32 fallback works a block of k and columns at a time, in scratch that
-// each thread keeps.
+// The f32 fallback works a block of k (and, for B, of columns) at a time,
+// in scratch that each thread keeps: the packed bf16 block widened to f32,
+// the other operand's block rounded to bf16 values, then the f32 ukernel.
 constexpr int64_t kFallbackK = 256, kFallbackN = 512;
 thread_local std::vector<float> scratchA, scratchB;
 
 void sbgemmFallbackPa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,
                       const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
-  scratchA.resize(M * kFallbackK);
+  int64_t groups = (M + 5) / 6;
+  scratchA.resize(groups * 6 * kFallbackK);
   scratchB.resize(kFallbackK * kFallbackN);
   for (int64_t k0 = 0; k0 < K; k0 += kFallbackK) {
-    int64_t kc = K - k0 < kFallbackK ? K - k0 : kFallbackK;
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t k = 0; k < kc; ++k)
-        scratchA[i * kc + k] = fromBf16(aPacked(A, lda, i, k0 + k));
+    int64_t kc = K - k0 < kFallbackK ? K - k0 : kFallbackK, kp = (kc + 1) / 2;
+    // A's block straight into kiln_uk_sgemm_pa's layout (6-row groups,
+    // k-major): pair p of row r holds k = 2p and 2p + 1.
+    for (int64_t g = 0; g < groups; ++g) {
+      const uint16_t *src = A + g * lda + k0 * 6;
+      float *dst = scratchA.data() + g * 12 * kp;
+      for (int64_t p = 0; p < kp; ++p)
+        for (int r = 0; r < 6; ++r) {
+          dst[p * 12 + r] = fromBf16(src[p * 12 + r * 2]);
+          dst[p * 12 + 6 + r] = fromBf16(src[p * 12 + r * 2 + 1]);
+        }
+    }
     for (int64_t j0 = 0; j0 < N; j0 += kFallbackN) {
       int64_t nc = N - j0 < kFallbackN ? N - j0 : kFallbackN;
       for (int64_t k = 0; k < kc; ++k)
         for (int64_t j = 0; j < nc; ++j)
           scratchB[k * nc + j] = roundBf16(B[(k0 + k) * ldb + j0 + j]);
-      kiln_uk_sgemm(M, nc, kc, reinterpret_cast<int64_t>(scratchA.data()), kc,
-                    reinterpret_cast<int64_t>(scratchB.data()), nc,
-                    reinterpret_cast<int64_t>(C + j0), ldc, acc || k0 > 0);
+      kiln_uk_sgemm_pa(M, nc, kc, reinterpret_cast<int64_t>(scratchA.data()), 12 * kp,
+                       reinterpret_cast<int64_t>(scratchB.data()), nc,
+                       reinterpret_cast<int64_t>(C + j0), ldc, acc || k0 > 0);
     }
   }
 }
@@ -102,11 +101,20 @@ void sbgemmFallbackPb(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
     for (int64_t i = 0; i < M; ++i)
       for (int64_t k = 0; k < kc; ++k)
         scratchA[i * kc + k] = roundBf16(A[i * lda + k0 + k]);
-    for (int64_t j0 = 0; j0 < N; j0 += kFallbackN) {
+    for (int64_t j0 = 0; j0 < N; j0 += kFallbackN) { // (j0: a whole number of panels)
       int64_t nc = N - j0 < kFallbackN ? N - j0 : kFallbackN;
-      for (int64_t k = 0; k < kc; ++k)
-        for (int64_t j = 0; j < nc; ++j)
-          scratchB[k * nc + j] = fromBf16(bPacked(B, ldb, k0 + k, j0 + j));
+      // B's block row-major: panel q's pair p holds rows 2p and 2p + 1 of its
+      // 32 columns.
+      for (int64_t q = 0; q * 32 < nc; ++q) {
+        const uint16_t *panel = B + (j0 / 32 + q) * ldb + k0 * 32;
+        int64_t cols = nc - q * 32 < 32 ? nc - q * 32 : 32;
+        for (int64_t k = 0; k < kc; ++k) {
+          const uint16_t *pair = panel + (k / 2) * 64 + (k & 1);
+          float *dst = scratchB.data() + k * nc + q * 32;
+          for (int64_t j = 0; j < cols; ++j)
+            dst[j] = fromBf16(pair[j * 2]);
+        }
+      }
       kiln_uk_sgemm(M, nc, kc, reinterpret_cast<int64_t>(scratchA.data()), kc,
                     reinterpret_cast<int64_t>(scratchB.data()), nc,
                     reinterpret_cast<int64_t>(C + j0), ldc, acc || k0 > 0);
