@@ -9,6 +9,8 @@
 // RUN: FileCheck %s --check-prefix=FEW < %t.few.md
 // RUN: kiln-compile %s --precision=auto --target=cuda-emu -o %t.emu.so --report %t.emu.md
 // RUN: FileCheck %s --check-prefix=EMU < %t.emu.md
+// RUN: kiln-compile %s --precision=auto --keep-fp32=c -o %t.so --report %t.keep.md
+// RUN: FileCheck %s --check-prefix=KEEP < %t.keep.md
 // RUN: not kiln-compile %s --precision=auto --calibrate y=%t.x.npy -o %t.so 2>&1 | FileCheck %s --check-prefix=BADNAME
 // RUN: not kiln-compile %s --precision=fp32 --calibrate x=%t.x.npy -o %t.so 2>&1 | FileCheck %s --check-prefix=FP32
 // RUN: not kiln-compile %s --precision=auto --tolerance=0 -o %t.so 2>&1 | FileCheck %s --check-prefix=TOL
@@ -38,6 +40,10 @@
 // emulation) makes the same choice.
 // EMU: | kiln_k{{[0-9]+}}_matmul | matmul | c | row-major | bf16 | bf16 |
 // EMU: - precision (--precision=auto, --tolerance 1.0e-02): 1 of 3 contractions lowered
+
+// --keep-fp32 holds in every trial: with c kept by name nothing else can
+// lower, so nothing does.
+// KEEP: - precision (--precision=auto, --tolerance 1.0e-02): 0 of 3 contractions lowered
 
 // BADNAME: error: {{.*}}--calibrate names 'y', which is not an input of the model
 // FP32: error: --calibrate needs --precision=bf16, fp16 or auto (fp32 is the reference)

@@ -232,8 +232,9 @@ static std::vector<std::string> trialArgs(llvm::StringRef precision,
     a.push_back("--bind=" + s);
   for (const std::string &s : disablePasses)
     a.push_back("--disable-pass=" + s);
-  for (const std::string &s : keepFp32)
-    a.push_back("--keep-fp32=" + s);
+  if (precision != "fp32") // (the reference keeps everything)
+    for (const std::string &s : keepFp32)
+      a.push_back("--keep-fp32=" + s);
   if (!maxMemory.empty())
     a.push_back("--max-memory=" + maxMemory);
   a.push_back("--mcpu=" + mcpu);
