@@ -341,38 +341,37 @@ const Impl &chosen() {
   return impl;
 }
 
+/// An empty product: nothing to do, or C zeroed when K is 0. True when
+/// there is nothing left for the ukernel.
+bool empty(int64_t M, int64_t N, int64_t K, int64_t c, int64_t ldc, int64_t accumulate) {
+  if (M <= 0 || N <= 0)
+    return true;
+  if (K > 0)
+    return false;
+  if (!accumulate)
+    for (int64_t i = 0; i < M; ++i)
+      std::memset(reinterpret_cast<float *>(c) + i * ldc, 0, N * sizeof(float));
+  return true;
+}
+
 } // namespace
 
 extern "C" void kiln_uk_sbgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                                   int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                                   int64_t accumulate) {
-  if (M <= 0 || N <= 0)
-    return;
-  if (K <= 0) {
-    if (!accumulate)
-      for (int64_t i = 0; i < M; ++i)
-        std::memset(reinterpret_cast<float *>(c) + i * ldc, 0, N * sizeof(float));
-    return;
-  }
-  chosen().pa(M, N, K, reinterpret_cast<const uint16_t *>(a), lda,
-              reinterpret_cast<const float *>(b), ldb, reinterpret_cast<float *>(c), ldc,
-              accumulate != 0);
+  if (!empty(M, N, K, c, ldc, accumulate))
+    chosen().pa(M, N, K, reinterpret_cast<const uint16_t *>(a), lda,
+                reinterpret_cast<const float *>(b), ldb, reinterpret_cast<float *>(c), ldc,
+                accumulate != 0);
 }
 
 extern "C" void kiln_uk_sbgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                                   int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                                   int64_t accumulate) {
-  if (M <= 0 || N <= 0)
-    return;
-  if (K <= 0) {
-    if (!accumulate)
-      for (int64_t i = 0; i < M; ++i)
-        std::memset(reinterpret_cast<float *>(c) + i * ldc, 0, N * sizeof(float));
-    return;
-  }
-  chosen().pb(M, N, K, reinterpret_cast<const float *>(a), lda,
-              reinterpret_cast<const uint16_t *>(b), ldb, reinterpret_cast<float *>(c), ldc,
-              accumulate != 0);
+  if (!empty(M, N, K, c, ldc, accumulate))
+    chosen().pb(M, N, K, reinterpret_cast<const float *>(a), lda,
+                reinterpret_cast<const uint16_t *>(b), ldb, reinterpret_cast<float *>(c), ldc,
+                accumulate != 0);
 }
 
 extern "C" const char *kiln_uk_sbgemm_impl() { return chosen().name; }

@@ -95,6 +95,28 @@ int main(void) {
             failed += !ok;
             free(a), free(b), free(c), free(ref), free(ap), free(bp);
           }
+  /* K = 0: C zeroed (the columns past N untouched), or left as it is when
+   * accumulating. */
+  for (int side = 0; side < 2; ++side)
+    for (int acc = 0; acc < 2; ++acc) {
+      float c[3 * 9], a[1] = {1.0f}, b[1] = {1.0f};
+      uint16_t p[1] = {0x3f80};
+      for (int i = 0; i < 27; ++i) c[i] = (float)(i + 1);
+      if (side == 0)
+        kiln_uk_sbgemm_pa(3, 7, 0, (int64_t)(intptr_t)p, 0, (int64_t)(intptr_t)b, 7,
+                          (int64_t)(intptr_t)c, 9, acc);
+      else
+        kiln_uk_sbgemm_pb(3, 7, 0, (int64_t)(intptr_t)a, 0, (int64_t)(intptr_t)p, 0,
+                          (int64_t)(intptr_t)c, 9, acc);
+      int ok = 1;
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 9; ++j)
+          ok &= c[i * 9 + j] == (acc || j >= 7 ? (float)(i * 9 + j + 1) : 0.0f);
+      if (!ok)
+        printf("FAIL K=0 %s acc=%d\n", side ? "pb" : "pa", acc);
+      passed += ok;
+      failed += !ok;
+    }
   /* A NaN in the f32 operand reaches the outputs it feeds, and only those. */
   {
     int64_t M = 7, N = 33, K = 9, Kp = 10;
