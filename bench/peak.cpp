@@ -54,7 +54,7 @@ int main() {
     int64_t Kp = (s.K + 1) / 2 * 2;
     std::vector<float> A(size_t(s.M) * s.K, 1.0f), B(size_t(s.K) * s.N, 1.0f),
         C(size_t(s.M) * s.N);
-    std::vector<uint16_t> Ap(size_t(s.M + 5) / 6 * 6 * Kp, 0x3f80),
+    std::vector<uint16_t> Ap(size_t(s.M) * Kp, 0x3f80),
         Bp(size_t(s.N + 31) / 32 * 32 * Kp, 0x3f80);
     auto rate = [&](auto call) {
       double best = 1e9;
@@ -71,7 +71,7 @@ int main() {
       kiln_uk_sgemm(s.M, s.N, s.K, p(A.data()), s.K, p(B.data()), s.N, p(C.data()), s.N, 0);
     });
     double pa = rate([&] {
-      kiln_uk_sbgemm_pa(s.M, s.N, s.K, p(Ap.data()), 6 * Kp, p(B.data()), s.N, p(C.data()),
+      kiln_uk_sbgemm_pa(s.M, s.N, s.K, p(Ap.data()), Kp, p(B.data()), s.N, p(C.data()),
                         s.N, 0);
     });
     double pb = rate([&] {

@@ -1654,20 +1654,18 @@ static uint16_t bf16Bits(float x) {
   return static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
 
-/// Weights w(r, k) (rows x K) packed for kiln_uk_sbgemm_pa: 6-row groups of
-/// 6 * Kp bf16 (Kp = K rounded up to even), pairs of k, rows interleaved;
-/// zero past the ends; each group's `rows` rows are padded to `rowsPad` (a
-/// multiple of 6).
+/// Weights w(r, k) (rows x K per group) packed for kiln_uk_sbgemm_pa: bf16
+/// rows of Kp (K rounded up to even, a zero after an odd K), group after
+/// group: pairs of k are then adjacent, as every bf16 path reads them (AMX
+/// loads 16 rows x 16 pairs straight from here).
 template <typename At>
-static std::vector<char> packBf16A(int64_t groups, int64_t rows, int64_t rowsPad, int64_t K,
-                                   At w) {
+static std::vector<char> packBf16A(int64_t groups, int64_t rows, int64_t K, At w) {
   int64_t Kp = (K + 1) / 2 * 2;
-  std::vector<uint16_t> pk(groups * rowsPad * Kp, 0);
+  std::vector<uint16_t> pk(groups * rows * Kp, 0);
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t k = 0; k < K; ++k)
-        pk[(g * rowsPad + r / 6 * 6) * Kp + ((k / 2) * 6 + r % 6) * 2 + k % 2] =
-            bf16Bits(w(g, r, k));
+        pk[(g * rows + r) * Kp + k] = bf16Bits(w(g, r, k));
   const char *raw = reinterpret_cast<const char *>(pk.data());
   return std::vector<char>(raw, raw + pk.size() * 2);
 }
@@ -1957,7 +1955,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
                    llvm::all_of(pad, [](int64_t v) { return v == 0; });
   int inBuf = bufferOf.lookup(input), wBuf = bufferOf.lookup(op.getWeight());
   // Constant weights are packed once, here, the way the ukernel reads them:
-  // per group, rows in 6-row groups (zero rows pad the last), k-major.
+  // per group, rows in 6-row groups (zero rows pad the last), k-major (f32);
+  // bf16 rows of pairs of k (packBf16A).
   int64_t rowsPad = ceilDiv(Og, 6) * 6;
   bool packed = p.buffers[wBuf].kind == Buffer::Constant;
   // (Tiles for one image when the run's images are computed alone.)
@@ -1983,7 +1982,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
       packed ? reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset)
              : nullptr;
   if (bf16) {
-    wBuf = addConstantData(packBf16A(G, Og, rowsPad, Kdim, [&](int64_t g, int64_t o, int64_t k) {
+    wBuf = addConstantData(packBf16A(G, Og, Kdim, [&](int64_t g, int64_t o, int64_t k) {
       return wSrc[(g * Og + o) * Kdim + k];
     }));
   } else if (packed) {
@@ -1998,11 +1997,13 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
   // Where the ukernel finds weight row (group g, row o0) at column k0 (in
   // bf16 elements for bf16).
   auto weightAt = [&](KernelEmitter &e, Value g, Value o0, Value k0) {
+    if (bf16)
+      return e.add(e.mul(e.add(e.mul(g, Og), o0), Kp), k0);
     if (packed)
       return e.add(e.mul(e.add(e.mul(g, rowsPad), o0), Kp), e.mul(k0, 6));
     return e.add(e.mul(e.add(e.mul(g, Og), o0), Kdim), k0);
   };
-  int64_t lda = packed ? 6 * Kp : Kdim;
+  int64_t lda = bf16 ? Kp : packed ? 6 * Kdim : Kdim;
   // W rows [o0, o0 + rows) x columns [k0, k0 + k) times B into C.
   auto product = [&](KernelEmitter &e, Value rows, Value cols, Value k, Value g, Value o0,
                      Value k0, Value bAddr, int64_t ldb, Value cAddr, bool acc) {

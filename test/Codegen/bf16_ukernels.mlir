@@ -4,7 +4,7 @@
 // --precision=bf16 on the CPU: the contractions kiln-lower-precision marked
 // bf16 call the runtime's bf16 ukernels on weights packed as bf16 pairs at
 // compile time. An NCHW convolution's weights are A (kiln_uk_sbgemm_pa:
-// 6-row groups, lda = 6 * Kp bf16), a matmul's and an NHWC convolution's
+// bf16 rows, lda = Kp), a matmul's and an NHWC convolution's
 // are B (kiln_uk_sbgemm_pb: 32-column panels, ldb = 32 * Kp bf16); the f32
 // activations are rounded by the ukernel. Numerics: test/e2e/precision.py.
 
@@ -21,10 +21,10 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}, %a: tensor<12x33xf32>
 // CHECK-LABEL: func.func @kiln_k0_fusion(
 // CHECK: arith.truncf {{.*}} : f32 to bf16
 
-// 16 rows padded to 18 x Kp = 72 bf16 (648 f32 words); lda 6 * 72.
-// CHECK-LABEL: func.func @kiln_k1_conv(%arg0: memref<648xf32>
+// 16 rows x Kp = 72 bf16 (576 f32 words); lda 72.
+// CHECK-LABEL: func.func @kiln_k1_conv(%arg0: memref<576xf32>
 // CHECK-NOT: call @kiln_uk_sgemm
-// CHECK: call @kiln_uk_sbgemm_pa({{.*}}, %c432_i64,
+// CHECK: call @kiln_uk_sbgemm_pa({{.*}}, %c72_i64,
 // The result is rounded in the epilogue.
 // CHECK: arith.truncf {{.*}} : f32 to bf16
 

@@ -5,14 +5,18 @@
 // even) as they are packed here; products accumulate in f32. The bf16
 // contractions of --precision=bf16 call these (kiln-lower-precision).
 //
-//   kiln_uk_sbgemm_pa: A packed (conv weights, NCHW: out = W x im2col),
-//                      B f32 row-major.
+//   kiln_uk_sbgemm_pa: A packed as bf16 rows (conv weights, NCHW: out =
+//                      W x im2col), B f32 row-major.
 //   kiln_uk_sbgemm_pb: A f32 row-major, B packed (matmul/gemm weights and
 //                      NHWC conv weights: out = im2col x W).
 //
 // Implementations, chosen from cpuid on first use (KILN_UKERNEL=portable,
-// avx2, avx512 or avx512bf16 forces one the CPU has; kiln_uk_sbgemm_impl()
-// names it):
+// avx2, avx512, avx512bf16 or amx forces one the CPU has;
+// kiln_uk_sbgemm_impl() names it):
+//   amx         TDPBF16PS on AMX tiles (Linux grants the tile state through
+//               arch_prctl): C in 32 x 32 blocks of four 16 x 16 f32 tiles,
+//               32 k per instruction; the f32 operand rounded straight into
+//               tile layout, the packed one read in place;
 //   avx512bf16  VDPBF16PS on a 6 x 32 tile of C in 12 zmm: each instruction
 //               multiplies 16 pairs of k, twice the MACs of an f32 FMA, from
 //               half the bytes of weights;
@@ -34,6 +38,12 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define KILN_HAVE_AMX 1
 #endif
 
 namespace {
@@ -68,24 +78,24 @@ void sbgemmFallbackPa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_
   scratchA.resize(groups * 6 * kFallbackK);
   scratchB.resize(kFallbackK * kFallbackN);
   for (int64_t k0 = 0; k0 < K; k0 += kFallbackK) {
-    int64_t kc = K - k0 < kFallbackK ? K - k0 : kFallbackK, kp = (kc + 1) / 2;
-    // A's block straight into kiln_uk_sgemm_pa's layout (6-row groups,
-    // k-major): pair p of row r holds k = 2p and 2p + 1.
+    int64_t kc = K - k0 < kFallbackK ? K - k0 : kFallbackK;
+    // A's block widened into kiln_uk_sgemm_pa's layout (6-row groups,
+    // k-major, rows past M zero).
     for (int64_t g = 0; g < groups; ++g) {
-      const uint16_t *src = A + g * lda + k0 * 6;
-      float *dst = scratchA.data() + g * 12 * kp;
-      for (int64_t p = 0; p < kp; ++p)
-        for (int r = 0; r < 6; ++r) {
-          dst[p * 12 + r] = fromBf16(src[p * 12 + r * 2]);
-          dst[p * 12 + 6 + r] = fromBf16(src[p * 12 + r * 2 + 1]);
-        }
+      float *dst = scratchA.data() + g * 6 * kc;
+      for (int r = 0; r < 6; ++r) {
+        int64_t i = g * 6 + r;
+        const uint16_t *src = A + i * lda + k0;
+        for (int64_t k = 0; k < kc; ++k)
+          dst[k * 6 + r] = i < M ? fromBf16(src[k]) : 0.0f;
+      }
     }
     for (int64_t j0 = 0; j0 < N; j0 += kFallbackN) {
       int64_t nc = N - j0 < kFallbackN ? N - j0 : kFallbackN;
       for (int64_t k = 0; k < kc; ++k)
         for (int64_t j = 0; j < nc; ++j)
           scratchB[k * nc + j] = roundBf16(B[(k0 + k) * ldb + j0 + j]);
-      kiln_uk_sgemm_pa(M, nc, kc, reinterpret_cast<int64_t>(scratchA.data()), 12 * kp,
+      kiln_uk_sgemm_pa(M, nc, kc, reinterpret_cast<int64_t>(scratchA.data()), 6 * kc,
                        reinterpret_cast<int64_t>(scratchB.data()), nc,
                        reinterpret_cast<int64_t>(C + j0), ldc, acc || k0 > 0);
     }
@@ -144,13 +154,11 @@ KILN_AVX512 inline __m512i toBf16x16(__m512 x) {
   _mm512_mask_storeu_ps(c[r], m0, x##r);                                       \
   _mm512_mask_storeu_ps(c[r] + 16, m1, y##r);
 
-/// One 6 x 32 tile: C rows c[0..5] (+)= the A pairs (a[r][kp * S]: row r,
+/// One 6 x 32 tile: C rows c[0..5] (+)= the A pairs (a[r][kp]: row r,
 /// k = 2kp and 2kp + 1) times the B panel (b[kp * 32 + j]: column j, the
-/// same two k), for kp in [0, KP), with VDPBF16PS (AVX512-BF16). S is 6 for
-/// packed A (rows interleaved) and 1 for rows packed apart. Tail rows write
-/// to a discard row. (Called, not inlined: only this function needs
+/// same two k), for kp in [0, KP), with VDPBF16PS (AVX512-BF16). Tail rows
+/// write to a discard row. (Called, not inlined: only this function needs
 /// AVX512-BF16.)
-template <int S>
 __attribute__((target("avx512f,avx512bf16"), noinline)) void
 tileDot(int64_t KP, const uint32_t *const a[6], const uint32_t *b, float *const c[6], bool acc,
         __mmask16 m0, __mmask16 m1) {
@@ -161,7 +169,7 @@ tileDot(int64_t KP, const uint32_t *const a[6], const uint32_t *b, float *const 
     __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + kp * 32 + 16);
 #define KILN_DOT(r)                                                            \
   {                                                                            \
-    __m512bh s = (__m512bh)_mm512_set1_epi32(static_cast<int>(a##r[kp * S]));  \
+    __m512bh s = (__m512bh)_mm512_set1_epi32(static_cast<int>(a##r[kp]));  \
     x##r = _mm512_dpbf16_ps(x##r, s, b0);                                      \
     y##r = _mm512_dpbf16_ps(y##r, s, b1);                                      \
   }
@@ -174,7 +182,6 @@ tileDot(int64_t KP, const uint32_t *const a[6], const uint32_t *b, float *const 
 /// The same tile on AVX-512F alone: each pair split into its two f32 values
 /// (a bf16 is the top half of an f32), two FMAs where VDPBF16PS does one;
 /// the products are exact either way, the sums round in f32.
-template <int S>
 KILN_AVX512 inline void tileSplit(int64_t KP, const uint32_t *const a[6], const uint32_t *b,
                                   float *const c[6], bool acc, __mmask16 m0, __mmask16 m1) {
   KILN_ROWS(KILN_INIT)
@@ -188,7 +195,7 @@ KILN_AVX512 inline void tileSplit(int64_t KP, const uint32_t *const a[6], const 
     __m512 b1o = _mm512_castsi512_ps(_mm512_and_si512(p1, high));
 #define KILN_SPLIT(r)                                                          \
   {                                                                            \
-    __m512i s = _mm512_set1_epi32(static_cast<int>(a##r[kp * S]));             \
+    __m512i s = _mm512_set1_epi32(static_cast<int>(a##r[kp]));             \
     __m512 se = _mm512_castsi512_ps(_mm512_slli_epi32(s, 16));                 \
     __m512 so = _mm512_castsi512_ps(_mm512_and_si512(s, high));                \
     x##r = _mm512_fmadd_ps(so, b0o, _mm512_fmadd_ps(se, b0e, x##r));           \
@@ -237,15 +244,15 @@ KILN_AVX512 void sbgemm512Pa(int64_t M, int64_t N, int64_t K, const uint16_t *A,
       for (int64_t i = 0; i < M; i += 6) {
         float *c[6];
         const uint32_t *a[6];
-        const uint32_t *group = reinterpret_cast<const uint32_t *>(A + (i / 6) * lda) + (k0 / 2) * 6;
         for (int r = 0; r < 6; ++r) {
-          c[r] = i + r < M ? C + (i + r) * ldc + j : discard;
-          a[r] = group + r;
+          bool real = i + r < M;
+          c[r] = real ? C + (i + r) * ldc + j : discard;
+          a[r] = reinterpret_cast<const uint32_t *>(A + (real ? i + r : i) * lda + k0);
         }
         if (Dot)
-          tileDot<6>(kp, a, panel, c, accBlock, m0, m1);
+          tileDot(kp, a, panel, c, accBlock, m0, m1);
         else
-          tileSplit<6>(kp, a, panel, c, accBlock, m0, m1);
+          tileSplit(kp, a, panel, c, accBlock, m0, m1);
       }
     }
   }
@@ -289,13 +296,310 @@ KILN_AVX512 void sbgemm512Pb(int64_t M, int64_t N, int64_t K, const float *A, in
           a[r] = ap + (real ? i + r : i) * kPairs;
         }
         if (Dot)
-          tileDot<1>(kp, a, panel, c, accBlock, m0, m1);
+          tileDot(kp, a, panel, c, accBlock, m0, m1);
         else
-          tileSplit<1>(kp, a, panel, c, accBlock, m0, m1);
+          tileSplit(kp, a, panel, c, accBlock, m0, m1);
       }
     }
   }
 }
+
+#if defined(KILN_HAVE_AMX)
+// --- AMX: TDPBF16PS on 16 x 16 f32 tiles ----------------------------------
+//
+// Eight tile registers, all 16 rows x 64 bytes: tmm0-3 hold a 32 x 32 block
+// of C (tmm0/1 its top 16 rows, left and right 16 columns; tmm2/3 the bottom
+// ones), tmm4/5 16 rows x 16 pairs of A each, tmm6/7 16 pairs x 16 columns
+// of B each (a row of B's tile is a pair of k for 16 columns). One
+// TDPBF16PS is 16 x 16 x 32 multiply-adds.
+//
+// The tile instructions are written as inline assembly with memory
+// clobbers (the compiler's tileloadd intrinsic does not say it reads
+// memory, so stores into the buffers it loads could be moved past it).
+#define KILN_TLOAD(t, p, s)                                                    \
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(p), "r"((long)(s)) : "memory")
+#define KILN_TSTORE(t, p, s)                                                   \
+  __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(p), "r"((long)(s)) : "memory")
+#define KILN_TZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
+#define KILN_TDP(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, startRow = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+inline void amxBegin() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  __asm__ volatile("ldtilecfg %0" ::"m"(cfg) : "memory");
+}
+
+inline void amxEnd() { __asm__ volatile("tilerelease" ::: "memory"); }
+
+/// Where an operand's 16-row (A) or 16-pair (B) strip lives, one tile per
+/// 16 pairs of k: tile kt at base + kt * step bytes, rows `stride` bytes
+/// apart; the last one (kt = KT - 1) at `last`, rows `lastStride` apart (a
+/// zero-padded copy when the operand ends inside that tile).
+struct TileSrc {
+  const char *base;
+  long step, stride;
+  const char *last;
+  long lastStride;
+  const char *at(int64_t kt, int64_t KT) const { return kt + 1 == KT ? last : base + kt * step; }
+  long strideAt(int64_t kt, int64_t KT) const { return kt + 1 == KT ? lastStride : stride; }
+};
+
+/// C (16 or 32 rows: R2, x 16 or 32 columns: C2, ldc floats apart) (+)=
+/// A strips a0 (rows 0-15) and a1 (rows 16-31) times B strip b (32 columns,
+/// rows 128 bytes apart; the right half 64 bytes on), KT tiles deep.
+template <bool R2, bool C2>
+void amxTile(int64_t KT, const TileSrc &a0, const TileSrc &a1, const TileSrc &b, float *c,
+             int64_t ldc, bool acc) {
+  long sc = ldc * 4;
+  if (acc) {
+    KILN_TLOAD(0, c, sc);
+    if (C2)
+      KILN_TLOAD(1, c + 16, sc);
+    if (R2) {
+      KILN_TLOAD(2, c + 16 * ldc, sc);
+      if (C2)
+        KILN_TLOAD(3, c + 16 * ldc + 16, sc);
+    }
+  } else {
+    KILN_TZERO(0);
+    if (C2)
+      KILN_TZERO(1);
+    if (R2) {
+      KILN_TZERO(2);
+      if (C2)
+        KILN_TZERO(3);
+    }
+  }
+  for (int64_t kt = 0; kt < KT; ++kt) {
+    const char *bp = b.at(kt, KT);
+    KILN_TLOAD(6, bp, 128);
+    if (C2)
+      KILN_TLOAD(7, bp + 64, 128);
+    KILN_TLOAD(4, a0.at(kt, KT), a0.strideAt(kt, KT));
+    KILN_TDP(0, 4, 6);
+    if (C2)
+      KILN_TDP(1, 4, 7);
+    if (R2) {
+      KILN_TLOAD(5, a1.at(kt, KT), a1.strideAt(kt, KT));
+      KILN_TDP(2, 5, 6);
+      if (C2)
+        KILN_TDP(3, 5, 7);
+    }
+  }
+  KILN_TSTORE(0, c, sc);
+  if (C2)
+    KILN_TSTORE(1, c + 16, sc);
+  if (R2) {
+    KILN_TSTORE(2, c + 16 * ldc, sc);
+    if (C2)
+      KILN_TSTORE(3, c + 16 * ldc + 16, sc);
+  }
+}
+
+/// One block of C, m <= 32 rows x n <= 32 columns: straight from and into C
+/// when whole tiles cover it, else through a 32 x 32 copy.
+void amxBlock(int64_t m, int64_t n, int64_t KT, const TileSrc &a0, const TileSrc &a1,
+              const TileSrc &b, float *C, int64_t ldc, bool acc, float *copy) {
+  bool direct = (m == 16 || m == 32) && (n == 16 || n == 32);
+  float *c = direct ? C : copy;
+  int64_t l = direct ? ldc : 32;
+  if (!direct && acc)
+    for (int64_t r = 0; r < m; ++r)
+      std::memcpy(copy + r * 32, C + r * ldc, n * sizeof(float));
+  if (m > 16)
+    n > 16 ? amxTile<true, true>(KT, a0, a1, b, c, l, acc)
+           : amxTile<true, false>(KT, a0, a1, b, c, l, acc);
+  else
+    n > 16 ? amxTile<false, true>(KT, a0, a1, b, c, l, acc)
+           : amxTile<false, false>(KT, a0, a1, b, c, l, acc);
+  if (!direct)
+    for (int64_t r = 0; r < m; ++r)
+      std::memcpy(C + r * ldc, copy + r * 32, n * sizeof(float));
+}
+
+#define KILN_AMX_HOST __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+// Pairs of k per block: 8 tiles deep; C is loaded and stored once a block.
+constexpr int64_t kAmxPairs = 128;
+thread_local std::vector<uint32_t> amxScratch;
+
+/// n 32-bit words of per-thread scratch, 64-byte aligned.
+uint32_t *amxWords(size_t n) {
+  amxScratch.resize(n + 16);
+  auto p = reinterpret_cast<uintptr_t>(amxScratch.data());
+  return reinterpret_cast<uint32_t *>((p + 63) & ~uintptr_t(63));
+}
+
+/// 32 floats (x[0, n), zero past n) to 32 bf16 in order, nearest even.
+/// (VCVTNE2PS2BF16 flushes denormals, as TDPBF16PS treats them anyway.)
+KILN_AMX_HOST inline __m512i roundPairs(const float *x, int64_t n) {
+  __m512 lo = _mm512_maskz_loadu_ps(laneMask16(n), x);
+  __m512 hi = _mm512_maskz_loadu_ps(laneMask16(n - 16), x + 16);
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/// The B tile strip of a packed panel that ends inside its last tile (or
+/// at an odd k: the pair's upper half is another k's): that tile's pairs
+/// copied into `tail` with zeros after them.
+const char *panelTail(const uint32_t *lastTile, int64_t pairs, bool oddK, uint32_t *tail) {
+  std::memcpy(tail, lastTile, pairs * 128);
+  std::memset(tail + pairs * 32, 0, (16 - pairs) * 128);
+  if (oddK)
+    for (int j = 0; j < 32; ++j)
+      tail[(pairs - 1) * 32 + j] &= 0xffffu;
+  return reinterpret_cast<const char *>(tail);
+}
+
+/// kiln_uk_sbgemm_pb on AMX: A's block rounded into tiles (row tile t, k
+/// tile kt at at + (t * KT + kt) * 256 words, zero past M and the block),
+/// B's panels read in place.
+KILN_AMX_HOST void sbgemmAmxPb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                               const uint16_t *B, int64_t ldb, float *C, int64_t ldc,
+                               bool acc) {
+  int64_t RT = (M + 15) / 16;
+  uint32_t *at = amxWords(RT * (kAmxPairs / 16) * 256);
+  alignas(64) uint32_t tail[16 * 32];
+  alignas(64) float copy[32 * 32];
+  const uint32_t *B32 = reinterpret_cast<const uint32_t *>(B);
+  amxBegin();
+  for (int64_t k0 = 0; k0 < K; k0 += 2 * kAmxPairs) {
+    int64_t kc = K - k0 < 2 * kAmxPairs ? K - k0 : 2 * kAmxPairs, kp = (kc + 1) / 2;
+    int64_t KT = (kp + 15) / 16, tailPairs = kp - (KT - 1) * 16;
+    bool accBlock = acc || k0 > 0, oddK = kc % 2 != 0;
+    for (int64_t i = 0; i < RT * 16; ++i) {
+      uint32_t *dst = at + (i / 16) * KT * 256 + (i % 16) * 16;
+      for (int64_t kt = 0; kt < KT; ++kt)
+        _mm512_store_si512(dst + kt * 256,
+                           i < M ? roundPairs(A + i * lda + k0 + kt * 32, kc - kt * 32)
+                                 : _mm512_setzero_si512());
+    }
+    for (int64_t j = 0; j < N; j += 32) {
+      int64_t n = N - j < 32 ? N - j : 32;
+      const uint32_t *panel = B32 + (j / 32) * (ldb / 2) + (k0 / 2) * 32;
+      const char *last = reinterpret_cast<const char *>(panel + (KT - 1) * 512);
+      if (tailPairs < 16 || oddK)
+        last = panelTail(panel + (KT - 1) * 512, tailPairs, oddK, tail);
+      TileSrc b{reinterpret_cast<const char *>(panel), 2048, 128, last, 128};
+      for (int64_t i = 0; i < M; i += 32) {
+        int64_t m = M - i < 32 ? M - i : 32;
+        const char *t0 = reinterpret_cast<const char *>(at + (i / 16) * KT * 256);
+        const char *t1 = t0 + KT * 1024;
+        TileSrc a0{t0, 1024, 64, t0 + (KT - 1) * 1024, 64};
+        TileSrc a1{t1, 1024, 64, t1 + (KT - 1) * 1024, 64};
+        amxBlock(m, n, KT, a0, a1, b, C + i * ldc + j, ldc, accBlock, copy);
+      }
+    }
+  }
+  amxEnd();
+}
+
+/// kiln_uk_sbgemm_pa on AMX: A's bf16 rows read in place (a row tile that
+/// ends past M, and each row tile's last k tile when the block ends inside
+/// it, copied with zeros after them); B's block rounded into one 32-column
+/// panel at a time, rows k = 2p and 2p + 1 interleaved per column.
+KILN_AMX_HOST void sbgemmAmxPa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,
+                               const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+  int64_t RT = (M + 15) / 16;
+  // Scratch: the last k tile of every row tile (RT x 256 words), then the
+  // row tile past M whole (16 rows x 8 tiles of 16 pairs).
+  uint32_t *tails = amxWords(RT * 256 + 16 * kAmxPairs);
+  uint32_t *partial = tails + RT * 256;
+  alignas(64) uint32_t panel[kAmxPairs * 32];
+  alignas(64) float copy[32 * 32];
+  // Column j of the interleaved pair vectors: bf16 j of row 2p, then of row
+  // 2p + 1 (index 32 + j), for the left (0-15) and right (16-31) columns.
+  alignas(64) uint16_t leftIdx[32], rightIdx[32];
+  for (int j = 0; j < 16; ++j) {
+    leftIdx[2 * j] = static_cast<uint16_t>(j), leftIdx[2 * j + 1] = static_cast<uint16_t>(32 + j);
+    rightIdx[2 * j] = static_cast<uint16_t>(16 + j);
+    rightIdx[2 * j + 1] = static_cast<uint16_t>(48 + j);
+  }
+  const __m512i left = _mm512_load_si512(leftIdx), right = _mm512_load_si512(rightIdx);
+  const int64_t rowWords = lda / 2;
+  const uint32_t *A32 = reinterpret_cast<const uint32_t *>(A);
+  amxBegin();
+  for (int64_t k0 = 0; k0 < K; k0 += 2 * kAmxPairs) {
+    int64_t kc = K - k0 < 2 * kAmxPairs ? K - k0 : 2 * kAmxPairs, kp = (kc + 1) / 2;
+    int64_t KT = (kp + 15) / 16, tailPairs = kp - (KT - 1) * 16;
+    bool accBlock = acc || k0 > 0, oddK = kc % 2 != 0, kTail = tailPairs < 16 || oddK;
+    // Pair p of row i in this block (zero past M and the block).
+    auto pair = [&](int64_t i, int64_t p) -> uint32_t {
+      if (i >= M || p >= kp)
+        return 0;
+      uint32_t v = A32[i * rowWords + k0 / 2 + p];
+      return oddK && p == kp - 1 ? v & 0xffffu : v;
+    };
+    if (kTail)
+      for (int64_t i = 0; i < RT * 16; ++i)
+        for (int64_t q = 0; q < 16; ++q)
+          tails[(i / 16) * 256 + (i % 16) * 16 + q] = pair(i, (KT - 1) * 16 + q);
+    if (M % 16 != 0)
+      for (int64_t r = 0; r < 16; ++r)
+        for (int64_t p = 0; p < KT * 16; ++p)
+          partial[r * KT * 16 + p] = pair((RT - 1) * 16 + r, p);
+    auto strip = [&](int64_t t) -> TileSrc {
+      const char *tail = reinterpret_cast<const char *>(tails + t * 256);
+      if (t == RT - 1 && M % 16 != 0) {
+        const char *base = reinterpret_cast<const char *>(partial);
+        return {base, 64, KT * 64, kTail ? tail : base + (KT - 1) * 64, kTail ? 64 : KT * 64};
+      }
+      const char *base = reinterpret_cast<const char *>(A32 + t * 16 * rowWords + k0 / 2);
+      long stride = rowWords * 4;
+      return {base, 64, stride, kTail ? tail : base + (KT - 1) * 64, kTail ? 64 : stride};
+    };
+    for (int64_t j = 0; j < N; j += 32) {
+      int64_t n = N - j < 32 ? N - j : 32;
+      for (int64_t p = 0; p < KT * 16; ++p) {
+        const float *r0 = B + (k0 + 2 * p) * ldb + j;
+        __m512i even = 2 * p < kc ? roundPairs(r0, n) : _mm512_setzero_si512();
+        __m512i odd = 2 * p + 1 < kc ? roundPairs(r0 + ldb, n) : _mm512_setzero_si512();
+        _mm512_store_si512(panel + p * 32, _mm512_permutex2var_epi16(even, left, odd));
+        _mm512_store_si512(panel + p * 32 + 16, _mm512_permutex2var_epi16(even, right, odd));
+      }
+      const char *pb = reinterpret_cast<const char *>(panel);
+      TileSrc b{pb, 2048, 128, pb + (KT - 1) * 2048, 128};
+      for (int64_t i = 0; i < M; i += 32) {
+        int64_t m = M - i < 32 ? M - i : 32;
+        TileSrc a0 = strip(i / 16), a1 = m > 16 ? strip(i / 16 + 1) : a0;
+        amxBlock(m, n, KT, a0, a1, b, C + i * ldc + j, ldc, accBlock, copy);
+      }
+    }
+  }
+  amxEnd();
+}
+
+/// AMX-BF16 usable: the CPU has it, the OS saves the tile state (XCR0 bits
+/// 17 and 18), and Linux grants this process the tile data (arch_prctl
+/// ARCH_REQ_XCOMP_PERM; refused, e.g. under a small sigaltstack, it stays
+/// off).
+bool amxUsable() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22)))
+    return false;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) // OSXSAVE
+    return false;
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17))
+    return false;
+  constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+}
+#undef KILN_TLOAD
+#undef KILN_TSTORE
+#undef KILN_TZERO
+#undef KILN_TDP
+#undef KILN_AMX_HOST
+#endif // KILN_HAVE_AMX
 #undef KILN_AVX512
 #endif
 
@@ -315,12 +619,18 @@ Impl selectSbgemm() {
   __builtin_cpu_init();
   bool has512 = __builtin_cpu_supports("avx512f");
   bool dot = has512 && __builtin_cpu_supports("avx512bf16");
-  // KILN_UKERNEL forces a path the CPU has: avx512 the split pairs on
+  // KILN_UKERNEL forces a path the CPU has: avx512bf16 VDPBF16PS where
+  // AMX would be chosen, avx512 the split pairs on
   // AVX-512F, portable or avx2 the f32 fallback on that f32 ukernel (tests
   // cover each).
   const char *force = std::getenv("KILN_UKERNEL");
   auto forced = [&](const char *name) { return force && std::strcmp(force, name) == 0; };
   bool f32Forced = forced("portable") || forced("avx2");
+#if defined(KILN_HAVE_AMX)
+  bool others = f32Forced || forced("avx512") || forced("avx512bf16");
+  if (dot && __builtin_cpu_supports("avx512bw") && !others && amxUsable())
+    return {sbgemmAmxPa, sbgemmAmxPb, "amx"};
+#endif
   if (dot && !f32Forced && !forced("avx512"))
     return {sbgemm512Pa<true>, sbgemm512Pb<true>, "avx512bf16"};
   if (has512 && !f32Forced)

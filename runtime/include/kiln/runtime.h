@@ -321,10 +321,9 @@ const char *kiln_uk_sgemm_impl(void);
  *  compile time and the other f32, rounded to bf16 (nearest even) by the
  *  ukernel. K is padded to an even Kp with zeros; a pair is the bf16 values
  *  of k = 2p and 2p + 1 (low half first), 32 bits.
- *  _pa: A packed in 6-row groups lda bf16 elements apart (lda >= 6 * Kp),
- *  each group pair-major with its 6 rows interleaved: element (r, k) at
- *  ((r / 6) * lda + ((k / 2) * 6 + r % 6) * 2 + k % 2); rows past M zero.
- *  B f32 row-major. A call's A starts at an even k. */
+ *  _pa: A packed as bf16 rows lda elements apart (lda even, >= Kp): element
+ *  (r, k) at r * lda + k, so a row's pairs are adjacent 32-bit words; only
+ *  M rows are read. B f32 row-major. A call's A starts at an even k. */
 void kiln_uk_sbgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                        int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                        int64_t accumulate);
@@ -337,7 +336,9 @@ void kiln_uk_sbgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                        int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                        int64_t accumulate);
 
-/** The bf16 ukernels' implementation: "avx512bf16" (VDPBF16PS), "avx512"
+/** The bf16 ukernels' implementation: "amx" (TDPBF16PS on AMX tiles, where
+ *  the CPU has AMX-BF16 and Linux grants the tile state), "avx512bf16"
+ *  (VDPBF16PS; KILN_UKERNEL=avx512bf16 forces it on an AMX CPU), "avx512"
  *  (the pairs split into f32 FMAs on AVX-512F; KILN_UKERNEL=avx512 forces
  *  it), or the f32 fallback on the f32 ukernel ("f32-avx2", "f32-portable";
  *  KILN_UKERNEL=avx2|portable). */

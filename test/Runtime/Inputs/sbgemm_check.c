@@ -1,6 +1,7 @@
 /* The bf16 ukernels (kiln_uk_sbgemm_pa/_pb) against a double-precision
  * reference on the bf16-rounded operands: shapes around every tile edge
- * (6-row groups, 32-column panels, the 256-deep k blocks, odd K), leading
+ * (6-row groups, 16-row AMX tiles and 32 x 32 blocks, 32-column panels,
+ * the 32-deep AMX tiles and 256-deep k blocks, odd K), leading
  * dimensions wider than the matrix, accumulate on and off, the packed
  * operand on either side; the f32 operand is given unrounded (the ukernel
  * rounds it to nearest even) and with a NaN it must carry through. Run once
@@ -38,9 +39,9 @@ static double widen(uint16_t h) {
 }
 
 int main(void) {
-  const int64_t ms[] = {1, 5, 6, 7, 13, 24};
+  const int64_t ms[] = {1, 5, 6, 7, 13, 16, 17, 24, 32, 33, 40};
   const int64_t ns[] = {1, 7, 16, 17, 31, 32, 33, 70};
-  const int64_t ks[] = {1, 2, 3, 255, 256, 257, 600};
+  const int64_t ks[] = {1, 2, 3, 31, 32, 33, 255, 256, 257, 600};
   int passed = 0, failed = 0;
   for (int side = 0; side < 2; ++side) /* 0: A packed, 1: B packed */
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; ++mi)
@@ -49,19 +50,19 @@ int main(void) {
           for (int acc = 0; acc < 2; ++acc) {
             int64_t M = ms[mi], N = ns[ni], K = ks[ki], Kp = (K + 1) / 2 * 2;
             int64_t lda = K + 3, ldb = N + 5, ldc = N + 2;
-            int64_t groups = (M + 5) / 6, panels = (N + 31) / 32;
+            int64_t ldap = Kp + 2, panels = (N + 31) / 32;
             float *a = malloc(sizeof(float) * M * lda), *b = malloc(sizeof(float) * K * ldb);
             float *c = malloc(sizeof(float) * M * ldc);
             double *ref = malloc(sizeof(double) * M * N);
-            /* Packed operands: A in 6-row groups of pairs, B in 32-column
+            /* Packed operands: A as bf16 rows ldap apart, B in 32-column
              * panels of pairs, zero past the ends. */
-            uint16_t *ap = calloc(groups * 6 * Kp, 2), *bp = calloc(panels * 32 * Kp, 2);
+            uint16_t *ap = calloc(M * ldap, 2), *bp = calloc(panels * 32 * Kp, 2);
             for (int64_t i = 0; i < M * lda; ++i) a[i] = uniform();
             for (int64_t i = 0; i < K * ldb; ++i) b[i] = uniform();
             for (int64_t i = 0; i < M * ldc; ++i) c[i] = uniform();
             for (int64_t i = 0; i < M; ++i)
               for (int64_t k = 0; k < K; ++k)
-                ap[(i / 6) * 6 * Kp + ((k / 2) * 6 + i % 6) * 2 + k % 2] = bf16(a[i * lda + k]);
+                ap[i * ldap + k] = bf16(a[i * lda + k]);
             for (int64_t k = 0; k < K; ++k)
               for (int64_t j = 0; j < N; ++j)
                 bp[(j / 32) * 32 * Kp + ((k / 2) * 32 + j % 32) * 2 + k % 2] = bf16(b[k * ldb + j]);
@@ -75,7 +76,7 @@ int main(void) {
               }
             float guard = c[N];
             if (side == 0)
-              kiln_uk_sbgemm_pa(M, N, K, (int64_t)(intptr_t)ap, 6 * Kp, (int64_t)(intptr_t)b, ldb,
+              kiln_uk_sbgemm_pa(M, N, K, (int64_t)(intptr_t)ap, ldap, (int64_t)(intptr_t)b, ldb,
                                 (int64_t)(intptr_t)c, ldc, acc);
             else
               kiln_uk_sbgemm_pb(M, N, K, (int64_t)(intptr_t)a, lda, (int64_t)(intptr_t)bp,
@@ -121,12 +122,12 @@ int main(void) {
   {
     int64_t M = 7, N = 33, K = 9, Kp = 10;
     float a[7 * 9], b[9 * 33], c[7 * 33];
-    uint16_t ap[12 * 10] = {0}, bp[64 * 10] = {0};
+    uint16_t ap[7 * 10] = {0}, bp[64 * 10] = {0};
     for (int i = 0; i < M * K; ++i) a[i] = uniform();
     for (int i = 0; i < K * N; ++i) b[i] = uniform();
     for (int64_t i = 0; i < M; ++i)
       for (int64_t k = 0; k < K; ++k)
-        ap[(i / 6) * 6 * Kp + ((k / 2) * 6 + i % 6) * 2 + k % 2] = bf16(a[i * K + k]);
+        ap[i * Kp + k] = bf16(a[i * K + k]);
     for (int64_t k = 0; k < K; ++k)
       for (int64_t j = 0; j < N; ++j)
         bp[(j / 32) * 32 * Kp + ((k / 2) * 32 + j % 32) * 2 + k % 2] = bf16(b[k * N + j]);
@@ -135,7 +136,7 @@ int main(void) {
     memcpy(bn, b, sizeof b), memcpy(an, a, sizeof a);
     bn[4 * N + 20] = nan; /* B row 4, column 20 */
     an[3 * K + 8] = nan;  /* A row 3, the odd last k */
-    kiln_uk_sbgemm_pa(M, N, K, (int64_t)(intptr_t)ap, 6 * Kp, (int64_t)(intptr_t)bn, N,
+    kiln_uk_sbgemm_pa(M, N, K, (int64_t)(intptr_t)ap, Kp, (int64_t)(intptr_t)bn, N,
                       (int64_t)(intptr_t)c, N, 0);
     int ok = 1;
     for (int64_t i = 0; i < M; ++i)
