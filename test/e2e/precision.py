@@ -18,8 +18,9 @@ their packing: convolutions (NCHW gathered in channel chunks with an odd
 K, pointwise, grouped; NHWC), matmuls past one 512-column tile with an odd
 K, batched with a shared B, a gemm with a transposed B. Each against
 onnxruntime run on the operands rounded to bf16 (what the ukernel
-multiplies), its result rounded too: within one bf16 step; on the
-VDPBF16PS path where the CPU has it, the split-pair AVX-512F path
+multiplies), its result rounded too: within one bf16 step; on the AMX
+path where the CPU has it, the VDPBF16PS path (KILN_UKERNEL=avx512bf16),
+the split-pair AVX-512F path
 (KILN_UKERNEL=avx512) and the f32 fallback (KILN_UKERNEL=avx2), each
 where the CPU has it (else the best path it has).
 --precision=auto on the small CNN: its chosen build within the tolerance
@@ -263,7 +264,7 @@ def ukernel_cases(kc, kr, tmp, only, report):
             report(False, f"ukernel {name}: {e}")
             continue
         calls = "@kiln_uk_sbgemm_" + which in ll
-        for force in (None, "avx512", "avx2"):
+        for force in (None, "avx512bf16", "avx512", "avx2"):
             env = dict(os.environ)
             env.pop("KILN_UKERNEL", None)
             if force:
