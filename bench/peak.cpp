@@ -1,13 +1,21 @@
 // bench/peak: this machine's fp32 FMA peak per core, and the f32 and bf16
 // ukernels' rates on hot data for the shapes Kiln's kernels use (one thread;
-// the best of 30 calls).
+// the best of 30 calls); where the bf16 ukernels run on AMX, its TDPBF16PS
+// peak too.
 //   build/bin/kiln-peak
 #include "kiln/runtime.h"
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <vector>
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -30,6 +38,35 @@ __attribute__((target("avx512f"))) static float fmaChains512(long n) {
 }
 #endif
 
+#if defined(__x86_64__) && defined(__linux__)
+// The AMX bf16 peak: four independent TDPBF16PS chains on tmm0-3 (A and B
+// tiles loaded once), each 16 x 16 x 32 multiply-adds. Only called where
+// the bf16 ukernels chose AMX (so the tile state is granted).
+static double amxPeak(long n) {
+  struct alignas(64) {
+    uint8_t palette = 1, start = 0, reserved[14] = {};
+    uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+    uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+  } cfg;
+  alignas(64) static uint16_t ones[16 * 32];
+  for (auto &x : ones)
+    x = 0x3f80;
+  __asm__ volatile("ldtilecfg %0" ::"m"(cfg) : "memory");
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm4" ::"r"(ones), "r"(64L) : "memory");
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm6" ::"r"(ones), "r"(64L) : "memory");
+  __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::);
+  auto t0 = std::chrono::steady_clock::now();
+  for (long i = 0; i < n; ++i)
+    __asm__ volatile("tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+                     "tdpbf16ps %%tmm6, %%tmm4, %%tmm1\n\t"
+                     "tdpbf16ps %%tmm6, %%tmm4, %%tmm2\n\t"
+                     "tdpbf16ps %%tmm6, %%tmm4, %%tmm3" ::);
+  double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  __asm__ volatile("tilerelease" ::: "memory");
+  return n * 4.0 * 16 * 16 * 32 * 2 / t / 1e9;
+}
+#endif
+
 static double seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -47,8 +84,12 @@ int main() {
 #endif
   struct Shape { int M, N, K; } shapes[] = {
       {144, 196, 1152}, {144, 512, 576}, {96, 49, 4608}, {144, 3136, 64},
-      {128, 256, 768}, {48, 64, 64}};
+      {128, 256, 768}, {48, 64, 64}, {49, 64, 1024}, {144, 64, 256}};
   std::printf("ukernels: f32 %s, bf16 %s\n", kiln_uk_sgemm_impl(), kiln_uk_sbgemm_impl());
+#if defined(__x86_64__) && defined(__linux__)
+  if (std::strcmp(kiln_uk_sbgemm_impl(), "amx") == 0)
+    std::printf("AMX bf16 peak (TDPBF16PS, one core): %.1f GFLOP/s\n", amxPeak(2000000));
+#endif
   for (Shape s : shapes) {
     // Operands of ones (bf16 0x3f80): the rate does not depend on values.
     int64_t Kp = (s.K + 1) / 2 * 2;
