@@ -406,15 +406,21 @@ void amxTile(int64_t KT, const TileSrc &a0, const TileSrc &a1, const TileSrc &b,
 }
 
 /// One block of C, m <= 32 rows x n <= 32 columns: straight from and into C
-/// when whole tiles cover it, else through a 32 x 32 copy.
-void amxBlock(int64_t m, int64_t n, int64_t KT, const TileSrc &a0, const TileSrc &a1,
-              const TileSrc &b, float *C, int64_t ldc, bool acc, float *copy) {
+/// when whole tiles cover it, else through a 32 x 32 copy (masked row
+/// copies: a call per row would cost more than the block's products).
+__attribute__((target("avx512f"))) void amxBlock(int64_t m, int64_t n, int64_t KT,
+                                                 const TileSrc &a0, const TileSrc &a1,
+                                                 const TileSrc &b, float *C, int64_t ldc,
+                                                 bool acc, float *copy) {
   bool direct = (m == 16 || m == 32) && (n == 16 || n == 32);
   float *c = direct ? C : copy;
   int64_t l = direct ? ldc : 32;
+  __mmask16 m0 = laneMask16(n), m1 = laneMask16(n - 16);
   if (!direct && acc)
-    for (int64_t r = 0; r < m; ++r)
-      std::memcpy(copy + r * 32, C + r * ldc, n * sizeof(float));
+    for (int64_t r = 0; r < m; ++r) {
+      _mm512_store_ps(copy + r * 32, _mm512_maskz_loadu_ps(m0, C + r * ldc));
+      _mm512_store_ps(copy + r * 32 + 16, _mm512_maskz_loadu_ps(m1, C + r * ldc + 16));
+    }
   if (m > 16)
     n > 16 ? amxTile<true, true>(KT, a0, a1, b, c, l, acc)
            : amxTile<true, false>(KT, a0, a1, b, c, l, acc);
@@ -422,8 +428,10 @@ void amxBlock(int64_t m, int64_t n, int64_t KT, const TileSrc &a0, const TileSrc
     n > 16 ? amxTile<false, true>(KT, a0, a1, b, c, l, acc)
            : amxTile<false, false>(KT, a0, a1, b, c, l, acc);
   if (!direct)
-    for (int64_t r = 0; r < m; ++r)
-      std::memcpy(C + r * ldc, copy + r * 32, n * sizeof(float));
+    for (int64_t r = 0; r < m; ++r) {
+      _mm512_mask_storeu_ps(C + r * ldc, m0, _mm512_load_ps(copy + r * 32));
+      _mm512_mask_storeu_ps(C + r * ldc + 16, m1, _mm512_load_ps(copy + r * 32 + 16));
+    }
 }
 
 #define KILN_AMX_HOST __attribute__((target("avx512f,avx512bw,avx512bf16")))
