@@ -2450,13 +2450,8 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(Og), c0));
     Value oc0 = e.add(e.mul(g, Og), c0);
     Value outOff = e.add(e.mul(r0, O), oc0);
-    if (hasBias)
-      e.loop(e.idx(0), rows, [&](Value r) {
-        Value rowOff = e.add(outOff, e.mul(r, O));
-        e.vecLoop(e.idx(0), cols, [&](Value j) {
-          e.vstore(e.vload(2, e.add(oc0, j)), o, e.add(rowOff, j));
-        });
-      });
+    // (The bias joins the epilogue's pass: the first product overwrites the
+    // tile, so the ukernel need not load it.)
     // C (+)= A x B rows [k0, k0 + k) of this group, at this tile's columns
     // (c0: a whole number of panels).
     auto product = [&](Value k, Value aAddr, int64_t lda, Value k0, bool acc) {
@@ -2471,7 +2466,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
                    e.addr(o, outOff), O, acc);
     };
     if (pointwise) {
-      product(e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C, e.idx(0), hasBias);
+      product(e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C, e.idx(0), false);
     } else {
       int64_t chunkK = tpc * cc;
       Value col = e.scratch(rb * chunkK);
@@ -2499,19 +2494,17 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
           }
         });
         product(e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), chunkK,
-                e.add(e.idx(t0 * Cg), cBase), hasBias || !first);
+                e.add(e.idx(t0 * Cg), cBase), !first);
       };
       if (cc == Cg) {
         for (int64_t t0 = 0; t0 < KK; t0 += tpc)
           chunk(t0, std::min(KK, t0 + tpc), e.idx(0), Cg, t0 == 0);
       } else {
-        // Channel chunks of one tap at a time; the first accumulates onto
-        // zero unless there is a bias.
-        if (!hasBias)
-          e.loop(e.idx(0), rows, [&](Value r) {
-            Value rowOff = e.add(outOff, e.mul(r, O));
-            e.loop(e.idx(0), cols, [&](Value j) { e.store(e.f32(0.0f), o, e.add(rowOff, j)); });
-          });
+        // Channel chunks of one tap at a time, all accumulating onto zero.
+        e.loop(e.idx(0), rows, [&](Value r) {
+          Value rowOff = e.add(outOff, e.mul(r, O));
+          e.loop(e.idx(0), cols, [&](Value j) { e.store(e.f32(0.0f), o, e.add(rowOff, j)); });
+        });
         int64_t full = Cg / cc * cc;
         for (int64_t t = 0; t < KK; ++t) {
           e.loop(e.idx(0), e.idx(full), [&](Value cBase) { chunk(t, t + 1, cBase, cc, false); }, cc);
@@ -2520,15 +2513,18 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
         }
       }
     }
-    if (epi)
+    if (epi || hasBias)
       e.loop(e.idx(0), rows, [&](Value r) {
         Value px = e.add(r0, r);
         Value img = e.div(px, P), pix = e.rem(px, P);
         Value rowOff = e.add(outOff, e.mul(r, O));
         e.vecLoop(e.idx(0), cols, [&](Value j) {
-          Value at = e.add(rowOff, j);
-          e.vstore(convEpilogueNhwc(e, epi, firstSite, img, pix, e.add(oc0, j), e.vload(o, at)),
-                   o, at);
+          Value at = e.add(rowOff, j), v = e.vload(o, at);
+          if (hasBias)
+            v = e.fadd(v, e.vload(2, e.add(oc0, j)));
+          if (epi)
+            v = convEpilogueNhwc(e, epi, firstSite, img, pix, e.add(oc0, j), v);
+          e.vstore(v, o, at);
         });
       });
   }, flops);

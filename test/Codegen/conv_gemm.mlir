@@ -53,14 +53,19 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // the implicit GEMM multiplies pixel rows of gathered taps (8 contiguous
 // channels per tap, zeros where the window leaves the input) by the
 // weights repacked at compile time as [tap * channel x out channel] (72 x 16);
-// the 18 output pixels of both images are one tile.
+// the 18 output pixels of both images are one tile. The product overwrites
+// the tile (accumulate 0) and the bias is added in the pass after it.
 // NHWC-NOT: transpose
 // NHWC-LABEL: func.func @kiln_k0_conv(
 // NHWC-SAME: memref<1152xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 1 : i64}
 // NHWC: memref.alloca() : memref<1296xf32>
 // NHWC: scf.if
 // NHWC: scf.for %{{.*}} = %{{.*}} to %c8{{.*}} step
-// NHWC: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c16_i64, %{{.*}}, %c16_i64{{.*}}, %c1_i64)
+// NHWC: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c16_i64, %{{.*}}, %c16_i64{{.*}}, %c0_i64)
+// NHWC: vector.load %{{.*}} : memref<288xf32>, vector<16xf32>
+// NHWC: vector.load %{{.*}} : memref<16xf32>, vector<16xf32>
+// NHWC: arith.addf
+// NHWC: vector.store {{.*}} : memref<288xf32>, vector<16xf32>
 // Depthwise: a workgroup per output row (2 images x 3 rows), channels
 // innermost as 16-lane vectors.
 // NHWC-LABEL: func.func @kiln_k1_conv(

@@ -380,6 +380,17 @@ void amxTile(int64_t KT, const TileSrc &a0, const TileSrc &a1, const TileSrc &b,
     }
   }
   for (int64_t kt = 0; kt < KT; ++kt) {
+    if (kt + 1 < KT) {
+      const char *n0 = a0.at(kt + 1, KT), *n1 = a1.at(kt + 1, KT);
+      long s0 = a0.strideAt(kt + 1, KT), s1 = a1.strideAt(kt + 1, KT);
+      const char *nb = b.at(kt + 1, KT);
+      for (int r = 0; r < 16; ++r) {
+        __builtin_prefetch(n0 + r * s0, 0, 3);
+        if (R2)
+          __builtin_prefetch(n1 + r * s1, 0, 3);
+        __builtin_prefetch(nb + r * 128, 0, 3);
+      }
+    }
     const char *bp = b.at(kt, KT);
     KILN_TLOAD(6, bp, 128);
     if (C2)
