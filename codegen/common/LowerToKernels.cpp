@@ -162,6 +162,10 @@ public:
   Value scratch(int64_t n) {
     return memref::AllocaOp::create(b, MemRefType::get({n}, b.getF32Type()));
   }
+  /// n bf16 of stack (rows that a bf16 ukernel reads as they are).
+  Value scratchBf16(int64_t n) {
+    return memref::AllocaOp::create(b, MemRefType::get({n}, b.getBF16Type()));
+  }
   Value loadM(Value m, Value i) { return memref::LoadOp::create(b, m, i); }
   void storeM(Value v, Value m, Value i) { memref::StoreOp::create(b, v, m, i); }
   /// Stores `v` into buffer `buf`, converted to its element type (f32
@@ -214,7 +218,8 @@ public:
   /// The address of element `off` of any memref (argument or scratch), as an i64.
   Value addrM(Value m, Value off) {
     Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, m);
-    return i64(add(base, mul(off, 4)));
+    Type elem = llvm::cast<MemRefType>(m.getType()).getElementType();
+    return i64(add(base, mul(off, elem.getIntOrFloatBitWidth() / 8)));
   }
   /// C (+)= A * B on this workgroup's tile through the runtime's ukernel
   /// (row-major; offsets in elements of buffers a, bb, c).
@@ -230,8 +235,8 @@ public:
             acc);
   }
   /// One of the runtime's matrix-product ukernels (kiln/runtime.h): the
-  /// f32 ones, or the bf16 ones (kiln_uk_sbgemm_pa/_pb, lda/ldb of the
-  /// packed operand in bf16 elements).
+  /// f32 ones, or the bf16 ones (kiln_uk_sbgemm_pa/_pb/_pb_a16, lda/ldb of
+  /// the bf16 operands in bf16 elements).
   void ukernel(StringRef name, Value m, Value n, Value k, Value a, int64_t lda, Value bp,
                int64_t ldb, Value c, int64_t ldc, bool acc) {
     func::CallOp::create(b, name, TypeRange{},
@@ -2454,9 +2459,10 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     // tile, so the ukernel need not load it.)
     // C (+)= A x B rows [k0, k0 + k) of this group, at this tile's columns
     // (c0: a whole number of panels).
-    auto product = [&](Value k, Value aAddr, int64_t lda, Value k0, bool acc) {
+    // (a16: A is bf16 rows, gathered so.)
+    auto product = [&](Value k, Value aAddr, int64_t lda, Value k0, bool acc, bool a16) {
       if (bf16)
-        e.ukernel("kiln_uk_sbgemm_pb", rows, cols, k, aAddr, lda,
+        e.ukernel(a16 ? "kiln_uk_sbgemm_pb_a16" : "kiln_uk_sbgemm_pb", rows, cols, k, aAddr, lda,
                   e.addrBf16(0, e.mul(e.add(e.mul(e.add(e.mul(g, panels), e.div(c0, 32)), Kp), k0),
                                       32)),
                   32 * Kp, e.addr(o, outOff), O, acc);
@@ -2466,10 +2472,19 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
                    e.addr(o, outOff), O, acc);
     };
     if (pointwise) {
-      product(e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C, e.idx(0), false);
+      product(e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C, e.idx(0), false,
+              false);
     } else {
       int64_t chunkK = tpc * cc;
-      Value col = e.scratch(rb * chunkK);
+      // bf16: the gathered rows are rounded as they are written (half the
+      // bytes; the ukernel reads them as they are, chunks of even length).
+      bool a16 = bf16;
+      Value col = a16 ? e.scratchBf16(rb * chunkK) : e.scratch(rb * chunkK);
+      auto put = [&](Value v, Value at) {
+        if (a16)
+          v = arith::TruncFOp::create(e.b, e.b.getBF16Type(), v);
+        e.storeM(v, col, at);
+      };
       // Gathers taps [t0, t1), channels [cBase, cBase + n) of every row
       // into col (row stride chunkK), then multiplies.
       auto chunk = [&](int64_t t0, int64_t t1, Value cBase, int64_t n, bool first) {
@@ -2487,14 +2502,14 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
             ifElse(e, valid, [&] {
               Value src = e.add(e.add(inImg, e.mul(e.add(e.mul(ih, W), iw), C)),
                                 e.add(e.mul(g, Cg), cBase));
-              e.loop(0, n, [&](Value c) { e.storeM(e.load(1, e.add(src, c)), col, e.add(dst, c)); });
+              e.loop(0, n, [&](Value c) { put(e.load(1, e.add(src, c)), e.add(dst, c)); });
             }, [&] {
-              e.loop(0, n, [&](Value c) { e.storeM(e.f32(0.0f), col, e.add(dst, c)); });
+              e.loop(0, n, [&](Value c) { put(e.f32(0.0f), e.add(dst, c)); });
             });
           }
         });
         product(e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), chunkK,
-                e.add(e.idx(t0 * Cg), cBase), !first);
+                e.add(e.idx(t0 * Cg), cBase), !first, a16);
       };
       if (cc == Cg) {
         for (int64_t t0 = 0; t0 < KK; t0 += tpc)
@@ -4447,7 +4462,8 @@ LogicalResult Lowering::run() {
     b.setInsertionPointToEnd(p.kernels->getBody());
     SmallVector<Type> args(10, b.getI64Type());
     for (StringRef name :
-         {"kiln_uk_sgemm", "kiln_uk_sgemm_pa", "kiln_uk_sbgemm_pa", "kiln_uk_sbgemm_pb"}) {
+         {"kiln_uk_sgemm", "kiln_uk_sgemm_pa", "kiln_uk_sbgemm_pa", "kiln_uk_sbgemm_pb",
+          "kiln_uk_sbgemm_pb_a16"}) {
       auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
       decl.setPrivate();
     }

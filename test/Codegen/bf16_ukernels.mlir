@@ -33,10 +33,14 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}, %a: tensor<12x33xf32>
 // CHECK-SAME: %arg1: memref<1088xf32>
 // CHECK: call @kiln_uk_sbgemm_pb({{.*}}, %c33_i64, {{.*}}, %c1088_i64, {{.*}}, %c40_i64,
 
-// With NHWC regions the conv's weights are B: K = 72 in one panel of 16 columns.
+// With NHWC regions the conv's weights are B: K = 72 in one panel of 16
+// columns; the gathered im2col rows are rounded to bf16 as they are written
+// (18 pixel rows x 72) and read as they are (kiln_uk_sbgemm_pb_a16, lda 72).
 // NHWC-LABEL: func.func @kiln_k{{[0-9]+}}_conv(
 // NHWC-SAME: %arg0: memref<1152xf32>
-// NHWC: call @kiln_uk_sbgemm_pb({{.*}}, %c2304_i64,
+// NHWC: memref.alloca() : memref<1296xbf16>
+// NHWC: arith.truncf {{.*}} : f32 to bf16
+// NHWC: call @kiln_uk_sbgemm_pb_a16({{.*}}, %c72_i64, {{.*}}, %c2304_i64,
 // NHWC-LABEL: func.func @kiln_k{{[0-9]+}}_matmul(
 // NHWC: call @kiln_uk_sbgemm_pb(
 

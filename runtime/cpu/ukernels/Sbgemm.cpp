@@ -9,6 +9,8 @@
 //                      W x im2col), B f32 row-major.
 //   kiln_uk_sbgemm_pb: A f32 row-major, B packed (matmul/gemm weights and
 //                      NHWC conv weights: out = im2col x W).
+//   kiln_uk_sbgemm_pb_a16: as _pb with A already bf16 rows (the NHWC
+//                      conv's im2col rows, rounded as they are gathered).
 //
 // Implementations, chosen from cpuid on first use (KILN_UKERNEL=portable,
 // avx2, avx512, avx512bf16 or amx forces one the CPU has;
@@ -102,15 +104,16 @@ void sbgemmFallbackPa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_
   }
 }
 
-void sbgemmFallbackPb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                      const uint16_t *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+/// The f32 fallback with B packed: A's rows of each k block written into
+/// scratch as f32 bf16 values by rowsA(k0, kc, scratch), B's panels widened.
+template <typename RowsA>
+void fallbackPb(int64_t M, int64_t N, int64_t K, RowsA rowsA, const uint16_t *B, int64_t ldb,
+                float *C, int64_t ldc, bool acc) {
   scratchA.resize(M * kFallbackK);
   scratchB.resize(kFallbackK * kFallbackN);
   for (int64_t k0 = 0; k0 < K; k0 += kFallbackK) {
     int64_t kc = K - k0 < kFallbackK ? K - k0 : kFallbackK;
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t k = 0; k < kc; ++k)
-        scratchA[i * kc + k] = roundBf16(A[i * lda + k0 + k]);
+    rowsA(k0, kc, scratchA.data());
     for (int64_t j0 = 0; j0 < N; j0 += kFallbackN) { // (j0: a whole number of panels)
       int64_t nc = N - j0 < kFallbackN ? N - j0 : kFallbackN;
       // B's block row-major: panel q's pair p holds rows 2p and 2p + 1 of its
@@ -130,6 +133,26 @@ void sbgemmFallbackPb(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
                     reinterpret_cast<int64_t>(C + j0), ldc, acc || k0 > 0);
     }
   }
+}
+
+void sbgemmFallbackPb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                      const uint16_t *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+  auto rounded = [&](int64_t k0, int64_t kc, float *dst) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < kc; ++k)
+        dst[i * kc + k] = roundBf16(A[i * lda + k0 + k]);
+  };
+  fallbackPb(M, N, K, rounded, B, ldb, C, ldc, acc);
+}
+
+void sbgemmFallbackPbA16(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,
+                         const uint16_t *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+  auto widened = [&](int64_t k0, int64_t kc, float *dst) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < kc; ++k)
+        dst[i * kc + k] = fromBf16(A[i * lda + k0 + k]);
+  };
+  fallbackPb(M, N, K, widened, B, ldb, C, ldc, acc);
 }
 
 #if defined(__x86_64__)
@@ -304,6 +327,39 @@ KILN_AVX512 void sbgemm512Pb(int64_t M, int64_t N, int64_t K, const float *A, in
   }
 }
 
+/// kiln_uk_sbgemm_pb_a16 on AVX-512: A's bf16 rows read in place (pairs
+/// adjacent), B's panels too.
+template <bool Dot>
+KILN_AVX512 void sbgemm512PbA16(int64_t M, int64_t N, int64_t K, const uint16_t *A,
+                                int64_t lda, const uint16_t *B, int64_t ldb, float *C,
+                                int64_t ldc, bool acc) {
+  alignas(64) float discard[32];
+  const uint32_t *A32 = reinterpret_cast<const uint32_t *>(A);
+  for (int64_t k0 = 0; k0 < K; k0 += 2 * kPairs) {
+    int64_t kc = K - k0 < 2 * kPairs ? K - k0 : 2 * kPairs, kp = (kc + 1) / 2;
+    bool accBlock = acc || k0 > 0;
+    for (int64_t j = 0; j < N; j += 32) {
+      int64_t n = N - j < 32 ? N - j : 32;
+      __mmask16 m0 = laneMask16(n), m1 = laneMask16(n - 16);
+      const uint32_t *panel = reinterpret_cast<const uint32_t *>(B + (j / 32) * ldb) +
+                              (k0 / 2) * 32;
+      for (int64_t i = 0; i < M; i += 6) {
+        float *c[6];
+        const uint32_t *a[6];
+        for (int r = 0; r < 6; ++r) {
+          bool real = i + r < M;
+          c[r] = real ? C + (i + r) * ldc + j : discard;
+          a[r] = A32 + (real ? i + r : i) * (lda / 2) + k0 / 2;
+        }
+        if (Dot)
+          tileDot(kp, a, panel, c, accBlock, m0, m1);
+        else
+          tileSplit(kp, a, panel, c, accBlock, m0, m1);
+      }
+    }
+  }
+}
+
 #if defined(KILN_HAVE_AMX)
 // --- AMX: TDPBF16PS on 16 x 16 f32 tiles ----------------------------------
 //
@@ -448,13 +504,14 @@ __attribute__((target("avx512f"))) void amxBlock(int64_t m, int64_t n, int64_t K
 #define KILN_AMX_HOST __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
 // Pairs of k per block: 8 tiles deep; C is loaded and stored once a block.
-constexpr int64_t kAmxPairs = 128;
-thread_local std::vector<uint32_t> amxScratch;
+constexpr int64_t kAmxPairs = 512;
+thread_local std::vector<uint32_t> amxScratch[2];
 
-/// n 32-bit words of per-thread scratch, 64-byte aligned.
-uint32_t *amxWords(size_t n) {
-  amxScratch.resize(n + 16);
-  auto p = reinterpret_cast<uintptr_t>(amxScratch.data());
+/// n 32-bit words of per-thread scratch, 64-byte aligned (two separate
+/// buffers: slot 0 for A's tiles, slot 1 for B's panel).
+uint32_t *amxWords(size_t n, int slot = 0) {
+  amxScratch[slot].resize(n + 16);
+  auto p = reinterpret_cast<uintptr_t>(amxScratch[slot].data());
   return reinterpret_cast<uint32_t *>((p + 63) & ~uintptr_t(63));
 }
 
@@ -521,36 +578,32 @@ KILN_AMX_HOST void sbgemmAmxPb(int64_t M, int64_t N, int64_t K, const float *A, 
   amxEnd();
 }
 
-/// kiln_uk_sbgemm_pa on AMX: A's bf16 rows read in place (a row tile that
-/// ends past M, and each row tile's last k tile when the block ends inside
-/// it, copied with zeros after them); B's block rounded into one 32-column
-/// panel at a time, rows k = 2p and 2p + 1 interleaved per column.
-KILN_AMX_HOST void sbgemmAmxPa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,
-                               const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
-  int64_t RT = (M + 15) / 16;
-  // Scratch: the last k tile of every row tile (RT x 256 words), then the
-  // row tile past M whole (16 rows x 8 tiles of 16 pairs).
-  uint32_t *tails = amxWords(RT * 256 + 16 * kAmxPairs);
-  uint32_t *partial = tails + RT * 256;
-  alignas(64) uint32_t panel[kAmxPairs * 32];
-  alignas(64) float copy[32 * 32];
-  // Column j of the interleaved pair vectors: bf16 j of row 2p, then of row
-  // 2p + 1 (index 32 + j), for the left (0-15) and right (16-31) columns.
-  alignas(64) uint16_t leftIdx[32], rightIdx[32];
-  for (int j = 0; j < 16; ++j) {
-    leftIdx[2 * j] = static_cast<uint16_t>(j), leftIdx[2 * j + 1] = static_cast<uint16_t>(32 + j);
-    rightIdx[2 * j] = static_cast<uint16_t>(16 + j);
-    rightIdx[2 * j + 1] = static_cast<uint16_t>(48 + j);
+/// bf16 rows of A (M rows, rowWords 32-bit pairs apart) read in place as
+/// AMX tiles, one k block at a time: a row tile that ends past M, and each
+/// row tile's last k tile when the block ends inside it (or at an odd k,
+/// whose pair's upper half belongs to another k), are copied with zeros
+/// after them into per-thread scratch.
+struct BfRows {
+  const uint32_t *A32;
+  int64_t rowWords, M, RT;
+  uint32_t *tails, *partial;
+  int64_t k0 = 0, kp = 0, KT = 0;
+  bool kTail = false;
+
+  BfRows(const uint16_t *A, int64_t lda, int64_t M)
+      : A32(reinterpret_cast<const uint32_t *>(A)), rowWords(lda / 2), M(M),
+        RT((M + 15) / 16) {
+    // The last k tile of every row tile (RT x 256 words), then the row tile
+    // past M whole (16 rows x 8 tiles of 16 pairs).
+    tails = amxWords(RT * 256 + 16 * kAmxPairs);
+    partial = tails + RT * 256;
   }
-  const __m512i left = _mm512_load_si512(leftIdx), right = _mm512_load_si512(rightIdx);
-  const int64_t rowWords = lda / 2;
-  const uint32_t *A32 = reinterpret_cast<const uint32_t *>(A);
-  amxBegin();
-  for (int64_t k0 = 0; k0 < K; k0 += 2 * kAmxPairs) {
-    int64_t kc = K - k0 < 2 * kAmxPairs ? K - k0 : 2 * kAmxPairs, kp = (kc + 1) / 2;
-    int64_t KT = (kp + 15) / 16, tailPairs = kp - (KT - 1) * 16;
-    bool accBlock = acc || k0 > 0, oddK = kc % 2 != 0, kTail = tailPairs < 16 || oddK;
-    // Pair p of row i in this block (zero past M and the block).
+
+  /// Pairs [k0 / 2, k0 / 2 + (kc + 1) / 2) of every row.
+  void block(int64_t blockK0, int64_t kc) {
+    k0 = blockK0, kp = (kc + 1) / 2, KT = (kp + 15) / 16;
+    bool oddK = kc % 2 != 0;
+    kTail = kp % 16 != 0 || oddK;
     auto pair = [&](int64_t i, int64_t p) -> uint32_t {
       if (i >= M || p >= kp)
         return 0;
@@ -565,16 +618,44 @@ KILN_AMX_HOST void sbgemmAmxPa(int64_t M, int64_t N, int64_t K, const uint16_t *
       for (int64_t r = 0; r < 16; ++r)
         for (int64_t p = 0; p < KT * 16; ++p)
           partial[r * KT * 16 + p] = pair((RT - 1) * 16 + r, p);
-    auto strip = [&](int64_t t) -> TileSrc {
-      const char *tail = reinterpret_cast<const char *>(tails + t * 256);
-      if (t == RT - 1 && M % 16 != 0) {
-        const char *base = reinterpret_cast<const char *>(partial);
-        return {base, 64, KT * 64, kTail ? tail : base + (KT - 1) * 64, kTail ? 64 : KT * 64};
-      }
-      const char *base = reinterpret_cast<const char *>(A32 + t * 16 * rowWords + k0 / 2);
-      long stride = rowWords * 4;
-      return {base, 64, stride, kTail ? tail : base + (KT - 1) * 64, kTail ? 64 : stride};
-    };
+  }
+
+  /// Row tile t's strip of this block.
+  TileSrc strip(int64_t t) const {
+    const char *tail = reinterpret_cast<const char *>(tails + t * 256);
+    if (t == RT - 1 && M % 16 != 0) {
+      const char *base = reinterpret_cast<const char *>(partial);
+      return {base, 64, KT * 64, kTail ? tail : base + (KT - 1) * 64, kTail ? 64 : KT * 64};
+    }
+    const char *base = reinterpret_cast<const char *>(A32 + t * 16 * rowWords + k0 / 2);
+    long stride = rowWords * 4;
+    return {base, 64, stride, kTail ? tail : base + (KT - 1) * 64, kTail ? 64 : stride};
+  }
+};
+
+/// kiln_uk_sbgemm_pa on AMX: A's bf16 rows read in place (BfRows); B's
+/// block rounded into one 32-column panel at a time, rows k = 2p and 2p + 1
+/// interleaved per column.
+KILN_AMX_HOST void sbgemmAmxPa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,
+                               const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+  BfRows rows(A, lda, M);
+  uint32_t *panel = amxWords(kAmxPairs * 32, 1);
+  alignas(64) float copy[32 * 32];
+  // Column j of the interleaved pair vectors: bf16 j of row 2p, then of row
+  // 2p + 1 (index 32 + j), for the left (0-15) and right (16-31) columns.
+  alignas(64) uint16_t leftIdx[32], rightIdx[32];
+  for (int j = 0; j < 16; ++j) {
+    leftIdx[2 * j] = static_cast<uint16_t>(j), leftIdx[2 * j + 1] = static_cast<uint16_t>(32 + j);
+    rightIdx[2 * j] = static_cast<uint16_t>(16 + j);
+    rightIdx[2 * j + 1] = static_cast<uint16_t>(48 + j);
+  }
+  const __m512i left = _mm512_load_si512(leftIdx), right = _mm512_load_si512(rightIdx);
+  amxBegin();
+  for (int64_t k0 = 0; k0 < K; k0 += 2 * kAmxPairs) {
+    int64_t kc = K - k0 < 2 * kAmxPairs ? K - k0 : 2 * kAmxPairs;
+    rows.block(k0, kc);
+    int64_t KT = rows.KT;
+    bool accBlock = acc || k0 > 0;
     for (int64_t j = 0; j < N; j += 32) {
       int64_t n = N - j < 32 ? N - j : 32;
       for (int64_t p = 0; p < KT * 16; ++p) {
@@ -588,7 +669,39 @@ KILN_AMX_HOST void sbgemmAmxPa(int64_t M, int64_t N, int64_t K, const uint16_t *
       TileSrc b{pb, 2048, 128, pb + (KT - 1) * 2048, 128};
       for (int64_t i = 0; i < M; i += 32) {
         int64_t m = M - i < 32 ? M - i : 32;
-        TileSrc a0 = strip(i / 16), a1 = m > 16 ? strip(i / 16 + 1) : a0;
+        TileSrc a0 = rows.strip(i / 16), a1 = m > 16 ? rows.strip(i / 16 + 1) : a0;
+        amxBlock(m, n, KT, a0, a1, b, C + i * ldc + j, ldc, accBlock, copy);
+      }
+    }
+  }
+  amxEnd();
+}
+
+/// kiln_uk_sbgemm_pb_a16 on AMX: A's bf16 rows read in place (BfRows), B's
+/// panels too (a panel's last tile copied when the block ends inside it).
+KILN_AMX_HOST void sbgemmAmxPbA16(int64_t M, int64_t N, int64_t K, const uint16_t *A,
+                                  int64_t lda, const uint16_t *B, int64_t ldb, float *C,
+                                  int64_t ldc, bool acc) {
+  BfRows rows(A, lda, M);
+  alignas(64) uint32_t tail[16 * 32];
+  alignas(64) float copy[32 * 32];
+  const uint32_t *B32 = reinterpret_cast<const uint32_t *>(B);
+  amxBegin();
+  for (int64_t k0 = 0; k0 < K; k0 += 2 * kAmxPairs) {
+    int64_t kc = K - k0 < 2 * kAmxPairs ? K - k0 : 2 * kAmxPairs;
+    rows.block(k0, kc);
+    int64_t KT = rows.KT, tailPairs = rows.kp - (KT - 1) * 16;
+    bool accBlock = acc || k0 > 0, oddK = kc % 2 != 0;
+    for (int64_t j = 0; j < N; j += 32) {
+      int64_t n = N - j < 32 ? N - j : 32;
+      const uint32_t *panel = B32 + (j / 32) * (ldb / 2) + (k0 / 2) * 32;
+      const char *last = reinterpret_cast<const char *>(panel + (KT - 1) * 512);
+      if (tailPairs < 16 || oddK)
+        last = panelTail(panel + (KT - 1) * 512, tailPairs, oddK, tail);
+      TileSrc b{reinterpret_cast<const char *>(panel), 2048, 128, last, 128};
+      for (int64_t i = 0; i < M; i += 32) {
+        int64_t m = M - i < 32 ? M - i : 32;
+        TileSrc a0 = rows.strip(i / 16), a1 = m > 16 ? rows.strip(i / 16 + 1) : a0;
         amxBlock(m, n, KT, a0, a1, b, C + i * ldc + j, ldc, accBlock, copy);
       }
     }
@@ -626,10 +739,13 @@ using PaFn = void (*)(int64_t, int64_t, int64_t, const uint16_t *, int64_t, cons
                       int64_t, float *, int64_t, bool);
 using PbFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t, const uint16_t *,
                       int64_t, float *, int64_t, bool);
+using PbA16Fn = void (*)(int64_t, int64_t, int64_t, const uint16_t *, int64_t,
+                         const uint16_t *, int64_t, float *, int64_t, bool);
 
 struct Impl {
   PaFn pa;
   PbFn pb;
+  PbA16Fn pbA16;
   const char *name;
 };
 
@@ -648,19 +764,19 @@ Impl selectSbgemm() {
 #if defined(KILN_HAVE_AMX)
   bool others = f32Forced || forced("avx512") || forced("avx512bf16");
   if (dot && __builtin_cpu_supports("avx512bw") && !others && amxUsable())
-    return {sbgemmAmxPa, sbgemmAmxPb, "amx"};
+    return {sbgemmAmxPa, sbgemmAmxPb, sbgemmAmxPbA16, "amx"};
 #endif
   if (dot && !f32Forced && !forced("avx512"))
-    return {sbgemm512Pa<true>, sbgemm512Pb<true>, "avx512bf16"};
+    return {sbgemm512Pa<true>, sbgemm512Pb<true>, sbgemm512PbA16<true>, "avx512bf16"};
   if (has512 && !f32Forced)
-    return {sbgemm512Pa<false>, sbgemm512Pb<false>, "avx512"};
+    return {sbgemm512Pa<false>, sbgemm512Pb<false>, sbgemm512PbA16<false>, "avx512"};
 #endif
   // The fallback runs on whichever f32 ukernel this process chose.
   const char *f32 = kiln_uk_sgemm_impl();
   const char *name = std::strcmp(f32, "avx512") == 0 ? "f32-avx512"
                      : std::strcmp(f32, "avx2") == 0 ? "f32-avx2"
                                                      : "f32-portable";
-  return {sbgemmFallbackPa, sbgemmFallbackPb, name};
+  return {sbgemmFallbackPa, sbgemmFallbackPb, sbgemmFallbackPbA16, name};
 }
 
 const Impl &chosen() {
@@ -701,6 +817,15 @@ extern "C" void kiln_uk_sbgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, in
     chosen().pb(M, N, K, reinterpret_cast<const float *>(a), lda,
                 reinterpret_cast<const uint16_t *>(b), ldb, reinterpret_cast<float *>(c), ldc,
                 accumulate != 0);
+}
+
+extern "C" void kiln_uk_sbgemm_pb_a16(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                                      int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                                      int64_t accumulate) {
+  if (!empty(M, N, K, c, ldc, accumulate))
+    chosen().pbA16(M, N, K, reinterpret_cast<const uint16_t *>(a), lda,
+                   reinterpret_cast<const uint16_t *>(b), ldb, reinterpret_cast<float *>(c), ldc,
+                   accumulate != 0);
 }
 
 extern "C" const char *kiln_uk_sbgemm_impl() { return chosen().name; }

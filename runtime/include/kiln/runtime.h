@@ -336,6 +336,13 @@ void kiln_uk_sbgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                        int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                        int64_t accumulate);
 
+/** _pb_a16: as _pb with A bf16 (already rounded), row-major lda elements
+ *  apart (lda even), starting at an even k; when K is odd, A's element K of
+ *  each row (the last pair's upper half) is read and must be zero. */
+void kiln_uk_sbgemm_pb_a16(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                           int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                           int64_t accumulate);
+
 /** The bf16 ukernels' implementation: "amx" (TDPBF16PS on AMX tiles, where
  *  the CPU has AMX-BF16 and Linux grants the tile state), "avx512bf16"
  *  (VDPBF16PS; KILN_UKERNEL=avx512bf16 forces it on an AMX CPU), "avx512"

@@ -1,11 +1,12 @@
-/* The bf16 ukernels (kiln_uk_sbgemm_pa/_pb) against a double-precision
- * reference on the bf16-rounded operands: shapes around every tile edge
- * (6-row groups, 16-row AMX tiles and 32 x 32 blocks, 32-column panels,
- * the 32-deep AMX tiles and 256-deep k blocks, odd K), leading
- * dimensions wider than the matrix, accumulate on and off, the packed
- * operand on either side; the f32 operand is given unrounded (the ukernel
- * rounds it to nearest even) and with a NaN it must carry through. Run once
- * per implementation ($KILN_UKERNEL). */
+/* The bf16 ukernels (kiln_uk_sbgemm_pa/_pb/_pb_a16) against a
+ * double-precision reference on the bf16-rounded operands: shapes around
+ * every tile edge (6-row groups, 16-row AMX tiles and 32 x 32 blocks,
+ * 32-column panels, 32-deep AMX tiles, 256- and 1024-deep k blocks, odd K),
+ * leading dimensions wider than the matrix, accumulate on and off, the
+ * packed operand on either side, or A given as bf16 rows (_pb_a16); the f32
+ * operand is given unrounded (the ukernel rounds it to nearest even) and
+ * with a NaN it must carry through. Run once per implementation
+ * ($KILN_UKERNEL). */
 #include "kiln/runtime.h"
 
 #include <math.h>
@@ -41,9 +42,9 @@ static double widen(uint16_t h) {
 int main(void) {
   const int64_t ms[] = {1, 5, 6, 7, 13, 16, 17, 24, 32, 33, 40};
   const int64_t ns[] = {1, 7, 16, 17, 31, 32, 33, 70};
-  const int64_t ks[] = {1, 2, 3, 31, 32, 33, 255, 256, 257, 600};
+  const int64_t ks[] = {1, 2, 3, 31, 32, 33, 255, 256, 257, 600, 1025};
   int passed = 0, failed = 0;
-  for (int side = 0; side < 2; ++side) /* 0: A packed, 1: B packed */
+  for (int side = 0; side < 3; ++side) /* 0: A packed, 1: B packed, 2: both bf16 */
     for (size_t mi = 0; mi < sizeof ms / sizeof *ms; ++mi)
       for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ++ni)
         for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ++ki)
@@ -78,9 +79,12 @@ int main(void) {
             if (side == 0)
               kiln_uk_sbgemm_pa(M, N, K, (int64_t)(intptr_t)ap, ldap, (int64_t)(intptr_t)b, ldb,
                                 (int64_t)(intptr_t)c, ldc, acc);
-            else
+            else if (side == 1)
               kiln_uk_sbgemm_pb(M, N, K, (int64_t)(intptr_t)a, lda, (int64_t)(intptr_t)bp,
                                 32 * Kp, (int64_t)(intptr_t)c, ldc, acc);
+            else
+              kiln_uk_sbgemm_pb_a16(M, N, K, (int64_t)(intptr_t)ap, ldap, (int64_t)(intptr_t)bp,
+                                    32 * Kp, (int64_t)(intptr_t)c, ldc, acc);
             double worst = 0;
             for (int64_t i = 0; i < M; ++i)
               for (int64_t j = 0; j < N; ++j) {
@@ -90,7 +94,8 @@ int main(void) {
             /* f32 sums of K exact products of values in [-1, 1]. */
             int ok = worst <= 1e-6 * (double)(K + 1) && c[N] == guard;
             if (!ok)
-              printf("FAIL %s M=%lld N=%lld K=%lld acc=%d: error %.3g\n", side ? "pb" : "pa",
+              printf("FAIL %s M=%lld N=%lld K=%lld acc=%d: error %.3g\n",
+                     side == 0 ? "pa" : side == 1 ? "pb" : "pb_a16",
                      (long long)M, (long long)N, (long long)K, acc, worst);
             passed += ok;
             failed += !ok;
@@ -98,7 +103,7 @@ int main(void) {
           }
   /* K = 0: C zeroed (the columns past N untouched), or left as it is when
    * accumulating. */
-  for (int side = 0; side < 2; ++side)
+  for (int side = 0; side < 3; ++side)
     for (int acc = 0; acc < 2; ++acc) {
       float c[3 * 9], a[1] = {1.0f}, b[1] = {1.0f};
       uint16_t p[1] = {0x3f80};
@@ -106,15 +111,18 @@ int main(void) {
       if (side == 0)
         kiln_uk_sbgemm_pa(3, 7, 0, (int64_t)(intptr_t)p, 0, (int64_t)(intptr_t)b, 7,
                           (int64_t)(intptr_t)c, 9, acc);
-      else
+      else if (side == 1)
         kiln_uk_sbgemm_pb(3, 7, 0, (int64_t)(intptr_t)a, 0, (int64_t)(intptr_t)p, 0,
                           (int64_t)(intptr_t)c, 9, acc);
+      else
+        kiln_uk_sbgemm_pb_a16(3, 7, 0, (int64_t)(intptr_t)p, 0, (int64_t)(intptr_t)p, 0,
+                              (int64_t)(intptr_t)c, 9, acc);
       int ok = 1;
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 9; ++j)
           ok &= c[i * 9 + j] == (acc || j >= 7 ? (float)(i * 9 + j + 1) : 0.0f);
       if (!ok)
-        printf("FAIL K=0 %s acc=%d\n", side ? "pb" : "pa", acc);
+        printf("FAIL K=0 side %d acc=%d\n", side, acc);
       passed += ok;
       failed += !ok;
     }
@@ -144,6 +152,16 @@ int main(void) {
         ok &= (isnan(c[i * N + j]) != 0) == (j == 20);
     kiln_uk_sbgemm_pb(M, N, K, (int64_t)(intptr_t)an, K, (int64_t)(intptr_t)bp, 32 * Kp,
                       (int64_t)(intptr_t)c, N, 0);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        ok &= (isnan(c[i * N + j]) != 0) == (i == 3);
+    /* _pb_a16: a bf16 NaN in A's rows (row 3, the odd last k). */
+    uint16_t an16[7 * 10] = {0};
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        an16[i * Kp + k] = bf16(an[i * K + k]);
+    kiln_uk_sbgemm_pb_a16(M, N, K, (int64_t)(intptr_t)an16, Kp, (int64_t)(intptr_t)bp, 32 * Kp,
+                          (int64_t)(intptr_t)c, N, 0);
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j)
         ok &= (isnan(c[i * N + j]) != 0) == (i == 3);
