@@ -2416,8 +2416,11 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   int64_t tpc = cc == Cg ? std::clamp<int64_t>(kChunkFloats / (rb * Cg), 1, KK) : 1;
   // bf16 (kiln_uk_sbgemm_pb): B in 32-column panels of bf16 pairs of k, so
   // every chunk must start at an even k (even channel counts).
-  bool bf16 = lowersToBf16(op) && Cg % 2 == 0 && (cc == Cg || cc % 2 == 0) &&
-              (ceilDiv(Og, cb) == 1 || cb % 32 == 0);
+  // (An odd channel count still works when one chunk is the whole K, as
+  // in an RGB stem: that chunk starts at k = 0.)
+  bool oneChunk = cc == Cg && tpc == KK;
+  bool bf16 = lowersToBf16(op) && (Cg % 2 == 0 || oneChunk || pointwise) &&
+              (cc == Cg || cc % 2 == 0) && (ceilDiv(Og, cb) == 1 || cb % 32 == 0);
   int64_t Kp = (Kdim + 1) / 2 * 2, panels = ceilDiv(Og, 32);
   {
     const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
@@ -2477,9 +2480,12 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     } else {
       int64_t chunkK = tpc * cc;
       // bf16: the gathered rows are rounded as they are written (half the
-      // bytes; the ukernel reads them as they are, chunks of even length).
+      // bytes; the ukernel reads them as they are, chunks of even length
+      // but for a single odd chunk, whose rows end in a zero to an even
+      // stride).
       bool a16 = bf16;
-      Value col = a16 ? e.scratchBf16(rb * chunkK) : e.scratch(rb * chunkK);
+      int64_t ldCol = a16 ? (chunkK + 1) / 2 * 2 : chunkK;
+      Value col = a16 ? e.scratchBf16(rb * ldCol) : e.scratch(rb * ldCol);
       auto put = [&](Value v, Value at) {
         if (a16)
           v = arith::TruncFOp::create(e.b, e.b.getBF16Type(), v);
@@ -2497,7 +2503,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
             int64_t ky = t / KW, kx = t % KW;
             Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
             Value iw = signedSub(e, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), pad[1]);
-            Value dst = e.add(e.mul(r, chunkK), e.idx((t - t0) * n));
+            Value dst = e.add(e.mul(r, ldCol), e.idx((t - t0) * n));
             Value valid = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H), inRangeS(e, iw, 0, W));
             ifElse(e, valid, [&] {
               Value src = e.add(e.add(inImg, e.mul(e.add(e.mul(ih, W), iw), C)),
@@ -2507,8 +2513,10 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
               e.loop(0, n, [&](Value c) { put(e.f32(0.0f), e.add(dst, c)); });
             });
           }
+          if (ldCol > chunkK)
+            put(e.f32(0.0f), e.add(e.mul(r, ldCol), e.idx(chunkK)));
         });
-        product(e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), chunkK,
+        product(e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), ldCol,
                 e.add(e.idx(t0 * Cg), cBase), !first, a16);
       };
       if (cc == Cg) {
@@ -2862,16 +2870,17 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   bool f32 = llvm::all_of(ins, [](Value v) {
     return llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32();
   });
-  // Fewer than 6 rows (batch-1 classifiers) waste the ukernel's 6-row tile
-  // and its B packing; the dot-product loops below do better there.
-  bool viaUkernel = !tA && f32 && M >= 6 &&
-                    (!tB || p.buffers[bBuf].kind == Buffer::Constant);
+  // Fewer than 6 rows (batch-1 classifiers) waste the f32 ukernel's 6-row
+  // tile and its B packing; the dot-product loops below do better there.
+  // In bf16 the weights are read once either way, and the ukernel reads
+  // half the bytes (packed bf16), so it takes any M.
+  bool constB = p.buffers[bBuf].kind == Buffer::Constant;
   auto [rb, cb] = productTiles(M, N, 1);
   rb = liveTileRows(rb, 1);
   // bf16 (kiln_uk_sbgemm_pb): a constant B in 32-column panels of bf16
   // pairs of k (column tiles are whole panels).
-  bool bf16 = viaUkernel && lowersToBf16(op) && p.buffers[bBuf].kind == Buffer::Constant &&
-              (ceilDiv(N, cb) == 1 || cb % 32 == 0);
+  bool bf16 = !tA && f32 && constB && lowersToBf16(op) && (ceilDiv(N, cb) == 1 || cb % 32 == 0);
+  bool viaUkernel = bf16 || (!tA && f32 && M >= 6 && (!tB || constB));
   int64_t Kp = (K + 1) / 2 * 2;
   if (bf16) {
     const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[bBuf].offset);

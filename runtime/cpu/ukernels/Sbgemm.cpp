@@ -599,25 +599,33 @@ struct BfRows {
     partial = tails + RT * 256;
   }
 
+  /// 16 pairs of row i from pair p on (zero past M and the block; the
+  /// last pair's upper half zero at an odd k).
+  KILN_AMX_HOST __m512i sixteen(int64_t i, int64_t p, bool oddK) const {
+    if (i >= M || p >= kp)
+      return _mm512_setzero_si512();
+    int64_t n = kp - p < 16 ? kp - p : 16;
+    __m512i v = _mm512_maskz_loadu_epi32(laneMask16(n), A32 + i * rowWords + k0 / 2 + p);
+    if (oddK && p + n == kp)
+      v = _mm512_mask_and_epi32(v, static_cast<__mmask16>(1u << (n - 1)), v,
+                                _mm512_set1_epi32(0xffff));
+    return v;
+  }
+
   /// Pairs [k0 / 2, k0 / 2 + (kc + 1) / 2) of every row.
-  void block(int64_t blockK0, int64_t kc) {
+  KILN_AMX_HOST void block(int64_t blockK0, int64_t kc) {
     k0 = blockK0, kp = (kc + 1) / 2, KT = (kp + 15) / 16;
     bool oddK = kc % 2 != 0;
     kTail = kp % 16 != 0 || oddK;
-    auto pair = [&](int64_t i, int64_t p) -> uint32_t {
-      if (i >= M || p >= kp)
-        return 0;
-      uint32_t v = A32[i * rowWords + k0 / 2 + p];
-      return oddK && p == kp - 1 ? v & 0xffffu : v;
-    };
     if (kTail)
       for (int64_t i = 0; i < RT * 16; ++i)
-        for (int64_t q = 0; q < 16; ++q)
-          tails[(i / 16) * 256 + (i % 16) * 16 + q] = pair(i, (KT - 1) * 16 + q);
+        _mm512_store_si512(tails + (i / 16) * 256 + (i % 16) * 16,
+                           sixteen(i, (KT - 1) * 16, oddK));
     if (M % 16 != 0)
       for (int64_t r = 0; r < 16; ++r)
-        for (int64_t p = 0; p < KT * 16; ++p)
-          partial[r * KT * 16 + p] = pair((RT - 1) * 16 + r, p);
+        for (int64_t t = 0; t < KT; ++t)
+          _mm512_store_si512(partial + r * KT * 16 + t * 16,
+                             sixteen((RT - 1) * 16 + r, t * 16, oddK));
   }
 
   /// Row tile t's strip of this block.
