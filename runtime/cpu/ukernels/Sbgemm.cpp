@@ -535,42 +535,53 @@ const char *panelTail(const uint32_t *lastTile, int64_t pairs, bool oddK, uint32
   return reinterpret_cast<const char *>(tail);
 }
 
-/// kiln_uk_sbgemm_pb on AMX: A's block rounded into tiles (row tile t, k
-/// tile kt at at + (t * KT + kt) * 256 words, zero past M and the block),
-/// B's panels read in place.
+/// The last tiles of B's panels for a block that ends inside them (or at
+/// an odd k), copied into `tails` (512 words a panel); false when the
+/// panels' own tiles serve.
+bool panelTails(const uint32_t *B32, int64_t ldb, int64_t N, int64_t k0, int64_t KT,
+                int64_t tailPairs, bool oddK, uint32_t *tails) {
+  if (tailPairs == 16 && !oddK)
+    return false;
+  for (int64_t j = 0; j < N; j += 32)
+    panelTail(B32 + (j / 32) * (ldb / 2) + (k0 / 2) * 32 + (KT - 1) * 512, tailPairs, oddK,
+              tails + (j / 32) * 512);
+  return true;
+}
+
+/// kiln_uk_sbgemm_pb on AMX: 32 rows of A at a time rounded into tiles
+/// (row tile t, k tile kt at at + (t * KT + kt) * 256 words, zero past M
+/// and the block), kept in L1 while B's panels, read in place, stream past.
 KILN_AMX_HOST void sbgemmAmxPb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                                const uint16_t *B, int64_t ldb, float *C, int64_t ldc,
                                bool acc) {
-  int64_t RT = (M + 15) / 16;
-  uint32_t *at = amxWords(RT * (kAmxPairs / 16) * 256);
-  alignas(64) uint32_t tail[16 * 32];
+  uint32_t *at = amxWords(2 * (kAmxPairs / 16) * 256);
+  uint32_t *tails = amxWords((N + 31) / 32 * 512, 1);
   alignas(64) float copy[32 * 32];
   const uint32_t *B32 = reinterpret_cast<const uint32_t *>(B);
   amxBegin();
   for (int64_t k0 = 0; k0 < K; k0 += 2 * kAmxPairs) {
     int64_t kc = K - k0 < 2 * kAmxPairs ? K - k0 : 2 * kAmxPairs, kp = (kc + 1) / 2;
     int64_t KT = (kp + 15) / 16, tailPairs = kp - (KT - 1) * 16;
-    bool accBlock = acc || k0 > 0, oddK = kc % 2 != 0;
-    for (int64_t i = 0; i < RT * 16; ++i) {
-      uint32_t *dst = at + (i / 16) * KT * 256 + (i % 16) * 16;
-      for (int64_t kt = 0; kt < KT; ++kt)
-        _mm512_store_si512(dst + kt * 256,
-                           i < M ? roundPairs(A + i * lda + k0 + kt * 32, kc - kt * 32)
-                                 : _mm512_setzero_si512());
-    }
-    for (int64_t j = 0; j < N; j += 32) {
-      int64_t n = N - j < 32 ? N - j : 32;
-      const uint32_t *panel = B32 + (j / 32) * (ldb / 2) + (k0 / 2) * 32;
-      const char *last = reinterpret_cast<const char *>(panel + (KT - 1) * 512);
-      if (tailPairs < 16 || oddK)
-        last = panelTail(panel + (KT - 1) * 512, tailPairs, oddK, tail);
-      TileSrc b{reinterpret_cast<const char *>(panel), 2048, 128, last, 128};
-      for (int64_t i = 0; i < M; i += 32) {
-        int64_t m = M - i < 32 ? M - i : 32;
-        const char *t0 = reinterpret_cast<const char *>(at + (i / 16) * KT * 256);
-        const char *t1 = t0 + KT * 1024;
-        TileSrc a0{t0, 1024, 64, t0 + (KT - 1) * 1024, 64};
-        TileSrc a1{t1, 1024, 64, t1 + (KT - 1) * 1024, 64};
+    bool accBlock = acc || k0 > 0;
+    bool tailed = panelTails(B32, ldb, N, k0, KT, tailPairs, kc % 2 != 0, tails);
+    for (int64_t i = 0; i < M; i += 32) {
+      int64_t m = M - i < 32 ? M - i : 32;
+      for (int64_t r = 0; r < (m > 16 ? 32 : 16); ++r) {
+        uint32_t *dst = at + (r / 16) * KT * 256 + (r % 16) * 16;
+        for (int64_t kt = 0; kt < KT; ++kt)
+          _mm512_store_si512(dst + kt * 256,
+                             r < m ? roundPairs(A + (i + r) * lda + k0 + kt * 32, kc - kt * 32)
+                                   : _mm512_setzero_si512());
+      }
+      const char *t0 = reinterpret_cast<const char *>(at), *t1 = t0 + KT * 1024;
+      TileSrc a0{t0, 1024, 64, t0 + (KT - 1) * 1024, 64};
+      TileSrc a1{t1, 1024, 64, t1 + (KT - 1) * 1024, 64};
+      for (int64_t j = 0; j < N; j += 32) {
+        int64_t n = N - j < 32 ? N - j : 32;
+        const uint32_t *panel = B32 + (j / 32) * (ldb / 2) + (k0 / 2) * 32;
+        const uint32_t *last = tailed ? tails + (j / 32) * 512 : panel + (KT - 1) * 512;
+        TileSrc b{reinterpret_cast<const char *>(panel), 2048, 128,
+                  reinterpret_cast<const char *>(last), 128};
         amxBlock(m, n, KT, a0, a1, b, C + i * ldc + j, ldc, accBlock, copy);
       }
     }
@@ -691,7 +702,7 @@ KILN_AMX_HOST void sbgemmAmxPbA16(int64_t M, int64_t N, int64_t K, const uint16_
                                   int64_t lda, const uint16_t *B, int64_t ldb, float *C,
                                   int64_t ldc, bool acc) {
   BfRows rows(A, lda, M);
-  alignas(64) uint32_t tail[16 * 32];
+  uint32_t *tails = amxWords((N + 31) / 32 * 512, 1);
   alignas(64) float copy[32 * 32];
   const uint32_t *B32 = reinterpret_cast<const uint32_t *>(B);
   amxBegin();
@@ -700,16 +711,18 @@ KILN_AMX_HOST void sbgemmAmxPbA16(int64_t M, int64_t N, int64_t K, const uint16_
     rows.block(k0, kc);
     int64_t KT = rows.KT, tailPairs = rows.kp - (KT - 1) * 16;
     bool accBlock = acc || k0 > 0, oddK = kc % 2 != 0;
-    for (int64_t j = 0; j < N; j += 32) {
-      int64_t n = N - j < 32 ? N - j : 32;
-      const uint32_t *panel = B32 + (j / 32) * (ldb / 2) + (k0 / 2) * 32;
-      const char *last = reinterpret_cast<const char *>(panel + (KT - 1) * 512);
-      if (tailPairs < 16 || oddK)
-        last = panelTail(panel + (KT - 1) * 512, tailPairs, oddK, tail);
-      TileSrc b{reinterpret_cast<const char *>(panel), 2048, 128, last, 128};
-      for (int64_t i = 0; i < M; i += 32) {
-        int64_t m = M - i < 32 ? M - i : 32;
-        TileSrc a0 = rows.strip(i / 16), a1 = m > 16 ? rows.strip(i / 16 + 1) : a0;
+    // Row blocks outer: a block's A strips stay in L1 while B's panels
+    // stream past.
+    bool tailed = panelTails(B32, ldb, N, k0, KT, tailPairs, oddK, tails);
+    for (int64_t i = 0; i < M; i += 32) {
+      int64_t m = M - i < 32 ? M - i : 32;
+      TileSrc a0 = rows.strip(i / 16), a1 = m > 16 ? rows.strip(i / 16 + 1) : a0;
+      for (int64_t j = 0; j < N; j += 32) {
+        int64_t n = N - j < 32 ? N - j : 32;
+        const uint32_t *panel = B32 + (j / 32) * (ldb / 2) + (k0 / 2) * 32;
+        const uint32_t *last = tailed ? tails + (j / 32) * 512 : panel + (KT - 1) * 512;
+        TileSrc b{reinterpret_cast<const char *>(panel), 2048, 128,
+                  reinterpret_cast<const char *>(last), 128};
         amxBlock(m, n, KT, a0, a1, b, C + i * ldc + j, ldc, accBlock, copy);
       }
     }
