@@ -2499,19 +2499,53 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
           Value img = e.div(px, P), pix = e.rem(px, P);
           Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
           Value inImg = e.mul(img, H * W * C);
-          for (int64_t t = t0; t < t1; ++t) {
-            int64_t ky = t / KW, kx = t % KW;
-            Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
-            Value iw = signedSub(e, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), pad[1]);
+          auto ihOf = [&](int64_t ky) {
+            return signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
+          };
+          auto iwOf = [&](int64_t kx) {
+            return signedSub(e, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), pad[1]);
+          };
+          auto srcOf = [&](Value ih, Value iw) {
+            return e.add(e.add(inImg, e.mul(e.add(e.mul(ih, W), iw), C)),
+                         e.add(e.mul(g, Cg), cBase));
+          };
+          // One tap: n channels, zeros where the window leaves the input.
+          auto tap = [&](int64_t t) {
+            Value ih = ihOf(t / KW), iw = iwOf(t % KW);
             Value dst = e.add(e.mul(r, ldCol), e.idx((t - t0) * n));
             Value valid = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H), inRangeS(e, iw, 0, W));
             ifElse(e, valid, [&] {
-              Value src = e.add(e.add(inImg, e.mul(e.add(e.mul(ih, W), iw), C)),
-                                e.add(e.mul(g, Cg), cBase));
+              Value src = srcOf(ih, iw);
               e.loop(0, n, [&](Value c) { put(e.load(1, e.add(src, c)), e.add(dst, c)); });
             }, [&] {
               e.loop(0, n, [&](Value c) { put(e.f32(0.0f), e.add(dst, c)); });
             });
+          };
+          // Taps of one kernel row over whole pixels (every channel, no
+          // dilation) read adjacent input pixels: where the whole run lies
+          // inside the input it is one contiguous copy (an RGB stem's 7 taps
+          // of 3 channels become one 21-element run).
+          bool runs = G == 1 && n == C && d[1] == 1;
+          for (int64_t t = t0; t < t1;) {
+            int64_t ky = t / KW, te = std::min(t1, (ky + 1) * KW), len = te - t;
+            if (!runs || len == 1) {
+              for (; t < te; ++t)
+                tap(t);
+              continue;
+            }
+            Value ih = ihOf(ky), iw = iwOf(t % KW);
+            Value inside = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H),
+                                                 inRangeS(e, iw, 0, W - len + 1));
+            int64_t ta = t;
+            ifElse(e, inside, [&] {
+              Value src = srcOf(ih, iw);
+              Value dst = e.add(e.mul(r, ldCol), e.idx((ta - t0) * n));
+              e.loop(0, len * n, [&](Value c) { put(e.load(1, e.add(src, c)), e.add(dst, c)); });
+            }, [&] {
+              for (int64_t u = ta; u < te; ++u)
+                tap(u);
+            });
+            t = te;
           }
           if (ldCol > chunkK)
             put(e.f32(0.0f), e.add(e.mul(r, ldCol), e.idx(chunkK)));
