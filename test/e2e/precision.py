@@ -13,10 +13,11 @@ Checks, per model, target and precision:
 --keep-fp32 by ONNX op type (Conv,Gemm: nothing lowered, fp32 numerics) and
 by node name (that node's kernel stays fp32, the others do not).
 
-The CPU's bf16 ukernels (kiln_uk_sbgemm_pa/_pb) at the shapes that test
-their packing: convolutions (NCHW gathered in channel chunks with an odd
-K, pointwise, grouped; NHWC), matmuls past one 512-column tile with an odd
-K, batched with a shared B, a gemm with a transposed B. Each against
+The CPU's bf16 ukernels (kiln_uk_sbgemm_pa/_pb/_pb_a16) at the shapes
+that test their packing: convolutions (NCHW gathered in channel chunks
+with an odd K, pointwise, grouped; NHWC, and an RGB stem of odd K gathered
+in contiguous runs), matmuls past one 512-column tile with an odd K,
+batched with a shared B, a gemm with a transposed B, a one-row gemm. Each against
 onnxruntime run on the operands rounded to bf16 (what the ukernel
 multiplies), its result rounded too: within one bf16 step; on the AMX
 path where the CPU has it, the VDPBF16PS path (KILN_UKERNEL=avx512bf16),
@@ -224,7 +225,12 @@ UKERNEL_CASES = [
     ("conv_nchw_oddk", lambda: conv_case(2, 7, 12, 20, 3, stride=2), ["--layout=nchw"], "pa"),
     ("conv_nchw_pointwise", lambda: conv_case(1, 24, 14, 40, 1), ["--layout=nchw"], "pa"),
     ("conv_nchw_grouped", lambda: conv_case(1, 32, 10, 32, 3, group=2), ["--layout=nchw"], "pa"),
-    ("conv_nhwc", lambda: conv_case(2, 32, 12, 48, 3), ["--layout=nhwc"], "pb"),
+    # NHWC: the gathered rows are bf16 already (kiln_uk_sbgemm_pb_a16).
+    ("conv_nhwc", lambda: conv_case(2, 32, 12, 48, 3), ["--layout=nhwc"], "pb_a16"),
+    # An RGB stem: 3 channels (odd) in one chunk of K = 147 (rows padded to
+    # 148), each kernel row's 7 taps one contiguous run inside the input.
+    ("conv_nhwc_stem", lambda: conv_case(1, 3, 20, 16, 7, stride=2), ["--layout=nhwc"],
+     "pb_a16"),
     ("conv_nhwc_pointwise", lambda: conv_case(1, 64, 9, 600, 1), ["--layout=nhwc"], "pb"),
     ("matmul_wide_oddk", lambda: single("MatMul", [("x", (20, 71))], [("w", (71, 600))], {}),
      [], "pb"),
@@ -232,6 +238,9 @@ UKERNEL_CASES = [
      [], "pb"),
     ("gemm_transb", lambda: single("Gemm", [("x", (12, 33))], [("w", (40, 33)), ("c", (40,))],
                                    dict(transB=1)), [], "pb"),
+    # One row (a batch-1 classifier): the bf16 ukernel too.
+    ("gemm_one_row", lambda: single("Gemm", [("x", (1, 96))], [("w", (96, 200)), ("c", (200,))],
+                                    {}), [], "pb"),
 ]
 
 
@@ -263,7 +272,7 @@ def ukernel_cases(kc, kr, tmp, only, report):
         except RuntimeError as e:
             report(False, f"ukernel {name}: {e}")
             continue
-        calls = "@kiln_uk_sbgemm_" + which in ll
+        calls = "@kiln_uk_sbgemm_" + which + "(" in ll
         for force in (None, "avx512bf16", "avx512", "avx2"):
             env = dict(os.environ)
             env.pop("KILN_UKERNEL", None)
