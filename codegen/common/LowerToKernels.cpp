@@ -2419,6 +2419,16 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   int64_t rb = rTiles0 == 1 ? Mt : ceilDiv(ceilDiv(Mt, rTiles0), 6) * 6;
   int64_t cb = Og <= 512 ? Og : 512;
   auto tileCount = [&] { return G * ceilDiv(Mt, rb) * ceilDiv(Og, cb); };
+  // bf16: pixel rows first, in 32-row blocks (the AMX ukernel's) of up to
+  // 128, then channels: each column tile gathers (or, pointwise, rounds)
+  // its rows again, so fewer column tiles gather less (ResNet-50 bf16
+  // 12.6 -> 10.4 ms on 2 threads).
+  if (lowersToBf16(op)) {
+    int64_t r0 = ceilDiv(Mt, 128);
+    rb = r0 == 1 ? Mt : ceilDiv(ceilDiv(Mt, r0), 32) * 32;
+    while (tileCount() < kMinTiles && rb > 32)
+      rb = std::max<int64_t>(32, ceilDiv(rb / 2, 32) * 32);
+  }
   while (tileCount() < kMinTiles && cb > 64)
     cb = std::max<int64_t>(64, ceilDiv(cb / 2, 32) * 32);
   while (tileCount() < kMinTiles && rb > 24)
