@@ -281,19 +281,45 @@ KILN_AVX512 void sbgemm512Pa(int64_t M, int64_t N, int64_t K, const uint16_t *A,
   }
 }
 
+/// One k block of C (+)= rows of A pairs (row i at a + i * stride 32-bit
+/// words, kp pairs) times B's 32-column panels (from pair k0 / 2 on), in
+/// 6 x 32 tiles.
+template <bool Dot>
+KILN_AVX512 void panels512(int64_t M, int64_t N, int64_t kp, const uint32_t *a0, int64_t stride,
+                           const uint16_t *B, int64_t ldb, int64_t k0, float *C, int64_t ldc,
+                           bool acc) {
+  alignas(64) float discard[32];
+  for (int64_t j = 0; j < N; j += 32) {
+    int64_t n = N - j < 32 ? N - j : 32;
+    __mmask16 m0 = laneMask16(n), m1 = laneMask16(n - 16);
+    const uint32_t *panel = reinterpret_cast<const uint32_t *>(B + (j / 32) * ldb) + (k0 / 2) * 32;
+    for (int64_t i = 0; i < M; i += 6) {
+      float *c[6];
+      const uint32_t *a[6];
+      for (int r = 0; r < 6; ++r) {
+        bool real = i + r < M;
+        c[r] = real ? C + (i + r) * ldc + j : discard;
+        a[r] = a0 + (real ? i + r : i) * stride;
+      }
+      if (Dot)
+        tileDot(kp, a, panel, c, acc, m0, m1);
+      else
+        tileSplit(kp, a, panel, c, acc, m0, m1);
+    }
+  }
+}
+
 thread_local std::vector<uint32_t> packedRows;
 
 template <bool Dot>
 KILN_AVX512 void sbgemm512Pb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                              const uint16_t *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
-  alignas(64) float discard[32];
   // A's block as rows of bf16 pairs (kPairs apart), rounded: once per
   // block, read by every panel.
   packedRows.resize(M * kPairs + 16);
   uint32_t *ap = packedRows.data();
   for (int64_t k0 = 0; k0 < K; k0 += 2 * kPairs) {
     int64_t kc = K - k0 < 2 * kPairs ? K - k0 : 2 * kPairs, kp = (kc + 1) / 2;
-    bool accBlock = acc || k0 > 0;
     for (int64_t i = 0; i < M; ++i) {
       const float *row = A + i * lda + k0;
       uint32_t *dst = ap + i * kPairs;
@@ -305,25 +331,7 @@ KILN_AVX512 void sbgemm512Pb(int64_t M, int64_t N, int64_t K, const float *A, in
                             _mm512_cvtepi32_epi16(toBf16x16(x)));
       }
     }
-    for (int64_t j = 0; j < N; j += 32) {
-      int64_t n = N - j < 32 ? N - j : 32;
-      __mmask16 m0 = laneMask16(n), m1 = laneMask16(n - 16);
-      const uint32_t *panel = reinterpret_cast<const uint32_t *>(B + (j / 32) * ldb) +
-                              (k0 / 2) * 32;
-      for (int64_t i = 0; i < M; i += 6) {
-        float *c[6];
-        const uint32_t *a[6];
-        for (int r = 0; r < 6; ++r) {
-          bool real = i + r < M;
-          c[r] = real ? C + (i + r) * ldc + j : discard;
-          a[r] = ap + (real ? i + r : i) * kPairs;
-        }
-        if (Dot)
-          tileDot(kp, a, panel, c, accBlock, m0, m1);
-        else
-          tileSplit(kp, a, panel, c, accBlock, m0, m1);
-      }
-    }
+    panels512<Dot>(M, N, kp, ap, kPairs, B, ldb, k0, C, ldc, acc || k0 > 0);
   }
 }
 
@@ -333,30 +341,10 @@ template <bool Dot>
 KILN_AVX512 void sbgemm512PbA16(int64_t M, int64_t N, int64_t K, const uint16_t *A,
                                 int64_t lda, const uint16_t *B, int64_t ldb, float *C,
                                 int64_t ldc, bool acc) {
-  alignas(64) float discard[32];
   const uint32_t *A32 = reinterpret_cast<const uint32_t *>(A);
   for (int64_t k0 = 0; k0 < K; k0 += 2 * kPairs) {
     int64_t kc = K - k0 < 2 * kPairs ? K - k0 : 2 * kPairs, kp = (kc + 1) / 2;
-    bool accBlock = acc || k0 > 0;
-    for (int64_t j = 0; j < N; j += 32) {
-      int64_t n = N - j < 32 ? N - j : 32;
-      __mmask16 m0 = laneMask16(n), m1 = laneMask16(n - 16);
-      const uint32_t *panel = reinterpret_cast<const uint32_t *>(B + (j / 32) * ldb) +
-                              (k0 / 2) * 32;
-      for (int64_t i = 0; i < M; i += 6) {
-        float *c[6];
-        const uint32_t *a[6];
-        for (int r = 0; r < 6; ++r) {
-          bool real = i + r < M;
-          c[r] = real ? C + (i + r) * ldc + j : discard;
-          a[r] = A32 + (real ? i + r : i) * (lda / 2) + k0 / 2;
-        }
-        if (Dot)
-          tileDot(kp, a, panel, c, accBlock, m0, m1);
-        else
-          tileSplit(kp, a, panel, c, accBlock, m0, m1);
-      }
-    }
+    panels512<Dot>(M, N, kp, A32 + k0 / 2, lda / 2, B, ldb, k0, C, ldc, acc || k0 > 0);
   }
 }
 
@@ -548,6 +536,22 @@ bool panelTails(const uint32_t *B32, int64_t ldb, int64_t N, int64_t k0, int64_t
   return true;
 }
 
+/// One row block (m <= 32 rows: strips a0, a1) times every 32-column panel
+/// of B (packed, read in place from pair k0 / 2 on; their last tiles from
+/// `tails` when given, see panelTails), KT tiles deep, into C's rows.
+void amxPanels(int64_t m, int64_t N, int64_t KT, const TileSrc &a0, const TileSrc &a1,
+               const uint32_t *B32, int64_t ldb, int64_t k0, const uint32_t *tails, float *C,
+               int64_t ldc, bool acc, float *copy) {
+  for (int64_t j = 0; j < N; j += 32) {
+    int64_t n = N - j < 32 ? N - j : 32;
+    const uint32_t *panel = B32 + (j / 32) * (ldb / 2) + (k0 / 2) * 32;
+    const uint32_t *last = tails ? tails + (j / 32) * 512 : panel + (KT - 1) * 512;
+    TileSrc b{reinterpret_cast<const char *>(panel), 2048, 128,
+              reinterpret_cast<const char *>(last), 128};
+    amxBlock(m, n, KT, a0, a1, b, C + j, ldc, acc, copy);
+  }
+}
+
 /// kiln_uk_sbgemm_pb on AMX: 32 rows of A at a time rounded into tiles
 /// (row tile t, k tile kt at at + (t * KT + kt) * 256 words, zero past M
 /// and the block), kept in L1 while B's panels, read in place, stream past.
@@ -576,14 +580,8 @@ KILN_AMX_HOST void sbgemmAmxPb(int64_t M, int64_t N, int64_t K, const float *A, 
       const char *t0 = reinterpret_cast<const char *>(at), *t1 = t0 + KT * 1024;
       TileSrc a0{t0, 1024, 64, t0 + (KT - 1) * 1024, 64};
       TileSrc a1{t1, 1024, 64, t1 + (KT - 1) * 1024, 64};
-      for (int64_t j = 0; j < N; j += 32) {
-        int64_t n = N - j < 32 ? N - j : 32;
-        const uint32_t *panel = B32 + (j / 32) * (ldb / 2) + (k0 / 2) * 32;
-        const uint32_t *last = tailed ? tails + (j / 32) * 512 : panel + (KT - 1) * 512;
-        TileSrc b{reinterpret_cast<const char *>(panel), 2048, 128,
-                  reinterpret_cast<const char *>(last), 128};
-        amxBlock(m, n, KT, a0, a1, b, C + i * ldc + j, ldc, accBlock, copy);
-      }
+      amxPanels(m, N, KT, a0, a1, B32, ldb, k0, tailed ? tails : nullptr, C + i * ldc, ldc,
+                accBlock, copy);
     }
   }
   amxEnd();
@@ -717,14 +715,8 @@ KILN_AMX_HOST void sbgemmAmxPbA16(int64_t M, int64_t N, int64_t K, const uint16_
     for (int64_t i = 0; i < M; i += 32) {
       int64_t m = M - i < 32 ? M - i : 32;
       TileSrc a0 = rows.strip(i / 16), a1 = m > 16 ? rows.strip(i / 16 + 1) : a0;
-      for (int64_t j = 0; j < N; j += 32) {
-        int64_t n = N - j < 32 ? N - j : 32;
-        const uint32_t *panel = B32 + (j / 32) * (ldb / 2) + (k0 / 2) * 32;
-        const uint32_t *last = tailed ? tails + (j / 32) * 512 : panel + (KT - 1) * 512;
-        TileSrc b{reinterpret_cast<const char *>(panel), 2048, 128,
-                  reinterpret_cast<const char *>(last), 128};
-        amxBlock(m, n, KT, a0, a1, b, C + i * ldc + j, ldc, accBlock, copy);
-      }
+      amxPanels(m, N, KT, a0, a1, B32, ldb, k0, tailed ? tails : nullptr, C + i * ldc, ldc,
+                accBlock, copy);
     }
   }
   amxEnd();
