@@ -2509,11 +2509,10 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       // bytes; the ukernel reads them as they are, chunks of even length
       // but for a single odd chunk, whose rows end in a zero to an even
       // stride).
-      bool a16 = bf16;
-      int64_t ldCol = a16 ? (chunkK + 1) / 2 * 2 : chunkK;
-      Value col = a16 ? e.scratchBf16(rb * ldCol) : e.scratch(rb * ldCol);
+      int64_t ldCol = bf16 ? (chunkK + 1) / 2 * 2 : chunkK;
+      Value col = bf16 ? e.scratchBf16(rb * ldCol) : e.scratch(rb * ldCol);
       auto put = [&](Value v, Value at) {
-        if (a16)
+        if (bf16)
           v = arith::TruncFOp::create(e.b, e.b.getBF16Type(), v);
         e.storeM(v, col, at);
       };
@@ -2577,7 +2576,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
             put(e.f32(0.0f), e.add(e.mul(r, ldCol), e.idx(chunkK)));
         });
         product(e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), ldCol,
-                e.add(e.idx(t0 * Cg), cBase), !first, a16);
+                e.add(e.idx(t0 * Cg), cBase), !first, bf16);
       };
       if (cc == Cg) {
         for (int64_t t0 = 0; t0 < KK; t0 += tpc)

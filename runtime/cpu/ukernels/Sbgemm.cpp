@@ -491,7 +491,8 @@ __attribute__((target("avx512f"))) void amxBlock(int64_t m, int64_t n, int64_t K
 
 #define KILN_AMX_HOST __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
-// Pairs of k per block: 8 tiles deep; C is loaded and stored once a block.
+// Pairs of k per block: up to 32 tiles deep; C is loaded and stored once a
+// block.
 constexpr int64_t kAmxPairs = 512;
 thread_local std::vector<uint32_t> amxScratch[2];
 
@@ -514,20 +515,21 @@ KILN_AMX_HOST inline __m512i roundPairs(const float *x, int64_t n) {
 /// The B tile strip of a packed panel that ends inside its last tile (or
 /// at an odd k: the pair's upper half is another k's): that tile's pairs
 /// copied into `tail` with zeros after them.
-const char *panelTail(const uint32_t *lastTile, int64_t pairs, bool oddK, uint32_t *tail) {
+void panelTail(const uint32_t *lastTile, int64_t pairs, bool oddK, uint32_t *tail) {
   std::memcpy(tail, lastTile, pairs * 128);
   std::memset(tail + pairs * 32, 0, (16 - pairs) * 128);
   if (oddK)
     for (int j = 0; j < 32; ++j)
       tail[(pairs - 1) * 32 + j] &= 0xffffu;
-  return reinterpret_cast<const char *>(tail);
 }
 
-/// The last tiles of B's panels for a block that ends inside them (or at
-/// an odd k), copied into `tails` (512 words a panel); false when the
-/// panels' own tiles serve.
-bool panelTails(const uint32_t *B32, int64_t ldb, int64_t N, int64_t k0, int64_t KT,
-                int64_t tailPairs, bool oddK, uint32_t *tails) {
+/// The last tiles of B's panels for the k block [k0, k0 + kc) when it ends
+/// inside them (or at an odd k), copied into `tails` (512 words a panel);
+/// false when the panels' own tiles serve.
+bool panelTails(const uint32_t *B32, int64_t ldb, int64_t N, int64_t k0, int64_t kc,
+                uint32_t *tails) {
+  int64_t kp = (kc + 1) / 2, KT = (kp + 15) / 16, tailPairs = kp - (KT - 1) * 16;
+  bool oddK = kc % 2 != 0;
   if (tailPairs == 16 && !oddK)
     return false;
   for (int64_t j = 0; j < N; j += 32)
@@ -565,9 +567,9 @@ KILN_AMX_HOST void sbgemmAmxPb(int64_t M, int64_t N, int64_t K, const float *A, 
   amxBegin();
   for (int64_t k0 = 0; k0 < K; k0 += 2 * kAmxPairs) {
     int64_t kc = K - k0 < 2 * kAmxPairs ? K - k0 : 2 * kAmxPairs, kp = (kc + 1) / 2;
-    int64_t KT = (kp + 15) / 16, tailPairs = kp - (KT - 1) * 16;
+    int64_t KT = (kp + 15) / 16;
     bool accBlock = acc || k0 > 0;
-    bool tailed = panelTails(B32, ldb, N, k0, KT, tailPairs, kc % 2 != 0, tails);
+    bool tailed = panelTails(B32, ldb, N, k0, kc, tails);
     for (int64_t i = 0; i < M; i += 32) {
       int64_t m = M - i < 32 ? M - i : 32;
       for (int64_t r = 0; r < (m > 16 ? 32 : 16); ++r) {
@@ -603,7 +605,7 @@ struct BfRows {
       : A32(reinterpret_cast<const uint32_t *>(A)), rowWords(lda / 2), M(M),
         RT((M + 15) / 16) {
     // The last k tile of every row tile (RT x 256 words), then the row tile
-    // past M whole (16 rows x 8 tiles of 16 pairs).
+    // past M whole (16 rows x kAmxPairs pairs).
     tails = amxWords(RT * 256 + 16 * kAmxPairs);
     partial = tails + RT * 256;
   }
@@ -707,11 +709,11 @@ KILN_AMX_HOST void sbgemmAmxPbA16(int64_t M, int64_t N, int64_t K, const uint16_
   for (int64_t k0 = 0; k0 < K; k0 += 2 * kAmxPairs) {
     int64_t kc = K - k0 < 2 * kAmxPairs ? K - k0 : 2 * kAmxPairs;
     rows.block(k0, kc);
-    int64_t KT = rows.KT, tailPairs = rows.kp - (KT - 1) * 16;
-    bool accBlock = acc || k0 > 0, oddK = kc % 2 != 0;
+    int64_t KT = rows.KT;
+    bool accBlock = acc || k0 > 0;
     // Row blocks outer: a block's A strips stay in L1 while B's panels
     // stream past.
-    bool tailed = panelTails(B32, ldb, N, k0, KT, tailPairs, oddK, tails);
+    bool tailed = panelTails(B32, ldb, N, k0, kc, tails);
     for (int64_t i = 0; i < M; i += 32) {
       int64_t m = M - i < 32 ? M - i : 32;
       TileSrc a0 = rows.strip(i / 16), a1 = m > 16 ? rows.strip(i / 16 + 1) : a0;
