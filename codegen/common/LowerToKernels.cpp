@@ -158,13 +158,18 @@ public:
     Value v = load(buf, i);
     return convertElements(b, v, v.getType(), b.getF32Type());
   }
-  /// A workgroup-private f32 scratch buffer on the stack.
+  /// A workgroup-private f32 scratch buffer on the stack, 64-byte aligned
+  /// (AMX reads 64-byte tile rows: one that straddles two cache lines
+  /// costs two loads, a third of the ukernel's rate).
   Value scratch(int64_t n) {
-    return memref::AllocaOp::create(b, MemRefType::get({n}, b.getF32Type()));
+    return memref::AllocaOp::create(b, MemRefType::get({n}, b.getF32Type()),
+                                    b.getI64IntegerAttr(64));
   }
-  /// n bf16 of stack (rows that a bf16 ukernel reads as they are).
+  /// n bf16 of stack (rows that a bf16 ukernel reads as they are), 64-byte
+  /// aligned.
   Value scratchBf16(int64_t n) {
-    return memref::AllocaOp::create(b, MemRefType::get({n}, b.getBF16Type()));
+    return memref::AllocaOp::create(b, MemRefType::get({n}, b.getBF16Type()),
+                                    b.getI64IntegerAttr(64));
   }
   Value loadM(Value m, Value i) { return memref::LoadOp::create(b, m, i); }
   void storeM(Value v, Value m, Value i) { memref::StoreOp::create(b, v, m, i); }

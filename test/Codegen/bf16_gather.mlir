@@ -21,7 +21,7 @@ func.func @main(%x: tensor<1x3x8x8xf32> {kiln.name = "x"}, %a: tensor<1x64xf32> 
 
 // 24 pixel rows a workgroup x 28 bf16 of gathered rows.
 // CHECK-LABEL: func.func @kiln_k{{[0-9]+}}_conv(
-// CHECK: memref.alloca() : memref<672xbf16>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<672xbf16>
 // A kernel row inside the input: one copy of 3 taps x 3 channels.
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c9{{.*}} step
 // CHECK: arith.truncf {{.*}} : f32 to bf16

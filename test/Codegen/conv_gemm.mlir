@@ -29,7 +29,7 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // CHECK-NOT: im2col
 // CHECK-LABEL: func.func @kiln_k0_conv(
 // CHECK-SAME: memref<1296xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 2 : i64}
-// CHECK: memref.alloca() : memref<648xf32>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<648xf32>
 // CHECK-NOT: scf.if
 // CHECK: memref.extract_aligned_pointer_as_index
 // CHECK: call @kiln_uk_sgemm_pa(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c432_i64, %{{.*}}, %c9_i64, %{{.*}}, %{{.*}}, %c1_i64) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> ()
@@ -40,8 +40,8 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // CHECK-LABEL: func.func @kiln_k1_conv(
 // CHECK-SAME: attributes {kiln.workgroups = 32 : i64}
 // CHECK-NOT: call @kiln_uk_sgemm
-// CHECK: memref.alloca() : memref<28xf32>
-// CHECK: memref.alloca() : memref<15xf32>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<28xf32>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<15xf32>
 // CHECK: arith.mulf
 
 // Pointwise: the input is the column matrix.
@@ -58,7 +58,7 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // NHWC-NOT: transpose
 // NHWC-LABEL: func.func @kiln_k0_conv(
 // NHWC-SAME: memref<1152xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 1 : i64}
-// NHWC: memref.alloca() : memref<1296xf32>
+// NHWC: memref.alloca() {alignment = 64 : i64} : memref<1296xf32>
 // NHWC: scf.if
 // NHWC: scf.for %{{.*}} = %{{.*}} to %c8{{.*}} step
 // NHWC: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c16_i64, %{{.*}}, %c16_i64{{.*}}, %c0_i64)
