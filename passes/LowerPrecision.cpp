@@ -1,7 +1,9 @@
 //===- LowerPrecision.cpp - autocast ahead of time: bf16/fp16 contractions ===//
 //
 // kiln-lower-precision (Passes.td): convolutions, gemms and matmuls take
-// bf16 (or f16) operands and give a bf16 result, accumulating in f32;
+// bf16 (or f16) operands and give a bf16 result, accumulating in f32; so
+// does attention on the CPU (its query, key and value; the mask and the
+// softmax stay f32, the probabilities meet the values in bf16);
 // elementwise additions and products of values that are already bf16 give
 // bf16 (autocast's "promote" ops); everything else -- softmax,
 // normalizations, reductions, exp/log/pow, the model's outputs -- stays f32.
@@ -41,6 +43,9 @@ ArrayRef<StringRef> onnxTypesOf(Operation *op) {
   static const StringRef conv[] = {"conv", "convtranspose", "convinteger"};
   static const StringRef gemm[] = {"gemm"};
   static const StringRef matmul[] = {"matmul", "einsum", "linear"};
+  static const StringRef attention[] = {"attention", "multiheadattention"};
+  if (isa<AttentionOp>(op))
+    return attention;
   if (isa<ConvOp>(op))
     return conv;
   if (isa<GemmOp>(op))
@@ -84,6 +89,25 @@ struct LowerPrecisionPass : impl::LowerPrecisionPassBase<LowerPrecisionPass> {
     return up;
   }
 
+  /// Rounds the value `use` reads to `low` values. Through the reshapes and
+  /// transposes that only this use reads (attention's head split), it is
+  /// rounded where it is made, so that the rounding fuses into its producer
+  /// and the moves stay views of it.
+  void roundOperand(OpBuilder &b, OpOperand &use) {
+    OpOperand *at = &use;
+    Operation *def = at->get().getDefiningOp();
+    while (def && isa<ReshapeOp, TransposeOp>(def) && at->get().hasOneUse()) {
+      at = &def->getOpOperand(0);
+      def = at->get().getDefiningOp();
+    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(at->getOwner());
+    at->set(rounded(b, at->getOwner()->getLoc(), at->get()));
+    for (Operation *o = at->getOwner(); o != use.getOwner();
+         o = *o->getResult(0).getUsers().begin())
+      exact.insert(o->getResult(0));
+  }
+
   /// Replaces `op`'s f32 result by the result rounded to `low` values.
   void roundResult(OpBuilder &b, Operation *op) {
     Value r = op->getResult(0);
@@ -110,9 +134,8 @@ struct LowerPrecisionPass : impl::LowerPrecisionPassBase<LowerPrecisionPass> {
     int64_t contraction = 0;
     for (Operation *op : ops) {
       OpBuilder b(op);
-      if (isa<ConvOp, GemmOp, MatMulOp>(op)) {
-        if (!elemOf(op->getResult(0)).isF32())
-          continue;
+      bool attention = isa<AttentionOp>(op);
+      if (isLowerableContraction(op, tensorCores)) {
         int64_t index = contraction++;
         if (kept(op) || llvm::is_contained(keepIndex, index))
           continue;
@@ -121,10 +144,17 @@ struct LowerPrecisionPass : impl::LowerPrecisionPassBase<LowerPrecisionPass> {
           // The CPU computes in f32 on rounded values: operands that do not
           // hold `low` values yet round (constants at compile time), and so
           // does the result.
+          // (Attention's mask, operand 3, is added to f32 scores.)
           for (OpOperand &use : op->getOpOperands())
-            if (elemOf(use.get()).isF32() && !exact.contains(use.get()))
-              use.set(rounded(b, op->getLoc(), use.get()));
-          roundResult(b, op);
+            if (elemOf(use.get()).isF32() && !exact.contains(use.get()) &&
+                !(attention && use.getOperandNumber() >= 3))
+              roundOperand(b, use);
+          // Attention's kernel rounds the result as it stores it (a cast
+          // after it would be a kernel of its own).
+          if (attention)
+            exact.insert(op->getResult(0));
+          else
+            roundResult(b, op);
           continue;
         }
         // Tensor cores: operands in `low` (an exact value's down cast folds
@@ -167,4 +197,13 @@ struct LowerPrecisionPass : impl::LowerPrecisionPassBase<LowerPrecisionPass> {
 };
 
 } // namespace
+
+// Attention only where its kernel takes rounded operands (the CPU; the
+// tensor-core kernels' attention is f32).
+bool isLowerableContraction(Operation *op, bool tensorCores) {
+  if (!isa<ConvOp, GemmOp, MatMulOp>(op) && !(isa<AttentionOp>(op) && !tensorCores))
+    return false;
+  return elemOf(op->getResult(0)).isF32();
+}
+
 } // namespace kiln

@@ -24,6 +24,11 @@ void wrapInFusion(llvm::ArrayRef<mlir::Operation *> group);
 /// How many values kiln-rematerialize could recompute in `fn`.
 int64_t countRematerializeCandidates(mlir::func::FuncOp fn);
 
+/// Whether kiln-lower-precision may lower `op` (an f32 conv, gemm or
+/// matmul; attention too unless for tensor cores): the contractions it
+/// counts, in order, for keep-index.
+bool isLowerableContraction(mlir::Operation *op, bool tensorCores);
+
 } // namespace kiln
 
 #endif // KILN_PASSES_PASSES_H

@@ -326,7 +326,10 @@ def LowerPrecisionPass : Pass<"kiln-lower-precision", "mlir::func::FuncOp"> {
   let description = [{
     `kiln.conv`, `kiln.gemm` and `kiln.matmul` on f32 take `precision`
     (bf16 or fp16) operands and give a result of that type: the kernels
-    accumulate in f32 and round the result once. Constant weights convert at
+    accumulate in f32 and round the result once. Without `tensor-cores`,
+    `kiln.attention` does too: its query, key and value round (where they
+    are made, through reshapes and transposes only it reads), its mask
+    stays f32, and its kernel rounds the result as it stores it. Constant weights convert at
     compile time (the canonicalizer folds casts of constants). Values that
     only move or select among such values (relu, max pool, reshapes,
     transposes, slices, concats) keep holding them; a sum or product of two
@@ -366,7 +369,8 @@ def LowerPrecisionPass : Pass<"kiln-lower-precision", "mlir::func::FuncOp"> {
                "ops that stay f32: kiln op names, ONNX op types or node names">,
     ListOption<"keepIndex", "keep-index", "int64_t",
                "contractions that stay f32, by position among the function's f32 "
-               "conv/gemm/matmul ops in order (kiln-compile --precision=auto's search)">,
+               "conv/gemm/matmul (and, without tensor-cores, attention) ops in order "
+               "(kiln-compile --precision=auto's search)">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -314,6 +314,27 @@ public:
     lanes = saved;
   }
 
+  /// acc = init; for i in [lo, hi): acc = combine(acc, body(i)), with the
+  /// body on kVectorLanes elements at a time (lanes set; `identity` starts
+  /// the vector accumulator, reduced by `kind` at the end), then one at a
+  /// time for the rest. `combine` must be what `kind` does.
+  Value vecReduce(Value lo, Value hi, Value init, double identity, vector::CombiningKind kind,
+                  const std::function<Value(Value)> &body,
+                  const std::function<Value(Value, Value)> &combine) {
+    Value n = arith::SubIOp::create(b, hi, lo);
+    Value mid = add(lo, mul(arith::DivUIOp::create(b, n, idx(kVectorLanes)), kVectorLanes));
+    int64_t saved = lanes;
+    lanes = kVectorLanes;
+    Value vacc = reduce(lo, mid, f32(identity), [&](Value i, Value acc) {
+      return combine(acc, body(i));
+    }, kVectorLanes);
+    lanes = 1;
+    Value acc = combine(init, vector::ReductionOp::create(b, kind, vacc));
+    acc = reduce(mid, hi, acc, [&](Value i, Value a) { return combine(a, body(i)); });
+    lanes = saved;
+    return acc;
+  }
+
   // GPU-shaped kernels (Program::gpu): calls to helpers the CUDA prelude
   // defines (codegen/cuda/EmitCuda.cpp).
   /// This thread's index in its block, and the block's index in the grid.
@@ -1064,6 +1085,8 @@ private:
   LogicalResult reduce(Operation *op, const Epilogue *pro = nullptr,
                        const Epilogue *epi = nullptr);
   LogicalResult layerNorm(kiln::LayerNormOp op);
+  LogicalResult attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sources,
+                             ArrayRef<MatrixView> views, const MatrixView &outView);
   LogicalResult attention(kiln::AttentionOp op, ArrayRef<Value> sources,
                           ArrayRef<MatrixView> views, const MatrixView &outView);
   LogicalResult transpose(kiln::TransposeOp op);
@@ -1669,6 +1692,20 @@ static std::pair<int64_t, int64_t> bf16Tiles(int64_t rows, int64_t cols, int64_t
 static bool lowersToBf16(Operation *op) {
   auto a = op->getAttrOfType<StringAttr>("kiln.precision");
   return a && a.getValue() == "bf16";
+}
+
+/// f32 `v` rounded to the precision kiln-lower-precision gave `op` (bf16 or
+/// f16 values, still f32), or `v` where it gave none: attention rounds its
+/// result in its kernel.
+static Value roundedToPrecision(KernelEmitter &e, Operation *op, Value v) {
+  auto a = op->getAttrOfType<StringAttr>("kiln.precision");
+  if (!a)
+    return v;
+  Type low = a.getValue() == "bf16" ? Type(e.b.getBF16Type()) : Type(e.b.getF16Type());
+  if (auto vt = llvm::dyn_cast<VectorType>(v.getType()))
+    low = vt.clone(low);
+  Value t = arith::TruncFOp::create(e.b, low, v);
+  return arith::ExtFOp::create(e.b, v.getType(), t);
 }
 
 /// f32 -> bf16 bits, nearest even (as arith.truncf and the ukernels round).
@@ -3705,6 +3742,8 @@ LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
     return op.emitError("attention needs key and value rows contiguous");
   if (p.gpu)
     return gpuAttention(op, sources, views, outView);
+  if (lowersToBf16(op))
+    return attentionBf16(op, sources, views, outView);
   SmallVector<int> ids;
   for (Value src : sources)
     ids.push_back(bufferOf.lookup(src));
@@ -3784,9 +3823,169 @@ LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
       Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.loadM(lRow, i));
       Value oRow = e.add(base[3], e.mul(e.add(q0, i), outView.row));
       e.loop(0, Dv, [&](Value d) {
-        e.store(e.fmul(e.loadM(acc, e.add(e.mul(i, Dv), d)), inv), oArg,
-                e.add(oRow, e.mul(d, outView.col)));
+        e.store(roundedToPrecision(e, op, e.fmul(e.loadM(acc, e.add(e.mul(i, Dv), d)), inv)),
+                oArg, e.add(oRow, e.mul(d, outView.col)));
       });
+    });
+  }, estimateFlops(op));
+  bufferOf[op.getResult()] = out;
+  return success();
+}
+
+/// bf16 attention (--precision=bf16 on the CPU), flash style on the bf16
+/// ukernels. A workgroup owns up to 128 query rows of one batch: Q scaled
+/// and rounded once into bf16 rows. Per block of 128 keys: K's block
+/// transposed to f32 columns, S = Q16 x K^T (kiln_uk_sbgemm_pa); rows of S
+/// through the online softmax (vectorized, the mask added), the
+/// probabilities rounded into bf16 rows P16; acc (+)= P16 x V
+/// (kiln_uk_sbgemm_pa, V's rows read in place and rounded by the ukernel).
+/// The running sums add the rounded probabilities, the ones that meet V.
+LogicalResult Lowering::attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sources,
+                                      ArrayRef<MatrixView> views, const MatrixView &outView) {
+  AttentionLayout a = AttentionLayout::of(op);
+  int64_t r = a.rank, Sq = a.Sq, D = a.D, Sk = a.Sk, Dv = a.Dv;
+  bool hasMask = a.hasMask;
+  const std::vector<int64_t> &maskStr = a.maskStr;
+  SmallVector<int> ids;
+  for (Value src : sources)
+    ids.push_back(bufferOf.lookup(src));
+  int out = newBuffer(Buffer::Arena, std::max<int64_t>(elems(op.getResult()), 1) * 4);
+  ids.push_back(out);
+  int oArg = ids.size() - 1;
+  constexpr int64_t kKeyBlock = 128, kQueryRows = 128;
+  int64_t nq = std::min(kQueryRows, std::max<int64_t>(Sq, 1));
+  int64_t qBlocks = ceilDiv(Sq, nq);
+  // Even row strides (pairs of k): Q16's and P16's rows end in a zero when
+  // D (or a block's key count) is odd.
+  int64_t Dp = (D + 1) / 2 * 2;
+  int64_t kb0 = std::min(kKeyBlock, std::max<int64_t>(Sk, 1));
+  int64_t ldP = (kb0 + 1) / 2 * 2;
+  const float negInf = -std::numeric_limits<float>::infinity();
+  emitKernel(op.getLoc(), "attention", ids, a.batches * qBlocks, [&](KernelEmitter &e) {
+    Type bf16 = e.b.getBF16Type();
+    Value bi = e.div(e.wg, qBlocks);
+    Value q0 = e.mul(e.rem(e.wg, qBlocks), nq);
+    Value rows = e.minI(e.idx(nq), arith::SubIOp::create(e.b, e.idx(Sq), q0));
+    SmallVector<Value> base = a.bases(e, bi, views, outView); // q, k, v, out, mask
+    Value Q16 = e.scratchBf16(nq * Dp), P16 = e.scratchBf16(nq * ldP);
+    Value KT = e.scratch(std::max<int64_t>(D, 1) * kb0), S = e.scratch(nq * kb0);
+    Value acc = e.scratch(nq * std::max<int64_t>(Dv, 1));
+    Value mRow = e.scratch(nq), lRow = e.scratch(nq);
+    // f32 (scalar or vector) rounded to bf16, and stored into bf16 scratch.
+    auto toBf16 = [&](Value x) -> Value {
+      auto v = llvm::dyn_cast<VectorType>(x.getType());
+      return arith::TruncFOp::create(e.b, v ? Type(v.clone(bf16)) : bf16, x);
+    };
+    auto store16 = [&](Value x, Value m, Value at) {
+      if (llvm::isa<VectorType>(x.getType()))
+        vector::StoreOp::create(e.b, x, m, ValueRange{at});
+      else
+        e.storeM(x, m, at);
+    };
+    auto bf16Zero = [&] { return arith::ConstantOp::create(e.b, e.b.getFloatAttr(bf16, 0.0)); };
+    e.loop(e.idx(0), rows, [&](Value i) {
+      Value qRow = e.add(base[0], e.mul(e.add(q0, i), views[0].row));
+      Value qAt = e.mul(i, Dp);
+      if (views[0].col == 1)
+        e.vecLoop(e.idx(0), e.idx(D), [&](Value d) {
+          Value x = e.fmul(e.vload(0, e.add(qRow, d)), e.f32(a.scale));
+          store16(toBf16(x), Q16, e.add(qAt, d));
+        });
+      else
+        e.loop(0, D, [&](Value d) {
+          Value x = e.fmul(e.load(0, e.add(qRow, e.mul(d, views[0].col))), e.f32(a.scale));
+          e.storeM(toBf16(x), Q16, e.add(qAt, d));
+        });
+      if (Dp != D)
+        e.storeM(bf16Zero(), Q16, e.add(qAt, e.idx(D)));
+      e.storeM(e.f32(negInf), mRow, i);
+      e.storeM(e.f32(0.0f), lRow, i);
+      e.vecLoop(e.idx(0), e.idx(Dv), [&](Value d) {
+        e.vstoreM(e.f32(0.0f), acc, e.add(e.mul(i, Dv), d));
+      });
+    });
+    e.loop(e.idx(0), e.idx(Sk), [&](Value kb) {
+      Value n = e.minI(e.idx(kb0), arith::SubIOp::create(e.b, e.idx(Sk), kb));
+      // KT[d][j] = K[kb + j][d]
+      e.loop(e.idx(0), n, [&](Value j) {
+        Value kRow = e.add(base[1], e.mul(e.add(kb, j), views[1].row));
+        e.loop(0, D, [&](Value d) {
+          e.storeM(e.load(1, e.add(kRow, d)), KT, e.add(e.mul(d, kb0), j));
+        });
+      });
+      // S[i][j] = Q16[i] . K[kb + j]
+      e.ukernel("kiln_uk_sbgemm_pa", rows, n, e.idx(D), e.addrM(Q16, e.idx(0)), Dp,
+                e.addrM(KT, e.idx(0)), kb0, e.addrM(S, e.idx(0)), kb0, false);
+      e.loop(e.idx(0), rows, [&](Value i) {
+        Value sRow = e.mul(i, kb0), pRow = e.mul(i, ldP);
+        Value maskRow = hasMask ? e.add(base[4], e.mul(e.add(q0, i), maskStr[r - 2])) : Value();
+        // The scores plus the mask (written back), and their maximum.
+        auto score = [&](Value j) {
+          Value sj = e.vloadM(S, e.add(sRow, j));
+          if (!hasMask)
+            return sj;
+          Value mk = e.vload(3, e.add(maskRow, e.mul(e.add(kb, j), maskStr[r - 1])));
+          sj = e.fadd(sj, mk);
+          e.vstoreM(sj, S, e.add(sRow, j));
+          return sj;
+        };
+        auto maxOf = [&](Value x, Value y) { return arith::MaximumFOp::create(e.b, x, y).getResult(); };
+        Value bmax;
+        if (!hasMask || maskStr[r - 1] == 1)
+          bmax = e.vecReduce(e.idx(0), n, e.f32(negInf), negInf, vector::CombiningKind::MAXIMUMF,
+                             score, maxOf);
+        else
+          bmax = e.reduce(e.idx(0), n, e.f32(negInf),
+                          [&](Value j, Value mx) { return maxOf(mx, score(j)); });
+        Value mOld = e.loadM(mRow, i);
+        Value mNew = arith::MaximumFOp::create(e.b, mOld, bmax);
+        // A row masked with -inf everywhere so far keeps a finite reference.
+        Value isInf = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OEQ, mNew, e.f32(negInf));
+        Value mRef = arith::SelectOp::create(e.b, isInf, e.f32(0.0f), mNew);
+        Value corr = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, mOld, mRef));
+        Value lsum = e.vecReduce(e.idx(0), n, e.f32(0.0f), 0.0, vector::CombiningKind::ADD,
+                                 [&](Value j) {
+          Value pj = math::ExpOp::create(
+              e.b, arith::SubFOp::create(e.b, e.vloadM(S, e.add(sRow, j)), e.splat(mRef)));
+          Value p16 = toBf16(pj);
+          store16(p16, P16, e.add(pRow, j));
+          return arith::ExtFOp::create(e.b, pj.getType(), p16).getResult();
+        }, [&](Value x, Value y) { return e.fadd(x, y, true); });
+        // An odd count of keys: the last pair's upper half is zero.
+        if (kb0 % 2 != 0 || Sk % kb0 % 2 != 0) {
+          Value odd = arith::CmpIOp::create(e.b, arith::CmpIPredicate::ne, e.rem(n, 2), e.idx(0));
+          auto ifOp = scf::IfOp::create(e.b, odd, false);
+          OpBuilder::InsertionGuard guard(e.b);
+          e.b.setInsertionPointToStart(ifOp.thenBlock());
+          e.storeM(bf16Zero(), P16, e.add(pRow, n));
+        }
+        e.storeM(mNew, mRow, i);
+        e.storeM(e.fadd(e.fmul(e.loadM(lRow, i), corr), lsum), lRow, i);
+        Value aRow = e.mul(i, Dv);
+        e.vecLoop(e.idx(0), e.idx(Dv), [&](Value d) {
+          Value at = e.add(aRow, d);
+          e.vstoreM(e.fmul(e.vloadM(acc, at), e.splat(corr)), acc, at);
+        });
+      });
+      // acc[i] += P16[i] . V[kb ..]
+      e.ukernel("kiln_uk_sbgemm_pa", rows, e.idx(Dv), n, e.addrM(P16, e.idx(0)), ldP,
+                e.addr(2, e.add(base[2], e.mul(kb, views[2].row))), views[2].row,
+                e.addrM(acc, e.idx(0)), Dv, true);
+    }, kb0);
+    e.loop(e.idx(0), rows, [&](Value i) {
+      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.loadM(lRow, i));
+      Value oRow = e.add(base[3], e.mul(e.add(q0, i), outView.row));
+      if (outView.col == 1)
+        e.vecLoop(e.idx(0), e.idx(Dv), [&](Value d) {
+          e.vstore(roundedToPrecision(
+                       e, op, e.fmul(e.vloadM(acc, e.add(e.mul(i, Dv), d)), e.splat(inv))),
+                   oArg, e.add(oRow, d));
+        });
+      else
+        e.loop(0, Dv, [&](Value d) {
+          e.store(roundedToPrecision(e, op, e.fmul(e.loadM(acc, e.add(e.mul(i, Dv), d)), inv)),
+                  oArg, e.add(oRow, e.mul(d, outView.col)));
+        });
     });
   }, estimateFlops(op));
   bufferOf[op.getResult()] = out;

@@ -2,7 +2,7 @@
 // RUN: kiln-opt "--kiln-lower-precision=tensor-cores=true precision=fp16" --canonicalize %s | FileCheck %s --check-prefix=TC
 // RUN: kiln-opt "--kiln-lower-precision=keep-fp32=MatMul" --canonicalize %s | FileCheck %s --check-prefix=KEEP
 // RUN: kiln-opt "--kiln-lower-precision=keep-fp32=second" --canonicalize %s | FileCheck %s --check-prefix=BYNAME
-// RUN: kiln-opt "--kiln-lower-precision=keep-index=0,2" --canonicalize %s | FileCheck %s --check-prefix=BYINDEX
+// RUN: kiln-opt "--kiln-lower-precision=keep-index=0,2,3" --canonicalize %s | FileCheck %s --check-prefix=BYINDEX
 // RUN: kiln-opt "--kiln-lower-precision=keep-fp32=first keep-index=0" --canonicalize %s | FileCheck %s --check-prefix=BOTH
 
 // The CPU form: the matmuls stay f32 on rounded values. The input rounds
@@ -73,4 +73,39 @@ func.func @mlp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %e = kiln.exp %s : tensor<4x8xf32>
   %c = kiln.matmul %e, %w : tensor<4x8xf32>, tensor<8x8xf32> loc("third")
   return %c : tensor<4x8xf32>
+}
+
+// Attention (the CPU form): query, key and value round, the query where it
+// is made, before the head split's reshape and transpose (only attention
+// reads them, so they stay views of the rounded value); the mask stays f32;
+// no cast after the result (its kernel rounds as it stores).
+// CHECK-LABEL: func @heads
+// CHECK: %[[XD:.*]] = kiln.cast %arg0 : tensor<8x16xf32> -> tensor<8x16xbf16>
+// CHECK: %[[XU:.*]] = kiln.cast %[[XD]] : tensor<8x16xbf16> -> tensor<8x16xf32>
+// CHECK: %[[R:.*]] = kiln.reshape %[[XU]]
+// CHECK: %[[Q:.*]] = kiln.transpose %[[R]]
+// CHECK: %[[KD:.*]] = kiln.cast %arg1 : tensor<2x8x8xf32> -> tensor<2x8x8xbf16>
+// CHECK: %[[K:.*]] = kiln.cast %[[KD]]
+// CHECK: %[[VD:.*]] = kiln.cast %arg2 : tensor<2x8x8xf32> -> tensor<2x8x8xbf16>
+// CHECK: %[[V:.*]] = kiln.cast %[[VD]]
+// CHECK: %[[A:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]], %arg3 {kiln.precision = "bf16", scale = 5.000000e-01 : f32}
+// CHECK-NOT: kiln.cast
+// CHECK: return %[[A]]
+
+// Tensor cores: their attention kernel is f32, attention stays as it is.
+// TC-LABEL: func @heads
+// TC-NOT: kiln.cast
+// TC-NOT: kiln.precision
+// TC: return
+
+// keep-index counts attention as a contraction on the CPU.
+// BYINDEX-LABEL: func @heads
+// BYINDEX-NOT: kiln.precision
+// BYINDEX: return
+func.func @heads(%x: tensor<8x16xf32>, %k: tensor<2x8x8xf32>, %v: tensor<2x8x8xf32>,
+                 %m: tensor<1x8x8xf32>) -> tensor<2x8x8xf32> {
+  %r = kiln.reshape %x : tensor<8x16xf32> -> tensor<8x2x8xf32>
+  %q = kiln.transpose %r {perm = array<i64: 1, 0, 2>} : tensor<8x2x8xf32> -> tensor<2x8x8xf32>
+  %a = kiln.attention %q, %k, %v, %m {scale = 0.5 : f32} : tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<1x8x8xf32> -> tensor<2x8x8xf32>
+  return %a : tensor<2x8x8xf32>
 }

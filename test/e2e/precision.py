@@ -63,8 +63,10 @@ def run(cmd, env=None):
     return r.stdout
 
 
-def contraction(kernel):
-    return any(op in kernel["ops"].split("+") for op in ("conv", "gemm", "matmul"))
+def contraction(kernel, target="cpu"):
+    # Attention lowers too on the CPU (the tensor-core targets keep it f32).
+    ops = ("conv", "gemm", "matmul") + (("attention",) if target == "cpu" else ())
+    return any(op in kernel["ops"].split("+") for op in ops)
 
 
 def main():
@@ -130,8 +132,8 @@ def main():
                         continue
                     err = rel(got, ref)
                     ok = got.shape == ref.shape and err <= TOL[prec] and rel(got, fp32) > 0
-                    lowered = [k["precision"] for k in kernels if contraction(k)]
-                    others = [k["precision"] for k in kernels if not contraction(k)]
+                    lowered = [k["precision"] for k in kernels if contraction(k, target)]
+                    others = [k["precision"] for k in kernels if not contraction(k, target)]
                     ok = ok and lowered and all(p == LOW[prec] for p in lowered) and \
                         all(p == "fp32" for p in others)
                     top1 = ""
@@ -185,6 +187,7 @@ def main():
             except RuntimeError as e:
                 report(False, f"{what}: {e}")
         ukernel_cases(kc, kr, tmp, args.only, report)
+        attention_cases(kc, kr, tmp, args.only, report)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
@@ -293,6 +296,103 @@ def ukernel_cases(kc, kr, tmp, only, report):
             report(ok, f"ukernel {name} (kiln_uk_sbgemm_{which}, "
                        f"KILN_UKERNEL={force or 'default'}): max excess over one bf16 step "
                        f"{max(worst, 0):.3g}")
+
+
+def attention_model(b, h, sq, sk, d, dv, mask_shape, scale):
+    """softmax(q @ k^T * scale + mask) @ v on inputs q, k, v (the importer
+    makes it one kiln.attention); the mask a random additive constant with
+    about a quarter of its entries -1e9."""
+    mrng = np.random.default_rng(11)
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+           for n, s in (("q", (b, h, sq, d)), ("k", (b, h, sk, d)), ("v", (b, h, sk, dv)))]
+    inits = [numpy_helper.from_array(np.array(scale, np.float32), "scale")]
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["s0"]),
+             helper.make_node("Mul", ["s0", "scale"], ["s1"])]
+    scores = "s1"
+    if mask_shape:
+        m = mrng.standard_normal(mask_shape).astype(np.float32)
+        m[mrng.random(mask_shape) < 0.25] = -1e9
+        inits.append(numpy_helper.from_array(m, "mask"))
+        nodes.append(helper.make_node("Add", ["s1", "mask"], ["s2"]))
+        scores = "s2"
+    nodes += [helper.make_node("Softmax", [scores], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["y"])]
+    g = helper.make_graph(nodes, "attention", ins, [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+# name, (batch, heads, Sq, Sk, D, Dv, mask shape, scale): the bf16 attention
+# kernel's blocks of 128 queries and 128 keys and its pairs of k.
+ATTENTION_CASES = [
+    # Two query blocks and two key blocks (the last of 5 keys, odd), a mask
+    # broadcast over the queries.
+    ("attention_blocks", (2, 3, 150, 133, 40, 24, (1, 1, 1, 133), 0.125)),
+    # An odd D (Q's rows end in a zero), an odd key count in one block, a
+    # full mask.
+    ("attention_odd", (1, 2, 7, 45, 37, 19, (1, 2, 7, 45), 0.3)),
+    # One query over 300 keys (a decoder step), a mask constant along the
+    # keys (stride 0: the scalar path).
+    ("attention_one_query", (1, 4, 1, 300, 64, 64, (1, 4, 1, 1), 0.125)),
+]
+
+
+def attention_cases(kc, kr, tmp, only, report):
+    """--precision=bf16 attention on the CPU: Q, K and V rounded to bf16,
+    the scores and softmax in f32, the probabilities rounded to bf16 where
+    they meet V, the result rounded. Against onnxruntime on the rounded
+    inputs: relative error <= 1e-2 (max |kiln - ort| / max |ort|) on every
+    ukernel path, the kernel calling kiln_uk_sbgemm_pa and reported bf16."""
+    for name, shape in ATTENTION_CASES:
+        if only not in name and only not in "attention":
+            continue
+        b, h, sq, sk, d, dv, mask_shape, scale = shape
+        model = attention_model(*shape)
+        path = os.path.join(tmp, name + ".onnx")
+        onnx.save(model, path)
+        rng = np.random.default_rng(13)
+        feeds, inputs = {}, []
+        for n, s in (("q", (b, h, sq, d)), ("k", (b, h, sk, d)), ("v", (b, h, sk, dv))):
+            x = rng.standard_normal(s).astype(np.float32) * (2.0 if n == "q" else 1.0)
+            feeds[n] = bf16_round(x)
+            f = os.path.join(tmp, n + ".npy")
+            np.save(f, x)
+            inputs += ["--input", f"{n}={f}"]
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        ref = sess.run(None, feeds)[0].astype(np.float64)
+        so = os.path.join(tmp, name + ".so")
+        rep = os.path.join(tmp, name + ".json")
+        try:
+            run([kc, path, "--precision=bf16", "-o", so, "--report", rep])
+            ll = run([kc, path, "--precision=bf16", "--emit=llvm"])
+        except RuntimeError as e:
+            report(False, f"{name}: {e}")
+            continue
+        kernels = json.load(open(rep))["kernels"]
+        att = [k for k in kernels if "attention" in k["ops"].split("+")]
+        shape_ok = len(att) == 1 and att[0]["precision"] == "bf16" and \
+            "@kiln_uk_sbgemm_pa(" in ll
+        for force in (None, "avx512bf16", "avx512", "avx2"):
+            env = dict(os.environ)
+            env.pop("KILN_UKERNEL", None)
+            if force:
+                env["KILN_UKERNEL"] = force
+            out = os.path.join(tmp, "out")
+            try:
+                run([kr, so, "--output-dir", out] + inputs, env=env)
+            except RuntimeError as e:
+                report(False, f"{name}: {e}")
+                continue
+            got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
+            err = float(np.abs(got - ref).max() / np.abs(ref).max()) \
+                if got.shape == ref.shape else 1.0
+            report(shape_ok and err <= 1e-2,
+                   f"{name} {shape[:6]} (KILN_UKERNEL={force or 'default'}): rel_err={err:.3g} "
+                   f"vs onnxruntime on the rounded inputs (tolerance 1e-2), one bf16 "
+                   f"attention kernel: {shape_ok}")
 
 
 if __name__ == "__main__":

@@ -265,8 +265,7 @@ static int calibratePrecision(const char *argv0, ModuleOp module, std::string &p
   int64_t contractions = 0;
   module.walk([&](func::FuncOp fn) {
     for (Operation &op : fn.getBody().getOps())
-      if (isa<kiln::ConvOp, kiln::GemmOp, kiln::MatMulOp>(op) &&
-          llvm::cast<RankedTensorType>(op.getResult(0).getType()).getElementType().isF32())
+      if (kiln::isLowerableContraction(&op, target != "cpu"))
         ++contractions;
   });
   std::string self = llvm::sys::fs::getMainExecutable(argv0, (void *)&calibratePrecision);
