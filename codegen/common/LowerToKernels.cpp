@@ -2487,8 +2487,26 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   // (An odd channel count still works when one chunk is the whole K, as
   // in an RGB stem: that chunk starts at k = 0.)
   bool oneChunk = cc == Cg && tpc == KK;
-  bool bf16 = lowersToBf16(op) && (Cg % 2 == 0 || oneChunk || pointwise) &&
-              (cc == Cg || cc % 2 == 0) && (ceilDiv(Og, cb) == 1 || cb % 32 == 0);
+  // bf16 whose rows more than one column tile would gather: every row is
+  // gathered once, whole, into an arena buffer of bf16 rows (a kernel of
+  // its own) that the column tiles read in place (ResNet-50's stage 3 and 4
+  // 3x3 convs, few pixels and many channels: 0.48 -> 0.2 ms).
+  bool im2col = lowersToBf16(op) && !pointwise && G == 1 && liveSym < 0 && cTiles > 1 &&
+                cb % 32 == 0;
+  if (im2col) {
+    // Rows are gathered once now: tiles of up to 128 rows (whole 32-row
+    // blocks) split columns first, so that each weight panel streams
+    // through one row tile (stage 4: 49 rows, 4.7 MB of weights).
+    int64_t r1 = ceilDiv(M, 128);
+    rb = std::min(M, ceilDiv(ceilDiv(M, r1), 32) * 32);
+    cb = Og <= 512 ? Og : 512;
+    while (tileCount() < kMinTiles && cb > 64)
+      cb = std::max<int64_t>(64, ceilDiv(cb / 2, 32) * 32);
+    rTiles = ceilDiv(M, rb), cTiles = ceilDiv(Og, cb);
+  }
+  bool bf16 = lowersToBf16(op) &&
+              (im2col || ((Cg % 2 == 0 || oneChunk || pointwise) && (cc == Cg || cc % 2 == 0))) &&
+              (ceilDiv(Og, cb) == 1 || cb % 32 == 0);
   int64_t Kp = (Kdim + 1) / 2 * 2, panels = ceilDiv(Og, 32);
   {
     const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
@@ -2508,9 +2526,85 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
                                             pk.size() * sizeof(float)));
     }
   }
+  // Gathers taps [t0, t1), channels [cBase, cBase + n) of group g of
+  // pixel row px (the input is buffer 1): put(value, k) for each k of
+  // [0, (t1 - t0) * n), zeros where the window leaves the input.
+  auto gatherRow = [&](KernelEmitter &e, Value px, Value g, int64_t t0, int64_t t1,
+                       Value cBase, int64_t n, const std::function<void(Value, Value)> &put) {
+    Value img = e.div(px, P), pix = e.rem(px, P);
+    Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
+    Value inImg = e.mul(img, H * W * C);
+    auto ihOf = [&](int64_t ky) {
+      return signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
+    };
+    auto iwOf = [&](int64_t kx) {
+      return signedSub(e, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), pad[1]);
+    };
+    auto srcOf = [&](Value ih, Value iw) {
+      return e.add(e.add(inImg, e.mul(e.add(e.mul(ih, W), iw), C)),
+                   e.add(e.mul(g, Cg), cBase));
+    };
+    // One tap: n channels.
+    auto tap = [&](int64_t t) {
+      Value ih = ihOf(t / KW), iw = iwOf(t % KW);
+      Value dst = e.idx((t - t0) * n);
+      Value valid = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H), inRangeS(e, iw, 0, W));
+      ifElse(e, valid, [&] {
+        Value src = srcOf(ih, iw);
+        e.loop(0, n, [&](Value c) { put(e.load(1, e.add(src, c)), e.add(dst, c)); });
+      }, [&] {
+        e.loop(0, n, [&](Value c) { put(e.f32(0.0f), e.add(dst, c)); });
+      });
+    };
+    // Taps of one kernel row over whole pixels (every channel, no
+    // dilation) read adjacent input pixels: where the whole run lies
+    // inside the input it is one contiguous copy (an RGB stem's 7 taps
+    // of 3 channels become one 21-element run).
+    bool runs = G == 1 && n == C && d[1] == 1;
+    for (int64_t t = t0; t < t1;) {
+      int64_t ky = t / KW, te = std::min(t1, (ky + 1) * KW), len = te - t;
+      if (!runs || len == 1) {
+        for (; t < te; ++t)
+          tap(t);
+        continue;
+      }
+      Value ih = ihOf(ky), iw = iwOf(t % KW);
+      Value inside = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H),
+                                           inRangeS(e, iw, 0, W - len + 1));
+      int64_t ta = t;
+      ifElse(e, inside, [&] {
+        Value src = srcOf(ih, iw);
+        Value dst = e.idx((ta - t0) * n);
+        e.loop(0, len * n, [&](Value c) { put(e.load(1, e.add(src, c)), e.add(dst, c)); });
+      }, [&] {
+        for (int64_t u = ta; u < te; ++u)
+          tap(u);
+      });
+      t = te;
+    }
+  };
+  int inBuf = bufferOf.lookup(op.getInput());
+  if (im2col) {
+    // The im2col kernel: rows of Kp bf16 (a zero after an odd K), a share
+    // of the pixel rows per workgroup.
+    int colBuf = newBuffer(Buffer::Arena, M * Kp * 2, BFloat16Type::get(ctx));
+    int64_t perWg = std::max<int64_t>(1, ceilDiv(M, 4 * kMinTiles));
+    emitKernel(op.getLoc(), "im2col", {colBuf, inBuf}, ceilDiv(M, perWg), [&](KernelEmitter &e) {
+      auto [lo, hi] = e.share(M, perWg);
+      e.loop(lo, hi, [&](Value px) {
+        Value row = e.mul(px, Kp);
+        auto put = [&](Value v, Value k) { e.store(v, 0, e.add(row, k)); };
+        gatherRow(e, px, e.idx(0), 0, KK, e.idx(0), Cg, put);
+        if (Kp > Kdim)
+          put(e.f32(0.0f), e.idx(Kdim));
+      });
+    });
+    p.launches.back().layout = "NHWC";
+    inBuf = colBuf;
+  }
   int outBuf = newBuffer(Buffer::Arena, M * O * 4);
   int firstSite;
-  SmallVector<int> ids = convArgs(op, wBuf, bufferOf.lookup(op.getInput()), epi, outBuf, firstSite);
+  SmallVector<int> ids = convArgs(op, wBuf, inBuf, epi, outBuf, firstSite);
   int o = ids.size() - 1;
   int64_t flops = estimateFlops(op);
   if (epi)
@@ -2545,6 +2639,9 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     if (pointwise) {
       product(e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C, e.idx(0), false,
               false);
+    } else if (im2col) {
+      // Buffer 1 is the im2col rows.
+      product(e.idx(Kdim), e.addr(1, e.mul(r0, Kp)), Kp, e.idx(0), false, true);
     } else {
       int64_t chunkK = tpc * cc;
       // bf16: the gathered rows are rounded as they are written (half the
@@ -2562,60 +2659,11 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       // into col (row stride chunkK), then multiplies.
       auto chunk = [&](int64_t t0, int64_t t1, Value cBase, int64_t n, bool first) {
         e.loop(e.idx(0), rows, [&](Value r) {
-          Value px = e.add(r0, r);
-          Value img = e.div(px, P), pix = e.rem(px, P);
-          Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
-          Value inImg = e.mul(img, H * W * C);
-          auto ihOf = [&](int64_t ky) {
-            return signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
-          };
-          auto iwOf = [&](int64_t kx) {
-            return signedSub(e, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), pad[1]);
-          };
-          auto srcOf = [&](Value ih, Value iw) {
-            return e.add(e.add(inImg, e.mul(e.add(e.mul(ih, W), iw), C)),
-                         e.add(e.mul(g, Cg), cBase));
-          };
-          // One tap: n channels, zeros where the window leaves the input.
-          auto tap = [&](int64_t t) {
-            Value ih = ihOf(t / KW), iw = iwOf(t % KW);
-            Value dst = e.add(e.mul(r, ldCol), e.idx((t - t0) * n));
-            Value valid = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H), inRangeS(e, iw, 0, W));
-            ifElse(e, valid, [&] {
-              Value src = srcOf(ih, iw);
-              e.loop(0, n, [&](Value c) { put(e.load(1, e.add(src, c)), e.add(dst, c)); });
-            }, [&] {
-              e.loop(0, n, [&](Value c) { put(e.f32(0.0f), e.add(dst, c)); });
-            });
-          };
-          // Taps of one kernel row over whole pixels (every channel, no
-          // dilation) read adjacent input pixels: where the whole run lies
-          // inside the input it is one contiguous copy (an RGB stem's 7 taps
-          // of 3 channels become one 21-element run).
-          bool runs = G == 1 && n == C && d[1] == 1;
-          for (int64_t t = t0; t < t1;) {
-            int64_t ky = t / KW, te = std::min(t1, (ky + 1) * KW), len = te - t;
-            if (!runs || len == 1) {
-              for (; t < te; ++t)
-                tap(t);
-              continue;
-            }
-            Value ih = ihOf(ky), iw = iwOf(t % KW);
-            Value inside = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H),
-                                                 inRangeS(e, iw, 0, W - len + 1));
-            int64_t ta = t;
-            ifElse(e, inside, [&] {
-              Value src = srcOf(ih, iw);
-              Value dst = e.add(e.mul(r, ldCol), e.idx((ta - t0) * n));
-              e.loop(0, len * n, [&](Value c) { put(e.load(1, e.add(src, c)), e.add(dst, c)); });
-            }, [&] {
-              for (int64_t u = ta; u < te; ++u)
-                tap(u);
-            });
-            t = te;
-          }
+          Value row = e.mul(r, ldCol);
+          gatherRow(e, e.add(r0, r), g, t0, t1, cBase, n,
+                    [&](Value v, Value k) { put(v, e.add(row, k)); });
           if (ldCol > chunkK)
-            put(e.f32(0.0f), e.add(e.mul(r, ldCol), e.idx(chunkK)));
+            put(e.f32(0.0f), e.add(row, e.idx(chunkK)));
         });
         product(e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), ldCol,
                 e.add(e.idx(t0 * Cg), cBase), !first, bf16);

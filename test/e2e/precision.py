@@ -235,6 +235,11 @@ UKERNEL_CASES = [
     ("conv_nhwc_stem", lambda: conv_case(1, 3, 20, 16, 7, stride=2), ["--layout=nhwc"],
      "pb_a16"),
     ("conv_nhwc_pointwise", lambda: conv_case(1, 64, 9, 600, 1), ["--layout=nhwc"], "pb"),
+    # Few pixels, many channels (ResNet-50's stage 4): every row gathered
+    # once into the im2col kernel's bf16 rows, which the column tiles read;
+    # then with an odd K (5 channels x 9 taps, rows padded to 46).
+    ("conv_nhwc_im2col", lambda: conv_case(1, 64, 7, 512, 3), ["--layout=nhwc"], "pb_a16"),
+    ("conv_nhwc_im2col_oddk", lambda: conv_case(1, 5, 7, 256, 3), ["--layout=nhwc"], "pb_a16"),
     ("matmul_wide_oddk", lambda: single("MatMul", [("x", (20, 71))], [("w", (71, 600))], {}),
      [], "pb"),
     ("matmul_batched", lambda: single("MatMul", [("x", (3, 13, 64))], [("w", (64, 40))], {}),
