@@ -2418,6 +2418,22 @@ static std::pair<int64_t, int64_t> validRange(int64_t outSize, int64_t s, int64_
   return {lo, hi};
 }
 
+/// Stores f32 `v` (a scalar or a vector of e.lanes values, of which only
+/// the lanes of `mask` when given) into buffer `buf` at `at`, converted to
+/// the buffer's element type (bf16 rows).
+static void storeRounded(KernelEmitter &e, Value v, int buf, Value at, Value mask = {}) {
+  auto vt = llvm::dyn_cast<VectorType>(v.getType());
+  if (!vt)
+    return e.store(v, buf, at);
+  Type elem = llvm::cast<MemRefType>(e.bufs[buf].getType()).getElementType();
+  if (elem != vt.getElementType())
+    v = arith::TruncFOp::create(e.b, vt.clone(elem), v);
+  if (mask)
+    vector::MaskedStoreOp::create(e.b, e.bufs[buf], ValueRange{at}, mask, v);
+  else
+    vector::StoreOp::create(e.b, v, e.bufs[buf], ValueRange{at});
+}
+
 /// Applies an NHWC conv epilogue at (image n, pixel pix, channel oc): sites
 /// are full-size or broadcast over both spatial dims (st[1] == OW * st[2]).
 static Value convEpilogueNhwc(KernelEmitter &e, const Epilogue *epi, int firstSite,
@@ -2528,9 +2544,35 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   }
   // Gathers taps [t0, t1), channels [cBase, cBase + n) of group g of
   // pixel row px (the input is buffer 1): put(value, k) for each k of
-  // [0, (t1 - t0) * n), zeros where the window leaves the input.
+  // [0, (t1 - t0) * n), zeros where the window leaves the input; `value`
+  // is a vector of e.lanes values from k on, of which only the lanes of
+  // `mask` (when given) are to be stored.
+  using Put = std::function<void(Value, Value, Value)>;
   auto gatherRow = [&](KernelEmitter &e, Value px, Value g, int64_t t0, int64_t t1,
-                       Value cBase, int64_t n, const std::function<void(Value, Value)> &put) {
+                       Value cBase, int64_t n, const Put &put) {
+    // count contiguous values from src (or zeros: no src) to k = dst on:
+    // whole vectors, then one masked vector for the rest.
+    auto copy = [&](Value src, Value dst, int64_t count) {
+      int64_t whole = count / KernelEmitter::kVectorLanes * KernelEmitter::kVectorLanes;
+      e.vecLoop(0, whole, [&](Value c) {
+        put(src ? e.vload(1, e.add(src, c)) : e.f32(0.0f), e.add(dst, c), Value());
+      });
+      if (whole == count)
+        return;
+      int64_t saved = e.lanes;
+      e.lanes = KernelEmitter::kVectorLanes;
+      SmallVector<bool> on(e.lanes, false);
+      for (int64_t i = 0; i < count - whole; ++i)
+        on[i] = true;
+      auto maskType = VectorType::get({e.lanes}, e.b.getI1Type());
+      Value mask = arith::ConstantOp::create(e.b, DenseElementsAttr::get(maskType, ArrayRef(on)));
+      Value at = e.add(dst, e.idx(whole)), v = e.f32(0.0f);
+      if (src)
+        v = vector::MaskedLoadOp::create(e.b, v.getType(), e.bufs[1],
+                                         ValueRange{e.add(src, e.idx(whole))}, mask, v);
+      put(v, at, mask);
+      e.lanes = saved;
+    };
     Value img = e.div(px, P), pix = e.rem(px, P);
     Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
     Value inImg = e.mul(img, H * W * C);
@@ -2549,12 +2591,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       Value ih = ihOf(t / KW), iw = iwOf(t % KW);
       Value dst = e.idx((t - t0) * n);
       Value valid = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H), inRangeS(e, iw, 0, W));
-      ifElse(e, valid, [&] {
-        Value src = srcOf(ih, iw);
-        e.loop(0, n, [&](Value c) { put(e.load(1, e.add(src, c)), e.add(dst, c)); });
-      }, [&] {
-        e.loop(0, n, [&](Value c) { put(e.f32(0.0f), e.add(dst, c)); });
-      });
+      ifElse(e, valid, [&] { copy(srcOf(ih, iw), dst, n); }, [&] { copy(Value(), dst, n); });
     };
     // Taps of one kernel row over whole pixels (every channel, no
     // dilation) read adjacent input pixels: where the whole run lies
@@ -2575,7 +2612,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       ifElse(e, inside, [&] {
         Value src = srcOf(ih, iw);
         Value dst = e.idx((ta - t0) * n);
-        e.loop(0, len * n, [&](Value c) { put(e.load(1, e.add(src, c)), e.add(dst, c)); });
+        copy(src, dst, len * n);
       }, [&] {
         for (int64_t u = ta; u < te; ++u)
           tap(u);
@@ -2593,10 +2630,12 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       auto [lo, hi] = e.share(M, perWg);
       e.loop(lo, hi, [&](Value px) {
         Value row = e.mul(px, Kp);
-        auto put = [&](Value v, Value k) { e.store(v, 0, e.add(row, k)); };
+        auto put = [&](Value v, Value k, Value mask) {
+          storeRounded(e, v, 0, e.add(row, k), mask);
+        };
         gatherRow(e, px, e.idx(0), 0, KK, e.idx(0), Cg, put);
         if (Kp > Kdim)
-          put(e.f32(0.0f), e.idx(Kdim));
+          put(e.f32(0.0f), e.idx(Kdim), Value());
       });
     });
     p.launches.back().layout = "NHWC";
@@ -2650,10 +2689,17 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       // stride).
       int64_t ldCol = bf16 ? (chunkK + 1) / 2 * 2 : chunkK;
       Value col = bf16 ? e.scratchBf16(rb * ldCol) : e.scratch(rb * ldCol);
-      auto put = [&](Value v, Value at) {
+      auto put = [&](Value v, Value at, Value mask) {
+        auto vt = llvm::dyn_cast<VectorType>(v.getType());
         if (bf16)
-          v = arith::TruncFOp::create(e.b, e.b.getBF16Type(), v);
-        e.storeM(v, col, at);
+          v = arith::TruncFOp::create(
+              e.b, vt ? Type(vt.clone(e.b.getBF16Type())) : Type(e.b.getBF16Type()), v);
+        if (mask)
+          vector::MaskedStoreOp::create(e.b, col, ValueRange{at}, mask, v);
+        else if (vt)
+          vector::StoreOp::create(e.b, v, col, ValueRange{at});
+        else
+          e.storeM(v, col, at);
       };
       // Gathers taps [t0, t1), channels [cBase, cBase + n) of every row
       // into col (row stride chunkK), then multiplies.
@@ -2661,9 +2707,9 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
         e.loop(e.idx(0), rows, [&](Value r) {
           Value row = e.mul(r, ldCol);
           gatherRow(e, e.add(r0, r), g, t0, t1, cBase, n,
-                    [&](Value v, Value k) { put(v, e.add(row, k)); });
+                    [&](Value v, Value k, Value mask) { put(v, e.add(row, k), mask); });
           if (ldCol > chunkK)
-            put(e.f32(0.0f), e.add(row, e.idx(chunkK)));
+            put(e.f32(0.0f), e.add(row, e.idx(chunkK)), Value());
         });
         product(e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), ldCol,
                 e.add(e.idx(t0 * Cg), cBase), !first, bf16);

@@ -75,6 +75,13 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const CpuOptions &o,
   return tm;
 }
 
+/// Whether the target (--mcpu, or the host's feature list) has `feature`
+/// ("+avx512bf16").
+bool targetHas(const CpuOptions &o, llvm::StringRef feature) {
+  std::string error;
+  auto tm = makeTargetMachine(o, error);
+  return tm && tm->getMCSubtargetInfo()->checkFeatures(feature);
+}
 
 /// run(arena, inputs, outputs, pool): entry thunks `void entry(void *const
 /// *args, int64_t wg)` per launch, then the launch schedule.
@@ -251,7 +258,26 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
              name == "math.log";
     });
     // f32 <-> bf16 in integer ops (nearest even): without AVX512-BF16 LLVM
-    // would call __truncsfbf2, which older libgcc (Debian 12's) lacks.
+    // would call __truncsfbf2, which older libgcc (Debian 12's) lacks. With
+    // it, vectors of f32 round to bf16 as LLVM fptruncs, which become
+    // VCVTNEPS2BF16 (one instruction for 16 values; like the bf16 ukernels
+    // and AMX it flushes denormals to zero); scalars keep the integer form,
+    // which pipelines better one value at a time.
+    if (targetHas(options, "+avx512bf16")) {
+      SmallVector<arith::TruncFOp> vectorTruncs;
+      kernels.walk([&](arith::TruncFOp t) {
+        auto vt = llvm::dyn_cast<VectorType>(t.getType());
+        if (vt && vt.getElementType().isBF16() &&
+            llvm::cast<VectorType>(t.getIn().getType()).getElementType().isF32())
+          vectorTruncs.push_back(t);
+      });
+      for (arith::TruncFOp t : vectorTruncs) {
+        OpBuilder b(t);
+        t.replaceAllUsesWith(LLVM::FPTruncOp::create(b, t.getLoc(), t.getType(), t.getIn())
+                                 .getResult());
+        t.erase();
+      }
+    }
     arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(kernels, std::move(patterns)))) {
       error = "internal error: math approximation did not converge";

@@ -22,9 +22,12 @@ func.func @main(%x: tensor<1x3x8x8xf32> {kiln.name = "x"}, %a: tensor<1x64xf32> 
 // 24 pixel rows a workgroup x 28 bf16 of gathered rows.
 // CHECK-LABEL: func.func @kiln_k{{[0-9]+}}_conv(
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<672xbf16>
-// A kernel row inside the input: one copy of 3 taps x 3 channels.
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c9{{.*}} step
-// CHECK: arith.truncf {{.*}} : f32 to bf16
+// A kernel row inside the input: one copy of 3 taps x 3 channels, a
+// masked vector of 9 lanes rounded to bf16.
+// CHECK: arith.constant dense<[true, true, true, true, true, true, true, true, true, false, false, false, false, false, false, false]> : vector<16xi1>
+// CHECK: vector.maskedload
+// CHECK: arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK: vector.maskedstore
 // Each row's pad at column 27 (zero), then the product over K = 27 with
 // lda 28 and B's one panel of 32 x 28.
 // CHECK: arith.constant 27 : index

@@ -16,7 +16,9 @@ func.func @main(%x: tensor<1x5x7x7xf32> {kiln.name = "x"}) -> (tensor<1x256x7x7x
 // 49 rows x 46 bf16, two rows a workgroup; a row's pad at column 45 zero.
 // CHECK-LABEL: func.func @kiln_k{{[0-9]+}}_im2col(%arg0: memref<2254xbf16>
 // CHECK-SAME: kiln.workgroups = 25
-// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: vector.maskedload
+// CHECK: arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK: vector.maskedstore {{.*}} : memref<2254xbf16>, vector<16xi1>, vector<16xbf16>
 // CHECK: arith.constant 45 : index
 // CHECK-NOT: kiln_uk_
 // CHECK: return

@@ -39,7 +39,7 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}, %a: tensor<12x33xf32>
 // NHWC-LABEL: func.func @kiln_k{{[0-9]+}}_conv(
 // NHWC-SAME: %arg0: memref<1152xf32>
 // NHWC: memref.alloca() {alignment = 64 : i64} : memref<1296xbf16>
-// NHWC: arith.truncf {{.*}} : f32 to bf16
+// NHWC: arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
 // NHWC: call @kiln_uk_sbgemm_pb_a16({{.*}}, %c72_i64, {{.*}}, %c2304_i64,
 // NHWC-LABEL: func.func @kiln_k{{[0-9]+}}_matmul(
 // NHWC: call @kiln_uk_sbgemm_pb(

@@ -59,8 +59,10 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // NHWC-LABEL: func.func @kiln_k0_conv(
 // NHWC-SAME: memref<1152xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 1 : i64}
 // NHWC: memref.alloca() {alignment = 64 : i64} : memref<1296xf32>
+// Each tap's 8 channels: one masked vector of 8 lanes.
 // NHWC: scf.if
-// NHWC: scf.for %{{.*}} = %{{.*}} to %c8{{.*}} step
+// NHWC: vector.maskedload %{{.*}} : memref<576xf32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
+// NHWC: vector.maskedstore %{{.*}} : memref<1296xf32>, vector<16xi1>, vector<16xf32>
 // NHWC: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c16_i64, %{{.*}}, %c16_i64{{.*}}, %c0_i64)
 // NHWC: vector.load %{{.*}} : memref<288xf32>, vector<16xf32>
 // NHWC: vector.load %{{.*}} : memref<16xf32>, vector<16xf32>
