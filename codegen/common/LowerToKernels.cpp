@@ -953,6 +953,9 @@ private:
   /// workgroups cover those rows with liveRows() before they launch.
   llvm::DenseMap<Operation *, int> liveOps;
   int liveSym = -1;
+  /// The kiln.fusion being lowered (its anchor's lowering may ask about the
+  /// fusion's result), or null.
+  kiln::FusionOp loweringFusion;
   struct LiveGeometry {
     int64_t num, den, inner;
   };
@@ -2418,6 +2421,16 @@ static std::pair<int64_t, int64_t> validRange(int64_t outSize, int64_t s, int64_
   return {lo, hi};
 }
 
+/// `v` (a scalar or vector of floats) as f32: bf16 storage read back.
+static Value asF32(KernelEmitter &e, Value v) {
+  auto vt = llvm::dyn_cast<VectorType>(v.getType());
+  Type elem = vt ? vt.getElementType() : v.getType();
+  if (elem.isF32())
+    return v;
+  Type f32 = e.b.getF32Type();
+  return arith::ExtFOp::create(e.b, vt ? Type(vt.clone(f32)) : f32, v);
+}
+
 /// Stores f32 `v` (a scalar or a vector of e.lanes values, of which only
 /// the lanes of `mask` when given) into buffer `buf` at `at`, converted to
 /// the buffer's element type (bf16 rows).
@@ -2427,11 +2440,69 @@ static void storeRounded(KernelEmitter &e, Value v, int buf, Value at, Value mas
     return e.store(v, buf, at);
   Type elem = llvm::cast<MemRefType>(e.bufs[buf].getType()).getElementType();
   if (elem != vt.getElementType())
-    v = arith::TruncFOp::create(e.b, vt.clone(elem), v);
+    v = arith::TruncFOp::create(e.b, vt.clone(elem), asF32(e, v));
   if (mask)
     vector::MaskedStoreOp::create(e.b, e.bufs[buf], ValueRange{at}, mask, v);
   else
     vector::StoreOp::create(e.b, v, e.bufs[buf], ValueRange{at});
+}
+
+/// f32 `v` holds bf16 values: a rounding pair (f32 -> bf16 -> f32), or a
+/// relu, negation or absolute value of one.
+static bool holdsBf16(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isa<kiln::ReluOp, kiln::NegOp, kiln::AbsOp>(def)) {
+      v = def->getOperand(0);
+      continue;
+    }
+    auto up = dyn_cast<kiln::CastOp>(def);
+    auto down = up ? up.getInput().getDefiningOp<kiln::CastOp>() : nullptr;
+    auto elem = [](Value x) { return llvm::cast<RankedTensorType>(x.getType()).getElementType(); };
+    return down && elem(v).isF32() && elem(up.getInput()).isBF16() &&
+           elem(down.getInput()).isF32();
+  }
+  return false;
+}
+
+/// Whether every reader of the top-level value `v` reads it as bf16
+/// storage: NHWC bf16 convolutions of the matrix-product kind (as their
+/// input -- an even channel count when pointwise, read in place -- or as an
+/// elementwise epilogue operand) and NHWC max pools.
+static bool bf16Readers(Value v) {
+  if (v.use_empty())
+    return false;
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto pool = dyn_cast<kiln::MaxPoolOp>(user)) {
+      if (pool.getLayout() != "nhwc")
+        return false;
+      continue;
+    }
+    auto f = dyn_cast<kiln::FusionOp>(user);
+    if (!f)
+      return false;
+    Block &body = f.getBody().front();
+    auto conv = dyn_cast<kiln::ConvOp>(&body.front());
+    if (!conv || !lowersToBf16(conv) || conv.getLayout() != "nhwc" || conv.getGroup() != 1)
+      return false;
+    auto w = llvm::cast<RankedTensorType>(conv.getWeight().getType()).getShape();
+    auto in = llvm::cast<RankedTensorType>(conv.getInput().getType()).getShape();
+    auto wArg = llvm::dyn_cast<BlockArgument>(conv.getWeight());
+    if (w[1] * w[2] * w[3] < 16 || w[0] < 4 || !wArg ||
+        !f.getInputs()[wArg.getArgNumber()].getDefiningOp<kiln::ConstantOp>())
+      return false;
+    bool pointwise = w[2] * w[3] == 1;
+    for (OpOperand &u : body.getArgument(use.getOperandNumber()).getUses()) {
+      if (u.getOwner() == conv.getOperation() && u.getOperandNumber() == 0) {
+        if (pointwise && in[3] % 2 != 0)
+          return false;
+        continue;
+      }
+      if (u.getOwner() == conv.getOperation() || !kiln::isElementwise(u.getOwner()))
+        return false;
+    }
+  }
+  return true;
 }
 
 /// Applies an NHWC conv epilogue at (image n, pixel pix, channel oc): sites
@@ -2443,8 +2514,10 @@ static Value convEpilogueNhwc(KernelEmitter &e, const Epilogue *epi, int firstSi
   return epi->apply(e, x, [&](int k) {
     auto &st = epi->siteStrides[k];
     Value off = e.add(e.add(e.mul(n, st[0]), e.mul(pix, st[2])), e.mul(oc, st[3]));
-    // Channels are contiguous (stride 1) or broadcast (stride 0).
-    return st[3] == 1 ? e.vload(firstSite + k, off) : e.splat(e.load(firstSite + k, off));
+    // Channels are contiguous (stride 1) or broadcast (stride 0); a site
+    // may be stored as bf16.
+    return st[3] == 1 ? asF32(e, e.vload(firstSite + k, off))
+                      : e.splat(asF32(e, e.load(firstSite + k, off)));
   });
 }
 
@@ -2567,9 +2640,15 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       auto maskType = VectorType::get({e.lanes}, e.b.getI1Type());
       Value mask = arith::ConstantOp::create(e.b, DenseElementsAttr::get(maskType, ArrayRef(on)));
       Value at = e.add(dst, e.idx(whole)), v = e.f32(0.0f);
-      if (src)
-        v = vector::MaskedLoadOp::create(e.b, v.getType(), e.bufs[1],
-                                         ValueRange{e.add(src, e.idx(whole))}, mask, v);
+      if (src) {
+        // In the input's element type (bf16 storage too).
+        Type inElem = llvm::cast<MemRefType>(e.bufs[1].getType()).getElementType();
+        auto vt = VectorType::get({e.lanes}, inElem);
+        Value zero = arith::ConstantOp::create(
+            e.b, DenseElementsAttr::get(vt, e.b.getFloatAttr(inElem, 0.0).getValue()));
+        v = vector::MaskedLoadOp::create(e.b, vt, e.bufs[1],
+                                         ValueRange{e.add(src, e.idx(whole))}, mask, zero);
+      }
       put(v, at, mask);
       e.lanes = saved;
     };
@@ -2641,7 +2720,16 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     p.launches.back().layout = "NHWC";
     inBuf = colBuf;
   }
-  int outBuf = newBuffer(Buffer::Arena, M * O * 4);
+  // bf16 storage: a bf16 conv whose fusion's result holds bf16 values and
+  // whose every reader reads bf16 (bf16Readers) stores them as bf16 -- half
+  // the bytes written, gathered and read back as residuals, and a pointwise
+  // reader multiplies its rows in place. The products then land in a f32
+  // tile on the stack, which the epilogue pass rounds into the output.
+  bool outBf16 = bf16 && epi && loweringFusion && liveSym < 0 && !p.gpu &&
+                 holdsBf16(epi->yielded) && bf16Readers(loweringFusion.getResult());
+  bool inBf16 = p.buffers[inBuf].elem && p.buffers[inBuf].elem.isBF16();
+  int outBuf = outBf16 ? newBuffer(Buffer::Arena, M * O * 2, BFloat16Type::get(ctx))
+                       : newBuffer(Buffer::Arena, M * O * 4);
   int firstSite;
   SmallVector<int> ids = convArgs(op, wBuf, inBuf, epi, outBuf, firstSite);
   int o = ids.size() - 1;
@@ -2659,25 +2747,31 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(Og), c0));
     Value oc0 = e.add(e.mul(g, Og), c0);
     Value outOff = e.add(e.mul(r0, O), oc0);
+    // Where the products go: the output, or (bf16 storage) a f32 tile.
+    Value tile = outBf16 ? e.scratch(rb * cb) : Value();
+    Value cAddr = outBf16 ? e.addrM(tile, e.idx(0)) : e.addr(o, outOff);
+    int64_t ldc = outBf16 ? cb : O;
     // (The bias joins the epilogue's pass: the first product overwrites the
     // tile, so the ukernel need not load it.)
     // C (+)= A x B rows [k0, k0 + k) of this group, at this tile's columns
     // (c0: a whole number of panels).
-    // (a16: A is bf16 rows, gathered so.)
+    // (a16: A is bf16 rows, gathered or stored so.)
     auto product = [&](Value k, Value aAddr, int64_t lda, Value k0, bool acc, bool a16) {
       if (bf16)
         e.ukernel(a16 ? "kiln_uk_sbgemm_pb_a16" : "kiln_uk_sbgemm_pb", rows, cols, k, aAddr, lda,
                   e.addrBf16(0, e.mul(e.add(e.mul(e.add(e.mul(g, panels), e.div(c0, 32)), Kp), k0),
                                       32)),
-                  32 * Kp, e.addr(o, outOff), O, acc);
+                  32 * Kp, cAddr, ldc, acc);
       else
         e.sgemmPtr(rows, cols, k, aAddr, lda,
-                   e.addr(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)), Og,
-                   e.addr(o, outOff), O, acc);
+                   e.addr(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)), Og, cAddr, ldc,
+                   acc);
     };
     if (pointwise) {
+      // (bf16 storage: the input's rows as they are; bf16Readers saw to an
+      // even channel count.)
       product(e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C, e.idx(0), false,
-              false);
+              inBf16);
     } else if (im2col) {
       // Buffer 1 is the im2col rows.
       product(e.idx(Kdim), e.addr(1, e.mul(r0, Kp)), Kp, e.idx(0), false, true);
@@ -2691,6 +2785,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       Value col = bf16 ? e.scratchBf16(rb * ldCol) : e.scratch(rb * ldCol);
       auto put = [&](Value v, Value at, Value mask) {
         auto vt = llvm::dyn_cast<VectorType>(v.getType());
+        v = asF32(e, v); // (bf16 storage: exact)
         if (bf16)
           v = arith::TruncFOp::create(
               e.b, vt ? Type(vt.clone(e.b.getBF16Type())) : Type(e.b.getBF16Type()), v);
@@ -2720,6 +2815,12 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       } else {
         // Channel chunks of one tap at a time, all accumulating onto zero.
         e.loop(e.idx(0), rows, [&](Value r) {
+          if (outBf16) {
+            e.loop(e.idx(0), cols, [&](Value j) {
+              e.storeM(e.f32(0.0f), tile, e.add(e.mul(r, cb), j));
+            });
+            return;
+          }
           Value rowOff = e.add(outOff, e.mul(r, O));
           e.loop(e.idx(0), cols, [&](Value j) { e.store(e.f32(0.0f), o, e.add(rowOff, j)); });
         });
@@ -2731,18 +2832,22 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
         }
       }
     }
-    if (epi || hasBias)
+    if (epi || hasBias || outBf16)
       e.loop(e.idx(0), rows, [&](Value r) {
         Value px = e.add(r0, r);
         Value img = e.div(px, P), pix = e.rem(px, P);
         Value rowOff = e.add(outOff, e.mul(r, O));
         e.vecLoop(e.idx(0), cols, [&](Value j) {
-          Value at = e.add(rowOff, j), v = e.vload(o, at);
+          Value at = e.add(rowOff, j);
+          Value v = outBf16 ? e.vloadM(tile, e.add(e.mul(r, cb), j)) : e.vload(o, at);
           if (hasBias)
             v = e.fadd(v, e.vload(2, e.add(oc0, j)));
           if (epi)
             v = convEpilogueNhwc(e, epi, firstSite, img, pix, e.add(oc0, j), v);
-          e.vstore(v, o, at);
+          if (outBf16)
+            storeRounded(e, v, o, at);
+          else
+            e.vstore(v, o, at);
         });
       });
   }, flops);
@@ -2935,7 +3040,7 @@ template <typename PoolOp> LogicalResult Lowering::poolNhwc(PoolOp op, bool isMa
             Value src = e.add(inRow, e.mul(iw, C));
             Value dst = e.add(outRow, e.mul(ow, C));
             e.vecLoop(0, C, [&](Value c) {
-              Value acc = e.vload(1, e.add(dst, c)), x = e.vload(0, e.add(src, c));
+              Value acc = e.vload(1, e.add(dst, c)), x = asF32(e, e.vload(0, e.add(src, c)));
               Value v = isMax ? arith::MaximumFOp::create(e.b, acc, x).getResult()
                               : e.fadd(acc, x);
               e.vstore(v, 1, e.add(dst, c));
@@ -4556,6 +4661,8 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult Lowering::fusion(kiln::FusionOp op) {
+  loweringFusion = op;
+  auto reset = llvm::make_scope_exit([&] { loweringFusion = nullptr; });
   Block &body = op.getBody().front();
   for (auto [arg, in] : llvm::zip(body.getArguments(), op.getInputs()))
     bufferOf[arg] = bufferOf.lookup(in);
