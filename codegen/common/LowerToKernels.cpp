@@ -1088,6 +1088,15 @@ private:
   LogicalResult reduce(Operation *op, const Epilogue *pro = nullptr,
                        const Epilogue *epi = nullptr);
   LogicalResult layerNorm(kiln::LayerNormOp op);
+  /// An attention kernel's buffers: its sources', then a fresh f32 output
+  /// (returned).
+  int attentionArgs(kiln::AttentionOp op, ArrayRef<Value> sources, SmallVectorImpl<int> &ids) {
+    for (Value src : sources)
+      ids.push_back(bufferOf.lookup(src));
+    int out = newBuffer(Buffer::Arena, std::max<int64_t>(elems(op.getResult()), 1) * 4);
+    ids.push_back(out);
+    return out;
+  }
   LogicalResult attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sources,
                              ArrayRef<MatrixView> views, const MatrixView &outView);
   LogicalResult attention(kiln::AttentionOp op, ArrayRef<Value> sources,
@@ -3922,6 +3931,26 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
   });
 }
 
+/// The end of an attention workgroup: its `rows` output rows (from query
+/// q0 on, at outBase in buffer oArg) are acc's rows (Dv f32 each) over their
+/// running sums lRow, rounded as kiln-lower-precision asked; vectors where
+/// the output's columns are contiguous.
+static void storeAttentionRows(KernelEmitter &e, kiln::AttentionOp op, Value acc, Value lRow,
+                               Value rows, Value q0, Value outBase, const MatrixView &outView,
+                               int64_t Dv, int oArg) {
+  e.loop(e.idx(0), rows, [&](Value i) {
+    Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.loadM(lRow, i));
+    Value oRow = e.add(outBase, e.mul(e.add(q0, i), outView.row));
+    auto value = [&](Value d) {
+      return roundedToPrecision(e, op, e.fmul(e.vloadM(acc, e.add(e.mul(i, Dv), d)), e.splat(inv)));
+    };
+    if (outView.col == 1)
+      e.vecLoop(e.idx(0), e.idx(Dv), [&](Value d) { e.vstore(value(d), oArg, e.add(oRow, d)); });
+    else
+      e.loop(0, Dv, [&](Value d) { e.store(value(d), oArg, e.add(oRow, e.mul(d, outView.col))); });
+  });
+}
+
 /// Attention, flash style. A workgroup owns a block of query rows of one
 /// batch and walks the keys in blocks of kKeyBlock: scores of the block come
 /// from one sgemm (K_blk x Q^T, Q transposed and scaled once per workgroup),
@@ -3944,11 +3973,7 @@ LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
   if (lowersToBf16(op))
     return attentionBf16(op, sources, views, outView);
   SmallVector<int> ids;
-  for (Value src : sources)
-    ids.push_back(bufferOf.lookup(src));
-  int out = newBuffer(Buffer::Arena, std::max<int64_t>(elems(op.getResult()), 1) * 4);
-  ids.push_back(out);
-  int oArg = ids.size() - 1;
+  int out = attentionArgs(op, sources, ids), oArg = ids.size() - 1;
   constexpr int64_t kKeyBlock = 64, kQueryRows = 48;
   int64_t nq = std::min(kQueryRows, std::max<int64_t>(Sq, 1));
   int64_t qBlocks = ceilDiv(Sq, nq);
@@ -4018,14 +4043,7 @@ LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
                  e.addr(2, e.add(base[2], e.mul(kb, views[2].row))), views[2].row,
                  e.addrM(acc, e.idx(0)), Dv, true);
     }, kKeyBlock);
-    e.loop(e.idx(0), rows, [&](Value i) {
-      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.loadM(lRow, i));
-      Value oRow = e.add(base[3], e.mul(e.add(q0, i), outView.row));
-      e.loop(0, Dv, [&](Value d) {
-        e.store(roundedToPrecision(e, op, e.fmul(e.loadM(acc, e.add(e.mul(i, Dv), d)), inv)),
-                oArg, e.add(oRow, e.mul(d, outView.col)));
-      });
-    });
+    storeAttentionRows(e, op, acc, lRow, rows, q0, base[3], outView, Dv, oArg);
   }, estimateFlops(op));
   bufferOf[op.getResult()] = out;
   return success();
@@ -4046,11 +4064,7 @@ LogicalResult Lowering::attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sour
   bool hasMask = a.hasMask;
   const std::vector<int64_t> &maskStr = a.maskStr;
   SmallVector<int> ids;
-  for (Value src : sources)
-    ids.push_back(bufferOf.lookup(src));
-  int out = newBuffer(Buffer::Arena, std::max<int64_t>(elems(op.getResult()), 1) * 4);
-  ids.push_back(out);
-  int oArg = ids.size() - 1;
+  int out = attentionArgs(op, sources, ids), oArg = ids.size() - 1;
   constexpr int64_t kKeyBlock = 128, kQueryRows = 128;
   int64_t nq = std::min(kQueryRows, std::max<int64_t>(Sq, 1));
   int64_t qBlocks = ceilDiv(Sq, nq);
@@ -4171,21 +4185,7 @@ LogicalResult Lowering::attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sour
                 e.addr(2, e.add(base[2], e.mul(kb, views[2].row))), views[2].row,
                 e.addrM(acc, e.idx(0)), Dv, true);
     }, kb0);
-    e.loop(e.idx(0), rows, [&](Value i) {
-      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.loadM(lRow, i));
-      Value oRow = e.add(base[3], e.mul(e.add(q0, i), outView.row));
-      if (outView.col == 1)
-        e.vecLoop(e.idx(0), e.idx(Dv), [&](Value d) {
-          e.vstore(roundedToPrecision(
-                       e, op, e.fmul(e.vloadM(acc, e.add(e.mul(i, Dv), d)), e.splat(inv))),
-                   oArg, e.add(oRow, d));
-        });
-      else
-        e.loop(0, Dv, [&](Value d) {
-          e.store(roundedToPrecision(e, op, e.fmul(e.loadM(acc, e.add(e.mul(i, Dv), d)), inv)),
-                  oArg, e.add(oRow, e.mul(d, outView.col)));
-        });
-    });
+    storeAttentionRows(e, op, acc, lRow, rows, q0, base[3], outView, Dv, oArg);
   }, estimateFlops(op));
   bufferOf[op.getResult()] = out;
   return success();

@@ -252,6 +252,18 @@ UKERNEL_CASES = [
 ]
 
 
+def ukernel_paths():
+    """(KILN_UKERNEL value or None, environment) for each bf16 ukernel path:
+    the default (AMX where the CPU has it), VDPBF16PS, split pairs, the f32
+    fallback (each where the CPU has it, else the best path it has)."""
+    for force in (None, "avx512bf16", "avx512", "avx2"):
+        env = dict(os.environ)
+        env.pop("KILN_UKERNEL", None)
+        if force:
+            env["KILN_UKERNEL"] = force
+        yield force, env
+
+
 def ukernel_cases(kc, kr, tmp, only, report):
     for name, build, flags, which in UKERNEL_CASES:
         if only not in name and only not in "ukernel":
@@ -281,11 +293,7 @@ def ukernel_cases(kc, kr, tmp, only, report):
             report(False, f"ukernel {name}: {e}")
             continue
         calls = "@kiln_uk_sbgemm_" + which + "(" in ll
-        for force in (None, "avx512bf16", "avx512", "avx2"):
-            env = dict(os.environ)
-            env.pop("KILN_UKERNEL", None)
-            if force:
-                env["KILN_UKERNEL"] = force
+        for force, env in ukernel_paths():
             out = os.path.join(tmp, "out")
             try:
                 run([kr, so, "--input", f"{inp.name}={xin}", "--output-dir", out], env=env)
@@ -380,11 +388,7 @@ def attention_cases(kc, kr, tmp, only, report):
         att = [k for k in kernels if "attention" in k["ops"].split("+")]
         shape_ok = len(att) == 1 and att[0]["precision"] == "bf16" and \
             "@kiln_uk_sbgemm_pa(" in ll
-        for force in (None, "avx512bf16", "avx512", "avx2"):
-            env = dict(os.environ)
-            env.pop("KILN_UKERNEL", None)
-            if force:
-                env["KILN_UKERNEL"] = force
+        for force, env in ukernel_paths():
             out = os.path.join(tmp, "out")
             try:
                 run([kr, so, "--output-dir", out] + inputs, env=env)
