@@ -237,6 +237,29 @@ inline __mmask16 laneMask16(int64_t n) {
   return n >= 16 ? 0xffff : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
 }
 
+/// C's 32 columns at C (+)= rows of A pairs (row i at a0 + i * stride 32-bit
+/// words) times one 32-column panel, kp pairs deep, in 6 x 32 tiles (rows
+/// past M write to a discard row; m0, m1 mask the columns past N).
+template <bool Dot>
+KILN_AVX512 void panelRows(int64_t M, int64_t kp, const uint32_t *a0, int64_t stride,
+                           const uint32_t *panel, float *C, int64_t ldc, bool acc, __mmask16 m0,
+                           __mmask16 m1) {
+  alignas(64) float discard[32];
+  for (int64_t i = 0; i < M; i += 6) {
+    float *c[6];
+    const uint32_t *a[6];
+    for (int r = 0; r < 6; ++r) {
+      bool real = i + r < M;
+      c[r] = real ? C + (i + r) * ldc : discard;
+      a[r] = a0 + (real ? i + r : i) * stride;
+    }
+    if (Dot)
+      tileDot(kp, a, panel, c, acc, m0, m1);
+    else
+      tileSplit(kp, a, panel, c, acc, m0, m1);
+  }
+}
+
 // Pairs of k per block: the B panel (KP x 32 pairs, 16 KiB) stays in L1.
 constexpr int64_t kPairs = 128;
 
@@ -244,7 +267,6 @@ template <bool Dot>
 KILN_AVX512 void sbgemm512Pa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,
                              const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
   alignas(64) uint32_t panel[kPairs * 32];
-  alignas(64) float discard[32];
   const __m512 zero = _mm512_setzero_ps();
   for (int64_t k0 = 0; k0 < K; k0 += 2 * kPairs) {
     int64_t kc = K - k0 < 2 * kPairs ? K - k0 : 2 * kPairs, kp = (kc + 1) / 2;
@@ -264,19 +286,8 @@ KILN_AVX512 void sbgemm512Pa(int64_t M, int64_t N, int64_t K, const uint16_t *A,
                              _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
         }
       }
-      for (int64_t i = 0; i < M; i += 6) {
-        float *c[6];
-        const uint32_t *a[6];
-        for (int r = 0; r < 6; ++r) {
-          bool real = i + r < M;
-          c[r] = real ? C + (i + r) * ldc + j : discard;
-          a[r] = reinterpret_cast<const uint32_t *>(A + (real ? i + r : i) * lda + k0);
-        }
-        if (Dot)
-          tileDot(kp, a, panel, c, accBlock, m0, m1);
-        else
-          tileSplit(kp, a, panel, c, accBlock, m0, m1);
-      }
+      panelRows<Dot>(M, kp, reinterpret_cast<const uint32_t *>(A + k0), lda / 2, panel, C + j,
+                     ldc, accBlock, m0, m1);
     }
   }
 }
@@ -288,24 +299,11 @@ template <bool Dot>
 KILN_AVX512 void panels512(int64_t M, int64_t N, int64_t kp, const uint32_t *a0, int64_t stride,
                            const uint16_t *B, int64_t ldb, int64_t k0, float *C, int64_t ldc,
                            bool acc) {
-  alignas(64) float discard[32];
   for (int64_t j = 0; j < N; j += 32) {
     int64_t n = N - j < 32 ? N - j : 32;
     __mmask16 m0 = laneMask16(n), m1 = laneMask16(n - 16);
     const uint32_t *panel = reinterpret_cast<const uint32_t *>(B + (j / 32) * ldb) + (k0 / 2) * 32;
-    for (int64_t i = 0; i < M; i += 6) {
-      float *c[6];
-      const uint32_t *a[6];
-      for (int r = 0; r < 6; ++r) {
-        bool real = i + r < M;
-        c[r] = real ? C + (i + r) * ldc + j : discard;
-        a[r] = a0 + (real ? i + r : i) * stride;
-      }
-      if (Dot)
-        tileDot(kp, a, panel, c, acc, m0, m1);
-      else
-        tileSplit(kp, a, panel, c, acc, m0, m1);
-    }
+    panelRows<Dot>(M, kp, a0, stride, panel, C + j, ldc, acc, m0, m1);
   }
 }
 
