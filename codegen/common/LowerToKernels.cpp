@@ -248,8 +248,9 @@ public:
                          ValueRange{i64(m), i64(n), i64(k), a, i64(lda), bp, i64(ldb), c,
                                     i64(ldc), i64(acc ? 1 : 0)});
   }
-  /// The address of bf16 element `off` of buffer `buf` (packed weights).
-  Value addrBf16(int buf, Value off) {
+  /// The address of 16-bit element `off` of buffer `buf` (bf16 or half
+  /// packed weights).
+  Value addr16(int buf, Value off) {
     Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, bufs[buf]);
     return i64(add(base, mul(off, 2)));
   }
@@ -1706,6 +1707,49 @@ static bool lowersToBf16(Operation *op) {
   return a && a.getValue() == "bf16";
 }
 
+/// --precision=fp16 on the CPU: the contraction's constant weights are
+/// stored as IEEE half (half the bytes) for the fp16 ukernels
+/// (kiln_uk_hgemm/_hgemm_pa), which widen them to f32 as they read them.
+static bool lowersToF16(Operation *op) {
+  auto a = op->getAttrOfType<StringAttr>("kiln.precision");
+  return a && a.getValue() == "f16";
+}
+
+/// f32 -> IEEE half bits, nearest even (subnormals, overflow to infinity,
+/// NaN kept quiet). kiln-lower-precision rounded the weights to half values
+/// already, so this is exact for them.
+static uint16_t halfBits(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  uint32_t sign = (b >> 16) & 0x8000u, mag = b & 0x7fffffffu;
+  if (mag > 0x7f800000u)
+    return static_cast<uint16_t>(sign | 0x7e00u | ((mag >> 13) & 0x3ffu));
+  if (mag >= 0x477ff000u) // 65520 and up round to infinity
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (mag >= 0x38800000u) { // a normal half (>= 2^-14): rebias, round
+    uint32_t r = mag - (112u << 23);
+    r += 0xfffu + ((r >> 13) & 1u);
+    return static_cast<uint16_t>(sign | (r >> 13));
+  }
+  float f; // subnormal: a multiple of 2^-24 (scaling by 2^24 is exact)
+  std::memcpy(&f, &mag, 4);
+  return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(f * 16777216.0f)));
+}
+
+/// Packed f32 weights as constant bytes: f32, or (fp16) IEEE half.
+static std::vector<char> weightBytes(ArrayRef<float> v, bool half) {
+  if (!half) {
+    const char *raw = reinterpret_cast<const char *>(v.data());
+    return std::vector<char>(raw, raw + v.size() * 4);
+  }
+  std::vector<char> out(v.size() * 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t h = halfBits(v[i]);
+    std::memcpy(&out[i * 2], &h, 2);
+  }
+  return out;
+}
+
 /// f32 `v` rounded to the precision kiln-lower-precision gave `op` (bf16 or
 /// f16 values, still f32), or `v` where it gave none: attention rounds its
 /// result in its kernel.
@@ -2046,6 +2090,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
   // bf16 (kiln_uk_sbgemm_pa): the weights in bf16 pairs of k, so every
   // chunk must start at an even k.
   bool bf16 = packed && lowersToBf16(op);
+  // fp16 (kiln_uk_hgemm_pa): the f32 packing, in half.
+  bool f16 = packed && lowersToF16(op);
   if (bf16 && !pointwise && KK % 2 == 1 && cc % 2 == 1 && cc < Cg) {
     if (cc > 1)
       --cc;
@@ -2066,8 +2112,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
       for (int64_t o = 0; o < Og; ++o)
         for (int64_t k = 0; k < Kdim; ++k)
           pk[(g * rowsPad + o / 6 * 6) * Kdim + k * 6 + o % 6] = wSrc[(g * Og + o) * Kdim + k];
-    wBuf = addConstantData(ArrayRef<char>(reinterpret_cast<const char *>(pk.data()),
-                                          pk.size() * sizeof(float)));
+    wBuf = addConstantData(weightBytes(pk, f16));
   }
   // Where the ukernel finds weight row (group g, row o0) at column k0 (in
   // bf16 elements for bf16).
@@ -2083,7 +2128,10 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
   auto product = [&](KernelEmitter &e, Value rows, Value cols, Value k, Value g, Value o0,
                      Value k0, Value bAddr, int64_t ldb, Value cAddr, bool acc) {
     if (bf16)
-      e.ukernel("kiln_uk_sbgemm_pa", rows, cols, k, e.addrBf16(0, weightAt(e, g, o0, k0)), lda,
+      e.ukernel("kiln_uk_sbgemm_pa", rows, cols, k, e.addr16(0, weightAt(e, g, o0, k0)), lda,
+                bAddr, ldb, cAddr, P, acc);
+    else if (f16)
+      e.ukernel("kiln_uk_hgemm_pa", rows, cols, k, e.addr16(0, weightAt(e, g, o0, k0)), lda,
                 bAddr, ldb, cAddr, P, acc);
     else
       e.sgemmPtr(rows, cols, k, e.addr(0, weightAt(e, g, o0, k0)), lda, bAddr, ldb, cAddr, P,
@@ -2605,6 +2653,8 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   bool bf16 = lowersToBf16(op) &&
               (im2col || ((Cg % 2 == 0 || oneChunk || pointwise) && (cc == Cg || cc % 2 == 0))) &&
               (ceilDiv(Og, cb) == 1 || cb % 32 == 0);
+  // fp16 (kiln_uk_hgemm): the f32 layout, in half.
+  bool f16 = !bf16 && lowersToF16(op);
   int64_t Kp = (Kdim + 1) / 2 * 2, panels = ceilDiv(Og, 32);
   {
     const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
@@ -2620,8 +2670,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
         for (int64_t k = 0; k < Kdim; ++k)
           for (int64_t o = 0; o < Og; ++o)
             pk[(g * Kdim + k) * Og + o] = w(g, k, o);
-      wBuf = addConstantData(ArrayRef<char>(reinterpret_cast<const char *>(pk.data()),
-                                            pk.size() * sizeof(float)));
+      wBuf = addConstantData(weightBytes(pk, f16));
     }
   }
   // Gathers taps [t0, t1), channels [cBase, cBase + n) of group g of
@@ -2768,9 +2817,13 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     auto product = [&](Value k, Value aAddr, int64_t lda, Value k0, bool acc, bool a16) {
       if (bf16)
         e.ukernel(a16 ? "kiln_uk_sbgemm_pb_a16" : "kiln_uk_sbgemm_pb", rows, cols, k, aAddr, lda,
-                  e.addrBf16(0, e.mul(e.add(e.mul(e.add(e.mul(g, panels), e.div(c0, 32)), Kp), k0),
+                  e.addr16(0, e.mul(e.add(e.mul(e.add(e.mul(g, panels), e.div(c0, 32)), Kp), k0),
                                       32)),
                   32 * Kp, cAddr, ldc, acc);
+      else if (f16)
+        e.ukernel("kiln_uk_hgemm", rows, cols, k, aAddr, lda,
+                  e.addr16(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)), Og, cAddr, ldc,
+                  acc);
       else
         e.sgemmPtr(rows, cols, k, aAddr, lda,
                    e.addr(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)), Og, cAddr, ldc,
@@ -3190,20 +3243,23 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   // bf16 (kiln_uk_sbgemm_pb): a constant B in 32-column panels of bf16
   // pairs of k (column tiles are whole panels).
   bool bf16 = bf16Candidate && (ceilDiv(N, cb) == 1 || cb % 32 == 0);
-  bool viaUkernel = bf16 || (!tA && f32 && M >= 6 && (!tB || constB));
+  // fp16 (kiln_uk_hgemm): a constant B as [K, N] in half; any M too, the
+  // weights being read once either way.
+  bool f16 = !tA && f32 && constB && lowersToF16(op);
+  bool viaUkernel = bf16 || f16 || (!tA && f32 && M >= 6 && (!tB || constB));
   int64_t Kp = (K + 1) / 2 * 2;
   if (bf16) {
     const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[bBuf].offset);
     bBuf = addConstantData(packBf16B(1, K, N, [&](int64_t, int64_t k, int64_t n) {
       return tB ? src[n * K + k] : src[k * N + n];
     }));
-  } else if (viaUkernel && tB) {
-    std::vector<char> t(N * K * 4);
-    const char *src = p.weights.data() + p.buffers[bBuf].offset;
+  } else if (viaUkernel && (tB || f16)) {
+    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[bBuf].offset);
+    std::vector<float> t(N * K);
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k)
-        std::memcpy(&t[(k * N + n) * 4], src + (n * K + k) * 4, 4);
-    bBuf = addConstantData(t);
+        t[k * N + n] = tB ? src[n * K + k] : src[k * N + n];
+    bBuf = addConstantData(weightBytes(t, f16));
   }
   if (viaUkernel) {
     SmallVector<int> ids;
@@ -3225,8 +3281,11 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
       int o = ids.size() - 1;
       if (bf16)
         e.ukernel("kiln_uk_sbgemm_pb", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
-                  e.addrBf16(1, e.mul(e.div(j0, 32), 32 * Kp)), 32 * Kp,
+                  e.addr16(1, e.mul(e.div(j0, 32), 32 * Kp)), 32 * Kp,
                   e.addr(o, e.add(e.mul(i0, N), j0)), N, false);
+      else if (f16)
+        e.ukernel("kiln_uk_hgemm", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
+                  e.addr16(1, j0), N, e.addr(o, e.add(e.mul(i0, N), j0)), N, false);
       else
         e.sgemm(rows, cols, K, 0, e.mul(i0, K), K, 1, j0, N, o, e.add(e.mul(i0, N), j0), N,
                 false);
@@ -3393,7 +3452,11 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
   bool f32 = llvm::all_of(ins, [](Value v) {
     return llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32();
   });
-  if (f32 && rowsPerBatch >= 6 && K > 0) {
+  // fp16 (kiln_uk_hgemm): a constant B shared by every batch, in half; any
+  // number of rows (the weights are read once either way).
+  bool f16 = f32 && K > 0 && lowersToF16(op) && sharedB &&
+             p.buffers[bufferOf.lookup(op.getRhs())].kind == Buffer::Constant;
+  if (f32 && (rowsPerBatch >= 6 || f16) && K > 0) {
     // Through the sgemm ukernel, tiles of [rb x cb] per workgroup.
     Value rhs = op.getRhs();
     int rhsBuf = bufferOf.lookup(rhs);
@@ -3414,6 +3477,10 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
           reinterpret_cast<const float *>(p.weights.data() + p.buffers[rhsBuf].offset);
       bufferOf[rhs] = addConstantData(
           packBf16B(1, K, N, [&](int64_t, int64_t k, int64_t n) { return src[k * N + n]; }));
+    } else if (f16) {
+      const float *src =
+          reinterpret_cast<const float *>(p.weights.data() + p.buffers[rhsBuf].offset);
+      bufferOf[rhs] = addConstantData(weightBytes(ArrayRef<float>(src, K * N), true));
     }
     auto restore = llvm::make_scope_exit([&] { bufferOf[rhs] = rhsBuf; });
     if (int64_t D = rank ? shape(op.getResult())[0] : 0; D < 1)
@@ -3432,8 +3499,12 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
       Value cRow0 = e.add(e.mul(bi, rowsPerBatch), i0);
       if (bf16)
         e.ukernel("kiln_uk_sbgemm_pb", rows, cols, e.idx(K), e.addr(0, e.add(aOff, e.mul(i0, K))),
-                  K, e.addrBf16(1, e.mul(e.div(j0, 32), 32 * Kp)), 32 * Kp,
+                  K, e.addr16(1, e.mul(e.div(j0, 32), 32 * Kp)), 32 * Kp,
                   e.addr(o, e.add(e.mul(cRow0, N), j0)), N, false);
+      else if (f16)
+        e.ukernel("kiln_uk_hgemm", rows, cols, e.idx(K), e.addr(0, e.add(aOff, e.mul(i0, K))),
+                  K, e.addr16(1, e.add(bOff, j0)), N, e.addr(o, e.add(e.mul(cRow0, N), j0)), N,
+                  false);
       else
         e.sgemm(rows, cols, K, 0, e.add(aOff, e.mul(i0, K)), K, 1, e.add(bOff, j0), N, o,
                 e.add(e.mul(cRow0, N), j0), N, false);
@@ -4989,7 +5060,7 @@ LogicalResult Lowering::run() {
     SmallVector<Type> args(10, b.getI64Type());
     for (StringRef name :
          {"kiln_uk_sgemm", "kiln_uk_sgemm_pa", "kiln_uk_sbgemm_pa", "kiln_uk_sbgemm_pb",
-          "kiln_uk_sbgemm_pb_a16"}) {
+          "kiln_uk_sbgemm_pb_a16", "kiln_uk_hgemm", "kiln_uk_hgemm_pa"}) {
       auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
       decl.setPrivate();
     }

@@ -13,17 +13,19 @@ Checks, per model, target and precision:
 --keep-fp32 by ONNX op type (Conv,Gemm: nothing lowered, fp32 numerics) and
 by node name (that node's kernel stays fp32, the others do not).
 
-The CPU's bf16 ukernels (kiln_uk_sbgemm_pa/_pb/_pb_a16) at the shapes
-that test their packing: convolutions (NCHW gathered in channel chunks
-with an odd K, pointwise, grouped; NHWC, and an RGB stem of odd K gathered
-in contiguous runs), matmuls past one 512-column tile with an odd K,
-batched with a shared B, a gemm with a transposed B, a one-row gemm. Each against
-onnxruntime run on the operands rounded to bf16 (what the ukernel
-multiplies), its result rounded too: within one bf16 step; on the AMX
-path where the CPU has it, the VDPBF16PS path (KILN_UKERNEL=avx512bf16),
-the split-pair AVX-512F path
-(KILN_UKERNEL=avx512) and the f32 fallback (KILN_UKERNEL=avx2), each
-where the CPU has it (else the best path it has).
+The CPU's bf16 and fp16 ukernels (kiln_uk_sbgemm_pa/_pb/_pb_a16;
+kiln_uk_hgemm/_hgemm_pa, half weights) at the shapes that test their
+packing: convolutions (NCHW gathered in channel chunks with an odd K,
+pointwise, grouped; NHWC, and an RGB stem of odd K gathered in contiguous
+runs), matmuls past one 512-column tile with an odd K, batched with a
+shared B, a gemm with a transposed B, a one-row gemm. Each against
+onnxruntime run on the operands rounded to bf16 or half (what the ukernel
+multiplies), its result rounded too: within one step of the precision. bf16
+on the AMX path where the CPU has it, the VDPBF16PS path
+(KILN_UKERNEL=avx512bf16), the split-pair AVX-512F path
+(KILN_UKERNEL=avx512) and the f32 fallback (KILN_UKERNEL=avx2); fp16 on
+AVX-512, AVX2+F16C and the portable path; each where the CPU has it (else
+the best path it has).
 --precision=auto on the small CNN: its chosen build within the tolerance
 of the fp32 build on the test inputs too.
 Prints 'N passed, N failed'.
@@ -252,11 +254,28 @@ UKERNEL_CASES = [
 ]
 
 
-def ukernel_paths():
-    """(KILN_UKERNEL value or None, environment) for each bf16 ukernel path:
-    the default (AMX where the CPU has it), VDPBF16PS, split pairs, the f32
-    fallback (each where the CPU has it, else the best path it has)."""
-    for force in (None, "avx512bf16", "avx512", "avx2"):
+def f16_round(x):
+    """float32 -> the nearest IEEE half value (ties to even), as float32."""
+    return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
+
+
+# precision: (rounding, the ukernel names per case kind, relative step,
+# KILN_UKERNEL values to force: each path where the CPU has it, else the
+# best one it has)
+UKERNEL_PRECISIONS = {
+    # the default (AMX where the CPU has it), VDPBF16PS, split pairs, the
+    # f32 fallback
+    "bf16": (bf16_round, {"pa": "sbgemm_pa", "pb": "sbgemm_pb", "pb_a16": "sbgemm_pb_a16"},
+             2.0 ** -7, (None, "avx512bf16", "avx512", "avx2")),
+    # half weights widened into the f32 ukernel: AVX-512, AVX2+F16C, portable
+    "fp16": (f16_round, {"pa": "hgemm_pa", "pb": "hgemm", "pb_a16": "hgemm"},
+             2.0 ** -10, (None, "avx2", "portable")),
+}
+
+
+def ukernel_paths(forces):
+    """(KILN_UKERNEL value or None, environment) for each forced path."""
+    for force in forces:
         env = dict(os.environ)
         env.pop("KILN_UKERNEL", None)
         if force:
@@ -265,16 +284,19 @@ def ukernel_paths():
 
 
 def ukernel_cases(kc, kr, tmp, only, report):
-    for name, build, flags, which in UKERNEL_CASES:
+    for (name, build, flags, which), prec in (
+            (c, p) for c in UKERNEL_CASES for p in UKERNEL_PRECISIONS):
         if only not in name and only not in "ukernel":
             continue
+        round_to, names, step, forces = UKERNEL_PRECISIONS[prec]
+        kernel = "kiln_uk_" + names[which]
         model = build()
-        # The reference: every operand rounded to bf16, the f32 product
-        # rounded again (kiln-lower-precision's contraction).
+        # The reference: every operand rounded, the f32 product rounded
+        # again (kiln-lower-precision's contraction).
         rounded = onnx.ModelProto()
         rounded.CopyFrom(model)
         for init in rounded.graph.initializer:
-            init.CopyFrom(numpy_helper.from_array(bf16_round(numpy_helper.to_array(init)),
+            init.CopyFrom(numpy_helper.from_array(round_to(numpy_helper.to_array(init)),
                                                   init.name))
         path = os.path.join(tmp, name + ".onnx")
         onnx.save(model, path)
@@ -284,31 +306,30 @@ def ukernel_cases(kc, kr, tmp, only, report):
         x = np.random.default_rng(9).standard_normal(inp.shape).astype(np.float32)
         xin = os.path.join(tmp, "x.npy")
         np.save(xin, x)
-        ref = bf16_round(sess.run(None, {inp.name: bf16_round(x)})[0]).astype(np.float64)
+        ref = round_to(sess.run(None, {inp.name: round_to(x)})[0]).astype(np.float64)
         so = os.path.join(tmp, name + ".so")
         try:
-            run([kc, path, "--precision=bf16", "-o", so] + flags)
-            ll = run([kc, path, "--precision=bf16", "--emit=llvm"] + flags)
+            run([kc, path, "--precision=" + prec, "-o", so] + flags)
+            ll = run([kc, path, "--precision=" + prec, "--emit=llvm"] + flags)
         except RuntimeError as e:
-            report(False, f"ukernel {name}: {e}")
+            report(False, f"ukernel {name} {prec}: {e}")
             continue
-        calls = "@kiln_uk_sbgemm_" + which + "(" in ll
-        for force, env in ukernel_paths():
+        calls = "@" + kernel + "(" in ll
+        for force, env in ukernel_paths(forces):
             out = os.path.join(tmp, "out")
             try:
                 run([kr, so, "--input", f"{inp.name}={xin}", "--output-dir", out], env=env)
             except RuntimeError as e:
-                report(False, f"ukernel {name}: {e}")
+                report(False, f"ukernel {name} {prec}: {e}")
                 continue
             got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
-            # One bf16 step (2^-7 relative) around the rounded reference, and
-            # an absolute floor for results that cancel to near zero.
-            bound = 2.0 ** -7 * np.abs(ref) + 1e-5 * np.abs(ref).max()
+            # One step of the precision around the rounded reference, and an
+            # absolute floor for results that cancel to near zero.
+            bound = step * np.abs(ref) + 1e-5 * np.abs(ref).max()
             worst = float((np.abs(got - ref) - bound).max()) if got.shape == ref.shape else 1.0
             ok = calls and got.shape == ref.shape and worst <= 0
-            report(ok, f"ukernel {name} (kiln_uk_sbgemm_{which}, "
-                       f"KILN_UKERNEL={force or 'default'}): max excess over one bf16 step "
-                       f"{max(worst, 0):.3g}")
+            report(ok, f"ukernel {name} ({kernel}, KILN_UKERNEL={force or 'default'}): "
+                       f"max excess over one {prec} step {max(worst, 0):.3g}")
 
 
 def attention_model(b, h, sq, sk, d, dv, mask_shape, scale):
@@ -388,7 +409,7 @@ def attention_cases(kc, kr, tmp, only, report):
         att = [k for k in kernels if "attention" in k["ops"].split("+")]
         shape_ok = len(att) == 1 and att[0]["precision"] == "bf16" and \
             "@kiln_uk_sbgemm_pa(" in ll
-        for force, env in ukernel_paths():
+        for force, env in ukernel_paths(UKERNEL_PRECISIONS["bf16"][3]):
             out = os.path.join(tmp, "out")
             try:
                 run([kr, so, "--output-dir", out] + inputs, env=env)

@@ -7,6 +7,13 @@
 // from cpuid, with a portable path for other CPUs (KILN_UKERNEL=portable,
 // avx2 or avx512 forces one the CPU has; kiln_uk_sgemm_impl() names it).
 //
+// The same kernels serve --precision=fp16 on the CPU (kiln_uk_hgemm,
+// kiln_uk_hgemm_pa): the constant operand is stored as IEEE half (half the
+// bytes of the weights) and widened to f32 where it is read -- as B's panel
+// is packed (VCVTPH2PS), or A's 6-row strip per tile -- so the products and
+// the accumulation are the f32 ones. (AVX512-FP16's arithmetic accumulates
+// in half precision, which kiln-lower-precision's policy rules out.)
+//
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
 
@@ -20,23 +27,50 @@
 
 namespace {
 
+/// IEEE binary16 bits (the fp16 ukernels' stored operand).
+using half = uint16_t;
+
+inline float toFloat(float x) { return x; }
+/// Exact half -> float widening (subnormals, infinities and NaNs included).
+inline float toFloat(half h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu,
+           man = h & 0x3ffu, bits;
+  if (exp == 0x1f)
+    bits = sign | 0x7f800000u | (man << 13);
+  else if (exp != 0)
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  else if (man == 0)
+    bits = sign;
+  else { // subnormal: normalize
+    int e = -1;
+    do {
+      ++e;
+      man <<= 1;
+    } while ((man & 0x400u) == 0);
+    bits = sign | static_cast<uint32_t>(112 - e) << 23 | ((man & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 /// Where row i, column k of A is: row-major, or packed in 6-row groups.
 template <bool PackedA> inline int64_t aIndex(int64_t i, int64_t k, int64_t lda) {
   return PackedA ? (i / 6) * lda + k * 6 + i % 6 : i * lda + k;
 }
 
-template <bool PackedA>
-void sgemmPortable(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                   const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+template <bool PackedA, typename TA, typename TB>
+void sgemmPortable(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
+                   const TB *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
   for (int64_t i = 0; i < M; ++i) {
     float *c = C + i * ldc;
     if (!acc)
       std::memset(c, 0, N * sizeof(float));
     for (int64_t k = 0; k < K; ++k) {
-      float a = A[aIndex<PackedA>(i, k, lda)];
-      const float *b = B + k * ldb;
+      float a = toFloat(A[aIndex<PackedA>(i, k, lda)]);
+      const TB *b = B + k * ldb;
       for (int64_t j = 0; j < N; ++j)
-        c[j] += a * b[j];
+        c[j] += a * toFloat(b[j]);
     }
   }
 }
@@ -81,15 +115,45 @@ tile6x32(int64_t K, const float *const a[6], const float *panel,
 #undef KILN_STORE
 }
 
-template <bool PackedA>
+/// Lanes [0, n) of row `src` as f32, zeros past them (n in [0, 16]).
+__attribute__((target("avx512f"))) inline __m512 load16(const float *src, int64_t n) {
+  __mmask16 m = n >= 16 ? 0xffff : n > 0 ? static_cast<__mmask16>((1u << n) - 1) : 0;
+  return _mm512_maskz_loadu_ps(m, src);
+}
+__attribute__((target("avx512f"))) inline __m512 load16(const half *src, int64_t n) {
+  if (n >= 16)
+    return _mm512_maskz_cvtph_ps(0xffff,
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src)));
+  alignas(32) half t[16] = {};
+  for (int64_t i = 0; i < n; ++i)
+    t[i] = src[i];
+  return _mm512_maskz_cvtph_ps(0xffff, _mm256_load_si256(reinterpret_cast<const __m256i *>(t)));
+}
+
+/// A's 6-row strip (packed: n contiguous values) as f32: in place for f32,
+/// widened into `buf` for half.
+__attribute__((target("avx512f"))) inline const float *strip(const float *a, int64_t, float *) {
+  return a;
+}
+__attribute__((target("avx512f"))) inline const float *strip(const half *a, int64_t n,
+                                                              float *buf) {
+  for (int64_t t = 0; t < n; t += 16)
+    _mm512_storeu_ps(buf + t, load16(a + t, n - t));
+  return buf;
+}
+
+template <bool PackedA, typename TA, typename TB>
 __attribute__((target("avx512f"))) void
-sgemmAvx512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-            const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
+            const TB *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
   // B is packed a KC x 32 panel at a time into a contiguous, L1-sized buffer
-  // that every 6-row tile of A then streams through.
+  // that every 6-row tile of A then streams through (half B widens here).
   constexpr int64_t KC = 256;
   alignas(64) float panel[KC * 32];
   alignas(64) float discard[32];
+  // A half packed A's strip, widened per tile (row-major A is f32 only).
+  alignas(64) float aBuf[PackedA ? KC * 6 + 16 : 1];
+  static_assert(PackedA || sizeof(TA) == 4, "row-major A is f32");
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
     int64_t kc = K - k0 < KC ? K - k0 : KC;
     bool accBlock = acc || k0 > 0;
@@ -99,18 +163,20 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
       __mmask16 m1 = n >= 32 ? 0xffff
                      : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1)
                               : 0;
-      const float *src = B + k0 * ldb + j;
+      const TB *src = B + k0 * ldb + j;
       for (int64_t k = 0; k < kc; ++k) {
-        _mm512_store_ps(panel + k * 32, _mm512_maskz_loadu_ps(m0, src + k * ldb));
-        _mm512_store_ps(panel + k * 32 + 16, _mm512_maskz_loadu_ps(m1, src + k * ldb + 16));
+        _mm512_store_ps(panel + k * 32, load16(src + k * ldb, n));
+        _mm512_store_ps(panel + k * 32 + 16, load16(src + k * ldb + 16, n - 16));
       }
       for (int64_t i = 0; i < M; i += 6) {
         const float *a[6];
         float *c[6];
         for (int r = 0; r < 6; ++r) {
           bool real = i + r < M;
-          a[r] = PackedA ? A + (i / 6) * lda + k0 * 6
-                         : A + (real ? i + r : i) * lda + k0;
+          if constexpr (PackedA)
+            a[r] = r == 0 ? strip(A + (i / 6) * lda + k0 * 6, kc * 6, aBuf) : a[0];
+          else
+            a[r] = reinterpret_cast<const float *>(A) + (real ? i + r : i) * lda + k0;
           c[r] = real ? C + (i + r) * ldc + j : discard;
         }
         tile6x32<PackedA>(kc, a, panel, c, accBlock, m0, m1);
@@ -124,7 +190,7 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 /// One 6 x 16 tile on AVX2+FMA: as tile6x32, two ymm per row; the column
 /// tail is masked (m0, m1: lanes of the tile's two halves).
 template <bool PackedA>
-__attribute__((target("avx2,fma"))) inline void
+__attribute__((target("avx2,fma,f16c"))) inline void
 tile6x16(int64_t K, const float *const a[6], const float *panel, float *const c[6], bool acc,
          __m256i m0, __m256i m1) {
 #define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
@@ -157,38 +223,66 @@ tile6x16(int64_t K, const float *const a[6], const float *panel, float *const c[
 }
 
 /// Lanes [0, n) of 8 set (n clamped to [0, 8]), as a maskload/maskstore mask.
-__attribute__((target("avx2"))) inline __m256i laneMask(int64_t n) {
+__attribute__((target("avx2,fma,f16c"))) inline __m256i laneMask(int64_t n) {
   n = n < 0 ? 0 : n > 8 ? 8 : n;
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-template <bool PackedA>
-__attribute__((target("avx2,fma"))) void
-sgemmAvx2(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+/// Lanes [0, n) of row `src` as f32, zeros past them (n in [0, 8]).
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const float *src, int64_t n) {
+  return _mm256_maskload_ps(src, laneMask(n));
+}
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const half *src, int64_t n) {
+  if (n >= 8)
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
+  alignas(16) half t[8] = {};
+  for (int64_t i = 0; i < n; ++i)
+    t[i] = src[i];
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(t)));
+}
+
+__attribute__((target("avx2,fma,f16c"))) inline const float *strip8(const float *a, int64_t,
+                                                                     float *) {
+  return a;
+}
+__attribute__((target("avx2,fma,f16c"))) inline const float *strip8(const half *a, int64_t n,
+                                                                     float *buf) {
+  for (int64_t t = 0; t < n; t += 8)
+    _mm256_storeu_ps(buf + t, load8(a + t, n - t));
+  return buf;
+}
+
+template <bool PackedA, typename TA, typename TB>
+__attribute__((target("avx2,fma,f16c"))) void
+sgemmAvx2(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda, const TB *B,
           int64_t ldb, float *C, int64_t ldc, bool acc) {
   // B packed a KC x 16 panel at a time (L1-sized), as in sgemmAvx512.
   constexpr int64_t KC = 256;
   alignas(64) float panel[KC * 16];
   alignas(64) float discard[16];
+  alignas(64) float aBuf[PackedA ? KC * 6 + 8 : 1];
+  static_assert(PackedA || sizeof(TA) == 4, "row-major A is f32");
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
     int64_t kc = K - k0 < KC ? K - k0 : KC;
     bool accBlock = acc || k0 > 0;
     for (int64_t j = 0; j < N; j += 16) {
       int64_t n = N - j < 16 ? N - j : 16;
       __m256i m0 = laneMask(n), m1 = laneMask(n - 8);
-      const float *src = B + k0 * ldb + j;
+      const TB *src = B + k0 * ldb + j;
       for (int64_t k = 0; k < kc; ++k) {
-        _mm256_store_ps(panel + k * 16, _mm256_maskload_ps(src + k * ldb, m0));
-        _mm256_store_ps(panel + k * 16 + 8, _mm256_maskload_ps(src + k * ldb + 8, m1));
+        _mm256_store_ps(panel + k * 16, load8(src + k * ldb, n));
+        _mm256_store_ps(panel + k * 16 + 8, load8(src + k * ldb + 8, n - 8));
       }
       for (int64_t i = 0; i < M; i += 6) {
         const float *a[6];
         float *c[6];
         for (int r = 0; r < 6; ++r) {
           bool real = i + r < M;
-          a[r] = PackedA ? A + (i / 6) * lda + k0 * 6
-                         : A + (real ? i + r : i) * lda + k0;
+          if constexpr (PackedA)
+            a[r] = r == 0 ? strip8(A + (i / 6) * lda + k0 * 6, kc * 6, aBuf) : a[0];
+          else
+            a[r] = reinterpret_cast<const float *>(A) + (real ? i + r : i) * lda + k0;
           c[r] = real ? C + (i + r) * ldc + j : discard;
         }
         tile6x16<PackedA>(kc, a, panel, c, accBlock, m0, m1);
@@ -198,22 +292,43 @@ sgemmAvx2(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const fl
 }
 #endif
 
-using SgemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
-                         const float *, int64_t, float *, int64_t, bool);
+/// One matrix product on addresses: C (+)= A * B (element types per entry).
+using GemmFn = void (*)(int64_t, int64_t, int64_t, const void *, int64_t, const void *, int64_t,
+                        float *, int64_t, bool);
 
+/// The typed kernel behind a GemmFn.
+template <typename TA, typename TB,
+          void (*F)(int64_t, int64_t, int64_t, const TA *, int64_t, const TB *, int64_t,
+                    float *, int64_t, bool)>
+void erase(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, const void *B,
+           int64_t ldb, float *C, int64_t ldc, bool acc) {
+  F(M, N, K, static_cast<const TA *>(A), lda, static_cast<const TB *>(B), ldb, C, ldc, acc);
+}
+
+/// One implementation's entries: f32 (row-major A, packed A) and fp16 (f32
+/// A times half B, half packed A times f32 B).
 struct Impl {
-  SgemmFn plain, packed;
+  GemmFn plain, packed, halfB, halfPackedA;
   const char *name;
 };
 
+#define KILN_IMPL(K, NAME)                                                     \
+  Impl {                                                                       \
+    erase<float, float, K<false, float, float>>,                               \
+        erase<float, float, K<true, float, float>>,                            \
+        erase<float, half, K<false, float, half>>,                             \
+        erase<half, float, K<true, half, float>>, NAME                         \
+  }
+
 Impl selectSgemm() {
-  Impl portable{sgemmPortable<false>, sgemmPortable<true>, "portable"};
+  Impl portable = KILN_IMPL(sgemmPortable, "portable");
 #if defined(__x86_64__)
   __builtin_cpu_init();
   bool has512 = __builtin_cpu_supports("avx512f");
-  bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  Impl avx512{sgemmAvx512<false>, sgemmAvx512<true>, "avx512"};
-  Impl avx2{sgemmAvx2<false>, sgemmAvx2<true>, "avx2"};
+  bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+              __builtin_cpu_supports("f16c");
+  Impl avx512 = KILN_IMPL(sgemmAvx512, "avx512");
+  Impl avx2 = KILN_IMPL(sgemmAvx2, "avx2");
   // KILN_UKERNEL forces a path the CPU has (tests cover each one).
   if (const char *force = std::getenv("KILN_UKERNEL")) {
     if (std::strcmp(force, "portable") == 0)
@@ -230,12 +345,11 @@ Impl selectSgemm() {
 #endif
   return portable;
 }
+#undef KILN_IMPL
 
 const Impl sgemmChosen = selectSgemm();
-const SgemmFn sgemmImpl = sgemmChosen.plain;
-const SgemmFn sgemmPackedImpl = sgemmChosen.packed;
 
-void run(SgemmFn fn, int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, int64_t b,
+void run(GemmFn fn, int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, int64_t b,
          int64_t ldb, int64_t c, int64_t ldc, int64_t accumulate) {
   if (M <= 0 || N <= 0)
     return;
@@ -245,8 +359,8 @@ void run(SgemmFn fn, int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, in
         std::memset(reinterpret_cast<float *>(c) + i * ldc, 0, N * sizeof(float));
     return;
   }
-  fn(M, N, K, reinterpret_cast<const float *>(a), lda, reinterpret_cast<const float *>(b),
-     ldb, reinterpret_cast<float *>(c), ldc, accumulate != 0);
+  fn(M, N, K, reinterpret_cast<const void *>(a), lda, reinterpret_cast<const void *>(b), ldb,
+     reinterpret_cast<float *>(c), ldc, accumulate != 0);
 }
 
 } // namespace
@@ -254,7 +368,7 @@ void run(SgemmFn fn, int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, in
 extern "C" void kiln_uk_sgemm(int64_t M, int64_t N, int64_t K, int64_t a,
                               int64_t lda, int64_t b, int64_t ldb, int64_t c,
                               int64_t ldc, int64_t accumulate) {
-  run(sgemmImpl, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
+  run(sgemmChosen.plain, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 extern "C" const char *kiln_uk_sgemm_impl() { return sgemmChosen.name; }
@@ -262,5 +376,17 @@ extern "C" const char *kiln_uk_sgemm_impl() { return sgemmChosen.name; }
 extern "C" void kiln_uk_sgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a,
                                  int64_t lda, int64_t b, int64_t ldb, int64_t c,
                                  int64_t ldc, int64_t accumulate) {
-  run(sgemmPackedImpl, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
+  run(sgemmChosen.packed, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+extern "C" void kiln_uk_hgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                              int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                              int64_t accumulate) {
+  run(sgemmChosen.halfB, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+extern "C" void kiln_uk_hgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                                 int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                                 int64_t accumulate) {
+  run(sgemmChosen.halfPackedA, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
 }

@@ -311,9 +311,24 @@ void kiln_uk_sgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                       int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                       int64_t accumulate);
 
-/** The ukernel implementation this process uses: "avx512", "avx2" (with
- *  FMA) or "portable" -- the best the CPU has, or the one $KILN_UKERNEL
- *  names when the CPU has it (read once, at load). */
+/** Called by generated code for fp16 contractions on the CPU
+ *  (--precision=fp16): as kiln_uk_sgemm with B IEEE half (binary16),
+ *  row-major, ldb in half elements; B is widened to f32 as it is read, so
+ *  products and sums are f32. */
+void kiln_uk_hgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                   int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                   int64_t accumulate);
+
+/** As kiln_uk_sgemm_pa with the packed A IEEE half (lda in half elements)
+ *  and B f32. */
+void kiln_uk_hgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                      int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                      int64_t accumulate);
+
+/** The ukernel implementation this process uses, f32 and fp16 alike:
+ *  "avx512", "avx2" (with FMA and F16C) or "portable" -- the best the CPU
+ *  has, or the one $KILN_UKERNEL names when the CPU has it (read once, at
+ *  load). */
 const char *kiln_uk_sgemm_impl(void);
 
 /** Called by generated code for bf16 contractions (--precision=bf16): as

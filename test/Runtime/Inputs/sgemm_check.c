@@ -1,7 +1,9 @@
 /* The sgemm ukernels against a double-precision reference: shapes around
  * every tile edge (6-row groups, 16/32-column panels, the 256-deep k
  * blocks), leading dimensions wider than the matrix, accumulate on and off,
- * A row-major and packed. Run once per implementation ($KILN_UKERNEL). */
+ * A row-major and packed; and the fp16 ones (kiln_uk_hgemm: B half;
+ * kiln_uk_hgemm_pa: the packed A half) on the same shapes, the reference
+ * taking the half values. Run once per implementation ($KILN_UKERNEL). */
 #include "kiln/runtime.h"
 
 #include <math.h>
@@ -9,6 +11,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* f32 -> IEEE half bits, nearest even (normal values; the test's are in
+ * [-1, 1], some scaled down into half's subnormals), and back. */
+static uint16_t to_half(float x) {
+  uint32_t b;
+  memcpy(&b, &x, 4);
+  uint32_t sign = (b >> 16) & 0x8000u, mag = b & 0x7fffffffu;
+  if (mag >= 0x38800000u) {
+    uint32_t r = mag - (112u << 23);
+    r += 0xfffu + ((r >> 13) & 1u);
+    return (uint16_t)(sign | (r >> 13));
+  }
+  float f;
+  memcpy(&f, &mag, 4);
+  return (uint16_t)(sign | (uint32_t)nearbyintf(f * 16777216.0f));
+}
+static float from_half(uint16_t h) {
+  float m = (float)(h & 0x3ff), s = (h & 0x8000) ? -1.0f : 1.0f;
+  int e = (h >> 10) & 0x1f;
+  return e == 0 ? s * m * 0x1p-24f : s * ldexpf(1.0f + m / 1024.0f, e - 15);
+}
 
 static uint64_t state = 88172645463325252ull;
 static float uniform(void) {
@@ -23,6 +46,7 @@ int main(void) {
   const int64_t ns[] = {1, 7, 8, 9, 16, 17, 31, 32, 33, 70};
   const int64_t ks[] = {1, 3, 255, 256, 257, 600};
   int passed = 0, failed = 0;
+  for (int half = 0; half < 2; ++half)
   for (size_t mi = 0; mi < sizeof ms / sizeof *ms; ++mi)
     for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ++ni)
       for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ++ki)
@@ -32,15 +56,28 @@ int main(void) {
             int64_t lda = K + 3, ldb = N + 5, ldc = N + 2, groups = (M + 5) / 6;
             float *a = malloc(sizeof(float) * M * lda);
             float *ap = calloc(groups * 6 * K + 1, sizeof(float));
+            uint16_t *aph = calloc(groups * 6 * K + 1, sizeof(uint16_t));
             float *b = malloc(sizeof(float) * K * ldb);
+            uint16_t *bh = malloc(sizeof(uint16_t) * K * ldb);
             float *c = malloc(sizeof(float) * M * ldc);
             double *ref = malloc(sizeof(double) * M * N);
             for (int64_t i = 0; i < M * lda; ++i) a[i] = uniform();
             for (int64_t i = 0; i < K * ldb; ++i) b[i] = uniform();
             for (int64_t i = 0; i < M * ldc; ++i) c[i] = uniform();
+            if (half) {
+              /* The half operand (packed A or B) holds half values, a few
+               * of them subnormal. */
+              float *h = packed ? a : b;
+              int64_t n = packed ? M * lda : K * ldb;
+              for (int64_t i = 0; i < n; ++i)
+                h[i] = from_half(to_half(i % 97 == 0 ? h[i] * 1e-5f : h[i]));
+              for (int64_t i = 0; i < K * ldb; ++i) bh[i] = to_half(b[i]);
+            }
             for (int64_t i = 0; i < M; ++i)
-              for (int64_t k = 0; k < K; ++k)
+              for (int64_t k = 0; k < K; ++k) {
                 ap[(i / 6) * 6 * K + k * 6 + i % 6] = a[i * lda + k];
+                aph[(i / 6) * 6 * K + k * 6 + i % 6] = to_half(a[i * lda + k]);
+              }
             for (int64_t i = 0; i < M; ++i)
               for (int64_t j = 0; j < N; ++j) {
                 double s = acc ? c[i * ldc + j] : 0.0;
@@ -50,9 +87,15 @@ int main(void) {
               }
             /* Row 0's column past N (ldc > N) must stay as it was. */
             float guard = c[N];
-            if (packed)
+            if (packed && half)
+              kiln_uk_hgemm_pa(M, N, K, (int64_t)(intptr_t)aph, 6 * K, (int64_t)(intptr_t)b,
+                               ldb, (int64_t)(intptr_t)c, ldc, acc);
+            else if (packed)
               kiln_uk_sgemm_pa(M, N, K, (int64_t)(intptr_t)ap, 6 * K, (int64_t)(intptr_t)b, ldb,
                                (int64_t)(intptr_t)c, ldc, acc);
+            else if (half)
+              kiln_uk_hgemm(M, N, K, (int64_t)(intptr_t)a, lda, (int64_t)(intptr_t)bh, ldb,
+                            (int64_t)(intptr_t)c, ldc, acc);
             else
               kiln_uk_sgemm(M, N, K, (int64_t)(intptr_t)a, lda, (int64_t)(intptr_t)b, ldb,
                             (int64_t)(intptr_t)c, ldc, acc);
@@ -65,11 +108,12 @@ int main(void) {
             /* f32 sums of K products of values in [-1, 1]. */
             int ok = worst <= 1e-6 * (double)(K + 1) && c[N] == guard;
             if (!ok)
-              printf("FAIL M=%lld N=%lld K=%lld packed=%d acc=%d: error %.3g\n", (long long)M,
-                     (long long)N, (long long)K, packed, acc, worst);
+              printf("FAIL %s M=%lld N=%lld K=%lld packed=%d acc=%d: error %.3g\n",
+                     half ? "hgemm" : "sgemm", (long long)M, (long long)N, (long long)K, packed,
+                     acc, worst);
             passed += ok;
             failed += !ok;
-            free(a), free(ap), free(b), free(c), free(ref);
+            free(a), free(ap), free(aph), free(b), free(bh), free(c), free(ref);
           }
   printf("%s: %d passed, %d failed\n", kiln_uk_sgemm_impl(), passed, failed);
   return failed != 0;
