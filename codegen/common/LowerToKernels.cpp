@@ -1016,6 +1016,20 @@ private:
   LogicalResult checkF32(Operation *op, ArrayRef<Value> values);
   /// A constant buffer holding `data`.
   int addConstantData(ArrayRef<char> data);
+  /// Layouts a matrix product's constant B is packed into.
+  enum class PackedB { PanelsF32, PanelsBf16, RowsF32, RowsF16 };
+  /// The constant buffer holding B (buffer `src`, [K, N], or [N, K] when
+  /// tB) packed as `kind`: made once by `make` and shared by every product
+  /// that reads the same weights so (tied or reused weights).
+  int packedB(int src, PackedB kind, bool tB, int64_t K, int64_t N,
+              const std::function<std::vector<char>()> &make) {
+    auto key = std::make_tuple(src, static_cast<int>(kind), tB, K, N);
+    auto it = packedBs.find(key);
+    if (it != packedBs.end())
+      return it->second;
+    return packedBs[key] = addConstantData(make());
+  }
+  std::map<std::tuple<int, int, bool, int64_t, int64_t>, int> packedBs;
   /// Creates a kernel for `op` with `ins` -> a fresh arena buffer for the
   /// result; `body` fills it. Returns failure on unsupported types.
   LogicalResult launch(Operation *op, ArrayRef<Value> ins, int64_t workgroups,
@@ -1748,6 +1762,20 @@ static std::vector<char> weightBytes(ArrayRef<float> v, bool half) {
     std::memcpy(&out[i * 2], &h, 2);
   }
   return out;
+}
+
+/// Weights w(g, k, j) (K x cols per group) packed for kiln_uk_sgemm_pb:
+/// per group, ceil(cols / 32) panels of K x 32 floats, k-major, zero past
+/// the last column.
+template <typename At>
+static std::vector<float> packPanels(int64_t groups, int64_t K, int64_t cols, At w) {
+  int64_t panels = (cols + 31) / 32;
+  std::vector<float> pk(groups * panels * K * 32, 0.0f);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < cols; ++j)
+        pk[((g * panels + j / 32) * K + k) * 32 + j % 32] = w(g, k, j);
+  return pk;
 }
 
 /// f32 `v` rounded to the precision kiln-lower-precision gave `op` (bf16 or
@@ -2655,6 +2683,9 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
               (ceilDiv(Og, cb) == 1 || cb % 32 == 0);
   // fp16 (kiln_uk_hgemm): the f32 layout, in half.
   bool f16 = !bf16 && lowersToF16(op);
+  // f32 (kiln_uk_sgemm_pb): B in 32-column panels read in place (column
+  // tiles are whole panels).
+  bool f32Panels = !bf16 && !f16 && (ceilDiv(Og, cb) == 1 || cb % 32 == 0);
   int64_t Kp = (Kdim + 1) / 2 * 2, panels = ceilDiv(Og, 32);
   {
     const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
@@ -2664,6 +2695,8 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     };
     if (bf16) {
       wBuf = addConstantData(packBf16B(G, Kdim, Og, w));
+    } else if (f32Panels) {
+      wBuf = addConstantData(weightBytes(packPanels(G, Kdim, Og, w), false));
     } else {
       std::vector<float> pk(G * Kdim * Og);
       for (int64_t g = 0; g < G; ++g)
@@ -2824,6 +2857,11 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
         e.ukernel("kiln_uk_hgemm", rows, cols, k, aAddr, lda,
                   e.addr16(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)), Og, cAddr, ldc,
                   acc);
+      else if (f32Panels)
+        e.ukernel("kiln_uk_sgemm_pb", rows, cols, k, aAddr, lda,
+                  e.addr(0, e.mul(e.add(e.mul(e.add(e.mul(g, panels), e.div(c0, 32)), Kdim), k0),
+                                  32)),
+                  32 * Kdim, cAddr, ldc, acc);
       else
         e.sgemmPtr(rows, cols, k, aAddr, lda,
                    e.addr(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)), Og, cAddr, ldc,
@@ -3247,19 +3285,26 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   // weights being read once either way.
   bool f16 = !tA && f32 && constB && lowersToF16(op);
   bool viaUkernel = bf16 || f16 || (!tA && f32 && M >= 6 && (!tB || constB));
+  // f32 (kiln_uk_sgemm_pb): a constant B in 32-column panels read in place
+  // (column tiles are whole panels).
+  bool f32Panels = viaUkernel && !bf16 && !f16 && constB && (ceilDiv(N, cb) == 1 || cb % 32 == 0);
   int64_t Kp = (K + 1) / 2 * 2;
-  if (bf16) {
+  if (bf16 || f32Panels || (viaUkernel && (tB || f16))) {
     const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[bBuf].offset);
-    bBuf = addConstantData(packBf16B(1, K, N, [&](int64_t, int64_t k, int64_t n) {
-      return tB ? src[n * K + k] : src[k * N + n];
-    }));
-  } else if (viaUkernel && (tB || f16)) {
-    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[bBuf].offset);
-    std::vector<float> t(N * K);
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t k = 0; k < K; ++k)
-        t[k * N + n] = tB ? src[n * K + k] : src[k * N + n];
-    bBuf = addConstantData(weightBytes(t, f16));
+    auto b = [&](int64_t, int64_t k, int64_t n) { return tB ? src[n * K + k] : src[k * N + n]; };
+    if (bf16)
+      bBuf = packedB(bBuf, PackedB::PanelsBf16, tB, K, N, [&] { return packBf16B(1, K, N, b); });
+    else if (f32Panels)
+      bBuf = packedB(bBuf, PackedB::PanelsF32, tB, K, N,
+                     [&] { return weightBytes(packPanels(1, K, N, b), false); });
+    else // a constant B^T transposed once, or (fp16) B in half
+      bBuf = packedB(bBuf, f16 ? PackedB::RowsF16 : PackedB::RowsF32, tB, K, N, [&] {
+        std::vector<float> t(N * K);
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t k = 0; k < K; ++k)
+            t[k * N + n] = b(0, k, n);
+        return weightBytes(t, f16);
+      });
   }
   if (viaUkernel) {
     SmallVector<int> ids;
@@ -3286,6 +3331,10 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
       else if (f16)
         e.ukernel("kiln_uk_hgemm", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
                   e.addr16(1, j0), N, e.addr(o, e.add(e.mul(i0, N), j0)), N, false);
+      else if (f32Panels)
+        e.ukernel("kiln_uk_sgemm_pb", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
+                  e.addr(1, e.mul(e.div(j0, 32), 32 * K)), 32 * K,
+                  e.addr(o, e.add(e.mul(i0, N), j0)), N, false);
       else
         e.sgemm(rows, cols, K, 0, e.mul(i0, K), K, 1, j0, N, o, e.add(e.mul(i0, N), j0), N,
                 false);
@@ -3472,15 +3521,24 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
     // the kernel reads the packed copy in B's place.
     bool bf16 = bf16Candidate && (cTiles == 1 || cb % 32 == 0);
     int64_t Kp = (K + 1) / 2 * 2;
-    if (bf16) {
+    // f32 (kiln_uk_sgemm_pb): a constant B shared by every batch in 32-column
+    // panels read in place (column tiles are whole panels).
+    bool f32Panels = !bf16 && !f16 && sharedB && p.buffers[rhsBuf].kind == Buffer::Constant &&
+                     (cTiles == 1 || cb % 32 == 0);
+    if (bf16 || f16 || f32Panels) {
       const float *src =
           reinterpret_cast<const float *>(p.weights.data() + p.buffers[rhsBuf].offset);
-      bufferOf[rhs] = addConstantData(
-          packBf16B(1, K, N, [&](int64_t, int64_t k, int64_t n) { return src[k * N + n]; }));
-    } else if (f16) {
-      const float *src =
-          reinterpret_cast<const float *>(p.weights.data() + p.buffers[rhsBuf].offset);
-      bufferOf[rhs] = addConstantData(weightBytes(ArrayRef<float>(src, K * N), true));
+      auto b = [&](int64_t, int64_t k, int64_t n) { return src[k * N + n]; };
+      if (bf16)
+        bufferOf[rhs] = packedB(rhsBuf, PackedB::PanelsBf16, false, K, N,
+                                [&] { return packBf16B(1, K, N, b); });
+      else if (f16)
+        bufferOf[rhs] = packedB(rhsBuf, PackedB::RowsF16, false, K, N, [&] {
+          return weightBytes(ArrayRef<float>(src, K * N), true);
+        });
+      else
+        bufferOf[rhs] = packedB(rhsBuf, PackedB::PanelsF32, false, K, N,
+                                [&] { return weightBytes(packPanels(1, K, N, b), false); });
     }
     auto restore = llvm::make_scope_exit([&] { bufferOf[rhs] = rhsBuf; });
     if (int64_t D = rank ? shape(op.getResult())[0] : 0; D < 1)
@@ -3505,6 +3563,11 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
         e.ukernel("kiln_uk_hgemm", rows, cols, e.idx(K), e.addr(0, e.add(aOff, e.mul(i0, K))),
                   K, e.addr16(1, e.add(bOff, j0)), N, e.addr(o, e.add(e.mul(cRow0, N), j0)), N,
                   false);
+      else if (f32Panels)
+        e.ukernel("kiln_uk_sgemm_pb", rows, cols, e.idx(K),
+                  e.addr(0, e.add(aOff, e.mul(i0, K))), K,
+                  e.addr(1, e.mul(e.div(j0, 32), 32 * K)), 32 * K,
+                  e.addr(o, e.add(e.mul(cRow0, N), j0)), N, false);
       else
         e.sgemm(rows, cols, K, 0, e.add(aOff, e.mul(i0, K)), K, 1, e.add(bOff, j0), N, o,
                 e.add(e.mul(cRow0, N), j0), N, false);
@@ -5060,7 +5123,7 @@ LogicalResult Lowering::run() {
     SmallVector<Type> args(10, b.getI64Type());
     for (StringRef name :
          {"kiln_uk_sgemm", "kiln_uk_sgemm_pa", "kiln_uk_sbgemm_pa", "kiln_uk_sbgemm_pb",
-          "kiln_uk_sbgemm_pb_a16", "kiln_uk_hgemm", "kiln_uk_hgemm_pa"}) {
+          "kiln_uk_sbgemm_pb_a16", "kiln_uk_sgemm_pb", "kiln_uk_hgemm", "kiln_uk_hgemm_pa"}) {
       auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
       decl.setPrivate();
     }

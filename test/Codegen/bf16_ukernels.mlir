@@ -44,9 +44,9 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}, %a: tensor<12x33xf32>
 // NHWC-LABEL: func.func @kiln_k{{[0-9]+}}_matmul(
 // NHWC: call @kiln_uk_sbgemm_pb(
 
-// --keep-fp32: the f32 ukernels on f32 weights.
+// --keep-fp32: the f32 ukernels on f32 weights (the matmul's in panels).
 // KEEP-NOT: call @kiln_uk_sbgemm
 // KEEP: call @kiln_uk_sgemm_pa(
 // KEEP-NOT: call @kiln_uk_sbgemm
-// KEEP: call @kiln_uk_sgemm(
+// KEEP: call @kiln_uk_sgemm_pb(
 // KEEP-NOT: call @kiln_uk_sbgemm

@@ -52,18 +52,20 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // Channels last (the model's input and output NHWC too, so no transposes):
 // the implicit GEMM multiplies pixel rows of gathered taps (8 contiguous
 // channels per tap, zeros where the window leaves the input) by the
-// weights repacked at compile time as [tap * channel x out channel] (72 x 16);
-// the 18 output pixels of both images are one tile. The product overwrites
+// weights repacked at compile time as [tap * channel x out channel] (72 x 16)
+// in one 32-column panel (72 x 32, zero past column 16: 2304 floats) that
+// kiln_uk_sgemm_pb reads in place (ldb 32 * 72); the 18 output pixels of
+// both images are one tile. The product overwrites
 // the tile (accumulate 0) and the bias is added in the pass after it.
 // NHWC-NOT: transpose
 // NHWC-LABEL: func.func @kiln_k0_conv(
-// NHWC-SAME: memref<1152xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 1 : i64}
+// NHWC-SAME: memref<2304xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 1 : i64}
 // NHWC: memref.alloca() {alignment = 64 : i64} : memref<1296xf32>
 // Each tap's 8 channels: one masked vector of 8 lanes.
 // NHWC: scf.if
 // NHWC: vector.maskedload %{{.*}} : memref<576xf32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
 // NHWC: vector.maskedstore %{{.*}} : memref<1296xf32>, vector<16xi1>, vector<16xf32>
-// NHWC: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c16_i64, %{{.*}}, %c16_i64{{.*}}, %c0_i64)
+// NHWC: call @kiln_uk_sgemm_pb(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c2304_i64, %{{.*}}, %c16_i64{{.*}}, %c0_i64)
 // NHWC: vector.load %{{.*}} : memref<288xf32>, vector<16xf32>
 // NHWC: vector.load %{{.*}} : memref<16xf32>, vector<16xf32>
 // NHWC: arith.addf
@@ -78,4 +80,4 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // Pointwise: the input itself is the pixel-row matrix (lda = 16 channels).
 // NHWC-LABEL: func.func @kiln_k2_conv(
 // NHWC-NOT: memref.alloca
-// NHWC: call @kiln_uk_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %{{.*}}, %c16_i64{{.*}}, %{{.*}}, %c16_i64{{.*}}, %c0_i64)
+// NHWC: call @kiln_uk_sgemm_pb(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64, %{{.*}}, %c512_i64, %{{.*}}, %c16_i64{{.*}}, %c0_i64)

@@ -23,13 +23,16 @@ func.func @main(%x: tensor<8x64xf32> {kiln.name = "x"}) -> (tensor<32x64xf32> {k
 }
 
 // CHECK: arena 8192 bytes: live peak 8192, naive 18432, no reuse 26624; 0 kernels in place, 3 concats elided; order: largest first
-// CHECK-NEXT: [0, 2048) buffer 4: 2048 bytes, kiln_k0_matmul .. kiln_k1_matmul (inside buffer 10)
-// CHECK-NEXT: [0, 4096) buffer 6: 4096 bytes, kiln_k3_matmul .. kiln_k3_matmul (inside buffer 10)
-// CHECK-NEXT: [0, 6144) buffer 8: 6144 bytes, kiln_k5_matmul .. kiln_k5_matmul (inside buffer 10)
-// CHECK-NEXT: [0, 8192) buffer 10: 8192 bytes, kiln_k7_matmul .. kiln_k7_matmul
-// CHECK-NEXT: [2048, 4096) buffer 5: 2048 bytes, kiln_k1_matmul .. kiln_k1_matmul (inside buffer 10)
-// CHECK-NEXT: [4096, 6144) buffer 7: 2048 bytes, kiln_k3_matmul .. kiln_k3_matmul (inside buffer 10)
-// CHECK-NEXT: [6144, 8192) buffer 9: 2048 bytes, kiln_k5_matmul .. kiln_k5_matmul (inside buffer 10)
+// (Buffer numbers relative to the first: the CPU adds a packed copy of the
+// weights before it.)
+// CHECK-NEXT: [0, 2048) buffer [[#B:]]: 2048 bytes, kiln_k0_matmul .. kiln_k1_matmul
+// CHECK-SAME: (inside buffer [[#B+6]])
+// CHECK-NEXT: [0, 4096) buffer [[#B+2]]: 4096 bytes, kiln_k3_matmul .. kiln_k3_matmul (inside buffer [[#B+6]])
+// CHECK-NEXT: [0, 6144) buffer [[#B+4]]: 6144 bytes, kiln_k5_matmul .. kiln_k5_matmul (inside buffer [[#B+6]])
+// CHECK-NEXT: [0, 8192) buffer [[#B+6]]: 8192 bytes, kiln_k7_matmul .. kiln_k7_matmul
+// CHECK-NEXT: [2048, 4096) buffer [[#B+1]]: 2048 bytes, kiln_k1_matmul .. kiln_k1_matmul (inside buffer [[#B+6]])
+// CHECK-NEXT: [4096, 6144) buffer [[#B+3]]: 2048 bytes, kiln_k3_matmul .. kiln_k3_matmul (inside buffer [[#B+6]])
+// CHECK-NEXT: [6144, 8192) buffer [[#B+5]]: 2048 bytes, kiln_k5_matmul .. kiln_k5_matmul (inside buffer [[#B+6]])
 // CHECK-NEXT: no kernel: kiln_k2_concat (its inputs are written into its output)
 // CHECK-NEXT: no kernel: kiln_k4_concat (its inputs are written into its output)
 // CHECK-NEXT: no kernel: kiln_k6_concat (its inputs are written into its output)

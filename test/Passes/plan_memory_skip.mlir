@@ -19,9 +19,12 @@ func.func @main(%x: tensor<8x64xf32> {kiln.name = "x"}) -> (tensor<16x64xf32> {k
 }
 
 // CHECK: arena 6144 bytes: live peak 6144, naive 8192, no reuse 12288; 0 kernels in place, 1 concat elided
-// CHECK-NEXT: [0, 2048) buffer 2: 2048 bytes, kiln_k0_matmul .. kiln_k1_matmul (inside buffer 6)
-// CHECK-NEXT: [0, 4096) buffer 6: 4096 bytes, kiln_k5_matmul .. kiln_k5_matmul
-// CHECK-NEXT: [2048, 4096) buffer 3: 2048 bytes, kiln_k1_matmul .. kiln_k2_matmul
-// CHECK-NEXT: [2048, 4096) buffer 5: 2048 bytes, kiln_k3_matmul .. kiln_k3_matmul (inside buffer 6)
-// CHECK-NEXT: [4096, 6144) buffer 4: 2048 bytes, kiln_k2_matmul .. kiln_k3_matmul
+// (Buffer numbers relative to the first: the CPU adds a packed copy of the
+// weights before it.)
+// CHECK-NEXT: [0, 2048) buffer [[#B:]]: 2048 bytes, kiln_k0_matmul .. kiln_k1_matmul
+// CHECK-SAME: (inside buffer [[#B+4]])
+// CHECK-NEXT: [0, 4096) buffer [[#B+4]]: 4096 bytes, kiln_k5_matmul .. kiln_k5_matmul
+// CHECK-NEXT: [2048, 4096) buffer [[#B+1]]: 2048 bytes, kiln_k1_matmul .. kiln_k2_matmul
+// CHECK-NEXT: [2048, 4096) buffer [[#B+3]]: 2048 bytes, kiln_k3_matmul .. kiln_k3_matmul (inside buffer [[#B+4]])
+// CHECK-NEXT: [4096, 6144) buffer [[#B+2]]: 2048 bytes, kiln_k2_matmul .. kiln_k3_matmul
 // CHECK-NEXT: no kernel: kiln_k4_concat

@@ -94,8 +94,8 @@ tile6x32(int64_t K, const float *const a[6], const float *panel,
   const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4],
               *a5 = a[5];
   for (int64_t k = 0; k < K; ++k) {
-    __m512 b0 = _mm512_load_ps(panel + k * 32);
-    __m512 b1 = _mm512_load_ps(panel + k * 32 + 16);
+    __m512 b0 = _mm512_loadu_ps(panel + k * 32);
+    __m512 b1 = _mm512_loadu_ps(panel + k * 32 + 16);
 #define KILN_FMA(r)                                                            \
   {                                                                            \
     __m512 s = _mm512_set1_ps(PackedA ? a0[k * 6 + r] : a##r[k]);             \
@@ -187,12 +187,13 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
 #endif
 
 #if defined(__x86_64__)
-/// One 6 x 16 tile on AVX2+FMA: as tile6x32, two ymm per row; the column
-/// tail is masked (m0, m1: lanes of the tile's two halves).
+/// One 6 x 16 tile on AVX2+FMA: as tile6x32, two ymm per row, the panel's
+/// rows ps floats apart; the column tail is masked (m0, m1: lanes of the
+/// tile's two halves).
 template <bool PackedA>
 __attribute__((target("avx2,fma,f16c"))) inline void
-tile6x16(int64_t K, const float *const a[6], const float *panel, float *const c[6], bool acc,
-         __m256i m0, __m256i m1) {
+tile6x16(int64_t K, const float *const a[6], const float *panel, int64_t ps,
+         float *const c[6], bool acc, __m256i m0, __m256i m1) {
 #define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define KILN_INIT(r)                                                           \
   __m256 x##r = acc ? _mm256_maskload_ps(c[r], m0) : _mm256_setzero_ps();      \
@@ -201,8 +202,8 @@ tile6x16(int64_t K, const float *const a[6], const float *panel, float *const c[
   const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4],
               *a5 = a[5];
   for (int64_t k = 0; k < K; ++k) {
-    __m256 b0 = _mm256_load_ps(panel + k * 16);
-    __m256 b1 = _mm256_load_ps(panel + k * 16 + 8);
+    __m256 b0 = _mm256_loadu_ps(panel + k * ps);
+    __m256 b1 = _mm256_loadu_ps(panel + k * ps + 8);
 #define KILN_FMA(r)                                                            \
   {                                                                            \
     __m256 s = _mm256_broadcast_ss(PackedA ? a0 + k * 6 + r : a##r + k);       \
@@ -285,7 +286,87 @@ sgemmAvx2(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda, const TB *B
             a[r] = reinterpret_cast<const float *>(A) + (real ? i + r : i) * lda + k0;
           c[r] = real ? C + (i + r) * ldc + j : discard;
         }
-        tile6x16<PackedA>(kc, a, panel, c, accBlock, m0, m1);
+        tile6x16<PackedA>(kc, a, panel, 16, c, accBlock, m0, m1);
+      }
+    }
+  }
+}
+#endif
+
+/// C (+)= A * B with B packed at compile time (kiln_uk_sgemm_pb): 32-column
+/// panels ldb floats apart, each k-major (element (k, j) at
+/// (j / 32) * ldb + k * 32 + j % 32), zeros past N. The tiles read the panels
+/// in place: no per-call copy, and the weights stream sequentially.
+void sgemmPbPortable(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+  for (int64_t i = 0; i < M; ++i) {
+    float *c = C + i * ldc;
+    if (!acc)
+      std::memset(c, 0, N * sizeof(float));
+    for (int64_t k = 0; k < K; ++k) {
+      float a = A[i * lda + k];
+      for (int64_t j = 0; j < N; ++j)
+        c[j] += a * B[(j / 32) * ldb + k * 32 + j % 32];
+    }
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int64_t K,
+                                                      const float *A, int64_t lda,
+                                                      const float *B, int64_t ldb, float *C,
+                                                      int64_t ldc, bool acc) {
+  // k blocks of KC so that a panel's block (32 KB) stays near the core
+  // while every 6-row tile of A streams through it.
+  constexpr int64_t KC = 256;
+  alignas(64) float discard[32];
+  for (int64_t k0 = 0; k0 < K; k0 += KC) {
+    int64_t kc = K - k0 < KC ? K - k0 : KC;
+    bool accBlock = acc || k0 > 0;
+    for (int64_t j = 0; j < N; j += 32) {
+      int64_t n = N - j < 32 ? N - j : 32;
+      __mmask16 m0 = n >= 16 ? 0xffff : static_cast<__mmask16>((1u << n) - 1);
+      __mmask16 m1 = n >= 32 ? 0xffff
+                     : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1)
+                              : 0;
+      const float *panel = B + (j / 32) * ldb + k0 * 32;
+      for (int64_t i = 0; i < M; i += 6) {
+        const float *a[6];
+        float *c[6];
+        for (int r = 0; r < 6; ++r) {
+          bool real = i + r < M;
+          a[r] = A + (real ? i + r : i) * lda + k0;
+          c[r] = real ? C + (i + r) * ldc + j : discard;
+        }
+        tile6x32<false>(kc, a, panel, c, accBlock, m0, m1);
+      }
+    }
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void sgemmPbAvx2(int64_t M, int64_t N, int64_t K,
+                                                          const float *A, int64_t lda,
+                                                          const float *B, int64_t ldb,
+                                                          float *C, int64_t ldc, bool acc) {
+  // As sgemmPbAvx512, on the panels' 16-column halves (rows 32 apart).
+  constexpr int64_t KC = 256;
+  alignas(64) float discard[16];
+  for (int64_t k0 = 0; k0 < K; k0 += KC) {
+    int64_t kc = K - k0 < KC ? K - k0 : KC;
+    bool accBlock = acc || k0 > 0;
+    for (int64_t j = 0; j < N; j += 16) {
+      int64_t n = N - j < 16 ? N - j : 16;
+      __m256i m0 = laneMask(n), m1 = laneMask(n - 8);
+      const float *panel = B + (j / 32) * ldb + k0 * 32 + j % 32;
+      for (int64_t i = 0; i < M; i += 6) {
+        const float *a[6];
+        float *c[6];
+        for (int r = 0; r < 6; ++r) {
+          bool real = i + r < M;
+          a[r] = A + (real ? i + r : i) * lda + k0;
+          c[r] = real ? C + (i + r) * ldc + j : discard;
+        }
+        tile6x16<false>(kc, a, panel, 32, c, accBlock, m0, m1);
       }
     }
   }
@@ -305,30 +386,30 @@ void erase(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, const vo
   F(M, N, K, static_cast<const TA *>(A), lda, static_cast<const TB *>(B), ldb, C, ldc, acc);
 }
 
-/// One implementation's entries: f32 (row-major A, packed A) and fp16 (f32
-/// A times half B, half packed A times f32 B).
+/// One implementation's entries: f32 (row-major A, packed A, B packed in
+/// panels) and fp16 (f32 A times half B, half packed A times f32 B).
 struct Impl {
-  GemmFn plain, packed, halfB, halfPackedA;
+  GemmFn plain, packed, packedB, halfB, halfPackedA;
   const char *name;
 };
 
-#define KILN_IMPL(K, NAME)                                                     \
+#define KILN_IMPL(K, PB, NAME)                                                 \
   Impl {                                                                       \
     erase<float, float, K<false, float, float>>,                               \
-        erase<float, float, K<true, float, float>>,                            \
+        erase<float, float, K<true, float, float>>, erase<float, float, PB>,   \
         erase<float, half, K<false, float, half>>,                             \
         erase<half, float, K<true, half, float>>, NAME                         \
   }
 
 Impl selectSgemm() {
-  Impl portable = KILN_IMPL(sgemmPortable, "portable");
+  Impl portable = KILN_IMPL(sgemmPortable, sgemmPbPortable, "portable");
 #if defined(__x86_64__)
   __builtin_cpu_init();
   bool has512 = __builtin_cpu_supports("avx512f");
   bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
               __builtin_cpu_supports("f16c");
-  Impl avx512 = KILN_IMPL(sgemmAvx512, "avx512");
-  Impl avx2 = KILN_IMPL(sgemmAvx2, "avx2");
+  Impl avx512 = KILN_IMPL(sgemmAvx512, sgemmPbAvx512, "avx512");
+  Impl avx2 = KILN_IMPL(sgemmAvx2, sgemmPbAvx2, "avx2");
   // KILN_UKERNEL forces a path the CPU has (tests cover each one).
   if (const char *force = std::getenv("KILN_UKERNEL")) {
     if (std::strcmp(force, "portable") == 0)
@@ -377,6 +458,12 @@ extern "C" void kiln_uk_sgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a,
                                  int64_t lda, int64_t b, int64_t ldb, int64_t c,
                                  int64_t ldc, int64_t accumulate) {
   run(sgemmChosen.packed, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+extern "C" void kiln_uk_sgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a,
+                                 int64_t lda, int64_t b, int64_t ldb, int64_t c,
+                                 int64_t ldc, int64_t accumulate) {
+  run(sgemmChosen.packedB, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 extern "C" void kiln_uk_hgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,

@@ -311,6 +311,14 @@ void kiln_uk_sgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                       int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                       int64_t accumulate);
 
+/** As kiln_uk_sgemm with B packed the way the ukernel reads it (weights,
+ *  packed at compile time): 32-column panels ldb floats apart, each k-major
+ *  -- element (k, j) at b[(j / 32) * ldb + k * 32 + j % 32] -- columns past
+ *  N zero in the last panel; ldb >= 32 * K. Read in place, no copy. */
+void kiln_uk_sgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                      int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                      int64_t accumulate);
+
 /** Called by generated code for fp16 contractions on the CPU
  *  (--precision=fp16): as kiln_uk_sgemm with B IEEE half (binary16),
  *  row-major, ldb in half elements; B is widened to f32 as it is read, so

@@ -1,7 +1,8 @@
 /* The sgemm ukernels against a double-precision reference: shapes around
  * every tile edge (6-row groups, 16/32-column panels, the 256-deep k
  * blocks), leading dimensions wider than the matrix, accumulate on and off,
- * A row-major and packed; and the fp16 ones (kiln_uk_hgemm: B half;
+ * A row-major and packed, B packed in 32-column panels (kiln_uk_sgemm_pb,
+ * panels ldb apart with a gap); and the fp16 ones (kiln_uk_hgemm: B half;
  * kiln_uk_hgemm_pa: the packed A half) on the same shapes, the reference
  * taking the half values. Run once per implementation ($KILN_UKERNEL). */
 #include "kiln/runtime.h"
@@ -50,7 +51,7 @@ int main(void) {
   for (size_t mi = 0; mi < sizeof ms / sizeof *ms; ++mi)
     for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ++ni)
       for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ++ki)
-        for (int packed = 0; packed < 2; ++packed)
+        for (int packed = 0; packed < (half ? 2 : 3); ++packed)
           for (int acc = 0; acc < 2; ++acc) {
             int64_t M = ms[mi], N = ns[ni], K = ks[ki];
             int64_t lda = K + 3, ldb = N + 5, ldc = N + 2, groups = (M + 5) / 6;
@@ -59,6 +60,9 @@ int main(void) {
             uint16_t *aph = calloc(groups * 6 * K + 1, sizeof(uint16_t));
             float *b = malloc(sizeof(float) * K * ldb);
             uint16_t *bh = malloc(sizeof(uint16_t) * K * ldb);
+            /* packed == 2: B's panels 32 * K + 7 floats apart, zero past N. */
+            int64_t panels = (N + 31) / 32, ldp = 32 * K + 7;
+            float *bp = calloc(panels * ldp, sizeof(float));
             float *c = malloc(sizeof(float) * M * ldc);
             double *ref = malloc(sizeof(double) * M * N);
             for (int64_t i = 0; i < M * lda; ++i) a[i] = uniform();
@@ -67,12 +71,15 @@ int main(void) {
             if (half) {
               /* The half operand (packed A or B) holds half values, a few
                * of them subnormal. */
-              float *h = packed ? a : b;
-              int64_t n = packed ? M * lda : K * ldb;
+              float *h = packed == 1 ? a : b;
+              int64_t n = packed == 1 ? M * lda : K * ldb;
               for (int64_t i = 0; i < n; ++i)
                 h[i] = from_half(to_half(i % 97 == 0 ? h[i] * 1e-5f : h[i]));
               for (int64_t i = 0; i < K * ldb; ++i) bh[i] = to_half(b[i]);
             }
+            for (int64_t k = 0; k < K; ++k)
+              for (int64_t j = 0; j < N; ++j)
+                bp[(j / 32) * ldp + k * 32 + j % 32] = b[k * ldb + j];
             for (int64_t i = 0; i < M; ++i)
               for (int64_t k = 0; k < K; ++k) {
                 ap[(i / 6) * 6 * K + k * 6 + i % 6] = a[i * lda + k];
@@ -87,7 +94,10 @@ int main(void) {
               }
             /* Row 0's column past N (ldc > N) must stay as it was. */
             float guard = c[N];
-            if (packed && half)
+            if (packed == 2)
+              kiln_uk_sgemm_pb(M, N, K, (int64_t)(intptr_t)a, lda, (int64_t)(intptr_t)bp, ldp,
+                               (int64_t)(intptr_t)c, ldc, acc);
+            else if (packed && half)
               kiln_uk_hgemm_pa(M, N, K, (int64_t)(intptr_t)aph, 6 * K, (int64_t)(intptr_t)b,
                                ldb, (int64_t)(intptr_t)c, ldc, acc);
             else if (packed)
@@ -113,7 +123,7 @@ int main(void) {
                      acc, worst);
             passed += ok;
             failed += !ok;
-            free(a), free(ap), free(aph), free(b), free(bh), free(c), free(ref);
+            free(a), free(ap), free(aph), free(b), free(bh), free(bp), free(c), free(ref);
           }
   printf("%s: %d passed, %d failed\n", kiln_uk_sgemm_impl(), passed, failed);
   return failed != 0;
