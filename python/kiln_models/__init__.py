@@ -7,8 +7,13 @@ Every model is built here with random weights (nothing is downloaded):
   mobilenetv2    - MobileNetV2 topology (inverted residuals, depthwise, ReLU6)
   densenet121    - DenseNet-121 topology (dense blocks of concatenations)
   unet           - a UNet (skip connections across the network, transposed convs)
+  efficientnet_b0 - EfficientNet-B0 topology (MBConv: depthwise, squeeze-and-
+                   excitation, SiLU as x * sigmoid(x))
   bert_layer     - a BERT-base encoder layer (seq 128, hidden 768, 12 heads)
   gpt2_block     - a GPT-2 block (pre-LayerNorm, causal mask, tanh GELU)
+  vit_b16        - a ViT-B/16 (16x16 patches by a strided conv, class token,
+                   position embedding, pre-LayerNorm encoder layers)
+  mlp            - a wide MLP (Gemm + Relu layers) at batch 32
 The graphs are written the way torch.onnx.export writes them: unfused
 BatchNormalization, Flatten or a Shape/Gather/Unsqueeze/Concat/Reshape chain
 before the classifier, Gemm with transB=1; for the transformers, nn.Linear
@@ -46,14 +51,14 @@ class GraphBuilder:
         self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
         return out
 
-    def conv(self, x, cin, cout, k, stride=1, group=1, bias=False):
+    def conv(self, x, cin, cout, k, stride=1, group=1, bias=False, pad=None):
         fan_in = cin // group * k * k
         w = self.rng.normal(0, np.sqrt(2.0 / fan_in), (cout, cin // group, k, k))
         ins = [x, self.const("w", w.astype(np.float32))]
         if bias:
             ins.append(self.const("b", self.rng.normal(0, 0.1, cout).astype(np.float32)))
         return self.node("Conv", ins, "conv", kernel_shape=[k, k], strides=[stride, stride],
-                         pads=[k // 2] * 4, group=group)
+                         pads=[k // 2 if pad is None else pad] * 4, group=group)
 
     def bn(self, x, c):
         r = self.rng
@@ -98,6 +103,17 @@ class GraphBuilder:
         b = self.const("fc_b", self.rng.normal(0, 0.01, classes).astype(np.float32))
         return self.node("Gemm", [x, w, b], "fc", transB=1)
 
+    def silu(self, x):
+        """x * sigmoid(x), as torch.onnx.export writes nn.SiLU."""
+        return self.node("Mul", [x, self.node("Sigmoid", [x])], "silu")
+
+    def squeeze_excite(self, x, c, squeezed):
+        """x * sigmoid(conv(silu(conv(gap(x))))) (EfficientNet's SE block)."""
+        s = self.node("GlobalAveragePool", [x], "se_pool")
+        s = self.silu(self.conv(s, c, squeezed, 1, bias=True))
+        s = self.node("Sigmoid", [self.conv(s, squeezed, c, 1, bias=True)])
+        return self.node("Mul", [x, s], "se_scale")
+
     # Transformer pieces -------------------------------------------------
     def scalar(self, base, v):
         return self.const(base, np.array(v, np.float32))
@@ -137,14 +153,15 @@ class GraphBuilder:
         shape = self.const("shape", np.array([0, seq, heads, dh], np.int64))
         return self.node("Transpose", [self.node("Reshape", [x, shape])], perm=perm)
 
-    def self_attention(self, x, seq, hidden, heads, mask):
+    def self_attention(self, x, seq, hidden, heads, mask=None):
         dh = hidden // heads
         q = self.heads(self.linear(x, hidden, hidden), seq, heads, dh, [0, 2, 1, 3])
         kt = self.heads(self.linear(x, hidden, hidden), seq, heads, dh, [0, 2, 3, 1])
         v = self.heads(self.linear(x, hidden, hidden), seq, heads, dh, [0, 2, 1, 3])
         s = self.node("MatMul", [q, kt], "scores")
         s = self.node("Div", [s, self.scalar("sqrt_dh", np.sqrt(dh))])
-        s = self.node("Add", [s, mask], "mask")
+        if mask is not None:
+            s = self.node("Add", [s, mask], "mask")
         p = self.node("Softmax", [s], axis=-1)
         o = self.node("Transpose", [self.node("MatMul", [p, v], "context")], perm=[0, 2, 1, 3])
         o = self.node("Reshape", [o, self.const("shape", np.array([0, seq, hidden], np.int64))])
@@ -293,6 +310,80 @@ def unet(seed=0, size=128, base=32, depth=4, batch=1):
     return b.model("unet", [batch, 3, size, size], x, [batch, 1, size, size])
 
 
+def efficientnet_b0(seed=0, size=224, classes=1000, batch=1):
+    """EfficientNet-B0 (width and depth 1.0): a stem conv, 16 MBConv blocks
+    (1x1 expansion, depthwise 3x3/5x5, squeeze-and-excitation to a quarter
+    of the block's input channels, 1x1 projection, residual when the shape
+    allows), a 1x1 head conv to 1280 channels, the classifier."""
+    b = GraphBuilder(seed)
+    x = b.silu(b.bn(b.conv("input", 3, 32, 3, stride=2), 32))
+    c = 32
+    # expansion, output channels, blocks, first stride, kernel
+    for e, cout, n, stride, k in ((1, 16, 1, 1, 3), (6, 24, 2, 2, 3), (6, 40, 2, 2, 5),
+                                  (6, 80, 3, 2, 3), (6, 112, 3, 1, 5), (6, 192, 4, 2, 5),
+                                  (6, 320, 1, 1, 3)):
+        for i in range(n):
+            s = stride if i == 0 else 1
+            h = c * e
+            y = x if e == 1 else b.silu(b.bn(b.conv(x, c, h, 1), h))
+            y = b.silu(b.bn(b.conv(y, h, h, k, stride=s, group=h), h))
+            y = b.squeeze_excite(y, h, max(1, c // 4))
+            y = b.bn(b.conv(y, h, cout, 1), cout)
+            if s == 1 and c == cout:
+                y = b.node("Add", [x, y], "add")
+            x, c = y, cout
+    x = b.silu(b.bn(b.conv(x, c, 1280, 1), 1280))
+    x = b.classifier(x, 1280, classes, torch_style_reshape=False)
+    return b.model("efficientnet_b0", [batch, 3, size, size], x, [batch, classes])
+
+
+def vit_b16(seed=0, size=224, patch=16, hidden=768, heads=12, layers=12, mlp=3072,
+            classes=1000, batch=1):
+    """ViT-B/16: patches embedded by a conv of the patch's size and stride,
+    flattened to tokens, a class token expanded over the batch and
+    prepended, a position embedding added; pre-LayerNorm encoder layers
+    (attention without a mask, GELU(erf) MLP); the class token's final
+    LayerNorm to the classifier head."""
+    b = GraphBuilder(seed)
+    tokens = (size // patch) ** 2
+    seq = tokens + 1
+    x = b.conv("input", 3, hidden, patch, stride=patch, bias=True, pad=0)
+    x = b.node("Reshape", [x, b.const("shape", np.array([batch, hidden, tokens], np.int64))])
+    x = b.node("Transpose", [x], perm=[0, 2, 1])
+    cls = b.const("cls_token", b.rng.normal(0, 0.02, (1, 1, hidden)).astype(np.float32))
+    cls = b.node("Expand", [cls, b.const("cls_shape", np.array([batch, 1, hidden], np.int64))])
+    x = b.node("Concat", [cls, x], "tokens", axis=1)
+    pos = b.const("pos_embed", b.rng.normal(0, 0.02, (1, seq, hidden)).astype(np.float32))
+    x = b.node("Add", [x, pos], "pos")
+    for _ in range(layers):
+        a = b.self_attention(b.layer_norm(x, hidden, False), seq, hidden, heads)
+        x = b.node("Add", [x, a], "residual")
+        h = b.linear(b.gelu_erf(b.linear(b.layer_norm(x, hidden, False), hidden, mlp)), mlp,
+                     hidden)
+        x = b.node("Add", [x, h], "residual")
+    x = b.layer_norm(x, hidden, False)
+    x = b.node("Gather", [x, b.const("cls_index", np.array(0, np.int64))], "cls", axis=1)
+    w = b.const("head_w", b.rng.normal(0, np.sqrt(1.0 / hidden), (classes, hidden))
+                .astype(np.float32))
+    bias = b.const("head_b", b.rng.normal(0, 0.01, classes).astype(np.float32))
+    x = b.node("Gemm", [x, w, bias], "head", transB=1)
+    return b.model("vit_b16", [batch, 3, size, size], x, [batch, classes])
+
+
+def mlp(seed=0, batch=32, sizes=(1024, 4096, 4096, 4096, 1000)):
+    """A wide MLP: Gemm (transB, as nn.Linear exports) + Relu between the
+    layers, at batch 32."""
+    b = GraphBuilder(seed)
+    x = "input"
+    for i, (cin, cout) in enumerate(zip(sizes[:-1], sizes[1:])):
+        w = b.const("w", b.rng.normal(0, np.sqrt(2.0 / cin), (cout, cin)).astype(np.float32))
+        bias = b.const("b", b.rng.normal(0, 0.01, cout).astype(np.float32))
+        x = b.node("Gemm", [x, w, bias], "fc", transB=1)
+        if i + 2 < len(sizes):
+            x = b.relu(x)
+    return b.model("mlp", [batch, sizes[0]], x, [batch, sizes[-1]])
+
+
 def bert_layer(seed=0, seq=128, hidden=768, heads=12, ffn=3072, layers=1):
     """BERT-base encoder layers (post-LayerNorm), padding mask on the last 16
     positions, exported at opset 13: LayerNorm and GELU decomposed."""
@@ -353,4 +444,5 @@ def to_float16(model):
 
 MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "resnet50": resnet50,
           "mobilenetv2": mobilenetv2, "densenet121": densenet121, "unet": unet,
-          "bert_layer": bert_layer, "gpt2_block": gpt2_block}
+          "efficientnet_b0": efficientnet_b0, "bert_layer": bert_layer,
+          "gpt2_block": gpt2_block, "vit_b16": vit_b16, "mlp": mlp}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compiles Kiln's CNNs and compares them with onnxruntime, through both
+"""Compiles Kiln's model suite and compares it with onnxruntime, through both
 artifact paths: the .so run by kiln-run, and model.o + model.h linked into a
 C program (test/e2e/Inputs/run_object.c) that also runs several instances at
 once from several threads; the .so also at -O0 (no graph passes), for CNNs
@@ -30,6 +30,14 @@ from kiln_models import MODELS, to_float16  # noqa: E402
 
 RTOL, ATOL_SCALE = 1e-4, 1e-5
 
+# Test-sized configurations of the benchmark models (their topology, fewer
+# pixels, layers or channels; bench/ runs them full size).
+CONFIGS = {
+    "efficientnet_b0": dict(size=64, classes=16),
+    "vit_b16": dict(size=64, hidden=192, heads=3, layers=2, mlp=384, classes=16),
+    "mlp": dict(batch=8, sizes=(256, 512, 512, 100)),
+}
+
 
 def check(name, got, ref):
     atol = ATOL_SCALE * float(np.abs(ref).max())
@@ -59,14 +67,15 @@ def main():
     ap.add_argument("--f16-models", default="small_cnn,bert_layer",
                     help="models also checked in float16 (comma-separated; empty: none)")
     ap.add_argument("models", nargs="*",
-                    default=["small_cnn", "resnet18", "mobilenetv2", "bert_layer", "gpt2_block"])
+                    default=["small_cnn", "resnet18", "mobilenetv2", "efficientnet_b0",
+                             "bert_layer", "gpt2_block", "vit_b16", "mlp"])
     args = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
             print(name)
             path = os.path.join(tmp, name + ".onnx")
-            onnx.save(MODELS[name](), path)
+            onnx.save(MODELS[name](**CONFIGS.get(name, {})), path)
             sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
             shape = sess.get_inputs()[0].shape
             x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
