@@ -2222,6 +2222,10 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
               P, e.addr(o, outOff), hasBias);
     } else {
       Value col = e.scratch(cc * KK * cb);
+      // No padding reaches a window (every tap reads inside the input).
+      bool windowsInside = llvm::all_of(pad, [](int64_t v) { return v == 0; }) &&
+                           (OH - 1) * s[0] + (KH - 1) * d[0] < H &&
+                           (OW - 1) * s[1] + (KW - 1) * d[1] < W;
       // Output rows touched by this column tile.
       Value ohFirst = e.div(p0, OW);
       Value ohEnd = e.add(e.div(arith::SubIOp::create(e.b, e.add(p0, cols), e.idx(1)), OW),
@@ -2232,6 +2236,31 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
         e.loop(e.idx(0), ccn, [&](Value ci) {
           Value plane = e.mul(e.add(chan0, e.add(c0, ci)), H * W);
           Value chan = e.add(e.mul(g, Cg), e.add(c0, ci)); // in the image
+          if (windowsInside && KK > 64) {
+            // Large kernels whose windows all lie inside the input (a
+            // ViT's 16 x 16 patches): the taps loop at run time, every one
+            // a copy of whole rows (unrolled, 256 taps made an 18K-line
+            // kernel that took 30 s to compile).
+            e.loop(e.idx(0), e.idx(KH), [&](Value ky) {
+              e.loop(e.idx(0), e.idx(KW), [&](Value kx) {
+                Value rowBase = e.mul(e.add(e.mul(ci, KK), e.add(e.mul(ky, KW), kx)), cb);
+                e.loop(ohFirst, ohEnd, [&](Value oh) {
+                  Value rowStart = e.mul(oh, OW);
+                  Value a = arith::SubIOp::create(e.b, maxI(p0, rowStart), rowStart);
+                  Value z = arith::SubIOp::create(
+                      e.b, e.minI(e.add(p0, cols), e.add(rowStart, e.idx(OW))), rowStart);
+                  Value dst = arith::SubIOp::create(e.b, e.add(rowBase, rowStart), p0);
+                  Value ih = e.add(e.mul(oh, s[0]), e.mul(ky, d[0]));
+                  Value src = e.add(e.add(plane, e.mul(ih, W)), e.mul(kx, d[1]));
+                  e.loop(a, z, [&](Value ow) {
+                    e.storeM(inputAt(e, n, chan, e.add(src, e.mul(ow, s[1]))), col,
+                             e.add(dst, ow));
+                  });
+                });
+              });
+            });
+            return;
+          }
           for (int64_t ky = 0; ky < KH; ++ky) {
             int64_t off0 = ky * d[0] - pad[0];
             for (int64_t kx = 0; kx < KW; ++kx) {
@@ -2746,28 +2775,46 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     Value img = e.div(px, P), pix = e.rem(px, P);
     Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
     Value inImg = e.mul(img, H * W * C);
-    auto ihOf = [&](int64_t ky) {
-      return signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
+    // (ky, kx: kernel row and column, constants or loop variables.)
+    auto ihOf = [&](Value ky) {
+      return signedSub(e, e.add(e.mul(oh, s[0]), e.mul(ky, d[0])), pad[0]);
     };
-    auto iwOf = [&](int64_t kx) {
-      return signedSub(e, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), pad[1]);
+    auto iwOf = [&](Value kx) {
+      return signedSub(e, e.add(e.mul(ow, s[1]), e.mul(kx, d[1])), pad[1]);
     };
     auto srcOf = [&](Value ih, Value iw) {
       return e.add(e.add(inImg, e.mul(e.add(e.mul(ih, W), iw), C)),
                    e.add(e.mul(g, Cg), cBase));
     };
-    // One tap: n channels.
-    auto tap = [&](int64_t t) {
-      Value ih = ihOf(t / KW), iw = iwOf(t % KW);
-      Value dst = e.idx((t - t0) * n);
+    // One tap: n channels to k = dst on.
+    auto tapAt = [&](Value ky, Value kx, Value dst) {
+      Value ih = ihOf(ky), iw = iwOf(kx);
       Value valid = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H), inRangeS(e, iw, 0, W));
       ifElse(e, valid, [&] { copy(srcOf(ih, iw), dst, n); }, [&] { copy(Value(), dst, n); });
     };
+    auto tap = [&](int64_t t) { tapAt(e.idx(t / KW), e.idx(t % KW), e.idx((t - t0) * n)); };
     // Taps of one kernel row over whole pixels (every channel, no
     // dilation) read adjacent input pixels: where the whole run lies
     // inside the input it is one contiguous copy (an RGB stem's 7 taps
     // of 3 channels become one 21-element run).
     bool runs = G == 1 && n == C && d[1] == 1;
+    // Tall kernels (a ViT's 16 x 16 patches) loop over their whole kernel
+    // rows at run time instead of unrolling them: the code per row is the
+    // same, and 256 unrolled taps made an 18K-line kernel (35 s to compile).
+    if (runs && KW > 1 && t0 % KW == 0 && t1 % KW == 0 && (t1 - t0) / KW > 8) {
+      e.loop(e.idx(t0 / KW), e.idx(t1 / KW), [&](Value ky) {
+        Value ih = ihOf(ky), iw = iwOf(e.idx(0));
+        Value dst = e.mul(arith::SubIOp::create(e.b, ky, e.idx(t0 / KW)), KW * n);
+        Value inside = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H),
+                                             inRangeS(e, iw, 0, W - KW + 1));
+        ifElse(e, inside, [&] { copy(srcOf(ih, iw), dst, KW * n); }, [&] {
+          e.loop(e.idx(0), e.idx(KW), [&](Value kx) {
+            tapAt(ky, kx, e.add(dst, e.mul(kx, n)));
+          });
+        });
+      });
+      return;
+    }
     for (int64_t t = t0; t < t1;) {
       int64_t ky = t / KW, te = std::min(t1, (ky + 1) * KW), len = te - t;
       if (!runs || len == 1) {
@@ -2775,7 +2822,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
           tap(t);
         continue;
       }
-      Value ih = ihOf(ky), iw = iwOf(t % KW);
+      Value ih = ihOf(e.idx(ky)), iw = iwOf(e.idx(t % KW));
       Value inside = arith::AndIOp::create(e.b, inRangeS(e, ih, 0, H),
                                            inRangeS(e, iw, 0, W - len + 1));
       int64_t ta = t;
