@@ -2,7 +2,8 @@
 //
 // C[M x N] (+)= A[M x K] * B[K x N], row-major with leading dimensions, on
 // one thread (a kernel's workgroup calls it on its tile). The AVX-512 path
-// keeps a 6 x 32 tile of C in 12 zmm registers and streams B rows; the
+// keeps a 6 x 32 tile of C in 12 zmm registers (7 or 8 rows, 14 or 16, where
+// a row-major A's row count divides better) and streams B rows; the
 // AVX2+FMA path a 6 x 16 tile in 12 ymm registers; one is chosen at run time
 // from cpuid, with a portable path for other CPUs (KILN_UKERNEL=portable,
 // avx2 or avx512 forces one the CPU has; kiln_uk_sgemm_impl() names it).
@@ -115,6 +116,90 @@ tile6x32(int64_t K, const float *const a[6], const float *panel,
 #undef KILN_STORE
 }
 
+/// One MR x 32 tile (MR = 6, 7 or 8) on row-major A: as tile6x32, rows
+/// a[0..MR). The row count of a call picks MR (rowTile), so that 49 pixel
+/// rows are seven tiles of 7 and 32 batch rows four tiles of 8, not ten
+/// and six tiles of 6 with the last one mostly waste.
+template <int MR>
+__attribute__((target("avx512f"))) inline void
+tileRows32(int64_t K, const float *const a[8], const float *panel, float *const c[8], bool acc,
+           __mmask16 m0, __mmask16 m1) {
+#define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define KILN_INIT(r)                                                           \
+  __m512 x##r = _mm512_setzero_ps(), y##r = _mm512_setzero_ps();               \
+  const float *a##r = a[r];                                                    \
+  if constexpr (r < MR)                                                        \
+    if (acc) {                                                                 \
+      x##r = _mm512_maskz_loadu_ps(m0, c[r]);                                  \
+      y##r = _mm512_maskz_loadu_ps(m1, c[r] + 16);                             \
+    }
+  KILN_ROWS(KILN_INIT)
+  for (int64_t k = 0; k < K; ++k) {
+    __m512 b0 = _mm512_loadu_ps(panel + k * 32);
+    __m512 b1 = _mm512_loadu_ps(panel + k * 32 + 16);
+#define KILN_FMA(r)                                                            \
+  if constexpr (r < MR) {                                                      \
+    __m512 s = _mm512_set1_ps(a##r[k]);                                        \
+    x##r = _mm512_fmadd_ps(s, b0, x##r);                                       \
+    y##r = _mm512_fmadd_ps(s, b1, y##r);                                       \
+  }
+    KILN_ROWS(KILN_FMA)
+  }
+#define KILN_STORE(r)                                                          \
+  if constexpr (r < MR) {                                                      \
+    _mm512_mask_storeu_ps(c[r], m0, x##r);                                     \
+    _mm512_mask_storeu_ps(c[r] + 16, m1, y##r);                                \
+  } else {                                                                     \
+    (void)a##r, (void)x##r, (void)y##r;                                        \
+  }
+  KILN_ROWS(KILN_STORE)
+#undef KILN_ROWS
+#undef KILN_INIT
+#undef KILN_FMA
+#undef KILN_STORE
+}
+
+/// The tile height with the fewest computed rows for M rows (6, 7 or 8; the
+/// taller on a tie).
+inline int rowTile(int64_t M) {
+  int best = 6;
+  for (int mr = 7; mr <= 8; ++mr)
+    if ((M + mr - 1) / mr * mr <= (M + best - 1) / best * best)
+      best = mr;
+  return best;
+}
+
+/// Rows [0, M) of row-major A (from column k0, kc deep) times a 32-column
+/// panel into C's columns [j, j + 32) (masks m0, m1), in MR-row tiles.
+template <int MR>
+__attribute__((target("avx512f"))) inline void
+rowTiles(int64_t M, const float *A, int64_t lda, int64_t k0, int64_t kc, const float *panel,
+         float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0, __mmask16 m1,
+         float *discard) {
+  for (int64_t i = 0; i < M; i += MR) {
+    const float *a[8] = {};
+    float *c[8] = {};
+    for (int r = 0; r < MR; ++r) {
+      bool real = i + r < M;
+      a[r] = A + (real ? i + r : i) * lda + k0;
+      c[r] = real ? C + (i + r) * ldc + j : discard;
+    }
+    tileRows32<MR>(kc, a, panel, c, acc, m0, m1);
+  }
+}
+
+__attribute__((target("avx512f"))) inline void
+rowTilesAny(int mr, int64_t M, const float *A, int64_t lda, int64_t k0, int64_t kc,
+            const float *panel, float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0,
+            __mmask16 m1, float *discard) {
+  if (mr == 8)
+    rowTiles<8>(M, A, lda, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
+  else if (mr == 7)
+    rowTiles<7>(M, A, lda, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
+  else
+    rowTiles<6>(M, A, lda, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
+}
+
 /// Lanes [0, n) of row `src` as f32, zeros past them (n in [0, 16]).
 __attribute__((target("avx512f"))) inline __m512 load16(const float *src, int64_t n) {
   __mmask16 m = n >= 16 ? 0xffff : n > 0 ? static_cast<__mmask16>((1u << n) - 1) : 0;
@@ -168,18 +253,20 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
         _mm512_store_ps(panel + k * 32, load16(src + k * ldb, n));
         _mm512_store_ps(panel + k * 32 + 16, load16(src + k * ldb + 16, n - 16));
       }
+      if constexpr (!PackedA) {
+        rowTilesAny(rowTile(M), M, reinterpret_cast<const float *>(A), lda, k0, kc, panel, C,
+                    ldc, j, accBlock, m0, m1, discard);
+        continue;
+      }
       for (int64_t i = 0; i < M; i += 6) {
         const float *a[6];
         float *c[6];
         for (int r = 0; r < 6; ++r) {
           bool real = i + r < M;
-          if constexpr (PackedA)
-            a[r] = r == 0 ? strip(A + (i / 6) * lda + k0 * 6, kc * 6, aBuf) : a[0];
-          else
-            a[r] = reinterpret_cast<const float *>(A) + (real ? i + r : i) * lda + k0;
+          a[r] = r == 0 ? strip(A + (i / 6) * lda + k0 * 6, kc * 6, aBuf) : a[0];
           c[r] = real ? C + (i + r) * ldc + j : discard;
         }
-        tile6x32<PackedA>(kc, a, panel, c, accBlock, m0, m1);
+        tile6x32<true>(kc, a, panel, c, accBlock, m0, m1);
       }
     }
   }
@@ -320,6 +407,7 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int6
   // while every 6-row tile of A streams through it.
   constexpr int64_t KC = 256;
   alignas(64) float discard[32];
+  int mr = rowTile(M);
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
     int64_t kc = K - k0 < KC ? K - k0 : KC;
     bool accBlock = acc || k0 > 0;
@@ -330,16 +418,7 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int6
                      : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1)
                               : 0;
       const float *panel = B + (j / 32) * ldb + k0 * 32;
-      for (int64_t i = 0; i < M; i += 6) {
-        const float *a[6];
-        float *c[6];
-        for (int r = 0; r < 6; ++r) {
-          bool real = i + r < M;
-          a[r] = A + (real ? i + r : i) * lda + k0;
-          c[r] = real ? C + (i + r) * ldc + j : discard;
-        }
-        tile6x32<false>(kc, a, panel, c, accBlock, m0, m1);
-      }
+      rowTilesAny(mr, M, A, lda, k0, kc, panel, C, ldc, j, accBlock, m0, m1, discard);
     }
   }
 }
