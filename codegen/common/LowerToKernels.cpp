@@ -1694,6 +1694,23 @@ std::pair<int64_t, int64_t> productTiles(int64_t rows, int64_t cols, int64_t bat
     cb = std::max<int64_t>(64, (cb / 2 + 31) / 32 * 32);
   while (tiles() < kMinTiles && rb > 24)
     rb = std::max<int64_t>(24, (rb / 2 + 5) / 6 * 6);
+  // A count that 2, 4 and 8 threads share evenly: nine tiles on two
+  // threads run as five (BERT's QKV projection, 2304 columns: 9 tiles of
+  // 256 -> 8 of 288). Column tiles of whole panels, at most kTileCols.
+  int64_t t = tiles();
+  if (t % kMinTiles != 0 && t < 8 * kMinTiles) {
+    int64_t other = t / ceilDiv(cols, cb);
+    for (int64_t want : {t / kMinTiles * kMinTiles, ceilDiv(t, kMinTiles) * kMinTiles}) {
+      if (want < kMinTiles || want % other != 0)
+        continue;
+      int64_t colTiles = want / other;
+      int64_t c2 = ceilDiv(ceilDiv(cols, colTiles), 32) * 32;
+      if (c2 >= 64 && c2 <= kTileCols && ceilDiv(cols, c2) == colTiles) {
+        cb = c2;
+        break;
+      }
+    }
+  }
   return {rb, cb};
 }
 
