@@ -1688,7 +1688,10 @@ constexpr int64_t kMinTiles = 8;
 /// as large as kTileRows x kTileCols, shrunk (columns first, in multiples of
 /// 32; then rows, in multiples of 6) until there are kMinTiles tiles.
 std::pair<int64_t, int64_t> productTiles(int64_t rows, int64_t cols, int64_t batches) {
-  int64_t rb = std::min(rows, kTileRows), cb = std::min(cols, kTileCols);
+  // Row tiles of balanced height (in 6-row ukernel groups): 197 rows (a
+  // ViT's tokens) are 102 + 95, not 144 + 53.
+  int64_t rb = rows <= kTileRows ? rows : ceilDiv(ceilDiv(rows, ceilDiv(rows, kTileRows)), 6) * 6;
+  int64_t cb = std::min(cols, kTileCols);
   auto tiles = [&] { return batches * ceilDiv(rows, rb) * ceilDiv(cols, cb); };
   while (tiles() < kMinTiles && cb > 64)
     cb = std::max<int64_t>(64, (cb / 2 + 31) / 32 * 32);
