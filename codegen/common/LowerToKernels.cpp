@@ -1112,8 +1112,9 @@ private:
     ids.push_back(out);
     return out;
   }
-  LogicalResult attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sources,
-                             ArrayRef<MatrixView> views, const MatrixView &outView);
+  LogicalResult flashAttention(kiln::AttentionOp op, ArrayRef<Value> sources,
+                               ArrayRef<MatrixView> views, const MatrixView &outView,
+                               bool bf16);
   LogicalResult attention(kiln::AttentionOp op, ArrayRef<Value> sources,
                           ArrayRef<MatrixView> views, const MatrixView &outView);
   LogicalResult transpose(kiln::TransposeOp op);
@@ -4152,114 +4153,30 @@ static void storeAttentionRows(KernelEmitter &e, kiln::AttentionOp op, Value acc
   });
 }
 
-/// Attention, flash style. A workgroup owns a block of query rows of one
-/// batch and walks the keys in blocks of kKeyBlock: scores of the block come
-/// from one sgemm (K_blk x Q^T, Q transposed and scaled once per workgroup),
-/// the online softmax keeps each row's running maximum and sum, and the
-/// probabilities meet V in a second sgemm accumulating into the output
-/// block. Scores exist one block at a time, on the stack.
+/// Attention on the CPU: flashAttention, in f32 or (--precision=bf16) bf16.
 LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
                                   ArrayRef<MatrixView> views, const MatrixView &outView) {
-  AttentionLayout a = AttentionLayout::of(op);
-  int64_t r = a.rank, Sq = a.Sq, D = a.D, Sk = a.Sk, Dv = a.Dv;
-  float scale = a.scale;
-  bool hasMask = a.hasMask;
-  const std::vector<int64_t> &maskStr = a.maskStr;
   if (failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(sources, op->getResults())))))
     return failure();
   if (views[1].col != 1 || views[2].col != 1)
     return op.emitError("attention needs key and value rows contiguous");
   if (p.gpu)
     return gpuAttention(op, sources, views, outView);
-  if (lowersToBf16(op))
-    return attentionBf16(op, sources, views, outView);
-  SmallVector<int> ids;
-  int out = attentionArgs(op, sources, ids), oArg = ids.size() - 1;
-  constexpr int64_t kKeyBlock = 64, kQueryRows = 48;
-  int64_t nq = std::min(kQueryRows, std::max<int64_t>(Sq, 1));
-  int64_t qBlocks = ceilDiv(Sq, nq);
-  const float negInf = -std::numeric_limits<float>::infinity();
-  emitKernel(op.getLoc(), "attention", ids, a.batches * qBlocks, [&](KernelEmitter &e) {
-    Value bi = e.div(e.wg, qBlocks);
-    Value q0 = e.mul(e.rem(e.wg, qBlocks), nq);
-    Value rows = e.minI(e.idx(nq), arith::SubIOp::create(e.b, e.idx(Sq), q0));
-    // Batch offsets of every operand.
-    SmallVector<Value> base = a.bases(e, bi, views, outView); // q, k, v, out, mask
-    Value QT = e.scratch(D * nq), ST = e.scratch(kKeyBlock * nq);
-    Value P = e.scratch(nq * kKeyBlock), acc = e.scratch(nq * std::max<int64_t>(Dv, 1));
-    Value mRow = e.scratch(nq), lRow = e.scratch(nq);
-    // Q^T, scaled; columns past the last row are zero.
-    e.loop(e.idx(0), e.idx(nq), [&](Value i) {
-      Value real = arith::CmpIOp::create(e.b, arith::CmpIPredicate::ult, i, rows);
-      Value row = e.minI(e.add(q0, i), e.idx(Sq - 1));
-      Value qRow = e.add(base[0], e.mul(row, views[0].row));
-      e.loop(0, D, [&](Value d) {
-        Value x = e.fmul(e.load(0, e.add(qRow, e.mul(d, views[0].col))), e.f32(scale));
-        e.storeM(arith::SelectOp::create(e.b, real, x, e.f32(0.0f)), QT, e.add(e.mul(d, nq), i));
-      });
-      e.storeM(e.f32(negInf), mRow, i);
-      e.storeM(e.f32(0.0f), lRow, i);
-      e.loop(0, Dv, [&](Value d) { e.storeM(e.f32(0.0f), acc, e.add(e.mul(i, Dv), d)); });
-    });
-    e.loop(e.idx(0), e.idx(Sk), [&](Value kb) {
-      Value n = e.minI(e.idx(kKeyBlock), arith::SubIOp::create(e.b, e.idx(Sk), kb));
-      // ST[j][i] = K[kb + j] . Q[q0 + i] * scale
-      e.sgemmPtr(n, e.idx(nq), e.idx(D),
-                 e.addr(1, e.add(base[1], e.mul(kb, views[1].row))), views[1].row,
-                 e.addrM(QT, e.idx(0)), nq, e.addrM(ST, e.idx(0)), nq, false);
-      e.loop(e.idx(0), rows, [&](Value i) {
-        Value maskRow = hasMask ? e.add(base[4], e.mul(e.add(q0, i), maskStr[r - 2])) : Value();
-        Value bmax = e.reduce(e.idx(0), n, e.f32(negInf), [&](Value j, Value mx) {
-          Value at = e.add(e.mul(j, nq), i);
-          Value sj = e.loadM(ST, at);
-          if (hasMask) {
-            sj = e.fadd(sj, e.load(3, e.add(maskRow, e.mul(e.add(kb, j), maskStr[r - 1]))));
-            e.storeM(sj, ST, at);
-          }
-          return arith::MaximumFOp::create(e.b, mx, sj).getResult();
-        });
-        Value mOld = e.loadM(mRow, i);
-        Value mNew = arith::MaximumFOp::create(e.b, mOld, bmax);
-        // A row masked with -inf everywhere so far keeps a finite reference.
-        Value isInf = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OEQ, mNew, e.f32(negInf));
-        Value mRef = arith::SelectOp::create(e.b, isInf, e.f32(0.0f), mNew);
-        Value corr = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, mOld, mRef));
-        Value pRow = e.mul(i, kKeyBlock);
-        Value lsum = e.reduce(e.idx(0), n, e.f32(0.0f), [&](Value j, Value sum) {
-          Value pj = math::ExpOp::create(
-              e.b, arith::SubFOp::create(e.b, e.loadM(ST, e.add(e.mul(j, nq), i)), mRef));
-          e.storeM(pj, P, e.add(pRow, j));
-          return e.fadd(sum, pj, true);
-        });
-        e.storeM(mNew, mRow, i);
-        e.storeM(e.fadd(e.fmul(e.loadM(lRow, i), corr), lsum), lRow, i);
-        Value aRow = e.mul(i, Dv);
-        e.loop(0, Dv, [&](Value d) {
-          Value at = e.add(aRow, d);
-          e.storeM(e.fmul(e.loadM(acc, at), corr), acc, at);
-        });
-      });
-      // acc[i] += P[i] . V[kb ..]
-      e.sgemmPtr(rows, e.idx(Dv), n, e.addrM(P, e.idx(0)), kKeyBlock,
-                 e.addr(2, e.add(base[2], e.mul(kb, views[2].row))), views[2].row,
-                 e.addrM(acc, e.idx(0)), Dv, true);
-    }, kKeyBlock);
-    storeAttentionRows(e, op, acc, lRow, rows, q0, base[3], outView, Dv, oArg);
-  }, estimateFlops(op));
-  bufferOf[op.getResult()] = out;
-  return success();
+  return flashAttention(op, sources, views, outView, lowersToBf16(op));
 }
 
-/// bf16 attention (--precision=bf16 on the CPU), flash style on the bf16
-/// ukernels. A workgroup owns up to 128 query rows of one batch: Q scaled
-/// and rounded once into bf16 rows. Per block of 128 keys: K's block
-/// transposed to f32 columns, S = Q16 x K^T (kiln_uk_sbgemm_pa); rows of S
-/// through the online softmax (vectorized, the mask added), the
-/// probabilities rounded into bf16 rows P16; acc (+)= P16 x V
-/// (kiln_uk_sbgemm_pa, V's rows read in place and rounded by the ukernel).
-/// The running sums add the rounded probabilities, the ones that meet V.
-LogicalResult Lowering::attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sources,
-                                      ArrayRef<MatrixView> views, const MatrixView &outView) {
+/// Attention, flash style, on the matrix-product ukernels. A workgroup owns
+/// up to 128 query rows of one batch: Q scaled once into rows (Q16: bf16,
+/// rounded, for bf16; else f32). Per block of 128 keys: K's block transposed
+/// to f32 columns, S = Q16 x K^T (kiln_uk_sbgemm_pa, or the f32 sgemm); rows
+/// of S through the online softmax (vectorized, the mask added), the
+/// probabilities into rows P16 (rounded to bf16 for bf16); acc (+)= P16 x V
+/// (V's rows read in place; the bf16 ukernel rounds them). The running sums
+/// add the probabilities that meet V (the rounded ones for bf16). Scores
+/// exist one block at a time, on the stack.
+LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sources,
+                                       ArrayRef<MatrixView> views, const MatrixView &outView,
+                                       bool bf16) {
   AttentionLayout a = AttentionLayout::of(op);
   int64_t r = a.rank, Sq = a.Sq, D = a.D, Sk = a.Sk, Dv = a.Dv;
   bool hasMask = a.hasMask;
@@ -4271,24 +4188,29 @@ LogicalResult Lowering::attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sour
   int64_t qBlocks = ceilDiv(Sq, nq);
   // Even row strides (pairs of k): Q16's and P16's rows end in a zero when
   // D (or a block's key count) is odd.
-  int64_t Dp = (D + 1) / 2 * 2;
+  int64_t Dp = bf16 ? (D + 1) / 2 * 2 : D;
   int64_t kb0 = std::min(kKeyBlock, std::max<int64_t>(Sk, 1));
-  int64_t ldP = (kb0 + 1) / 2 * 2;
+  int64_t ldP = bf16 ? (kb0 + 1) / 2 * 2 : kb0;
   const float negInf = -std::numeric_limits<float>::infinity();
   emitKernel(op.getLoc(), "attention", ids, a.batches * qBlocks, [&](KernelEmitter &e) {
-    Type bf16 = e.b.getBF16Type();
+    Type bf16Type = e.b.getBF16Type();
     Value bi = e.div(e.wg, qBlocks);
     Value q0 = e.mul(e.rem(e.wg, qBlocks), nq);
     Value rows = e.minI(e.idx(nq), arith::SubIOp::create(e.b, e.idx(Sq), q0));
     SmallVector<Value> base = a.bases(e, bi, views, outView); // q, k, v, out, mask
-    Value Q16 = e.scratchBf16(nq * Dp), P16 = e.scratchBf16(nq * ldP);
+    // Q (scaled) and P rows: bf16 for the bf16 ukernel, else f32.
+    Value Q16 = bf16 ? e.scratchBf16(nq * Dp) : e.scratch(nq * std::max<int64_t>(Dp, 1));
+    Value P16 = bf16 ? e.scratchBf16(nq * ldP) : e.scratch(nq * ldP);
     Value KT = e.scratch(std::max<int64_t>(D, 1) * kb0), S = e.scratch(nq * kb0);
     Value acc = e.scratch(nq * std::max<int64_t>(Dv, 1));
     Value mRow = e.scratch(nq), lRow = e.scratch(nq);
-    // f32 (scalar or vector) rounded to bf16, and stored into bf16 scratch.
+    // f32 (scalar or vector) rounded to bf16 (bf16), to be stored into
+    // Q16 or P16.
     auto toBf16 = [&](Value x) -> Value {
+      if (!bf16)
+        return x;
       auto v = llvm::dyn_cast<VectorType>(x.getType());
-      return arith::TruncFOp::create(e.b, v ? Type(v.clone(bf16)) : bf16, x);
+      return arith::TruncFOp::create(e.b, v ? Type(v.clone(bf16Type)) : bf16Type, x);
     };
     auto store16 = [&](Value x, Value m, Value at) {
       if (llvm::isa<VectorType>(x.getType()))
@@ -4296,7 +4218,9 @@ LogicalResult Lowering::attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sour
       else
         e.storeM(x, m, at);
     };
-    auto bf16Zero = [&] { return arith::ConstantOp::create(e.b, e.b.getFloatAttr(bf16, 0.0)); };
+    auto bf16Zero = [&] {
+      return arith::ConstantOp::create(e.b, e.b.getFloatAttr(bf16Type, 0.0));
+    };
     e.loop(e.idx(0), rows, [&](Value i) {
       Value qRow = e.add(base[0], e.mul(e.add(q0, i), views[0].row));
       Value qAt = e.mul(i, Dp);
@@ -4328,8 +4252,12 @@ LogicalResult Lowering::attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sour
         });
       });
       // S[i][j] = Q16[i] . K[kb + j]
-      e.ukernel("kiln_uk_sbgemm_pa", rows, n, e.idx(D), e.addrM(Q16, e.idx(0)), Dp,
-                e.addrM(KT, e.idx(0)), kb0, e.addrM(S, e.idx(0)), kb0, false);
+      if (bf16)
+        e.ukernel("kiln_uk_sbgemm_pa", rows, n, e.idx(D), e.addrM(Q16, e.idx(0)), Dp,
+                  e.addrM(KT, e.idx(0)), kb0, e.addrM(S, e.idx(0)), kb0, false);
+      else
+        e.sgemmPtr(rows, n, e.idx(D), e.addrM(Q16, e.idx(0)), Dp, e.addrM(KT, e.idx(0)), kb0,
+                   e.addrM(S, e.idx(0)), kb0, false);
       e.loop(e.idx(0), rows, [&](Value i) {
         Value sRow = e.mul(i, kb0), pRow = e.mul(i, ldP);
         Value maskRow = hasMask ? e.add(base[4], e.mul(e.add(q0, i), maskStr[r - 2])) : Value();
@@ -4363,10 +4291,10 @@ LogicalResult Lowering::attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sour
               e.b, arith::SubFOp::create(e.b, e.vloadM(S, e.add(sRow, j)), e.splat(mRef)));
           Value p16 = toBf16(pj);
           store16(p16, P16, e.add(pRow, j));
-          return arith::ExtFOp::create(e.b, pj.getType(), p16).getResult();
+          return bf16 ? arith::ExtFOp::create(e.b, pj.getType(), p16).getResult() : pj;
         }, [&](Value x, Value y) { return e.fadd(x, y, true); });
         // An odd count of keys: the last pair's upper half is zero.
-        if (kb0 % 2 != 0 || Sk % kb0 % 2 != 0) {
+        if (bf16 && (kb0 % 2 != 0 || Sk % kb0 % 2 != 0)) {
           Value odd = arith::CmpIOp::create(e.b, arith::CmpIPredicate::ne, e.rem(n, 2), e.idx(0));
           auto ifOp = scf::IfOp::create(e.b, odd, false);
           OpBuilder::InsertionGuard guard(e.b);
@@ -4382,9 +4310,14 @@ LogicalResult Lowering::attentionBf16(kiln::AttentionOp op, ArrayRef<Value> sour
         });
       });
       // acc[i] += P16[i] . V[kb ..]
-      e.ukernel("kiln_uk_sbgemm_pa", rows, e.idx(Dv), n, e.addrM(P16, e.idx(0)), ldP,
-                e.addr(2, e.add(base[2], e.mul(kb, views[2].row))), views[2].row,
-                e.addrM(acc, e.idx(0)), Dv, true);
+      if (bf16)
+        e.ukernel("kiln_uk_sbgemm_pa", rows, e.idx(Dv), n, e.addrM(P16, e.idx(0)), ldP,
+                  e.addr(2, e.add(base[2], e.mul(kb, views[2].row))), views[2].row,
+                  e.addrM(acc, e.idx(0)), Dv, true);
+      else
+        e.sgemmPtr(rows, e.idx(Dv), n, e.addrM(P16, e.idx(0)), ldP,
+                   e.addr(2, e.add(base[2], e.mul(kb, views[2].row))), views[2].row,
+                   e.addrM(acc, e.idx(0)), Dv, true);
     }, kb0);
     storeAttentionRows(e, op, acc, lRow, rows, q0, base[3], outView, Dv, oArg);
   }, estimateFlops(op));

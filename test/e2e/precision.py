@@ -423,6 +423,27 @@ def attention_cases(kc, kr, tmp, only, report):
                    f"{name} {shape[:6]} (KILN_UKERNEL={force or 'default'}): rel_err={err:.3g} "
                    f"vs onnxruntime on the rounded inputs (tolerance 1e-2), one bf16 "
                    f"attention kernel: {shape_ok}")
+        # The same flash kernel in f32 (no --precision), on the f32 ukernel
+        # paths, against onnxruntime on the unrounded inputs.
+        ref32 = sess.run(None, {n: np.load(os.path.join(tmp, n + ".npy"))
+                                for n in ("q", "k", "v")})[0].astype(np.float64)
+        try:
+            run([kc, path, "-o", so])
+        except RuntimeError as e:
+            report(False, f"{name} fp32: {e}")
+            continue
+        for force, env in ukernel_paths((None, "avx2", "portable")):
+            out = os.path.join(tmp, "out")
+            try:
+                run([kr, so, "--output-dir", out] + inputs, env=env)
+            except RuntimeError as e:
+                report(False, f"{name} fp32: {e}")
+                continue
+            got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
+            err = float(np.abs(got - ref32).max() / np.abs(ref32).max()) \
+                if got.shape == ref32.shape else 1.0
+            report(err <= 1e-5, f"{name} {shape[:6]} fp32 (KILN_UKERNEL={force or 'default'}): "
+                                f"rel_err={err:.3g} vs onnxruntime (tolerance 1e-5)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 // RUN: kiln-compile %s --emit=kernels --precision=bf16 | FileCheck %s
 // RUN: kiln-compile %s --emit=kernels --precision=bf16 --keep-fp32=attention | FileCheck %s --check-prefix=KEEP
-// --precision=bf16 attention on the CPU (Lowering::attentionBf16): both
+// --precision=bf16 attention on the CPU (Lowering::flashAttention): both
 // products on the bf16 ukernel kiln_uk_sbgemm_pa, the softmax in f32
 // vectors. D = 37 (odd) and 45 keys (odd, one block) test the pairs of k.
 // Numerics: test/e2e/precision.py (attention_*).
@@ -42,7 +42,16 @@ func.func @main(%q: tensor<2x7x37xf32> {kiln.name = "q"}, %k: tensor<2x45x37xf32
 // CHECK-NOT: kiln_uk_sgemm
 // CHECK: return
 
-// --keep-fp32=attention: the f32 kernel, no bf16 ukernel.
+// --keep-fp32=attention: the same flash kernel in f32 on the f32 ukernel:
+// Q in f32 rows (7 x 37), S = Q x K^T (lda 37, ldb = ldc = 45), the
+// softmax in vectors, P in f32 rows x V (lda 45, ldb = ldc = 19,
+// accumulating).
 // KEEP-LABEL: func.func @{{kiln_k[0-9]+}}_attention(
 // KEEP-NOT: kiln_uk_sbgemm
-// KEEP: call @kiln_uk_sgemm(
+// KEEP: memref.alloca() {alignment = 64 : i64} : memref<259xf32>
+// KEEP: call @kiln_uk_sgemm({{.*}}, %c37_i64, {{.*}}, %c45_i64, {{.*}}, %c45_i64{{.*}}, %c0_i64)
+// KEEP: vector.reduction <maximumf>
+// KEEP: math.exp
+// KEEP: vector.reduction <add>
+// KEEP: call @kiln_uk_sgemm({{.*}}, %c45_i64{{.*}}, {{.*}}, %c19_i64, {{.*}}, %c19_i64{{.*}}, %c1_i64)
+// KEEP-NOT: kiln_uk_sbgemm
