@@ -2252,6 +2252,16 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
       Value ohEnd = e.add(e.div(arith::SubIOp::create(e.b, e.add(p0, cols), e.idx(1)), OW),
                           e.idx(1));
       auto maxI = [&](Value a, Value b2) { return arith::MaxUIOp::create(e.b, a, b2).getResult(); };
+      // This column tile's part of output row oh: ow in [a, z), stored at
+      // dst + ow (rowBase: the tap's row of the gathered chunk).
+      auto rowSpan = [&](Value oh, Value rowBase) {
+        Value rowStart = e.mul(oh, OW);
+        Value a = arith::SubIOp::create(e.b, maxI(p0, rowStart), rowStart);
+        Value z = arith::SubIOp::create(
+            e.b, e.minI(e.add(p0, cols), e.add(rowStart, e.idx(OW))), rowStart);
+        Value dst = arith::SubIOp::create(e.b, e.add(rowBase, rowStart), p0);
+        return std::make_tuple(a, z, dst);
+      };
       e.loop(e.idx(0), e.idx(Cg), [&](Value c0) {
         Value ccn = e.minI(e.idx(cc), arith::SubIOp::create(e.b, e.idx(Cg), c0));
         e.loop(e.idx(0), ccn, [&](Value ci) {
@@ -2266,11 +2276,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
               e.loop(e.idx(0), e.idx(KW), [&](Value kx) {
                 Value rowBase = e.mul(e.add(e.mul(ci, KK), e.add(e.mul(ky, KW), kx)), cb);
                 e.loop(ohFirst, ohEnd, [&](Value oh) {
-                  Value rowStart = e.mul(oh, OW);
-                  Value a = arith::SubIOp::create(e.b, maxI(p0, rowStart), rowStart);
-                  Value z = arith::SubIOp::create(
-                      e.b, e.minI(e.add(p0, cols), e.add(rowStart, e.idx(OW))), rowStart);
-                  Value dst = arith::SubIOp::create(e.b, e.add(rowBase, rowStart), p0);
+                  auto [a, z, dst] = rowSpan(oh, rowBase);
                   Value ih = e.add(e.mul(oh, s[0]), e.mul(ky, d[0]));
                   Value src = e.add(e.add(plane, e.mul(ih, W)), e.mul(kx, d[1]));
                   e.loop(a, z, [&](Value ow) {
@@ -2331,12 +2337,7 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
                 continue;
               }
               e.loop(ohFirst, ohEnd, [&](Value oh) {
-                Value rowStart = e.mul(oh, OW);
-                // This output row's columns within the tile: ow in [a, z).
-                Value a = arith::SubIOp::create(e.b, maxI(p0, rowStart), rowStart);
-                Value z = arith::SubIOp::create(
-                    e.b, e.minI(e.add(p0, cols), e.add(rowStart, e.idx(OW))), rowStart);
-                Value dst = arith::SubIOp::create(e.b, e.add(rowBase, rowStart), p0);
+                auto [a, z, dst] = rowSpan(oh, rowBase);
                 // ih = oh*s0 + off0 may be negative: compare as signed.
                 Value ihS = arith::AddIOp::create(
                     e.b, arith::IndexCastOp::create(e.b, e.b.getI64Type(), e.mul(oh, s[0])),

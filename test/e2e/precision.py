@@ -409,20 +409,26 @@ def attention_cases(kc, kr, tmp, only, report):
         att = [k for k in kernels if "attention" in k["ops"].split("+")]
         shape_ok = len(att) == 1 and att[0]["precision"] == "bf16" and \
             "@kiln_uk_sbgemm_pa(" in ll
-        for force, env in ukernel_paths(UKERNEL_PRECISIONS["bf16"][3]):
-            out = os.path.join(tmp, "out")
-            try:
-                run([kr, so, "--output-dir", out] + inputs, env=env)
-            except RuntimeError as e:
-                report(False, f"{name}: {e}")
-                continue
-            got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
-            err = float(np.abs(got - ref).max() / np.abs(ref).max()) \
-                if got.shape == ref.shape else 1.0
-            report(shape_ok and err <= 1e-2,
-                   f"{name} {shape[:6]} (KILN_UKERNEL={force or 'default'}): rel_err={err:.3g} "
-                   f"vs onnxruntime on the rounded inputs (tolerance 1e-2), one bf16 "
-                   f"attention kernel: {shape_ok}")
+        def each_path(forces, want, tol, what):
+            """Runs the .so on each forced ukernel path: relative error
+            against `want` within tol (and `what` says the rest)."""
+            for force, env in ukernel_paths(forces):
+                out = os.path.join(tmp, "out")
+                try:
+                    run([kr, so, "--output-dir", out] + inputs, env=env)
+                except RuntimeError as e:
+                    report(False, f"{name}: {e}")
+                    continue
+                got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
+                err = float(np.abs(got - want).max() / np.abs(want).max()) \
+                    if got.shape == want.shape else 1.0
+                yield err <= tol, (f"{name} {shape[:6]} (KILN_UKERNEL={force or 'default'}): "
+                                   f"rel_err={err:.3g} {what}")
+
+        for ok, what in each_path(UKERNEL_PRECISIONS["bf16"][3], ref, 1e-2,
+                                  "vs onnxruntime on the rounded inputs (tolerance 1e-2), one "
+                                  f"bf16 attention kernel: {shape_ok}"):
+            report(shape_ok and ok, what)
         # The same flash kernel in f32 (no --precision), on the f32 ukernel
         # paths, against onnxruntime on the unrounded inputs.
         ref32 = sess.run(None, {n: np.load(os.path.join(tmp, n + ".npy"))
@@ -432,18 +438,9 @@ def attention_cases(kc, kr, tmp, only, report):
         except RuntimeError as e:
             report(False, f"{name} fp32: {e}")
             continue
-        for force, env in ukernel_paths((None, "avx2", "portable")):
-            out = os.path.join(tmp, "out")
-            try:
-                run([kr, so, "--output-dir", out] + inputs, env=env)
-            except RuntimeError as e:
-                report(False, f"{name} fp32: {e}")
-                continue
-            got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
-            err = float(np.abs(got - ref32).max() / np.abs(ref32).max()) \
-                if got.shape == ref32.shape else 1.0
-            report(err <= 1e-5, f"{name} {shape[:6]} fp32 (KILN_UKERNEL={force or 'default'}): "
-                                f"rel_err={err:.3g} vs onnxruntime (tolerance 1e-5)")
+        for ok, what in each_path((None, "avx2", "portable"), ref32, 1e-5,
+                                  "fp32 vs onnxruntime (tolerance 1e-5)"):
+            report(ok, what)
 
 
 if __name__ == "__main__":
