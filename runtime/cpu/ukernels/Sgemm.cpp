@@ -77,35 +77,30 @@ void sgemmPortable(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
 }
 
 #if defined(__x86_64__)
-/// One 6 x 32 tile: C rows c[0..5] (+)= A rows (k = 0..K) times the packed
-/// panel (32 floats per k). A is six row pointers (row-major: element k of
-/// row r at a[r][k]) or, packed, one pointer to the group (a[0][k * 6 + r]).
-/// Accumulators are named variables so they stay in registers; tail tiles
-/// repeat a valid row (or read the packing's zero rows) and discard the
-/// result.
-template <bool PackedA>
+/// One 6 x 32 tile on packed A: C rows c[0..5] (+)= the 6-row group a
+/// (element (r, k) at a[k * 6 + r]; rows past M read the packing's zero
+/// rows) times the panel (32 floats per k). Accumulators are named
+/// variables so they stay in registers; tail rows' results are discarded.
+/// (Row-major A takes tileRows32.)
 __attribute__((target("avx512f"))) inline void
-tile6x32(int64_t K, const float *const a[6], const float *panel,
-         float *const c[6], bool acc, __mmask16 m0, __mmask16 m1) {
+tilePacked6x32(int64_t K, const float *a, const float *panel, float *const c[6], bool acc,
+               __mmask16 m0, __mmask16 m1) {
 #define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define KILN_INIT(r)                                                           \
   __m512 x##r = acc ? _mm512_maskz_loadu_ps(m0, c[r]) : _mm512_setzero_ps();   \
   __m512 y##r = acc ? _mm512_maskz_loadu_ps(m1, c[r] + 16) : _mm512_setzero_ps();
   KILN_ROWS(KILN_INIT)
-  const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4],
-              *a5 = a[5];
   for (int64_t k = 0; k < K; ++k) {
     __m512 b0 = _mm512_loadu_ps(panel + k * 32);
     __m512 b1 = _mm512_loadu_ps(panel + k * 32 + 16);
 #define KILN_FMA(r)                                                            \
   {                                                                            \
-    __m512 s = _mm512_set1_ps(PackedA ? a0[k * 6 + r] : a##r[k]);             \
+    __m512 s = _mm512_set1_ps(a[k * 6 + r]);                                   \
     x##r = _mm512_fmadd_ps(s, b0, x##r);                                       \
     y##r = _mm512_fmadd_ps(s, b1, y##r);                                       \
   }
     KILN_ROWS(KILN_FMA)
   }
-  (void)a1, (void)a2, (void)a3, (void)a4, (void)a5; // unused when packed
 #define KILN_STORE(r)                                                          \
   _mm512_mask_storeu_ps(c[r], m0, x##r);                                       \
   _mm512_mask_storeu_ps(c[r] + 16, m1, y##r);
@@ -116,7 +111,16 @@ tile6x32(int64_t K, const float *const a[6], const float *panel,
 #undef KILN_STORE
 }
 
-/// One MR x 32 tile (MR = 6, 7 or 8) on row-major A: as tile6x32, rows
+/// The masks of a 32-column panel's two 16-lane halves when n of its
+/// columns are real.
+struct PanelMasks {
+  __mmask16 m0, m1;
+  explicit PanelMasks(int64_t n)
+      : m0(n >= 16 ? 0xffff : static_cast<__mmask16>((1u << n) - 1)),
+        m1(n >= 32 ? 0xffff : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1) : 0) {}
+};
+
+/// One MR x 32 tile (MR = 6, 7 or 8) on row-major A: as tilePacked6x32, rows
 /// a[0..MR). The row count of a call picks MR (rowTile), so that 49 pixel
 /// rows are seven tiles of 7 and 32 batch rows four tiles of 8, not ten
 /// and six tiles of 6 with the last one mostly waste.
@@ -239,34 +243,28 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
   // A half packed A's strip, widened per tile (row-major A is f32 only).
   alignas(64) float aBuf[PackedA ? KC * 6 + 16 : 1];
   static_assert(PackedA || sizeof(TA) == 4, "row-major A is f32");
+  int mr = rowTile(M);
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
     int64_t kc = K - k0 < KC ? K - k0 : KC;
     bool accBlock = acc || k0 > 0;
     for (int64_t j = 0; j < N; j += 32) {
       int64_t n = N - j < 32 ? N - j : 32;
-      __mmask16 m0 = n >= 16 ? 0xffff : static_cast<__mmask16>((1u << n) - 1);
-      __mmask16 m1 = n >= 32 ? 0xffff
-                     : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1)
-                              : 0;
+      PanelMasks m(n);
       const TB *src = B + k0 * ldb + j;
       for (int64_t k = 0; k < kc; ++k) {
         _mm512_store_ps(panel + k * 32, load16(src + k * ldb, n));
         _mm512_store_ps(panel + k * 32 + 16, load16(src + k * ldb + 16, n - 16));
       }
       if constexpr (!PackedA) {
-        rowTilesAny(rowTile(M), M, reinterpret_cast<const float *>(A), lda, k0, kc, panel, C,
-                    ldc, j, accBlock, m0, m1, discard);
-        continue;
-      }
-      for (int64_t i = 0; i < M; i += 6) {
-        const float *a[6];
-        float *c[6];
-        for (int r = 0; r < 6; ++r) {
-          bool real = i + r < M;
-          a[r] = r == 0 ? strip(A + (i / 6) * lda + k0 * 6, kc * 6, aBuf) : a[0];
-          c[r] = real ? C + (i + r) * ldc + j : discard;
+        rowTilesAny(mr, M, A, lda, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1, discard);
+      } else {
+        for (int64_t i = 0; i < M; i += 6) {
+          float *c[6];
+          for (int r = 0; r < 6; ++r)
+            c[r] = i + r < M ? C + (i + r) * ldc + j : discard;
+          tilePacked6x32(kc, strip(A + (i / 6) * lda + k0 * 6, kc * 6, aBuf), panel, c,
+                         accBlock, m.m0, m.m1);
         }
-        tile6x32<true>(kc, a, panel, c, accBlock, m0, m1);
       }
     }
   }
@@ -274,9 +272,9 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
 #endif
 
 #if defined(__x86_64__)
-/// One 6 x 16 tile on AVX2+FMA: as tile6x32, two ymm per row, the panel's
-/// rows ps floats apart; the column tail is masked (m0, m1: lanes of the
-/// tile's two halves).
+/// One 6 x 16 tile on AVX2+FMA: as the AVX-512 tiles, two ymm per row, the
+/// panel's rows ps floats apart; the column tail is masked (m0, m1: lanes
+/// of the tile's two halves).
 template <bool PackedA>
 __attribute__((target("avx2,fma,f16c"))) inline void
 tile6x16(int64_t K, const float *const a[6], const float *panel, int64_t ps,
@@ -404,7 +402,7 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int6
                                                       const float *B, int64_t ldb, float *C,
                                                       int64_t ldc, bool acc) {
   // k blocks of KC so that a panel's block (32 KB) stays near the core
-  // while every 6-row tile of A streams through it.
+  // while every row tile of A streams through it.
   constexpr int64_t KC = 256;
   alignas(64) float discard[32];
   int mr = rowTile(M);
@@ -412,13 +410,9 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int6
     int64_t kc = K - k0 < KC ? K - k0 : KC;
     bool accBlock = acc || k0 > 0;
     for (int64_t j = 0; j < N; j += 32) {
-      int64_t n = N - j < 32 ? N - j : 32;
-      __mmask16 m0 = n >= 16 ? 0xffff : static_cast<__mmask16>((1u << n) - 1);
-      __mmask16 m1 = n >= 32 ? 0xffff
-                     : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1)
-                              : 0;
+      PanelMasks m(N - j < 32 ? N - j : 32);
       const float *panel = B + (j / 32) * ldb + k0 * 32;
-      rowTilesAny(mr, M, A, lda, k0, kc, panel, C, ldc, j, accBlock, m0, m1, discard);
+      rowTilesAny(mr, M, A, lda, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1, discard);
     }
   }
 }
