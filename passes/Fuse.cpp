@@ -188,7 +188,7 @@ SmallVector<Operation *> prologue(Operation *user, Value chain, Operation *ancho
 
 } // namespace
 
-void wrapInFusion(ArrayRef<Operation *> group) {
+FusionOp wrapInFusion(ArrayRef<Operation *> group) {
   Operation *last = group.back();
   llvm::SmallPtrSet<Operation *, 8> inGroup(group.begin(), group.end());
   llvm::SetVector<Value> inputs;
@@ -215,6 +215,7 @@ void wrapInFusion(ArrayRef<Operation *> group) {
   last->getResult(0).replaceAllUsesWith(fusion.getResult());
   for (Operation *op : llvm::reverse(group))
     op->erase();
+  return fusion;
 }
 
 namespace {

@@ -19,7 +19,7 @@ namespace kiln {
 /// result is the group's) in a kiln.fusion placed at the last op: operands
 /// from outside the group become the fusion's inputs. (kiln-fuse's regions;
 /// kiln-rematerialize regroups with it.)
-void wrapInFusion(llvm::ArrayRef<mlir::Operation *> group);
+FusionOp wrapInFusion(llvm::ArrayRef<mlir::Operation *> group);
 
 /// How many values kiln-rematerialize could recompute in `fn`.
 int64_t countRematerializeCandidates(mlir::func::FuncOp fn);

@@ -275,9 +275,11 @@ def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
 //===----------------------------------------------------------------------===//
 
 def RematerializePass : Pass<"kiln-rematerialize", "mlir::func::FuncOp"> {
-  let summary = "recomputes elementwise values inside the convolution that reads them";
+  let summary = "recomputes values inside, or next to, the convolution that reads them";
   let description = [{
-    Runs after kiln-fuse. A value computed by per-channel elementwise ops
+    Runs after kiln-fuse. Two kinds of candidates.
+
+    *Prologue.* A value computed by per-channel elementwise ops
     (batch_norm, relu, clip, scale and shift by per-channel constants: an
     elementwise kiln.fusion or a lone op) whose only reader is an NCHW
     convolution's input is not stored: its ops move into the
@@ -286,6 +288,23 @@ def RematerializePass : Pass<"kiln-rematerialize", "mlir::func::FuncOp"> {
     -- DenseNet's BN-ReLU copy of every concatenated block -- no longer
     takes arena bytes, for the prologue's flops repeated once per kernel
     tap (none for a 1x1 convolution).
+
+    *Recompute.* A part of a channel concat read by an NCHW convolution
+    (one group, constant weights) that a chain of at most 3 NCHW
+    convolution kernels computes from the function's arguments, and that is
+    computed long before (at least 4 kernels) and read elsewhere too -- a
+    UNet's skip connection -- is computed again next to that convolution.
+    The convolution splits over the concat's parts into partial products,
+    each added to the sum of those before (codegen starts each tile from
+    that sum and writes over it, so the sum accumulates in place), the
+    recomputed part last, with the bias and the epilogue. When the chain's
+    last convolution reads the kernel before it alone and that kernel's
+    epilogue is elementwise (a ReLU), the last convolution splits the same
+    way over groups of the earlier kernel's output channels (about 16
+    groups, each at least 16 products deep), each group computed right
+    before its partial product: neither the concat nor the chain's
+    intermediate is ever whole. The copies carry `kiln.recomputed`; their
+    flops are the extra work. Outputs change only by the order of the sums.
 
     Candidates are ordered cheapest extra flops per byte saved first;
     `limit` applies that many (-1: all). kiln-compile's `--max-memory`

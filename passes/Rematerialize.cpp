@@ -1,11 +1,20 @@
 //===- Rematerialize.cpp - recompute cheap values inside their reader -----===//
 //
-// kiln-rematerialize (Passes.td): per-channel elementwise producers of an
-// NCHW convolution's input become the convolution kernel's prologue, so the
-// value they computed is never stored. kiln-compile's --max-memory applies
-// the cheapest candidates until the memory plan fits.
+// kiln-rematerialize (Passes.td), two kinds of candidates:
+// - prologue: per-channel elementwise producers of an NCHW convolution's
+//   input become the convolution kernel's prologue, so the value they
+//   computed is never stored;
+// - recompute: a long-lived input of a convolution over a channel concat
+//   (a UNet's skip connection) computed from the function's arguments by a
+//   short chain of convolutions is computed again next to that reader; the
+//   reader and the chain's last convolution split over their input's
+//   channels into partial products accumulated in place, so neither the
+//   concat nor the chain's last intermediate is ever whole.
+// kiln-compile's --max-memory applies the cheapest candidates until the
+// memory plan fits.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/ConstantData.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -81,13 +90,135 @@ int64_t prologueFlops(ArrayRef<Operation *> ops, RankedTensorType type) {
   return full ? flops : 0;
 }
 
+/// A candidate. Prologue: `producer`'s ops move into `consumer`, the
+/// convolution reading its result. Recompute: `consumer` reads `value`
+/// through a channel concat; `chain` (producers first) computes `value`
+/// from the function's arguments and is computed again there.
 struct Candidate {
-  Operation *producer, *consumer;
-  int64_t extraFlops, bytes;
+  Operation *producer = nullptr, *consumer = nullptr;
+  Value value;
+  SmallVector<Operation *> chain;
+  int64_t extraFlops = 0, bytes = 0;
 };
 
-/// Producers that can become their convolution's prologue, cheapest extra
-/// flops per byte saved first.
+/// The outer value that `v`, a value of top-level op `op`'s body, stands
+/// for: a fusion's input for its block argument, otherwise `v`.
+Value outerOf(Operation *op, Value v) {
+  auto f = dyn_cast<FusionOp>(op);
+  auto arg = llvm::dyn_cast<BlockArgument>(v);
+  if (!f || !arg || arg.getOwner() != &f.getBody().front())
+    return v;
+  return f.getInputs()[arg.getArgNumber()];
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// The flops of a convolution kernel: products and sums, and one per
+/// output element for each op of its epilogue.
+int64_t kernelFlops(Operation *op) {
+  ConvOp conv = convOf(op);
+  auto w = shapeOf(conv.getWeight());
+  int64_t outs = llvm::cast<RankedTensorType>(conv.getType()).getNumElements();
+  return 2 * outs * w[1] * w[2] * w[3] + outs * (static_cast<int64_t>(opsOf(op).size()) - 1);
+}
+
+/// A chain longer than this is not recomputed (each link is a kernel).
+constexpr size_t kMaxChain = 3;
+/// Top-level kernels between a value's producer and its concat reader
+/// below which it is not worth recomputing (it is not held long).
+constexpr int kMinGap = 4;
+/// The chain's last convolution splits its input into about this many
+/// channel groups (each group of the intermediate is all that is held).
+constexpr int64_t kGroups = 16;
+
+/// The NCHW convolution kernels (a kiln.conv or a conv fusion, one result)
+/// of `block` that compute `v` from the function's arguments and
+/// constants, producers first; empty when more than kMaxChain are needed or
+/// anything else is on the way.
+SmallVector<Operation *> chainFromArguments(Value v, Block &block) {
+  SmallVector<Operation *> chain;
+  SmallVector<Value> work{v};
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (auto arg = llvm::dyn_cast<BlockArgument>(x); arg && arg.getOwner() == &block)
+      continue;
+    Operation *def = x.getDefiningOp();
+    if (!def)
+      return {};
+    if (isa<ConstantOp>(def) || llvm::is_contained(chain, def))
+      continue;
+    ConvOp conv = convOf(def);
+    if (!conv || def->getBlock() != &block || def->getNumResults() != 1 ||
+        conv.getLayout() != "nchw" || chain.size() == kMaxChain)
+      return {};
+    chain.push_back(def);
+    for (Value o : def->getOperands())
+      work.push_back(o);
+  }
+  llvm::sort(chain, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return chain;
+}
+
+/// The channel concat that top-level conv kernel `op` reads as its input
+/// alone (NCHW, one group, constant f32 weights), or null.
+ConcatOp concatInput(Operation *op) {
+  ConvOp conv = convOf(op);
+  if (!conv || conv.getLayout() != "nchw" || conv.getGroup() != 1 ||
+      !llvm::cast<RankedTensorType>(conv.getType()).getElementType().isF32() ||
+      !conv.getInput().hasOneUse() ||
+      !getF32Constant(outerOf(op, conv.getWeight())) ||
+      (conv.getBias() && !getF32Constant(outerOf(op, conv.getBias()))))
+    return nullptr;
+  Value v = outerOf(op, conv.getInput());
+  auto cat = v.getDefiningOp<ConcatOp>();
+  if (!cat || cat.getAxis() != 1 || !v.hasOneUse() || cat->getBlock() != op->getBlock())
+    return nullptr;
+  if (auto f = dyn_cast<FusionOp>(op); f && llvm::count(f.getInputs(), v) != 1)
+    return nullptr;
+  return cat;
+}
+
+/// Recompute candidates: per convolution over a channel concat, the part
+/// computed from the function's arguments by the cheapest chain per byte,
+/// if it is also read elsewhere long before.
+void recomputeCandidates(Block &block, SmallVectorImpl<Candidate> &out) {
+  for (Operation &op : block) {
+    ConcatOp cat = concatInput(&op);
+    if (!cat)
+      continue;
+    std::optional<Candidate> best;
+    for (Value part : cat.getInputs()) {
+      if (llvm::count(cat.getInputs(), part) != 1 || llvm::all_equal(part.getUsers()))
+        continue;
+      SmallVector<Operation *> chain = chainFromArguments(part, block);
+      if (chain.empty())
+        continue;
+      int gap = 0;
+      for (Operation *o = chain.back()->getNextNode(); o && o != cat; o = o->getNextNode())
+        gap += !isa<ConstantOp>(o);
+      if (gap < kMinGap)
+        continue;
+      Candidate c;
+      c.consumer = &op;
+      c.value = part;
+      c.chain = chain;
+      for (Operation *o : chain)
+        c.extraFlops += kernelFlops(o);
+      c.bytes = llvm::cast<RankedTensorType>(part.getType()).getNumElements() * 4;
+      if (!best || static_cast<__int128>(c.extraFlops) * best->bytes <
+                       static_cast<__int128>(best->extraFlops) * c.bytes)
+        best = c;
+    }
+    if (best)
+      out.push_back(*best);
+  }
+}
+
+/// Producers that can become their convolution's prologue, and values that
+/// can be recomputed next to their reader; cheapest extra flops per byte
+/// saved first.
 SmallVector<Candidate> candidates(func::FuncOp fn) {
   SmallVector<Candidate> out;
   for (Block &block : fn.getBody())
@@ -127,9 +258,15 @@ SmallVector<Candidate> candidates(func::FuncOp fn) {
       if (perElem == 0)
         continue;
       // Evaluated once per tap that reads an element instead of once.
-      int64_t extra = perElem * in.getNumElements() * (w[2] * w[3] - 1);
-      out.push_back({producer, &op, extra, in.getNumElements() * 4});
+      Candidate c;
+      c.producer = producer;
+      c.consumer = &op;
+      c.extraFlops = perElem * in.getNumElements() * (w[2] * w[3] - 1);
+      c.bytes = in.getNumElements() * 4;
+      out.push_back(c);
     }
+  for (Block &block : fn.getBody())
+    recomputeCandidates(block, out);
   std::stable_sort(out.begin(), out.end(), [](const Candidate &a, const Candidate &b) {
     // extraFlops / bytes, compared without division.
     __int128 l = static_cast<__int128>(a.extraFlops) * b.bytes,
@@ -137,6 +274,210 @@ SmallVector<Candidate> candidates(func::FuncOp fn) {
     return l != r ? l < r : a.bytes > b.bytes;
   });
   return out;
+}
+
+/// Marks a kernel that computes again what another one computed
+/// (codegen counts its flops as extra).
+void markRecomputed(Operation *op) {
+  op->setAttr("kiln.recomputed", UnitAttr::get(op->getContext()));
+}
+
+/// Emits, at `b`, top-level conv kernel `op` as partial convolutions over
+/// channel ranges of its input, each added to the sum of the ones before
+/// (codegen accumulates in place): range k is read from the value
+/// `make(k)` returns, emitted right before its partial. The bias and `op`'s
+/// epilogue go with the last. `map` renames `op`'s outer operands. Returns
+/// the value that replaces `op`'s result.
+Value splitOverInput(OpBuilder &b, Operation *op, ArrayRef<std::pair<int64_t, int64_t>> ranges,
+                     llvm::function_ref<Value(size_t)> make, bool recomputed, IRMapping &map) {
+  ConvOp conv = convOf(op);
+  Location loc = op->getLoc();
+  Value w = map.lookupOrDefault(outerOf(op, conv.getWeight()));
+  auto wt = llvm::cast<RankedTensorType>(w.getType());
+  std::vector<float> wv = *getF32Constant(w);
+  int64_t O = wt.getDimSize(0), C = wt.getDimSize(1), KK = wt.getDimSize(2) * wt.getDimSize(3);
+  Value bias = conv.getBias() ? map.lookupOrDefault(outerOf(op, conv.getBias())) : Value();
+  Value acc;
+  for (auto [k, r] : llvm::enumerate(ranges)) {
+    Value part = make(k);
+    std::vector<float> slice;
+    slice.reserve(O * (r.second - r.first) * KK);
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t c = r.first; c < r.second; ++c)
+        for (int64_t t = 0; t < KK; ++t)
+          slice.push_back(wv[(o * C + c) * KK + t]);
+    auto sliceType = RankedTensorType::get(
+        {O, r.second - r.first, wt.getDimSize(2), wt.getDimSize(3)}, wt.getElementType());
+    Value wk = makeF32Constant(b, loc, sliceType, slice, "split_weight");
+    bool last = k + 1 == ranges.size();
+    auto partial = ConvOp::create(b, loc, conv.getType(), part, wk, last ? bias : Value(),
+                                  conv.getStridesAttr(), conv.getPadsAttr(),
+                                  conv.getDilationsAttr(), conv.getGroupAttr(),
+                                  conv.getLayoutAttr());
+    SmallVector<Operation *> group{partial};
+    Value y = partial.getResult();
+    if (acc) {
+      auto add = AddOp::create(b, loc, y, acc);
+      group.push_back(add);
+      y = add.getResult();
+    }
+    if (auto f = dyn_cast<FusionOp>(op); f && last) {
+      // The epilogue, on the whole sum.
+      IRMapping inner;
+      Block &body = f.getBody().front();
+      for (auto [arg, in] : llvm::zip(body.getArguments(), f.getInputs()))
+        inner.map(arg, map.lookupOrDefault(in));
+      inner.map(conv.getResult(), y);
+      for (Operation &e : body.without_terminator())
+        if (&e != conv.getOperation())
+          group.push_back(b.clone(e, inner));
+      y = inner.lookup(body.getTerminator()->getOperand(0));
+    }
+    Operation *top = group.size() == 1 ? group.front() : wrapInFusion(group).getOperation();
+    if (recomputed)
+      markRecomputed(top);
+    acc = top->getResult(0);
+  }
+  return acc;
+}
+
+/// Emits, at `b`, conv kernel `op` (its epilogue elementwise on the
+/// convolution alone, with scalar operands at most) for output channels
+/// [lo, hi) only; `map` renames its outer operands.
+Value sliceOutputs(OpBuilder &b, Operation *op, int64_t lo, int64_t hi, IRMapping &map) {
+  ConvOp conv = convOf(op);
+  Location loc = op->getLoc();
+  Value w = map.lookupOrDefault(outerOf(op, conv.getWeight()));
+  auto wt = llvm::cast<RankedTensorType>(w.getType());
+  std::vector<float> wv = *getF32Constant(w);
+  int64_t per = wt.getNumElements() / wt.getDimSize(0);
+  std::vector<float> ws(wv.begin() + lo * per, wv.begin() + hi * per);
+  SmallVector<int64_t> wShape(wt.getShape());
+  wShape[0] = hi - lo;
+  Value wk = makeF32Constant(b, loc, RankedTensorType::get(wShape, wt.getElementType()), ws,
+                             "split_weight");
+  Value bk;
+  if (conv.getBias()) {
+    std::vector<float> bv = *getF32Constant(outerOf(op, conv.getBias()));
+    bk = makeF32Constant(b, loc, RankedTensorType::get({hi - lo}, wt.getElementType()),
+                         std::vector<float>(bv.begin() + lo, bv.begin() + hi), "split_bias");
+  }
+  auto outType = llvm::cast<RankedTensorType>(conv.getType());
+  SmallVector<int64_t> oShape(outType.getShape());
+  oShape[1] = hi - lo;
+  auto sliced = RankedTensorType::get(oShape, outType.getElementType());
+  Value in = map.lookupOrDefault(outerOf(op, conv.getInput()));
+  auto c = ConvOp::create(b, loc, sliced, in, wk, bk, conv.getStridesAttr(), conv.getPadsAttr(),
+                          conv.getDilationsAttr(), conv.getGroupAttr(), conv.getLayoutAttr());
+  SmallVector<Operation *> group{c};
+  if (auto f = dyn_cast<FusionOp>(op)) {
+    IRMapping inner;
+    Block &body = f.getBody().front();
+    for (auto [arg, outer] : llvm::zip(body.getArguments(), f.getInputs()))
+      inner.map(arg, map.lookupOrDefault(outer));
+    inner.map(conv.getResult(), c.getResult());
+    for (Operation &e : body.without_terminator()) {
+      if (&e == conv.getOperation())
+        continue;
+      Operation *copy = b.clone(e, inner);
+      copy->getResult(0).setType(sliced);
+      group.push_back(copy);
+    }
+  }
+  Operation *top = group.size() == 1 ? group.front() : wrapInFusion(group).getOperation();
+  markRecomputed(top);
+  return top->getResult(0);
+}
+
+/// Whether conv kernel `op`'s epilogue is elementwise on its convolution
+/// alone (other operands scalars), so a slice of its output channels is the
+/// same kernel on a slice of its weights.
+bool channelSliceable(Operation *op) {
+  ConvOp conv = convOf(op);
+  if (!conv || conv.getGroup() != 1 || !getF32Constant(outerOf(op, conv.getWeight())) ||
+      (conv.getBias() && !getF32Constant(outerOf(op, conv.getBias()))))
+    return false;
+  Value run = conv.getResult();
+  for (Operation *e : ArrayRef<Operation *>(opsOf(op)).drop_front()) {
+    if (!isElementwise(e) || isa<CastOp>(e) || e->getNumResults() != 1 ||
+        e->getResult(0).getType() != run.getType())
+      return false;
+    for (Value v : e->getOperands())
+      if (v != run && llvm::cast<RankedTensorType>(v.getType()).getNumElements() != 1)
+        return false;
+    run = e->getResult(0);
+  }
+  return true;
+}
+
+/// Emits `chain` again at `b`; returns its last value. When the last
+/// link's input comes from the link before alone and that one slices by
+/// output channels, the last link is a sum over channel groups of it, each
+/// group computed right before its partial product.
+Value recomputeChain(OpBuilder &b, ArrayRef<Operation *> chain) {
+  IRMapping map;
+  Operation *last = chain.back();
+  ConvOp lastConv = convOf(last);
+  Operation *feeder = outerOf(last, lastConv.getInput()).getDefiningOp();
+  bool split = feeder && llvm::is_contained(chain, feeder) && lastConv.getGroup() == 1 &&
+               lastConv.getInput().hasOneUse() && feeder->getResult(0).hasOneUse() &&
+               llvm::count(last->getOperands(), feeder->getResult(0)) == 1 &&
+               channelSliceable(feeder) && getF32Constant(outerOf(last, lastConv.getWeight()));
+  for (Operation *o : chain.drop_back()) {
+    if (split && o == feeder)
+      continue;
+    markRecomputed(b.clone(*o, map));
+  }
+  if (!split) {
+    Operation *copy = b.clone(*last, map);
+    markRecomputed(copy);
+    return copy->getResult(0);
+  }
+  // (At least 16 products per output element: codegen's matrix-product
+  // path, which accumulates in place.)
+  auto w = shapeOf(lastConv.getWeight());
+  int64_t channels = shapeOf(feeder->getResult(0))[1];
+  int64_t step = std::max((channels + kGroups - 1) / kGroups, (16 + w[2] * w[3] - 1) / (w[2] * w[3]));
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t lo = 0; lo < channels; lo += step)
+    ranges.push_back({lo, std::min(channels, lo + step)});
+  return splitOverInput(b, last, ranges, [&](size_t k) {
+    return sliceOutputs(b, feeder, ranges[k].first, ranges[k].second, map);
+  }, /*recomputed=*/true, map);
+}
+
+/// Applies a recompute candidate: the consumer becomes partial products
+/// over its concat's parts, the recomputed one last, computed right before
+/// its partial.
+void applyRecompute(const Candidate &c) {
+  Operation *op = c.consumer;
+  ConvOp conv = convOf(op);
+  auto cat = outerOf(op, conv.getInput()).getDefiningOp<ConcatOp>();
+  SmallVector<Value> parts(cat.getInputs());
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  SmallVector<Value> order;
+  std::pair<int64_t, int64_t> mine;
+  int64_t lo = 0;
+  for (Value v : parts) {
+    int64_t hi = lo + shapeOf(v)[1];
+    if (v == c.value) {
+      mine = {lo, hi};
+    } else {
+      ranges.push_back({lo, hi});
+      order.push_back(v);
+    }
+    lo = hi;
+  }
+  ranges.push_back(mine);
+  OpBuilder b(op);
+  IRMapping map;
+  Value result = splitOverInput(b, op, ranges, [&](size_t k) {
+    return k < order.size() ? order[k] : recomputeChain(b, c.chain);
+  }, /*recomputed=*/false, map);
+  op->getResult(0).replaceAllUsesWith(result);
+  op->erase();
+  if (cat->use_empty())
+    cat->erase();
 }
 
 /// Replaces a kiln.fusion by its body's ops, inline; returns them.
@@ -160,6 +501,10 @@ struct RematerializePass : impl::RematerializePassBase<RematerializePass> {
     SmallVector<Candidate> all = candidates(getOperation());
     size_t n = limit < 0 ? all.size() : std::min<size_t>(all.size(), limit);
     for (const Candidate &c : ArrayRef<Candidate>(all).take_front(n)) {
+      if (!c.chain.empty()) {
+        applyRecompute(c);
+        continue;
+      }
       // One group: the producer's ops, then the convolution's (the
       // producer's single use is the convolution, so its ops may move
       // down to it).

@@ -2192,6 +2192,32 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
   // [chunk * KK x cb] that the ukernel consumes right away (implicit GEMM; no
   // im2col tensor in memory).
   bool hasBias = static_cast<bool>(op.getBias());
+  // An epilogue that first adds a tensor of the output's shape to the
+  // convolution (kiln-rematerialize's partial products over a split input,
+  // a residual): each tile starts from that tensor rather than zero, and
+  // the kernel may write over it (kiln-plan-memory), the products
+  // accumulating in place. `epi` keeps the ops after the add.
+  int accSite = -1;
+  std::optional<Epilogue> afterAdd;
+  if (epi && !epi->ops.empty())
+    if (auto add = dyn_cast<kiln::AddOp>(epi->ops.front())) {
+      unsigned other = add.getLhs() == epi->start ? 1 : 0;
+      Value v = add->getOperand(other);
+      auto site = epi->siteOf.find({add.getOperation(), other});
+      if (add->getOperand(1 - other) == epi->start && v != epi->start &&
+          site != epi->siteOf.end() && shape(v) == out && elemType(v).isF32()) {
+        int k = site->second;
+        auto &st = epi->siteStrides[k];
+        int uses = llvm::count_if(epi->siteOf, [&](auto &e) { return e.second == k; });
+        if (uses == 1 && st[1] == P && st[2] == OW && st[3] == 1 && (N == 1 || st[0] == O * P)) {
+          accSite = k;
+          afterAdd = *epi;
+          afterAdd->ops.erase(afterAdd->ops.begin());
+          afterAdd->start = add.getResult();
+        }
+      }
+    }
+  const Epilogue *tail = accSite < 0 ? epi : afterAdd->ops.empty() ? nullptr : &*afterAdd;
   int outBuf = newBuffer(Buffer::Arena, N * O * P * 4);
   int firstSite, firstProSite;
   SmallVector<int> ids = convArgs(op, wBuf, inBuf, epi, outBuf, firstSite, pro, &firstProSite);
@@ -2230,17 +2256,27 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
     Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(P), p0));
     Value oc0 = e.add(e.mul(g, Og), o0);
     Value outOff = e.add(e.add(e.mul(n, O * P), e.mul(oc0, P)), p0);
-    // The gathered path accumulates chunk by chunk onto the bias (or zero).
-    if (hasBias || !pointwise)
+    // The gathered path accumulates chunk by chunk onto the bias (or zero),
+    // plus the added tensor (where the output is that tensor, in place, the
+    // bias alone is added).
+    if (hasBias || !pointwise || accSite >= 0)
       e.loop(e.idx(0), rows, [&](Value r) {
         Value bias = hasBias ? e.load(2, e.add(oc0, r)) : e.f32(0.0f);
         Value rowOff = e.add(outOff, e.mul(r, P));
-        e.loop(e.idx(0), cols, [&](Value j) { e.store(bias, o, e.add(rowOff, j)); });
+        e.loop(e.idx(0), cols, [&](Value j) {
+          Value at = e.add(rowOff, j);
+          Value init = bias;
+          if (accSite >= 0) {
+            Value acc = e.load(firstSite + accSite, at);
+            init = hasBias ? arith::AddFOp::create(e.b, acc, bias).getResult() : acc;
+          }
+          e.store(init, o, at);
+        });
       });
     Value chan0 = e.add(e.mul(n, C), e.mul(g, Cg)); // first input plane of the group
     if (pointwise) {
       product(e, rows, cols, e.idx(Kdim), g, o0, e.idx(0), e.addr(1, e.add(e.mul(chan0, P), p0)),
-              P, e.addr(o, outOff), hasBias);
+              P, e.addr(o, outOff), hasBias || accSite >= 0);
     } else {
       Value col = e.scratch(cc * KK * cb);
       // No padding reaches a window (every tap reads inside the input).
@@ -2377,17 +2413,19 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
                 e.addr(o, outOff), true);
       }, cc);
     }
-    if (epi)
+    if (tail)
       e.loop(e.idx(0), rows, [&](Value r) {
         Value oc = e.add(oc0, r);
         Value rowOff = e.add(outOff, e.mul(r, P));
         e.loop(e.idx(0), cols, [&](Value j) {
           Value at = e.add(rowOff, j);
-          e.store(convEpilogue(e, epi, firstSite, n, oc, e.add(p0, j), e.load(o, at)),
+          e.store(convEpilogue(e, tail, firstSite, n, oc, e.add(p0, j), e.load(o, at)),
                   o, at);
         });
       });
   }, flops);
+  if (accSite >= 0)
+    p.launches.back().inPlace = {firstSite + accSite};
   if (pro) {
     Launch &l = p.launches.back();
     for (Operation *o : pro->ops)
@@ -5255,6 +5293,15 @@ LogicalResult Lowering::run() {
       });
       p.launches.back().precision = precision;
     }
+    // kiln-rematerialize's copies of a value computed earlier: all their
+    // flops are extra.
+    if (op.hasAttr("kiln.recomputed"))
+      for (size_t i = before; i < p.launches.size(); ++i) {
+        Launch &l = p.launches[i];
+        l.recomputes = l.what;
+        l.recomputedCopy = true;
+        l.extraFlops = l.flops;
+      }
   }
   // Their symbols' sizes come as hidden inputs (after the existing ones).
   for (Launch &l : p.launches) {

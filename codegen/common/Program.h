@@ -96,6 +96,9 @@ struct Launch {
   /// that costs beyond computing them once.
   std::string recomputes;
   int64_t extraFlops = 0;
+  /// The kernel computes again a value an earlier kernel computed (its
+  /// `recomputes` ops are all of it; `extraFlops` its flops).
+  bool recomputedCopy = false;
   /// kiln-lower-precision: the precision its contraction computes in
   /// ("bf16", "f16": operands and result rounded to it, f32 accumulation);
   /// empty: fp32.

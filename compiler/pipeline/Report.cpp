@@ -177,7 +177,8 @@ bool writeReport(const std::string &path, const codegen::Program &p,
       os << "- recomputed values: none (no --max-memory)\n";
     } else {
       os << "- rematerialization (kiln-rematerialize, --max-memory " << mib(p.remat.budget)
-         << "): " << recomputed << " values recomputed inside the kernels that read them ("
+         << "): " << recomputed << " kernels recompute values, inside the kernels that read "
+            "them or as copies next to them ("
          << p.remat.applied << " of " << p.remat.candidates << " candidates, cheapest first); arena "
          << mib(p.arenaBytes) << " against " << mib(p.remat.arenaWithout)
          << " without; extra work " << llvm::formatv("{0:f3}", extra / 1e6) << " MFLOP ("
@@ -186,7 +187,8 @@ bool writeReport(const std::string &path, const codegen::Program &p,
       for (auto [i, l] : llvm::enumerate(p.launches))
         if (!l.recomputes.empty())
           os << "  - " << l.kernel << " (#" << i << ") recomputes " << l.recomputes
-             << " on its input: +" << llvm::formatv("{0:f3}", l.extraFlops / 1e6) << " MFLOP\n";
+             << (l.recomputedCopy ? ", a value an earlier kernel computed" : " on its input")
+             << ": +" << llvm::formatv("{0:f3}", l.extraFlops / 1e6) << " MFLOP\n";
     }
     if (cuda) {
       os << "\n## CUDA kernels (" << cuda->target << ")\n\n"
@@ -269,7 +271,8 @@ bool writeReport(const std::string &path, const codegen::Program &p,
     if (!l.recomputes.empty()) {
       extraFlops += l.extraFlops;
       recomputed.push_back(llvm::json::Object{
-          {"kernel", l.kernel}, {"ops", l.recomputes}, {"extra_flops", l.extraFlops}});
+          {"kernel", l.kernel}, {"ops", l.recomputes}, {"extra_flops", l.extraFlops},
+          {"copy", l.recomputedCopy}});
     }
   llvm::json::Object root{
       {"model", p.name},

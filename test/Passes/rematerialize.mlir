@@ -84,3 +84,34 @@ func.func @not_candidates(%x: tensor<1x16x8x8xf32>, %z: tensor<1x16x8x8xf32>) ->
   %c3 = kiln.conv %t, %dw {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 16 : i64} : (tensor<1x16x8x8xf32>, tensor<16x1x3x3xf32>) -> tensor<1x16x8x8xf32>
   return %c1, %e, %c2, %c3 : tensor<1x8x8x8xf32>, tensor<1x16x8x8xf32>, tensor<1x8x8x8xf32>, tensor<1x16x8x8xf32>
 }
+
+// -----
+
+// Not recomputed at a conv over a concat: %p is read by the concat alone
+// (held for no one else; nothing is saved by computing it twice), %e comes
+// from the input through an exp (not a chain of convolutions), %q is read
+// right after it is computed (not held long). The concats stay.
+// CHECK-LABEL: func @not_recomputed
+// CHECK-NOT: kiln.recomputed
+// CHECK: kiln.concat
+// CHECK: kiln.concat
+// CHECK-NOT: kiln.recomputed
+// CHECK: return
+func.func @not_recomputed(%x: tensor<1x4x8x8xf32>, %z: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>) {
+  %w = kiln.constant dense<0.0625> : tensor<4x4x3x3xf32>
+  %w2 = kiln.constant dense<0.0625> : tensor<4x8x3x3xf32>
+  %p = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %e = kiln.exp %x : tensor<1x4x8x8xf32>
+  %k = kiln.conv %e, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %f1 = kiln.conv %z, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %f2 = kiln.conv %f1, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %f3 = kiln.conv %f2, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %f4 = kiln.conv %f3, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %c = kiln.concat %p, %e {axis = 1 : i64} : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32> -> tensor<1x8x8x8xf32>
+  %y = kiln.conv %c, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x8x8x8xf32>, tensor<4x8x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %q = kiln.conv %z, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %qt = kiln.tanh %q : tensor<1x4x8x8xf32>
+  %c2 = kiln.concat %q, %f4 {axis = 1 : i64} : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32> -> tensor<1x8x8x8xf32>
+  %y2 = kiln.conv %c2, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x8x8x8xf32>, tensor<4x8x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return %y, %k, %f4, %y2, %qt, %e : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>
+}

@@ -19,7 +19,7 @@
 // FITS-NEXT: [4096, 8192) buffer 9: 4096 bytes, kiln_k1_conv .. kiln_k1_conv (inside buffer 10)
 // FITS-NEXT: no kernel: kiln_k2_concat
 // REPORT: | kiln_k3_conv | batch_norm+relu+conv |
-// REPORT: rematerialization (kiln-rematerialize, --max-memory 0.01 MiB): 1 values recomputed inside the kernels that read them (1 of 1 candidates, cheapest first)
+// REPORT: rematerialization (kiln-rematerialize, --max-memory 0.01 MiB): 1 kernels recompute values, inside the kernels that read them or as copies next to them (1 of 1 candidates, cheapest first)
 // REPORT-NEXT: kiln_k3_conv (#2) recomputes batch_norm+relu on its input: +0.000 MFLOP
 // ROOMY: arena 16384 bytes: live peak 16384
 // ROOMY: buffer 11: 8192 bytes, kiln_k3_fusion .. kiln_k4_conv
