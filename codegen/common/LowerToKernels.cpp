@@ -189,6 +189,8 @@ public:
     return op;
   }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  /// x * y + z, rounded once (an FMA instruction where the CPU has one).
+  Value fma(Value x, Value y, Value z) { return math::FmaOp::create(b, x, y, z); }
 
   /// for (iv = lo; iv < hi; iv += step) body(iv)
   void loop(Value lo, Value hi, const std::function<void(Value)> &body,
@@ -3115,44 +3117,96 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
   // bounds checks) and the epilogue applies before the one store.
   int64_t padL = pad[1], Wp = W + pad[1] + pad[3];
   bool dwRegisters = packed && Cg == 1 && Og == 1 && KH * KW <= 64 && KH * Wp * C <= 65536;
-  liveRows(1, 1, OH);
-  LogicalResult r = launch(op, ins, N * OH, [&](KernelEmitter &e) {
-    Value n = e.div(e.wg, OH), oh = e.rem(e.wg, OH);
-    Value outRow = e.mul(e.wg, OW * O);
+  // Depthwise: a band of output rows per workgroup (about 8 per image),
+  // so the input rows that consecutive output rows share stay in the
+  // core's caches.
+  int64_t band = dwRegisters ? std::max<int64_t>(1, OH / 8) : 1, bands = ceilDiv(OH, band);
+  liveRows(1, 1, bands);
+  LogicalResult r = launch(op, ins, N * bands, [&](KernelEmitter &e) {
     if (dwRegisters) {
-      Value rows = e.scratch(KH * Wp * C);
+      Value n = e.div(e.wg, bands), oh0 = e.mul(e.rem(e.wg, bands), band);
+      e.loop(oh0, e.minI(e.add(oh0, e.idx(band)), e.idx(OH)), [&](Value oh) {
+      Value outRow = e.mul(e.add(e.mul(n, OH), oh), OW * O);
       Value inImg = e.mul(n, H * W * C);
-      for (int64_t ky = 0; ky < KH; ++ky) {
-        Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
-        int64_t dst = ky * Wp * C;
-        auto zero = [&](int64_t from, int64_t to) {
-          e.vecLoop(from, to, [&](Value i) { e.vstoreM(e.f32(0.0f), rows, i); });
-        };
-        ifElse(e, inRangeS(e, ih, 0, H), [&] {
-          Value src = e.add(inImg, e.mul(ih, W * C));
-          zero(dst, dst + padL * C);
-          e.vecLoop(0, W * C, [&](Value i) {
-            e.vstoreM(e.vload(0, e.add(src, i)), rows, e.add(i, e.idx(dst + padL * C)));
-          });
-          zero(dst + (padL + W) * C, dst + Wp * C);
-        }, [&] { zero(dst, dst + Wp * C); });
-      }
-      e.loop(0, OW, [&](Value ow) {
-        Value pix = e.add(e.mul(oh, OW), ow);
-        Value dst = e.add(outRow, e.mul(ow, O));
-        Value col0 = e.mul(ow, s[1] * C);
+      // Channels outer, 16 at a time, with their taps' weights held in
+      // registers for the whole row; the row's pixels inner. `tap(ky, kx,
+      // ow, c)` reads the input under one tap.
+      auto rowPass = [&](int64_t owLo, int64_t owHi,
+                         const std::function<Value(int64_t, int64_t, Value, Value, bool)> &tap) {
         e.vecLoop(0, C, [&](Value c) {
-          Value acc = hasBias ? e.vload(2, c) : e.f32(0.0f);
-          for (int64_t ky = 0; ky < KH; ++ky)
-            for (int64_t kx = 0; kx < KW; ++kx) {
-              Value at = e.add(col0, e.add(c, e.idx((ky * Wp + kx * d[1]) * C)));
-              acc = e.fadd(acc, e.fmul(e.vloadM(rows, at), weight(e, ky * KW + kx, e.idx(0), c)));
-            }
-          e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, c, acc), outBuf, e.add(dst, c));
+          SmallVector<Value> taps;
+          for (int64_t t = 0; t < KK; ++t)
+            taps.push_back(weight(e, t, e.idx(0), c));
+          Value bias = hasBias ? e.vload(2, c) : e.f32(0.0f);
+          auto pixels = [&](int64_t from, int64_t to, bool edge) {
+            e.loop(from, to, [&](Value ow) {
+              Value acc = bias;
+              for (int64_t ky = 0; ky < KH; ++ky)
+                for (int64_t kx = 0; kx < KW; ++kx)
+                  acc = e.fma(tap(ky, kx, ow, c, edge), taps[ky * KW + kx], acc);
+              Value pix = e.add(e.mul(oh, OW), ow);
+              e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, c, acc), outBuf,
+                       e.add(e.add(outRow, e.mul(ow, O)), c));
+            });
+          };
+          pixels(0, owLo, true);
+          pixels(owLo, owHi, false);
+          pixels(owHi, OW, true);
         });
+      };
+      // Rows whose taps all read inside the input (all but the padded
+      // borders): the taps read the input where it is, the columns checked
+      // only at the row's ends.
+      Value ih0 = signedSub(e, e.mul(oh, s[0]), pad[0]);
+      ifElse(e, inRangeS(e, ih0, 0, H - (KH - 1) * d[0]), [&] {
+        int64_t owLo = 0, owHi = OW;
+        for (int64_t kx = 0; kx < KW; ++kx) {
+          auto [lo, hi] = validRange(OW, s[1], kx * d[1] - pad[1], W);
+          owLo = std::max(owLo, lo);
+          owHi = std::min(owHi, hi);
+        }
+        owHi = std::max(owHi, owLo);
+        Value base = e.add(inImg, e.mul(ih0, W * C));
+        rowPass(owLo, owHi, [&](int64_t ky, int64_t kx, Value ow, Value c, bool edge) -> Value {
+          Value row = e.add(base, e.idx(ky * d[0] * W * C));
+          Value iw = signedSub(e, e.add(e.mul(ow, s[1]), e.idx(kx * d[1])), pad[1]);
+          if (!edge)
+            return asF32(e, e.vload(0, e.add(row, e.add(e.mul(iw, C), c))));
+          Value ok = inRangeS(e, iw, 0, W);
+          Value at = arith::SelectOp::create(e.b, ok, iw, e.idx(0));
+          Value x = asF32(e, e.vload(0, e.add(row, e.add(e.mul(at, C), c))));
+          return arith::SelectOp::create(e.b, ok, x, e.f32(0.0f)).getResult();
+        });
+      }, [&] {
+        // Border rows: the KH input rows, zero-padded, copied into a
+        // stack buffer first.
+        Value rows = e.scratch(KH * Wp * C);
+        for (int64_t ky = 0; ky < KH; ++ky) {
+          Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
+          int64_t dst = ky * Wp * C;
+          auto zero = [&](int64_t from, int64_t to) {
+            e.vecLoop(from, to, [&](Value i) { e.vstoreM(e.f32(0.0f), rows, i); });
+          };
+          ifElse(e, inRangeS(e, ih, 0, H), [&] {
+            Value src = e.add(inImg, e.mul(ih, W * C));
+            zero(dst, dst + padL * C);
+            e.vecLoop(0, W * C, [&](Value i) {
+              e.vstoreM(asF32(e, e.vload(0, e.add(src, i))), rows,
+                        e.add(i, e.idx(dst + padL * C)));
+            });
+            zero(dst + (padL + W) * C, dst + Wp * C);
+          }, [&] { zero(dst, dst + Wp * C); });
+        }
+        rowPass(OW, OW, [&](int64_t ky, int64_t kx, Value ow, Value c, bool) -> Value {
+          Value at = e.add(e.add(e.mul(ow, s[1] * C), c), e.idx((ky * Wp + kx * d[1]) * C));
+          return e.vloadM(rows, at);
+        });
+      });
       });
       return;
     }
+    Value n = e.div(e.wg, OH), oh = e.rem(e.wg, OH);
+    Value outRow = e.mul(e.wg, OW * O);
     e.loop(0, OW, [&](Value ow) {
       Value dst = e.add(outRow, e.mul(ow, O));
       e.vecLoop(0, O, [&](Value oc) {

@@ -70,13 +70,19 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // NHWC: vector.load %{{.*}} : memref<16xf32>, vector<16xf32>
 // NHWC: arith.addf
 // NHWC: vector.store {{.*}} : memref<288xf32>, vector<16xf32>
-// Depthwise: a workgroup per output row (2 images x 3 rows), channels
-// innermost as 16-lane vectors.
+// Depthwise: a workgroup per band of output rows (2 images x 3 rows, a
+// band of one row each: about 8 bands per image), 16 channels at a time
+// with their taps' weights held, one FMA per tap; the middle row reads the
+// input in place, the border rows a zero-padded copy.
 // NHWC-LABEL: func.func @kiln_k1_conv(
 // NHWC-SAME: attributes {kiln.workgroups = 6 : i64}
 // NHWC-NOT: call @kiln_uk_sgemm
+// NHWC: scf.if
 // NHWC: vector.load %{{.*}} : memref<288xf32>, vector<16xf32>
-// NHWC: arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
+// NHWC: math.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
+// NHWC: } else {
+// NHWC: memref.alloca
+// NHWC: math.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 // Pointwise: the input itself is the pixel-row matrix (lda = 16 channels).
 // NHWC-LABEL: func.func @kiln_k2_conv(
 // NHWC-NOT: memref.alloca

@@ -287,6 +287,10 @@ CASES = {
     "conv_depthwise_multiplier": conv(1, 4, 8, 8, 8, 3, group=4),
     "conv_depthwise_s2_odd": conv(1, 6, 15, 13, 6, 3, stride=2, group=6),
     "conv_depthwise_s2_5x5_asym": conv(2, 5, 14, 11, 5, 5, stride=2, pad=[1, 2, 2, 0], group=5),
+    # NHWC depthwise kernels take bands of OH/8 output rows: 19 rows in
+    # bands of 2 (the last one row), 18 rows of a strided 5x5.
+    "conv_depthwise_bands": conv(2, 16, 19, 9, 16, 3, group=16),
+    "conv_depthwise_bands_s2_5x5": conv(1, 24, 35, 12, 24, 5, stride=2, group=24),
     "conv_7x7_s2": conv(1, 3, 32, 32, 16, 7, stride=2),
     # Rows longer than a column tile: the gather's partial-row path.
     "conv1d_long_rows": model("Conv", [("x", (1, 8, 1500))], [("w", (16, 8, 5))], None,
