@@ -165,6 +165,11 @@ public:
     return memref::AllocaOp::create(b, MemRefType::get({n}, b.getF32Type()),
                                     b.getI64IntegerAttr(64));
   }
+  /// n int64 of stack (addresses handed to a ukernel).
+  Value scratchI64(int64_t n) {
+    return memref::AllocaOp::create(b, MemRefType::get({n}, b.getI64Type()),
+                                    b.getI64IntegerAttr(64));
+  }
   /// n bf16 of stack (rows that a bf16 ukernel reads as they are), 64-byte
   /// aligned.
   Value scratchBf16(int64_t n) {
@@ -2930,6 +2935,24 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   bool inBf16 = p.buffers[inBuf].elem && p.buffers[inBuf].elem.isBF16();
   int outBuf = outBf16 ? newBuffer(Buffer::Arena, M * O * 2, BFloat16Type::get(ctx))
                        : newBuffer(Buffer::Arena, M * O * 4);
+  // f32 with one group and no dilation along rows: a kernel row's taps
+  // read KW * C contiguous input floats per pixel, so nothing is gathered.
+  // Each kernel row is one product (K = KW * C) whose A rows are read
+  // where they lie in the input (kiln_uk_sgemm_pbr takes their addresses);
+  // pixels whose window leaves the input at the sides have their row
+  // gathered, zero-padded, into a small stack buffer (slot: the tile's
+  // output row, the edge column), rows above or below it read zeros.
+  int64_t KR = KW * C, owLo = 0, owHi = OW;
+  for (int64_t kx = 0; kx < KW; ++kx) {
+    auto [lo, hi] = validRange(OW, s[1], kx * d[1] - pad[1], W);
+    owLo = std::max(owLo, lo);
+    owHi = std::min(owHi, hi);
+  }
+  owHi = std::max(owHi, owLo);
+  int64_t edgeCols = owLo + OW - owHi;
+  int64_t edgeRows = std::min(rb, (ceilDiv(rb, OW) + 1) * edgeCols);
+  bool listedRows = f32Panels && !pointwise && G == 1 && d[1] == 1 && KH <= 7 && KR >= 96 &&
+                    !inBf16 && (edgeRows + 1) * KR <= kChunkFloats;
   int firstSite;
   SmallVector<int> ids = convArgs(op, wBuf, inBuf, epi, outBuf, firstSite);
   int o = ids.size() - 1;
@@ -2984,6 +3007,50 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     } else if (im2col) {
       // Buffer 1 is the im2col rows.
       product(e.idx(Kdim), e.addr(1, e.mul(r0, Kp)), Kp, e.idx(0), false, true);
+    } else if (listedRows) {
+      Value ptrs = e.scratchI64(rb), zeros = e.scratch(KR);
+      Value edge = e.scratch(std::max<int64_t>(edgeRows, 1) * KR);
+      e.vecLoop(0, KR, [&](Value i) { e.vstoreM(e.f32(0.0f), zeros, i); });
+      Value firstRow = e.div(r0, OW); // (output rows counted over the images)
+      for (int64_t ky = 0; ky < KH; ++ky) {
+        e.loop(e.idx(0), rows, [&](Value r) {
+          Value px = e.add(r0, r);
+          Value outRow = e.div(px, OW), ow = e.rem(px, OW);
+          Value img = e.div(px, P), oh = e.rem(outRow, OH);
+          Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
+          Value rowIn = inRangeS(e, ih, 0, H), colIn = inRangeS(e, ow, owLo, owHi);
+          ifElse(e, arith::AndIOp::create(e.b, rowIn, colIn), [&] {
+            Value iw = signedSub(e, e.mul(ow, s[1]), pad[1]);
+            Value off = e.mul(e.add(e.mul(e.add(e.mul(img, H), ih), W), iw), C);
+            e.storeM(e.addr(1, off), ptrs, r);
+          }, [&] {
+            ifElse(e, rowIn, [&] {
+              Value right = arith::SubIOp::create(e.b, e.add(ow, e.idx(owLo)), e.idx(owHi));
+              Value col = arith::SelectOp::create(
+                  e.b, arith::CmpIOp::create(e.b, arith::CmpIPredicate::ult, ow, e.idx(owLo)),
+                  ow, right);
+              Value slot = e.add(
+                  e.mul(arith::SubIOp::create(e.b, outRow, firstRow), edgeCols), col);
+              Value dst = e.mul(slot, KR);
+              gatherRow(e, px, e.idx(0), ky * KW, (ky + 1) * KW, e.idx(0), C,
+                        [&](Value v, Value k, Value mask) {
+                          v = asF32(e, v);
+                          Value at = e.add(dst, k);
+                          if (mask)
+                            vector::MaskedStoreOp::create(e.b, edge, ValueRange{at}, mask, v);
+                          else if (llvm::isa<VectorType>(v.getType()))
+                            vector::StoreOp::create(e.b, v, edge, ValueRange{at});
+                          else
+                            e.storeM(v, edge, at);
+                        });
+              e.storeM(e.addrM(edge, dst), ptrs, r);
+            }, [&] { e.storeM(e.addrM(zeros, e.idx(0)), ptrs, r); });
+          });
+        });
+        e.ukernel("kiln_uk_sgemm_pbr", rows, cols, e.idx(KR), e.addrM(ptrs, e.idx(0)), 0,
+                  e.addr(0, e.mul(e.add(e.mul(e.div(c0, 32), Kdim), e.idx(ky * KR)), 32)),
+                  32 * Kdim, cAddr, ldc, ky > 0);
+      }
     } else {
       int64_t chunkK = tpc * cc;
       // bf16: the gathered rows are rounded as they are written (half the
@@ -3125,6 +3192,8 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
   LogicalResult r = launch(op, ins, N * bands, [&](KernelEmitter &e) {
     if (dwRegisters) {
       Value n = e.div(e.wg, bands), oh0 = e.mul(e.rem(e.wg, bands), band);
+      // (The border rows' copy: allocated once, outside the loop.)
+      Value rows = e.scratch(KH * Wp * C);
       e.loop(oh0, e.minI(e.add(oh0, e.idx(band)), e.idx(OH)), [&](Value oh) {
       Value outRow = e.mul(e.add(e.mul(n, OH), oh), OW * O);
       Value inImg = e.mul(n, H * W * C);
@@ -3180,7 +3249,6 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
       }, [&] {
         // Border rows: the KH input rows, zero-padded, copied into a
         // stack buffer first.
-        Value rows = e.scratch(KH * Wp * C);
         for (int64_t ky = 0; ky < KH; ++ky) {
           Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
           int64_t dst = ky * Wp * C;
@@ -5216,7 +5284,8 @@ LogicalResult Lowering::run() {
     SmallVector<Type> args(10, b.getI64Type());
     for (StringRef name :
          {"kiln_uk_sgemm", "kiln_uk_sgemm_pa", "kiln_uk_sbgemm_pa", "kiln_uk_sbgemm_pb",
-          "kiln_uk_sbgemm_pb_a16", "kiln_uk_sgemm_pb", "kiln_uk_hgemm", "kiln_uk_hgemm_pa"}) {
+          "kiln_uk_sbgemm_pb_a16", "kiln_uk_sgemm_pb", "kiln_uk_sgemm_pbr", "kiln_uk_hgemm",
+          "kiln_uk_hgemm_pa"}) {
       auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
       decl.setPrivate();
     }

@@ -287,6 +287,12 @@ CASES = {
     "conv_depthwise_multiplier": conv(1, 4, 8, 8, 8, 3, group=4),
     "conv_depthwise_s2_odd": conv(1, 6, 15, 13, 6, 3, stride=2, group=6),
     "conv_depthwise_s2_5x5_asym": conv(2, 5, 14, 11, 5, 5, stride=2, pad=[1, 2, 2, 0], group=5),
+    # NHWC convs with KW * C >= 96 read each kernel row's input in place
+    # (kiln_uk_sgemm_pbr); windows that leave the input at the sides are
+    # gathered, rows above or below it read zeros.
+    "conv_rows": conv(2, 32, 9, 11, 40, 3),
+    "conv_rows_s2_asym": conv(1, 48, 13, 10, 24, 3, stride=2, pad=[0, 1, 2, 2]),
+    "conv_rows_5x5_asym": conv(1, 24, 12, 12, 32, 5, pad=[2, 0, 1, 2]),
     # NHWC depthwise kernels take bands of OH/8 output rows: 19 rows in
     # bands of 2 (the last one row), 18 rows of a strided 5x5.
     "conv_depthwise_bands": conv(2, 16, 19, 9, 16, 3, group=16),

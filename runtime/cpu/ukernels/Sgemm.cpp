@@ -31,6 +31,18 @@ namespace {
 /// IEEE binary16 bits (the fp16 ukernels' stored operand).
 using half = uint16_t;
 
+/// Where A's rows start: row i at base + i * lda (row-major), or, with a
+/// list, at the address list[i] (kiln_uk_sgemm_pbr: an NHWC conv's rows
+/// read from the input in place).
+struct ARows {
+  const float *base;
+  int64_t lda;
+  const int64_t *list = nullptr;
+  const float *operator[](int64_t i) const {
+    return list ? reinterpret_cast<const float *>(list[i]) : base + i * lda;
+  }
+};
+
 inline float toFloat(float x) { return x; }
 /// Exact half -> float widening (subnormals, infinities and NaNs included).
 inline float toFloat(half h) {
@@ -173,11 +185,11 @@ inline int rowTile(int64_t M) {
   return best;
 }
 
-/// Rows [0, M) of row-major A (from column k0, kc deep) times a 32-column
-/// panel into C's columns [j, j + 32) (masks m0, m1), in MR-row tiles.
+/// Rows [0, M) of A (from column k0, kc deep) times a 32-column panel into
+/// C's columns [j, j + 32) (masks m0, m1), in MR-row tiles.
 template <int MR>
 __attribute__((target("avx512f"))) inline void
-rowTiles(int64_t M, const float *A, int64_t lda, int64_t k0, int64_t kc, const float *panel,
+rowTiles(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel,
          float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0, __mmask16 m1,
          float *discard) {
   for (int64_t i = 0; i < M; i += MR) {
@@ -185,7 +197,7 @@ rowTiles(int64_t M, const float *A, int64_t lda, int64_t k0, int64_t kc, const f
     float *c[8] = {};
     for (int r = 0; r < MR; ++r) {
       bool real = i + r < M;
-      a[r] = A + (real ? i + r : i) * lda + k0;
+      a[r] = A[real ? i + r : i] + k0;
       c[r] = real ? C + (i + r) * ldc + j : discard;
     }
     tileRows32<MR>(kc, a, panel, c, acc, m0, m1);
@@ -193,15 +205,15 @@ rowTiles(int64_t M, const float *A, int64_t lda, int64_t k0, int64_t kc, const f
 }
 
 __attribute__((target("avx512f"))) inline void
-rowTilesAny(int mr, int64_t M, const float *A, int64_t lda, int64_t k0, int64_t kc,
+rowTilesAny(int mr, int64_t M, ARows A, int64_t k0, int64_t kc,
             const float *panel, float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0,
             __mmask16 m1, float *discard) {
   if (mr == 8)
-    rowTiles<8>(M, A, lda, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
+    rowTiles<8>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
   else if (mr == 7)
-    rowTiles<7>(M, A, lda, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
+    rowTiles<7>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
   else
-    rowTiles<6>(M, A, lda, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
+    rowTiles<6>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
 }
 
 /// Lanes [0, n) of row `src` as f32, zeros past them (n in [0, 16]).
@@ -256,7 +268,8 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
         _mm512_store_ps(panel + k * 32 + 16, load16(src + k * ldb + 16, n - 16));
       }
       if constexpr (!PackedA) {
-        rowTilesAny(mr, M, A, lda, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1, discard);
+        rowTilesAny(mr, M, ARows{A, lda}, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1,
+                    discard);
       } else {
         for (int64_t i = 0; i < M; i += 6) {
           float *c[6];
@@ -382,14 +395,14 @@ sgemmAvx2(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda, const TB *B
 /// panels ldb floats apart, each k-major (element (k, j) at
 /// (j / 32) * ldb + k * 32 + j % 32), zeros past N. The tiles read the panels
 /// in place: no per-call copy, and the weights stream sequentially.
-void sgemmPbPortable(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                     const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
+void sgemmPbPortable(int64_t M, int64_t N, int64_t K, ARows A, const float *B, int64_t ldb,
+                     float *C, int64_t ldc, bool acc) {
   for (int64_t i = 0; i < M; ++i) {
     float *c = C + i * ldc;
     if (!acc)
       std::memset(c, 0, N * sizeof(float));
     for (int64_t k = 0; k < K; ++k) {
-      float a = A[i * lda + k];
+      float a = A[i][k];
       for (int64_t j = 0; j < N; ++j)
         c[j] += a * B[(j / 32) * ldb + k * 32 + j % 32];
     }
@@ -397,8 +410,7 @@ void sgemmPbPortable(int64_t M, int64_t N, int64_t K, const float *A, int64_t ld
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int64_t K,
-                                                      const float *A, int64_t lda,
+__attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int64_t K, ARows A,
                                                       const float *B, int64_t ldb, float *C,
                                                       int64_t ldc, bool acc) {
   // k blocks of KC so that a panel's block (32 KB) stays near the core
@@ -412,14 +424,13 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int6
     for (int64_t j = 0; j < N; j += 32) {
       PanelMasks m(N - j < 32 ? N - j : 32);
       const float *panel = B + (j / 32) * ldb + k0 * 32;
-      rowTilesAny(mr, M, A, lda, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1, discard);
+      rowTilesAny(mr, M, A, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1, discard);
     }
   }
 }
 
 __attribute__((target("avx2,fma,f16c"))) void sgemmPbAvx2(int64_t M, int64_t N, int64_t K,
-                                                          const float *A, int64_t lda,
-                                                          const float *B, int64_t ldb,
+                                                          ARows A, const float *B, int64_t ldb,
                                                           float *C, int64_t ldc, bool acc) {
   // As sgemmPbAvx512, on the panels' 16-column halves (rows 32 apart).
   constexpr int64_t KC = 256;
@@ -436,7 +447,7 @@ __attribute__((target("avx2,fma,f16c"))) void sgemmPbAvx2(int64_t M, int64_t N, 
         float *c[6];
         for (int r = 0; r < 6; ++r) {
           bool real = i + r < M;
-          a[r] = A + (real ? i + r : i) * lda + k0;
+          a[r] = A[real ? i + r : i] + k0;
           c[r] = real ? C + (i + r) * ldc + j : discard;
         }
         tile6x16<false>(kc, a, panel, 32, c, accBlock, m0, m1);
@@ -459,18 +470,37 @@ void erase(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, const vo
   F(M, N, K, static_cast<const TA *>(A), lda, static_cast<const TB *>(B), ldb, C, ldc, acc);
 }
 
+/// A GemmFn on B packed in panels, A's rows lda apart (a: A's address).
+template <void (*F)(int64_t, int64_t, int64_t, ARows, const float *, int64_t, float *, int64_t,
+                    bool)>
+void stridedRows(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, const void *B,
+                 int64_t ldb, float *C, int64_t ldc, bool acc) {
+  F(M, N, K, ARows{static_cast<const float *>(A), lda}, static_cast<const float *>(B), ldb, C,
+    ldc, acc);
+}
+/// A GemmFn on B packed in panels, A's rows anywhere (a: the address of M
+/// row addresses; lda unused).
+template <void (*F)(int64_t, int64_t, int64_t, ARows, const float *, int64_t, float *, int64_t,
+                    bool)>
+void listedRows(int64_t M, int64_t N, int64_t K, const void *A, int64_t, const void *B,
+                int64_t ldb, float *C, int64_t ldc, bool acc) {
+  F(M, N, K, ARows{nullptr, 0, static_cast<const int64_t *>(A)}, static_cast<const float *>(B),
+    ldb, C, ldc, acc);
+}
+
 /// One implementation's entries: f32 (row-major A, packed A, B packed in
-/// panels) and fp16 (f32 A times half B, half packed A times f32 B).
+/// panels with A's rows strided or listed) and fp16 (f32 A times half B,
+/// half packed A times f32 B).
 struct Impl {
-  GemmFn plain, packed, packedB, halfB, halfPackedA;
+  GemmFn plain, packed, packedB, packedBRows, halfB, halfPackedA;
   const char *name;
 };
 
 #define KILN_IMPL(K, PB, NAME)                                                 \
   Impl {                                                                       \
     erase<float, float, K<false, float, float>>,                               \
-        erase<float, float, K<true, float, float>>, erase<float, float, PB>,   \
-        erase<float, half, K<false, float, half>>,                             \
+        erase<float, float, K<true, float, float>>, stridedRows<PB>,           \
+        listedRows<PB>, erase<float, half, K<false, float, half>>,             \
         erase<half, float, K<true, half, float>>, NAME                         \
   }
 
@@ -537,6 +567,12 @@ extern "C" void kiln_uk_sgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a,
                                  int64_t lda, int64_t b, int64_t ldb, int64_t c,
                                  int64_t ldc, int64_t accumulate) {
   run(sgemmChosen.packedB, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+extern "C" void kiln_uk_sgemm_pbr(int64_t M, int64_t N, int64_t K, int64_t a,
+                                  int64_t lda, int64_t b, int64_t ldb, int64_t c,
+                                  int64_t ldc, int64_t accumulate) {
+  run(sgemmChosen.packedBRows, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 extern "C" void kiln_uk_hgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,

@@ -319,6 +319,14 @@ void kiln_uk_sgemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                       int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                       int64_t accumulate);
 
+/** As kiln_uk_sgemm_pb with A's rows anywhere: `a` is the address of M
+ *  row addresses (int64), row i's K floats at the i-th of them; lda is
+ *  unused. An NHWC convolution's rows read from its input in place, one
+ *  kernel row of taps at a time. */
+void kiln_uk_sgemm_pbr(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                       int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                       int64_t accumulate);
+
 /** Called by generated code for fp16 contractions on the CPU
  *  (--precision=fp16): as kiln_uk_sgemm with B IEEE half (binary16),
  *  row-major, ldb in half elements; B is widened to f32 as it is read, so

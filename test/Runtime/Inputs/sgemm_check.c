@@ -51,7 +51,7 @@ int main(void) {
   for (size_t mi = 0; mi < sizeof ms / sizeof *ms; ++mi)
     for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ++ni)
       for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ++ki)
-        for (int packed = 0; packed < (half ? 2 : 3); ++packed)
+        for (int packed = 0; packed < (half ? 2 : 4); ++packed)
           for (int acc = 0; acc < 2; ++acc) {
             int64_t M = ms[mi], N = ns[ni], K = ks[ki];
             int64_t lda = K + 3, ldb = N + 5, ldc = N + 2, groups = (M + 5) / 6;
@@ -64,6 +64,10 @@ int main(void) {
             int64_t panels = (N + 31) / 32, ldp = 32 * K + 7;
             float *bp = calloc(panels * ldp, sizeof(float));
             float *c = malloc(sizeof(float) * M * ldc);
+            /* packed == 3: A's rows at irregular addresses (a copy of a's,
+             * row i (i * 7) % 5 floats past i * lda), listed. */
+            float *ar = malloc(sizeof(float) * (M * lda + 8));
+            int64_t *rows = malloc(sizeof(int64_t) * M);
             double *ref = malloc(sizeof(double) * M * N);
             for (int64_t i = 0; i < M * lda; ++i) a[i] = uniform();
             for (int64_t i = 0; i < K * ldb; ++i) b[i] = uniform();
@@ -92,9 +96,17 @@ int main(void) {
                   s += (double)a[i * lda + k] * b[k * ldb + j];
                 ref[i * N + j] = s;
               }
+            for (int64_t i = 0; i < M; ++i) {
+              float *row = ar + i * lda + (i * 7) % 5;
+              memcpy(row, a + i * lda, sizeof(float) * K);
+              rows[i] = (int64_t)(intptr_t)row;
+            }
             /* Row 0's column past N (ldc > N) must stay as it was. */
             float guard = c[N];
-            if (packed == 2)
+            if (packed == 3)
+              kiln_uk_sgemm_pbr(M, N, K, (int64_t)(intptr_t)rows, 0, (int64_t)(intptr_t)bp, ldp,
+                                (int64_t)(intptr_t)c, ldc, acc);
+            else if (packed == 2)
               kiln_uk_sgemm_pb(M, N, K, (int64_t)(intptr_t)a, lda, (int64_t)(intptr_t)bp, ldp,
                                (int64_t)(intptr_t)c, ldc, acc);
             else if (packed && half)
@@ -124,6 +136,7 @@ int main(void) {
             passed += ok;
             failed += !ok;
             free(a), free(ap), free(aph), free(b), free(bh), free(bp), free(c), free(ref);
+            free(ar), free(rows);
           }
   printf("%s: %d passed, %d failed\n", kiln_uk_sgemm_impl(), passed, failed);
   return failed != 0;
