@@ -3339,47 +3339,21 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
   return success();
 }
 
-/// NHWC max/average pooling: one workgroup per output row; windows
-/// accumulate over contiguous channels.
+/// NHWC max/average pooling: a band of output rows per workgroup (about 8
+/// per image); each output pixel's window reduces in registers, 16
+/// channels at a time, taps unrolled (those outside the input read as the
+/// identity), one store per output vector.
 template <typename PoolOp> LogicalResult Lowering::poolNhwc(PoolOp op, bool isMax) {
   auto in = shape(op.getInput()), out = shape(op.getResult());
   int64_t N = in[0], H = in[1], W = in[2], C = in[3], OH = out[1], OW = out[2];
   auto k = op.getKernelShape(), s = op.getStrides(), d = op.getDilations(),
        pad = op.getPads();
   bool includePad = op.getCountIncludePad();
-  liveRows(1, 1, OH);
-  LogicalResult r = launch(op, {op.getInput()}, N * OH, [&](KernelEmitter &e) {
-    Value n = e.div(e.wg, OH), oh = e.rem(e.wg, OH);
-    Value outRow = e.mul(e.wg, OW * C);
-    e.vecLoop(0, OW * C, [&](Value i) {
-      e.vstore(e.f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0f), 1,
-               e.add(outRow, i));
-    });
+  int64_t band = std::max<int64_t>(1, OH / 8), bands = ceilDiv(OH, band);
+  liveRows(1, 1, bands);
+  LogicalResult r = launch(op, {op.getInput()}, N * bands, [&](KernelEmitter &e) {
+    Value n = e.div(e.wg, bands), oh0 = e.mul(e.rem(e.wg, bands), band);
     Value inImg = e.mul(n, H * W * C);
-    for (int64_t ky = 0; ky < k[0]; ++ky) {
-      Value ih = signedSub(e, e.add(e.mul(oh, s[0]), e.idx(ky * d[0])), pad[0]);
-      ifElse(e, inRangeS(e, ih, 0, H), [&] {
-        Value inRow = e.add(inImg, e.mul(ih, W * C));
-        for (int64_t kx = 0; kx < k[1]; ++kx) {
-          int64_t off1 = kx * d[1] - pad[1];
-          auto [owLo, owHi] = validRange(OW, s[1], off1, W);
-          e.loop(owLo, owHi, [&](Value ow) {
-            Value iw = off1 >= 0 ? e.add(e.mul(ow, s[1]), e.idx(off1))
-                                 : signedSub(e, e.mul(ow, s[1]), -off1);
-            Value src = e.add(inRow, e.mul(iw, C));
-            Value dst = e.add(outRow, e.mul(ow, C));
-            e.vecLoop(0, C, [&](Value c) {
-              Value acc = e.vload(1, e.add(dst, c)), x = asF32(e, e.vload(0, e.add(src, c)));
-              Value v = isMax ? arith::MaximumFOp::create(e.b, acc, x).getResult()
-                              : e.fadd(acc, x);
-              e.vstore(v, 1, e.add(dst, c));
-            });
-          });
-        }
-      });
-    }
-    if (isMax)
-      return;
     // Average: the window's element count, from the rows and columns it covers.
     auto count1 = [&](Value o, int64_t kk, int64_t st, int64_t dl, int64_t p0,
                       int64_t size, int64_t pEnd) {
@@ -3391,16 +3365,46 @@ template <typename PoolOp> LogicalResult Lowering::poolNhwc(PoolOp op, bool isMa
       }
       return cnt;
     };
-    Value rowsIn = count1(oh, k[0], s[0], d[0], pad[0], H, pad[2]);
-    e.loop(0, OW, [&](Value ow) {
-      Value cnt = e.mul(rowsIn, count1(ow, k[1], s[1], d[1], pad[1], W, pad[3]));
-      Value scale = arith::DivFOp::create(
-          e.b, e.f32(1.0f),
-          arith::UIToFPOp::create(e.b, e.b.getF32Type(),
-                                  arith::IndexCastOp::create(e.b, e.b.getI64Type(), cnt)));
-      Value dst = e.add(outRow, e.mul(ow, C));
-      e.vecLoop(0, C, [&](Value c) {
-        e.vstore(e.fmul(e.vload(1, e.add(dst, c)), e.splat(scale)), 1, e.add(dst, c));
+    // Tap t of a window along one axis: its index clamped into the input,
+    // and whether it lies inside.
+    auto taps = [&](Value o, int64_t kk, int64_t st, int64_t dl, int64_t p0, int64_t size) {
+      SmallVector<std::pair<Value, Value>> t;
+      for (int64_t i = 0; i < kk; ++i) {
+        Value x = signedSub(e, e.add(e.mul(o, st), e.idx(i * dl)), p0);
+        Value ok = inRangeS(e, x, 0, size);
+        t.push_back({arith::SelectOp::create(e.b, ok, x, e.idx(0)), ok});
+      }
+      return t;
+    };
+    e.loop(oh0, e.minI(e.add(oh0, e.idx(band)), e.idx(OH)), [&](Value oh) {
+      Value outRow = e.mul(e.add(e.mul(n, OH), oh), OW * C);
+      auto rowTaps = taps(oh, k[0], s[0], d[0], pad[0], H);
+      Value rowsIn = isMax ? Value() : count1(oh, k[0], s[0], d[0], pad[0], H, pad[2]);
+      e.loop(0, OW, [&](Value ow) {
+        auto colTaps = taps(ow, k[1], s[1], d[1], pad[1], W);
+        Value scale;
+        if (!isMax) {
+          Value cnt = e.mul(rowsIn, count1(ow, k[1], s[1], d[1], pad[1], W, pad[3]));
+          scale = arith::DivFOp::create(
+              e.b, e.f32(1.0f),
+              arith::UIToFPOp::create(e.b, e.b.getF32Type(),
+                                      arith::IndexCastOp::create(e.b, e.b.getI64Type(), cnt)));
+        }
+        Value dst = e.add(outRow, e.mul(ow, C));
+        e.vecLoop(0, C, [&](Value c) {
+          Value identity = e.f32(isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+          Value acc = identity;
+          for (auto [ih, rowOk] : rowTaps)
+            for (auto [iw, colOk] : colTaps) {
+              Value ok = arith::AndIOp::create(e.b, rowOk, colOk);
+              Value at = e.add(e.add(inImg, e.mul(e.add(e.mul(ih, W), iw), C)), c);
+              Value x = arith::SelectOp::create(e.b, ok, asF32(e, e.vload(0, at)), identity);
+              acc = isMax ? arith::MaximumFOp::create(e.b, acc, x).getResult() : e.fadd(acc, x);
+            }
+          if (!isMax)
+            acc = e.fmul(acc, e.splat(scale));
+          e.vstore(acc, 1, e.add(dst, c));
+        });
       });
     });
   });
