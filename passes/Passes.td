@@ -289,9 +289,10 @@ def RematerializePass : Pass<"kiln-rematerialize", "mlir::func::FuncOp"> {
     takes arena bytes, for the prologue's flops repeated once per kernel
     tap (none for a 1x1 convolution).
 
-    *Recompute.* A part of a channel concat read by an NCHW convolution
-    (one group, constant weights) that a chain of at most 3 NCHW
-    convolution kernels computes from the function's arguments, and that is
+    *Recompute.* A part of a channel concat read by a convolution (NCHW
+    or NHWC, one group, constant weights) that a chain of at most 3
+    convolution kernels (and the transposes of arguments into NHWC they
+    read) computes from the function's arguments, and that is
     computed long before (at least 4 kernels) and read elsewhere too -- a
     UNet's skip connection -- is computed again next to that convolution.
     The convolution splits over the concat's parts into partial products,

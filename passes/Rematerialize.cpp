@@ -115,10 +115,16 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType()).getShape();
 }
 
-/// The flops of a convolution kernel: products and sums, and one per
-/// output element for each op of its epilogue.
+/// The channel dimension of a conv kernel's input and output.
+int64_t channelDim(Operation *op) { return convOf(op).getLayout() == "nhwc" ? 3 : 1; }
+
+/// The flops of a chain's kernel: a convolution's products and sums, and
+/// one per output element for each op of its epilogue; none for a layout
+/// transpose.
 int64_t kernelFlops(Operation *op) {
   ConvOp conv = convOf(op);
+  if (!conv)
+    return 0;
   auto w = shapeOf(conv.getWeight());
   int64_t outs = llvm::cast<RankedTensorType>(conv.getType()).getNumElements();
   return 2 * outs * w[1] * w[2] * w[3] + outs * (static_cast<int64_t>(opsOf(op).size()) - 1);
@@ -133,10 +139,11 @@ constexpr int kMinGap = 4;
 /// channel groups (each group of the intermediate is all that is held).
 constexpr int64_t kGroups = 16;
 
-/// The NCHW convolution kernels (a kiln.conv or a conv fusion, one result)
-/// of `block` that compute `v` from the function's arguments and
-/// constants, producers first; empty when more than kMaxChain are needed or
-/// anything else is on the way.
+/// The convolution kernels (a kiln.conv or a conv fusion, one result) of
+/// `block` that compute `v` from the function's arguments and constants,
+/// and the transposes of arguments into NHWC that they read, producers
+/// first; empty when more than kMaxChain kernels are needed or anything
+/// else is on the way.
 SmallVector<Operation *> chainFromArguments(Value v, Block &block) {
   SmallVector<Operation *> chain;
   SmallVector<Value> work{v};
@@ -149,9 +156,14 @@ SmallVector<Operation *> chainFromArguments(Value v, Block &block) {
       return {};
     if (isa<ConstantOp>(def) || llvm::is_contained(chain, def))
       continue;
-    ConvOp conv = convOf(def);
-    if (!conv || def->getBlock() != &block || def->getNumResults() != 1 ||
-        conv.getLayout() != "nchw" || chain.size() == kMaxChain)
+    if (auto t = dyn_cast<TransposeOp>(def);
+        t && def->getBlock() == &block && llvm::isa<BlockArgument>(t.getInput())) {
+      chain.push_back(def);
+      work.push_back(t.getInput());
+      continue;
+    }
+    if (!convOf(def) || def->getBlock() != &block || def->getNumResults() != 1 ||
+        llvm::count_if(chain, [](Operation *o) { return convOf(o); }) == kMaxChain)
       return {};
     chain.push_back(def);
     for (Value o : def->getOperands())
@@ -162,10 +174,10 @@ SmallVector<Operation *> chainFromArguments(Value v, Block &block) {
 }
 
 /// The channel concat that top-level conv kernel `op` reads as its input
-/// alone (NCHW, one group, constant f32 weights), or null.
+/// alone (one group, constant f32 weights), or null.
 ConcatOp concatInput(Operation *op) {
   ConvOp conv = convOf(op);
-  if (!conv || conv.getLayout() != "nchw" || conv.getGroup() != 1 ||
+  if (!conv || conv.getGroup() != 1 ||
       !llvm::cast<RankedTensorType>(conv.getType()).getElementType().isF32() ||
       !conv.getInput().hasOneUse() ||
       !getF32Constant(outerOf(op, conv.getWeight())) ||
@@ -173,7 +185,8 @@ ConcatOp concatInput(Operation *op) {
     return nullptr;
   Value v = outerOf(op, conv.getInput());
   auto cat = v.getDefiningOp<ConcatOp>();
-  if (!cat || cat.getAxis() != 1 || !v.hasOneUse() || cat->getBlock() != op->getBlock())
+  if (!cat || cat.getAxis() != channelDim(op) || !v.hasOneUse() ||
+      cat->getBlock() != op->getBlock())
     return nullptr;
   if (auto f = dyn_cast<FusionOp>(op); f && llvm::count(f.getInputs(), v) != 1)
     return nullptr;
@@ -364,7 +377,7 @@ Value sliceOutputs(OpBuilder &b, Operation *op, int64_t lo, int64_t hi, IRMappin
   }
   auto outType = llvm::cast<RankedTensorType>(conv.getType());
   SmallVector<int64_t> oShape(outType.getShape());
-  oShape[1] = hi - lo;
+  oShape[channelDim(op)] = hi - lo;
   auto sliced = RankedTensorType::get(oShape, outType.getElementType());
   Value in = map.lookupOrDefault(outerOf(op, conv.getInput()));
   auto c = ConvOp::create(b, loc, sliced, in, wk, bk, conv.getStridesAttr(), conv.getPadsAttr(),
@@ -419,7 +432,8 @@ Value recomputeChain(OpBuilder &b, ArrayRef<Operation *> chain) {
   Operation *last = chain.back();
   ConvOp lastConv = convOf(last);
   Operation *feeder = outerOf(last, lastConv.getInput()).getDefiningOp();
-  bool split = feeder && llvm::is_contained(chain, feeder) && lastConv.getGroup() == 1 &&
+  bool split = feeder && llvm::is_contained(chain, feeder) && convOf(feeder) &&
+               lastConv.getGroup() == 1 &&
                lastConv.getInput().hasOneUse() && feeder->getResult(0).hasOneUse() &&
                llvm::count(last->getOperands(), feeder->getResult(0)) == 1 &&
                channelSliceable(feeder) && getF32Constant(outerOf(last, lastConv.getWeight()));
@@ -436,7 +450,7 @@ Value recomputeChain(OpBuilder &b, ArrayRef<Operation *> chain) {
   // (At least 16 products per output element: codegen's matrix-product
   // path, which accumulates in place.)
   auto w = shapeOf(lastConv.getWeight());
-  int64_t channels = shapeOf(feeder->getResult(0))[1];
+  int64_t channels = shapeOf(feeder->getResult(0))[channelDim(feeder)];
   int64_t step = std::max((channels + kGroups - 1) / kGroups, (16 + w[2] * w[3] - 1) / (w[2] * w[3]));
   SmallVector<std::pair<int64_t, int64_t>> ranges;
   for (int64_t lo = 0; lo < channels; lo += step)
@@ -459,7 +473,7 @@ void applyRecompute(const Candidate &c) {
   std::pair<int64_t, int64_t> mine;
   int64_t lo = 0;
   for (Value v : parts) {
-    int64_t hi = lo + shapeOf(v)[1];
+    int64_t hi = lo + shapeOf(v)[channelDim(op)];
     if (v == c.value) {
       mine = {lo, hi};
     } else {

@@ -842,6 +842,36 @@ struct Epilogue {
   }
 };
 
+/// A conv epilogue whose first op adds a tensor of the output's shape,
+/// f32 and stored like the output (`dense` of its site's strides), read
+/// nowhere else in the epilogue, to the convolution: that site's index,
+/// with `rest` the epilogue after the add (its anchor the sum). The kernel
+/// may then start from that tensor and write over it (kiln-plan-memory),
+/// the products accumulating in place. -1: none.
+int accumulatedSite(const Epilogue *epi, ArrayRef<int64_t> out, std::optional<Epilogue> &rest,
+                    llvm::function_ref<bool(ArrayRef<int64_t>)> dense) {
+  if (!epi || epi->ops.empty())
+    return -1;
+  auto add = dyn_cast<kiln::AddOp>(epi->ops.front());
+  if (!add)
+    return -1;
+  unsigned other = add.getLhs() == epi->start ? 1 : 0;
+  Value v = add->getOperand(other);
+  auto site = epi->siteOf.find({add.getOperation(), other});
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  if (add->getOperand(1 - other) != epi->start || v == epi->start ||
+      site == epi->siteOf.end() || t.getShape() != out || !t.getElementType().isF32())
+    return -1;
+  int k = site->second;
+  int uses = llvm::count_if(epi->siteOf, [&](auto &e) { return e.second == k; });
+  if (uses != 1 || !dense(epi->siteStrides[k]))
+    return -1;
+  rest = *epi;
+  rest->ops.erase(rest->ops.begin());
+  rest->start = add.getResult();
+  return k;
+}
+
 /// Applies a conv epilogue to output value `x` at (image n, channel oc,
 /// pixel pix); site k is kernel argument firstSite + k. Sites are full-size
 /// or broadcast over both spatial dims, so a pixel has one stride (st[3]).
@@ -2204,26 +2234,10 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
   // a residual): each tile starts from that tensor rather than zero, and
   // the kernel may write over it (kiln-plan-memory), the products
   // accumulating in place. `epi` keeps the ops after the add.
-  int accSite = -1;
   std::optional<Epilogue> afterAdd;
-  if (epi && !epi->ops.empty())
-    if (auto add = dyn_cast<kiln::AddOp>(epi->ops.front())) {
-      unsigned other = add.getLhs() == epi->start ? 1 : 0;
-      Value v = add->getOperand(other);
-      auto site = epi->siteOf.find({add.getOperation(), other});
-      if (add->getOperand(1 - other) == epi->start && v != epi->start &&
-          site != epi->siteOf.end() && shape(v) == out && elemType(v).isF32()) {
-        int k = site->second;
-        auto &st = epi->siteStrides[k];
-        int uses = llvm::count_if(epi->siteOf, [&](auto &e) { return e.second == k; });
-        if (uses == 1 && st[1] == P && st[2] == OW && st[3] == 1 && (N == 1 || st[0] == O * P)) {
-          accSite = k;
-          afterAdd = *epi;
-          afterAdd->ops.erase(afterAdd->ops.begin());
-          afterAdd->start = add.getResult();
-        }
-      }
-    }
+  int accSite = accumulatedSite(epi, out, afterAdd, [&](ArrayRef<int64_t> st) {
+    return st[1] == P && st[2] == OW && st[3] == 1 && (N == 1 || st[0] == O * P);
+  });
   const Epilogue *tail = accSite < 0 ? epi : afterAdd->ops.empty() ? nullptr : &*afterAdd;
   int outBuf = newBuffer(Buffer::Arena, N * O * P * 4);
   int firstSite, firstProSite;
@@ -2953,6 +2967,19 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   int64_t edgeRows = std::min(rb, (ceilDiv(rb, OW) + 1) * edgeCols);
   bool listedRows = f32Panels && !pointwise && G == 1 && d[1] == 1 && KH <= 7 && KR >= 96 &&
                     !inBf16 && (edgeRows + 1) * KR <= kChunkFloats;
+  // An epilogue that first adds an output-shaped tensor (a partial
+  // product of kiln-rematerialize's split, a residual): the tile starts
+  // from it and the products accumulate onto it, in place where
+  // kiln-plan-memory can.
+  std::optional<Epilogue> afterAdd;
+  int accSite = outBf16 || im2col
+                    ? -1
+                    : accumulatedSite(epi, out, afterAdd, [&](ArrayRef<int64_t> st) {
+                        return st[1] == OW * O && st[2] == O && st[3] == 1 &&
+                               (N == 1 || st[0] == P * O);
+                      });
+  const Epilogue *tail = accSite < 0 ? epi : afterAdd->ops.empty() ? nullptr : &*afterAdd;
+  bool acc0 = accSite >= 0; // (the first product adds to the tile)
   int firstSite;
   SmallVector<int> ids = convArgs(op, wBuf, inBuf, epi, outBuf, firstSite);
   int o = ids.size() - 1;
@@ -2999,10 +3026,18 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
                    e.addr(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)), Og, cAddr, ldc,
                    acc);
     };
+    if (acc0)
+      e.loop(e.idx(0), rows, [&](Value r) {
+        Value rowOff = e.add(outOff, e.mul(r, O));
+        e.vecLoop(e.idx(0), cols, [&](Value j) {
+          Value at = e.add(rowOff, j);
+          e.vstore(e.vload(firstSite + accSite, at), o, at);
+        });
+      });
     if (pointwise) {
       // (bf16 storage: the input's rows as they are; bf16Readers saw to an
       // even channel count.)
-      product(e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C, e.idx(0), false,
+      product(e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C, e.idx(0), acc0,
               inBf16);
     } else if (im2col) {
       // Buffer 1 is the im2col rows.
@@ -3049,7 +3084,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
         });
         e.ukernel("kiln_uk_sgemm_pbr", rows, cols, e.idx(KR), e.addrM(ptrs, e.idx(0)), 0,
                   e.addr(0, e.mul(e.add(e.mul(e.div(c0, 32), Kdim), e.idx(ky * KR)), 32)),
-                  32 * Kdim, cAddr, ldc, ky > 0);
+                  32 * Kdim, cAddr, ldc, ky > 0 || acc0);
       }
     } else {
       int64_t chunkK = tpc * cc;
@@ -3083,13 +3118,15 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
             put(e.f32(0.0f), e.add(row, e.idx(chunkK)), Value());
         });
         product(e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), ldCol,
-                e.add(e.idx(t0 * Cg), cBase), !first, bf16);
+                e.add(e.idx(t0 * Cg), cBase), !first || acc0, bf16);
       };
       if (cc == Cg) {
         for (int64_t t0 = 0; t0 < KK; t0 += tpc)
           chunk(t0, std::min(KK, t0 + tpc), e.idx(0), Cg, t0 == 0);
       } else {
-        // Channel chunks of one tap at a time, all accumulating onto zero.
+        // Channel chunks of one tap at a time, all accumulating onto zero
+        // (or the added tensor).
+        if (!acc0)
         e.loop(e.idx(0), rows, [&](Value r) {
           if (outBf16) {
             e.loop(e.idx(0), cols, [&](Value j) {
@@ -3108,7 +3145,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
         }
       }
     }
-    if (epi || hasBias || outBf16)
+    if (tail || hasBias || outBf16)
       e.loop(e.idx(0), rows, [&](Value r) {
         Value px = e.add(r0, r);
         Value img = e.div(px, P), pix = e.rem(px, P);
@@ -3118,8 +3155,8 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
           Value v = outBf16 ? e.vloadM(tile, e.add(e.mul(r, cb), j)) : e.vload(o, at);
           if (hasBias)
             v = e.fadd(v, e.vload(2, e.add(oc0, j)));
-          if (epi)
-            v = convEpilogueNhwc(e, epi, firstSite, img, pix, e.add(oc0, j), v);
+          if (tail)
+            v = convEpilogueNhwc(e, tail, firstSite, img, pix, e.add(oc0, j), v);
           if (outBf16)
             storeRounded(e, v, o, at);
           else
@@ -3128,6 +3165,8 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       });
   }, flops);
   p.launches.back().layout = "NHWC";
+  if (accSite >= 0)
+    p.launches.back().inPlace = {firstSite + accSite};
   bufferOf[op.getResult()] = outBuf;
   return success();
 }

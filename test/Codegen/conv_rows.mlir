@@ -1,4 +1,6 @@
 // RUN: kiln-compile %s --emit=kernels --layout=nhwc --io-layout=nhwc | FileCheck %s
+// RUN: not kiln-compile %s --target=cuda-emu --layout=nhwc -o %t.so 2>&1 | FileCheck %s --check-prefix=CUDA
+// CUDA: error: --layout=nhwc: the CUDA targets compute convolutions in NCHW only
 // An NHWC 3x3 conv whose kernel rows span KW * C = 3 * 32 = 96 contiguous
 // input floats per pixel gathers nothing: per kernel row, one product of
 // K = 96 through kiln_uk_sgemm_pbr, whose A rows are addresses -- in the

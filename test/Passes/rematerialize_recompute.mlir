@@ -4,6 +4,8 @@
 // RUN: kiln-compile %s --max-memory=4608 --emit=memory-plan -o - | FileCheck %s --check-prefix=PLAN
 // RUN: kiln-compile %s --max-memory=4608 --report=%t.md -o %t.so
 // RUN: FileCheck %s --check-prefix=REPORT < %t.md
+// RUN: not kiln-compile %s --layout=nhwc --max-memory=1K -o %t.so 2>&1 | FileCheck %s --check-prefix=NHWC
+// RUN: kiln-compile %s --layout=nhwc --max-memory=5376 --emit=memory-plan -o - | FileCheck %s --check-prefix=NHWC-PLAN
 
 // A UNet's top level: the skip connection %s (two conv-ReLUs from the
 // input) is held across the encoder below it and the up-sampling until the
@@ -64,6 +66,16 @@
 // PLAN: in place: kiln_k11_conv writes over its input 2
 // PLAN-NEXT: in place: kiln_k13_conv writes over its input 2
 // PLAN-NEXT: in place: kiln_k15_conv writes over its input 3
+// In NHWC the chain starts at the input's transpose (recomputed too, 768
+// bytes held while the groups are computed), and the NHWC conv kernel
+// accumulates the partial products in place the same way: 8192 bytes
+// without, 5376 with.
+// NHWC: the smallest arena kiln-rematerialize reaches is 5376 bytes (1 value recomputed; 8192 bytes without)
+// NHWC-PLAN: arena 5376 bytes: live peak 5376, {{.*}}; 4 kernels in place, 0 concats elided
+// NHWC-PLAN: in place: kiln_k15_conv writes over its input 2
+// NHWC-PLAN-NEXT: in place: kiln_k17_conv writes over its input 2
+// NHWC-PLAN-NEXT: in place: kiln_k19_conv writes over its input 3
+// NHWC-PLAN-NEXT: in place: kiln_k20_conv writes over its input 3
 // REPORT: 8 kernels recompute values, inside the kernels that read them or as copies next to them (1 of 1 candidates, cheapest first)
 // REPORT-NEXT: kiln_k8_conv (#8) recomputes conv+relu, a value an earlier kernel computed: +0.007 MFLOP
 // REPORT-NEXT: kiln_k9_conv (#9) recomputes conv, a value an earlier kernel computed: +0.018 MFLOP

@@ -122,6 +122,10 @@ CASES = [
     # arena reachable; compiled again at exactly that budget it fits.
     ("densenet", lambda: MODELS["densenet121"](size=64, classes=10, blocks=(3, 4)), [SQUEEZE]),
     ("unet", lambda: MODELS["unet"](size=32, base=8, depth=3), [SQUEEZE]),
+    # The same in NHWC (two images): the split convs accumulate in place in
+    # the NHWC kernel, the recomputed chain starts at the input's transpose.
+    ("unet_nhwc", lambda: MODELS["unet"](size=32, base=8, depth=3, batch=2),
+     ["--layout=nhwc", SQUEEZE]),
 ]
 
 
@@ -165,6 +169,9 @@ def main():
                 inputs += ["--input", f"{i.name}={f}"]
             refs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
             for target in ("cpu", "cuda-emu"):
+                # (CUDA targets compute convolutions in NCHW only.)
+                if "--layout=nhwc" in flags and target != "cpu":
+                    continue
                 for plan in (True, False):
                     if not plan and target != "cpu":
                         continue
@@ -228,10 +235,10 @@ def main():
                         # computed again at the decoder (the conv over the
                         # concat split into partial products accumulated in
                         # place).
-                        if name in ("densenet", "unet") and target == "cpu" and plan:
+                        if name in ("densenet", "unet", "unet_nhwc") and target == "cpu" and plan:
                             figures = figures and rm["applied"] > 0 and \
                                 arena < rm["arena_bytes_without"]
-                        if name == "unet" and target == "cpu" and plan:
+                        if name in ("unet", "unet_nhwc") and target == "cpu" and plan:
                             figures = figures and mem["kernels_in_place"] > 0 and \
                                 any(r["copy"] for r in rj["recomputed"])
                         remat = (f"; budget {budget}: {rm['applied']} of {rm['candidates']} "

@@ -416,6 +416,10 @@ int main(int argc, char **argv) {
     return fail("unknown --layout=" + layoutOpt + " (auto, nchw, nhwc)");
   if (ioLayout != "nchw" && ioLayout != "nhwc")
     return fail("unknown --io-layout=" + ioLayout + " (nchw, nhwc)");
+  if (cudaTarget && layoutOpt == "nhwc")
+    return fail("--layout=nhwc: the CUDA targets compute convolutions in NCHW only (implicit "
+                "GEMMs); use --layout=auto or nchw, and --io-layout=nhwc for NHWC inputs and "
+                "outputs");
   if (enabled("kiln-fold-batchnorm"))
     pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
   if (enabled("kiln-recognize-patterns")) {
