@@ -185,7 +185,7 @@ ConcatOp concatInput(Operation *op) {
     return nullptr;
   Value v = outerOf(op, conv.getInput());
   auto cat = v.getDefiningOp<ConcatOp>();
-  if (!cat || cat.getAxis() != channelDim(op) || !v.hasOneUse() ||
+  if (!cat || static_cast<int64_t>(cat.getAxis()) != channelDim(op) || !v.hasOneUse() ||
       cat->getBlock() != op->getBlock())
     return nullptr;
   if (auto f = dyn_cast<FusionOp>(op); f && llvm::count(f.getInputs(), v) != 1)
@@ -295,6 +295,32 @@ void markRecomputed(Operation *op) {
   op->setAttr("kiln.recomputed", UnitAttr::get(op->getContext()));
 }
 
+/// Clones, at `b`, the epilogue of conv kernel `op` (a fusion's ops after
+/// its convolution; none for a lone conv) onto `anchor`, appending the
+/// copies to `group`, their results retyped to `type` when given; `map`
+/// renames `op`'s outer operands. Returns the epilogue's result.
+Value cloneEpilogue(OpBuilder &b, Operation *op, Value anchor, IRMapping &map,
+                    SmallVectorImpl<Operation *> &group, Type type = Type()) {
+  auto f = dyn_cast<FusionOp>(op);
+  if (!f)
+    return anchor;
+  ConvOp conv = convOf(op);
+  IRMapping inner;
+  Block &body = f.getBody().front();
+  for (auto [arg, outer] : llvm::zip(body.getArguments(), f.getInputs()))
+    inner.map(arg, map.lookupOrDefault(outer));
+  inner.map(conv.getResult(), anchor);
+  for (Operation &e : body.without_terminator()) {
+    if (&e == conv.getOperation())
+      continue;
+    Operation *copy = b.clone(e, inner);
+    if (type)
+      copy->getResult(0).setType(type);
+    group.push_back(copy);
+  }
+  return inner.lookup(body.getTerminator()->getOperand(0));
+}
+
 /// Emits, at `b`, top-level conv kernel `op` as partial convolutions over
 /// channel ranges of its input, each added to the sum of the ones before
 /// (codegen accumulates in place): range k is read from the value
@@ -334,18 +360,8 @@ Value splitOverInput(OpBuilder &b, Operation *op, ArrayRef<std::pair<int64_t, in
       group.push_back(add);
       y = add.getResult();
     }
-    if (auto f = dyn_cast<FusionOp>(op); f && last) {
-      // The epilogue, on the whole sum.
-      IRMapping inner;
-      Block &body = f.getBody().front();
-      for (auto [arg, in] : llvm::zip(body.getArguments(), f.getInputs()))
-        inner.map(arg, map.lookupOrDefault(in));
-      inner.map(conv.getResult(), y);
-      for (Operation &e : body.without_terminator())
-        if (&e != conv.getOperation())
-          group.push_back(b.clone(e, inner));
-      y = inner.lookup(body.getTerminator()->getOperand(0));
-    }
+    if (last) // the epilogue, on the whole sum
+      y = cloneEpilogue(b, op, y, map, group);
     Operation *top = group.size() == 1 ? group.front() : wrapInFusion(group).getOperation();
     if (recomputed)
       markRecomputed(top);
@@ -356,25 +372,22 @@ Value splitOverInput(OpBuilder &b, Operation *op, ArrayRef<std::pair<int64_t, in
 
 /// Emits, at `b`, conv kernel `op` (its epilogue elementwise on the
 /// convolution alone, with scalar operands at most) for output channels
-/// [lo, hi) only; `map` renames its outer operands.
-Value sliceOutputs(OpBuilder &b, Operation *op, int64_t lo, int64_t hi, IRMapping &map) {
+/// [lo, hi) only, from its weights' values `wv` and its bias's `bv` (empty:
+/// none); `map` renames its outer operands.
+Value sliceOutputs(OpBuilder &b, Operation *op, int64_t lo, int64_t hi,
+                   ArrayRef<float> wv, ArrayRef<float> bv, IRMapping &map) {
   ConvOp conv = convOf(op);
   Location loc = op->getLoc();
-  Value w = map.lookupOrDefault(outerOf(op, conv.getWeight()));
-  auto wt = llvm::cast<RankedTensorType>(w.getType());
-  std::vector<float> wv = *getF32Constant(w);
+  auto wt = llvm::cast<RankedTensorType>(conv.getWeight().getType());
   int64_t per = wt.getNumElements() / wt.getDimSize(0);
-  std::vector<float> ws(wv.begin() + lo * per, wv.begin() + hi * per);
   SmallVector<int64_t> wShape(wt.getShape());
   wShape[0] = hi - lo;
-  Value wk = makeF32Constant(b, loc, RankedTensorType::get(wShape, wt.getElementType()), ws,
-                             "split_weight");
+  Value wk = makeF32Constant(b, loc, RankedTensorType::get(wShape, wt.getElementType()),
+                             wv.slice(lo * per, (hi - lo) * per), "split_weight");
   Value bk;
-  if (conv.getBias()) {
-    std::vector<float> bv = *getF32Constant(outerOf(op, conv.getBias()));
+  if (!bv.empty())
     bk = makeF32Constant(b, loc, RankedTensorType::get({hi - lo}, wt.getElementType()),
-                         std::vector<float>(bv.begin() + lo, bv.begin() + hi), "split_bias");
-  }
+                         bv.slice(lo, hi - lo), "split_bias");
   auto outType = llvm::cast<RankedTensorType>(conv.getType());
   SmallVector<int64_t> oShape(outType.getShape());
   oShape[channelDim(op)] = hi - lo;
@@ -383,20 +396,7 @@ Value sliceOutputs(OpBuilder &b, Operation *op, int64_t lo, int64_t hi, IRMappin
   auto c = ConvOp::create(b, loc, sliced, in, wk, bk, conv.getStridesAttr(), conv.getPadsAttr(),
                           conv.getDilationsAttr(), conv.getGroupAttr(), conv.getLayoutAttr());
   SmallVector<Operation *> group{c};
-  if (auto f = dyn_cast<FusionOp>(op)) {
-    IRMapping inner;
-    Block &body = f.getBody().front();
-    for (auto [arg, outer] : llvm::zip(body.getArguments(), f.getInputs()))
-      inner.map(arg, map.lookupOrDefault(outer));
-    inner.map(conv.getResult(), c.getResult());
-    for (Operation &e : body.without_terminator()) {
-      if (&e == conv.getOperation())
-        continue;
-      Operation *copy = b.clone(e, inner);
-      copy->getResult(0).setType(sliced);
-      group.push_back(copy);
-    }
-  }
+  cloneEpilogue(b, op, c.getResult(), map, group, sliced);
   Operation *top = group.size() == 1 ? group.front() : wrapInFusion(group).getOperation();
   markRecomputed(top);
   return top->getResult(0);
@@ -455,8 +455,14 @@ Value recomputeChain(OpBuilder &b, ArrayRef<Operation *> chain) {
   SmallVector<std::pair<int64_t, int64_t>> ranges;
   for (int64_t lo = 0; lo < channels; lo += step)
     ranges.push_back({lo, std::min(channels, lo + step)});
+  // (The feeder's constants, read once for all its groups.)
+  ConvOp feederConv = convOf(feeder);
+  std::vector<float> wv = *getF32Constant(outerOf(feeder, feederConv.getWeight()));
+  std::vector<float> bv;
+  if (feederConv.getBias())
+    bv = *getF32Constant(outerOf(feeder, feederConv.getBias()));
   return splitOverInput(b, last, ranges, [&](size_t k) {
-    return sliceOutputs(b, feeder, ranges[k].first, ranges[k].second, map);
+    return sliceOutputs(b, feeder, ranges[k].first, ranges[k].second, wv, bv, map);
   }, /*recomputed=*/true, map);
 }
 

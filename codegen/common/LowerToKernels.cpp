@@ -288,6 +288,16 @@ public:
       return storeM(v, m, off);
     vector::StoreOp::create(b, v, m, ValueRange{off});
   }
+  /// Stores `v` (a vector or a scalar, whatever the current lanes) into
+  /// memref `m` at `at`; with `mask`, only the vector's lanes it sets.
+  void putM(Value v, Value m, Value at, Value mask = Value()) {
+    if (mask)
+      vector::MaskedStoreOp::create(b, m, ValueRange{at}, mask, v);
+    else if (llvm::isa<VectorType>(v.getType()))
+      vector::StoreOp::create(b, v, m, ValueRange{at});
+    else
+      storeM(v, m, at);
+  }
   /// A scalar repeated over the current lanes.
   Value splat(Value scalar) {
     if (lanes == 1)
@@ -3069,14 +3079,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
               Value dst = e.mul(slot, KR);
               gatherRow(e, px, e.idx(0), ky * KW, (ky + 1) * KW, e.idx(0), C,
                         [&](Value v, Value k, Value mask) {
-                          v = asF32(e, v);
-                          Value at = e.add(dst, k);
-                          if (mask)
-                            vector::MaskedStoreOp::create(e.b, edge, ValueRange{at}, mask, v);
-                          else if (llvm::isa<VectorType>(v.getType()))
-                            vector::StoreOp::create(e.b, v, edge, ValueRange{at});
-                          else
-                            e.storeM(v, edge, at);
+                          e.putM(asF32(e, v), edge, e.add(dst, k), mask);
                         });
               e.storeM(e.addrM(edge, dst), ptrs, r);
             }, [&] { e.storeM(e.addrM(zeros, e.idx(0)), ptrs, r); });
@@ -3100,12 +3103,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
         if (bf16)
           v = arith::TruncFOp::create(
               e.b, vt ? Type(vt.clone(e.b.getBF16Type())) : Type(e.b.getBF16Type()), v);
-        if (mask)
-          vector::MaskedStoreOp::create(e.b, col, ValueRange{at}, mask, v);
-        else if (vt)
-          vector::StoreOp::create(e.b, v, col, ValueRange{at});
-        else
-          e.storeM(v, col, at);
+        e.putM(v, col, at, mask);
       };
       // Gathers taps [t0, t1), channels [cBase, cBase + n) of every row
       // into col (row stride chunkK), then multiplies.
