@@ -29,7 +29,9 @@ fi
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3}
-if ! "$PY" - "$here/scripts/requirements.txt" <<'PYEOF' 2>/dev/null
+# Whether every pinned package of a requirements file is installed.
+check_requirements() {
+  "$PY" - "$1" <<'PYEOF' 2>/dev/null
 import sys, importlib.metadata as md
 for line in open(sys.argv[1]):
     line = line.split('#')[0].strip()
@@ -39,10 +41,23 @@ for line in open(sys.argv[1]):
     if md.version(name) != ver:
         sys.exit(1)
 PYEOF
-then
-  echo "install-deps: installing Python packages from scripts/requirements.txt"
+}
+pip_install() {
   # Debian's own python3 refuses pip installs (PEP 668) unless told otherwise.
-  "$PY" -m pip install -q -r "$here/scripts/requirements.txt" ||
-    "$PY" -m pip install -q --break-system-packages -r "$here/scripts/requirements.txt"
+  "$PY" -m pip install -q -r "$1" || "$PY" -m pip install -q --break-system-packages -r "$1"
+}
+if ! check_requirements "$here/scripts/requirements.txt"; then
+  echo "install-deps: installing Python packages from scripts/requirements.txt"
+  pip_install "$here/scripts/requirements.txt"
+fi
+# torch and torchvision (about 5 GB with their CUDA libraries): the PyTorch
+# frontend's round trips and the benchmark's torch.compile column. Optional:
+# without them the committed .pt2 fixtures still test the importer.
+if [ "${KILN_NO_TORCH:-0}" != 1 ] && ! check_requirements "$here/scripts/requirements-torch.txt"; then
+  echo "install-deps: installing torch and torchvision (scripts/requirements-torch.txt)"
+  if ! pip_install "$here/scripts/requirements-torch.txt"; then
+    echo "install-deps: warning: torch could not be installed; the torch round-trip tests" \
+         "will be skipped (UNSUPPORTED)" >&2
+  fi
 fi
 echo "install-deps: ok"

@@ -43,3 +43,16 @@ def _cuda_device_count():
 
 if _cuda_device_count() > 0:
     config.available_features.add("cuda-device")
+
+# torch and torchvision importable (scripts/requirements-torch.txt): the
+# PyTorch frontend's round trips run; without them they are UNSUPPORTED.
+def _has_torch():
+    import subprocess
+    try:
+        return subprocess.run([config.python_executable, "-c", "import torch, torchvision"],
+                              capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+if _has_torch():
+    config.available_features.add("torch")

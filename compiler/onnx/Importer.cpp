@@ -284,6 +284,10 @@ LogicalResult Importer::fileError(const Twine &msg) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult Importer::parse() {
+  if (given) {
+    model = *given;
+    return checkOpset();
+  }
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
@@ -297,6 +301,10 @@ LogicalResult Importer::parse() {
                      "is the file truncated?)");
   if (!model.has_graph())
     return fileError("the model has no graph");
+  return checkOpset();
+}
+
+LogicalResult Importer::checkOpset() {
   opset = -1;
   for (const auto &o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx")
@@ -1076,8 +1084,9 @@ struct HeldDiagnostic {
 };
 } // namespace
 
-OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
-                                     const ImportOptions &options) {
+static OwningOpRef<ModuleOp> importModel(MLIRContext &ctx, StringRef path,
+                                         const onnx::ModelProto *given,
+                                         const ImportOptions &options) {
   ctx.loadDialect<kiln::KilnDialect, func::FuncDialect>();
   // An import that finds a symbol the model fixes (a weight's channel
   // count, a product's inner dimension: SymbolTracker::Fix) starts again
@@ -1088,6 +1097,7 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
   // (Each fix removes a symbol of the inputs; the cap only guards a bug.)
   for (int attempt = 0;; ++attempt) {
     Importer imp(ctx, path);
+    imp.given = given;
     imp.fixedSizes = fixedSizes;
     imp.aliases = aliases;
     std::vector<HeldDiagnostic> held;
@@ -1134,6 +1144,16 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
       emitWarning(FileLineColLoc::get(&ctx, path, 0, 0)) << n;
     return module;
   }
+}
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
+                                     const ImportOptions &options) {
+  return importModel(ctx, path, nullptr, options);
+}
+
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &ctx, const onnx::ModelProto &model,
+                                      StringRef path, const ImportOptions &options) {
+  return importModel(ctx, path, &model, options);
 }
 
 //===----------------------------------------------------------------------===//

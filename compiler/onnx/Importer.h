@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+namespace onnx {
+class ModelProto;
+} // namespace onnx
+
 namespace kiln::onnx_import {
 
 /// The newest default-domain opset Kiln understands (that of the pinned onnx).
@@ -44,6 +48,13 @@ constexpr int64_t kDefaultSymbolBound = 64;
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &ctx,
                                                  llvm::StringRef path,
                                                  const ImportOptions &options);
+
+/// Imports a model built in memory (the PyTorch frontend translates a .pt2
+/// archive into one); `path` names the file diagnostics point at.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
+                                                  const onnx::ModelProto &model,
+                                                  llvm::StringRef path,
+                                                  const ImportOptions &options);
 
 } // namespace kiln::onnx_import
 

@@ -42,6 +42,9 @@ public:
   /// The node being converted ("node 'n' (Op)"), for notes on fixes.
   std::string currentNode;
   onnx::ModelProto model;
+  /// A model given in memory (importOnnxModel): parse() copies it instead
+  /// of reading `path`.
+  const onnx::ModelProto *given = nullptr;
   int64_t opset = 0;
   std::map<std::string, Slot> slots;
   /// Which axes of each value carry a symbolic dimension.
@@ -103,6 +106,7 @@ public:
 
 private:
   mlir::LogicalResult parse();
+  mlir::LogicalResult checkOpset();
   mlir::LogicalResult checkSupported(const llvm::StringMap<Converter> &table);
   mlir::LogicalResult tensorBytes(const onnx::TensorProto &t, std::string &bytes,
                                   const llvm::Twine &what);

@@ -14,6 +14,7 @@
 #include "codegen/cuda/EmitCuda.h"
 #include "codegen/cuda/Nvrtc.h"
 #include "compiler/onnx/Importer.h"
+#include "compiler/torch/TorchImporter.h"
 #include "compiler/pipeline/Artifact.h"
 #include "compiler/pipeline/Report.h"
 #include "dialects/kiln/KilnDialect.h"
@@ -47,7 +48,7 @@ namespace cl = llvm::cl;
 /// kiln-compile's own options: --help lists these, not every LLVM flag.
 static cl::OptionCategory kilnCategory("kiln-compile options");
 
-static cl::opt<std::string> inputPath(cl::Positional, cl::cat(kilnCategory), cl::desc("<model.onnx|model.mlir>"),
+static cl::opt<std::string> inputPath(cl::Positional, cl::cat(kilnCategory), cl::desc("<model.onnx|model.pt2|model.mlir>"),
                                       cl::Required);
 static cl::opt<std::string> outputPath("o", cl::cat(kilnCategory), cl::desc("output: OUT.so, OUT.o (+ OUT.h), or a text file with --emit"),
                                        cl::value_desc("file"), cl::init("-"));
@@ -363,7 +364,9 @@ int main(int argc, char **argv) {
     kiln::onnx_import::ImportOptions opts;
     if (!parseShapes(opts) || !parseBindings(opts))
       return 1;
-    module = kiln::onnx_import::importOnnxFile(ctx, inputPath, opts);
+    module = kiln::torch_import::isTorchArchive(inputPath)
+                 ? kiln::torch_import::importTorchFile(ctx, inputPath, opts)
+                 : kiln::onnx_import::importOnnxFile(ctx, inputPath, opts);
     if (!module)
       return 1;
   }

@@ -1,0 +1,26 @@
+//===- TorchImporter.h - torch.export .pt2 archive -> kiln dialect -*- C++ -*-===//
+//
+// Reads what torch.export.save writes (graph JSON in torch's serialization
+// schema, raw weights; no pickle) and imports it through the ONNX importer:
+// each ATen op becomes one ONNX node or a few (AtenOps.cpp), so symbolic
+// sizes, --bind, --shape and every diagnostic work as for ONNX models.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_TORCH_TORCHIMPORTER_H
+#define KILN_COMPILER_TORCH_TORCHIMPORTER_H
+
+#include "compiler/onnx/Importer.h"
+
+namespace kiln::torch_import {
+
+/// Whether `path` names a torch.export archive (a .pt2 file).
+bool isTorchArchive(llvm::StringRef path);
+
+/// Imports the ExportedProgram saved at `path`. Returns null after emitting
+/// diagnostics (every unsupported ATen op at once, with torch's source line).
+mlir::OwningOpRef<mlir::ModuleOp> importTorchFile(mlir::MLIRContext &ctx, llvm::StringRef path,
+                                                  const onnx_import::ImportOptions &options);
+
+} // namespace kiln::torch_import
+
+#endif // KILN_COMPILER_TORCH_TORCHIMPORTER_H

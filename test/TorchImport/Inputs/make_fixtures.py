@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Writes the PyTorch frontend's committed fixtures (needs torch; the tests
+that read them do not): small modules exported with kiln.export (torch.export
++ torch.export.save) as .pt2 archives, each with random inputs and torch
+eager's outputs as .npy files, listed in fixtures.json.
+
+    python3 test/TorchImport/Inputs/make_fixtures.py   # from the checkout
+
+Seeds are fixed; weights are random (never zeros). Keep them small: they are
+committed."""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+import kiln  # noqa: E402
+
+
+class SmallCnn(nn.Module):
+    """Conv/BN/ReLU, a residual block, a depthwise conv with ReLU6, max and
+    adaptive average pooling, flatten and a linear classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False),
+                                  nn.BatchNorm2d(8), nn.ReLU(inplace=True))
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.c1 = nn.Conv2d(8, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pw = nn.Conv2d(8, 16, 1)
+        self.act = nn.ReLU6()
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.pool(self.stem(x))
+        x = F.relu(self.bn1(self.c1(x)) + x)
+        x = self.act(self.pw(self.dw(x)))
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.head(x)
+
+
+class TinyGpt(nn.Module):
+    """Token and position embeddings, a pre-LayerNorm block with causal
+    scaled_dot_product_attention and a SiLU MLP, and a tied LM head."""
+
+    def __init__(self, vocab=50, dim=32, heads=4, seq=16):
+        super().__init__()
+        self.heads = heads
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(seq, dim) * 0.1)
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.up = nn.Linear(dim, 2 * dim)
+        self.down = nn.Linear(2 * dim, dim)
+        self.lnf = nn.LayerNorm(dim)
+
+    def forward(self, ids):
+        b, s = ids.shape
+        x = self.tok(ids) + self.pos[:s]
+        q, k, v = self.qkv(self.ln1(x)).split(x.shape[-1], dim=-1)
+        q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, s, -1))
+        x = x + self.down(F.silu(self.up(self.ln2(x))))
+        return self.lnf(x) @ self.tok.weight.t()
+
+
+class Encoder(nn.Module):
+    """nn.TransformerEncoder (two post-LayerNorm layers, GELU) with a padding
+    mask given as a second input."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation="gelu",
+                                           batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    def forward(self, x, pad):
+        return self.enc(x, src_key_padding_mask=pad)
+
+
+class FusedEncoderLayer(nn.Module):
+    """torch._transformer_encoder_layer_fwd, the fused op torch.compile
+    captures for nn.TransformerEncoderLayer under no_grad, called directly
+    (torch.export itself traces the unfused layer), with a float key
+    padding mask; eager runs the layer's own forward, the same math."""
+
+    def __init__(self, norm_first):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True,
+                                                norm_first=norm_first,
+                                                activation="gelu" if norm_first else "relu")
+
+    def forward(self, x, mask):
+        if torch.compiler.is_exporting():
+            l = self.layer
+            return torch._transformer_encoder_layer_fwd(
+                x, 32, 4, l.self_attn.in_proj_weight, l.self_attn.in_proj_bias,
+                l.self_attn.out_proj.weight, l.self_attn.out_proj.bias, l.activation_relu_or_gelu == 2,
+                l.norm_first, l.norm1.eps, l.norm1.weight, l.norm1.bias, l.norm2.weight,
+                l.norm2.bias, l.linear1.weight, l.linear1.bias, l.linear2.weight, l.linear2.bias,
+                mask, 1)
+        return self.layer(x, src_key_padding_mask=mask)
+
+
+class Ops(nn.Module):
+    """A spread of ATen ops: data movement, reductions, comparisons and
+    where, pooling, resampling, padding, transposed and grouped convs,
+    group norm, activations, integer arithmetic."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1)
+        self.gn = nn.GroupNorm(2, 4)
+        self.c1d = nn.Conv1d(4, 6, 3, padding=1)
+        self.register_buffer("scale", torch.rand(1, 4, 1, 1) + 0.5)
+
+    def forward(self, x, idx):
+        a, b = x.chunk(2, dim=1)
+        y = torch.cat([b, a], 1) * self.scale
+        y = self.gn(self.up(y))
+        y = F.leaky_relu(y, 0.1) + F.elu(y) - F.hardswish(y) * F.hardsigmoid(y)
+        y = F.interpolate(y, scale_factor=0.5, mode="bilinear", align_corners=False)
+        z = F.interpolate(x, scale_factor=2, mode="nearest")
+        z = F.avg_pool2d(F.pad(z, (1, 2, 0, 1), value=0.5), 2)[..., :8, :8]
+        y = y + z.sigmoid() * torch.tanh(z).abs().sqrt()
+        s = y.softmax(-1) + y.log_softmax(1).exp()
+        m = y.mean((2, 3), keepdim=True)
+        v = y.var(dim=(2, 3), keepdim=True, unbiased=True)
+        n = (y - m) * torch.rsqrt(v + 1e-3)
+        w = torch.where(n > 0.5, n, torch.zeros_like(n)).masked_fill(n < -1.5, -1.0)
+        g = torch.index_select(w, 3, idx) + w.select(2, 1).unsqueeze(2)
+        q = g.permute(0, 2, 3, 1).reshape(g.shape[0], -1, 4).transpose(1, 2)
+        r = self.c1d(q).amax(-1) + q.sum(-1).cumsum(-1)[:, :1].expand(-1, 6)
+        st = torch.stack([r, r.clamp(-0.5, 0.5)], dim=-1).flatten(1)
+        pw = st.pow(2) + st.erf() - torch.remainder(st.abs() * 0.25, 0.7)
+        ii = (idx * 7 - 20).floor_divide(3) + torch.remainder(idx - 4, 3) + (idx - 5) % -4
+        return s.amax(1), pw, w.argmax(-1), torch.max(w, 1).values, ii
+
+
+class Unsupported(nn.Module):
+    def forward(self, x):
+        return torch.flip(x.sort(-1).values, [0]) + torch.roll(x, 1, 0)
+
+
+def save(name, module, inputs, dynamic_shapes=None, extra_runs=(), decompose=False):
+    torch.manual_seed(1)
+    module = module.eval()
+    path = os.path.join(HERE, name + ".pt2")
+    kiln.export(module, inputs, path, dynamic_shapes=dynamic_shapes, decompose=decompose)
+    runs = []
+    for k, ins in enumerate([inputs, *extra_runs]):
+        with torch.no_grad():
+            outs = module(*ins)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        files_in = []
+        for i, t in enumerate(ins):
+            f = "%s.run%d.in%d.npy" % (name, k, i)
+            np.save(os.path.join(HERE, f), t.numpy())
+            files_in.append(f)
+        files_out = []
+        for i, t in enumerate(outs):
+            f = "%s.run%d.out%d.npy" % (name, k, i)
+            np.save(os.path.join(HERE, f), t.numpy())
+            files_out.append(f)
+        runs.append({"inputs": files_in, "outputs": files_out})
+    return {"file": name + ".pt2", "runs": runs}
+
+
+def main():
+    torch.manual_seed(0)
+    fixtures = {}
+    batch = torch.export.Dim("batch", min=1, max=8)
+    cnn = SmallCnn()
+    for m in cnn.modules():  # non-trivial batch-norm statistics
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.2, 0.2)
+            m.running_var.uniform_(0.5, 1.5)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.2, 0.2)
+    fixtures["small_cnn"] = save("small_cnn", cnn, (torch.randn(2, 3, 32, 32),),
+                                 dynamic_shapes=({0: batch},),
+                                 extra_runs=[(torch.randn(5, 3, 32, 32),)])
+    fixtures["small_cnn_core"] = save("small_cnn_core", cnn, (torch.randn(3, 3, 32, 32),),
+                                      decompose=True)
+    gpt = TinyGpt()
+    fixtures["tiny_gpt"] = save("tiny_gpt", gpt, (torch.randint(0, 50, (2, 16)),))
+    fixtures["tiny_gpt_core"] = save("tiny_gpt_core", gpt, (torch.randint(0, 50, (2, 16)),),
+                                     decompose=True)
+    pad = torch.zeros(2, 12, dtype=torch.bool)
+    pad[1, 9:] = True
+    fixtures["encoder"] = save("encoder", Encoder(), (torch.randn(2, 12, 32), pad))
+    mask = torch.zeros(2, 12)
+    mask[0, 10:] = float("-inf")
+    for norm_first in (False, True):
+        name = "fused_encoder_layer" + ("_norm_first" if norm_first else "")
+        fixtures[name] = save(name, FusedEncoderLayer(norm_first), (torch.randn(2, 12, 32), mask))
+    ops = Ops()
+    idx = torch.tensor([3, 0, 7, 7, 2, 1, 5, 6])
+    fixtures["ops"] = save("ops", ops, (torch.randn(2, 4, 8, 8), idx))
+    fixtures["ops_core"] = save("ops_core", ops, (torch.randn(2, 4, 8, 8), idx), decompose=True)
+    kiln.export(Unsupported(), (torch.randn(4, 5),), os.path.join(HERE, "unsupported.pt2"))
+    with open(os.path.join(HERE, "fixtures.json"), "w") as f:
+        json.dump({"torch": torch.__version__, "fixtures": fixtures}, f, indent=1)
+    print("wrote", len(fixtures) + 1, "fixtures to", HERE)
+
+
+if __name__ == "__main__":
+    main()
