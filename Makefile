@@ -4,7 +4,7 @@
 #   make build  kiln-compile, kiln-opt, kiln-run into build/bin/
 #   make fuzz   the importer's libFuzzer target (clang, ASan+UBSan) into build-fuzz/bin/
 #   make bench  Kiln vs onnxruntime, side by side (docs/performance.md)
-#   make docs   regenerate docs/dialect.md from the ODS definitions
+#   make docs   regenerate docs/dialect.md (ODS) and docs/pytorch-ops.md (ATen converters)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 PYTHON ?= python3
@@ -50,6 +50,11 @@ docs: build
 	ninja -C $(BUILD) KilnDialectDocGen
 	( echo '<!-- Generated from dialects/kiln/*.td by `make docs`. DO NOT EDIT. -->'; \
 	  cat $(BUILD)/dialects/kiln/KilnDialect.md ) > docs/dialect.md
+	( echo '<!-- Generated from compiler/torch/AtenOps.cpp by `make docs` (kiln-compile --list-torch-ops). DO NOT EDIT. -->'; \
+	  echo '# ATen targets the PyTorch frontend converts'; echo; \
+	  echo "$$($(BUILD)/bin/kiln-compile --list-torch-ops | wc -l) targets (overloads and in-place forms" \
+	       "each count; docs/pytorch.md explains the frontend):"; echo; \
+	  $(BUILD)/bin/kiln-compile --list-torch-ops | sed 's/.*/- `&`/' ) > docs/pytorch-ops.md
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)

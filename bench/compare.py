@@ -1,17 +1,39 @@
 #!/usr/bin/env python3
-"""Kiln vs onnxruntime on the same models, side by side in one run.
+"""Kiln vs onnxruntime vs torch.compile on the same models, side by side in
+one run.
 
-For each model: compile with kiln-compile (.so), then alternate rounds of
-Kiln (kiln-run --bench) and onnxruntime (CPU provider, same thread count),
-each round the median of --runs runs after warm-up; report the median over
-rounds and the ratio (onnxruntime time / Kiln time: above 1 means Kiln is
-faster). Random weights and inputs; outputs are checked to agree first.
+Each engine runs in its own worker process (so each one's peak RSS is its
+own), all called from Python on the same input:
 
-usage: bench/compare.py --bindir build/bin [--threads 2] [--runs 20] [--rounds 5] [MODEL ...]
+  kiln   the model compiled by kiln-compile to a .so, run through kiln.Model
+         (python/kiln: ctypes, in place; the same runtime as kiln-run);
+  ort    onnxruntime's CPU provider, all graph optimizations;
+  torch  torch.compile (Inductor, freezing on) under no_grad, when torch is
+         installed: the ONNX graph as an nn.Module with the same weights
+         (bench/onnx_torch.py);
+  eager  PyTorch eager on that module (--engines ...,eager).
+
+The suite `onnx` (default) builds the issue-7 models with random weights
+(python/kiln_models). The suite `torch` (issue 8) takes PyTorch modules
+instead: torchvision ResNet-18 and MobileNetV2 and nn.TransformerEncoder,
+which Kiln compiles through kiln.export (.pt2) and torch.compile takes as
+they are (no onnxruntime there).
+
+After warm-up, rounds alternate between the engines; each round is the
+median of --runs calls; the table shows the median over rounds, each
+engine's ratio to Kiln (time / Kiln's time: above 1 means Kiln is faster),
+Kiln / best other, and every worker's peak RSS. Outputs are checked to
+agree (rtol 1e-4, atol 1e-5 * max|ref|) before timing.
+
+usage: bench/compare.py --bindir build/bin [--threads 1,2] [--batch 1,8]
+                        [--engines kiln,ort,torch] [--suite onnx|torch]
+                        [--runs 20] [--rounds 5] [MODEL ...]
 """
 import argparse
+import json
+import math
 import os
-import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -19,79 +41,281 @@ import tempfile
 import time
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from kiln_models import MODELS  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, HERE)
+
+ONNX_MODELS = ["resnet50", "mobilenetv2", "efficientnet_b0", "bert_layer", "gpt2_block",
+               "vit_b16", "mlp"]
+TORCH_MODELS = ["resnet18", "mobilenet_v2", "transformer_encoder"]
+# Models whose builder takes a batch (the transformers' batch is 1).
+BATCHED = {"resnet18", "resnet50", "mobilenetv2", "efficientnet_b0", "vit_b16", "mlp",
+           "densenet121", "unet", "mobilenet_v2", "transformer_encoder"}
 
 
-def kiln_round(bindir, so, x_path, threads, runs):
-    out = subprocess.run([os.path.join(bindir, "kiln-run"), so, "--input", f"input={x_path}",
-                          "--bench", str(runs), "--threads", str(threads)],
-                         capture_output=True, text=True, check=True).stdout
-    return float(re.search(r"median ([0-9.]+) ms", out).group(1))
+# --- the torch suite's modules (built the same way in every process) --------
+
+def torch_module(name, batch):
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    if name == "resnet18":
+        m, x = torchvision.models.resnet18(), torch.randn(batch, 3, 224, 224)
+    elif name == "mobilenet_v2":
+        m, x = torchvision.models.mobilenet_v2(), torch.randn(batch, 3, 224, 224)
+    elif name == "transformer_encoder":  # BERT-base sized, 2 layers, seq 128
+        layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu",
+                                                 batch_first=True)
+        m = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        x = torch.randn(batch, 128, 768)
+    else:
+        raise SystemExit("unknown torch-suite model " + name)
+    g = torch.Generator().manual_seed(1)
+    for mod in m.modules():  # non-trivial batch-norm statistics
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            n = mod.num_features
+            mod.running_mean.copy_(torch.rand(n, generator=g) * 0.4 - 0.2)
+            mod.running_var.copy_(torch.rand(n, generator=g) + 0.5)
+    return m.eval(), x
 
 
-def ort_round(sess, x, runs):
-    for _ in range(3):
-        sess.run(None, {"input": x})
-    t = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        sess.run(None, {"input": x})
-        t.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(t)
+# --- workers ------------------------------------------------------------------
+
+def peak_rss_mib():
+    """This process's peak resident set (VmHWM: unlike ru_maxrss it starts
+    afresh at exec, so a worker does not inherit the driver's peak)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(a):
+    """Loads one engine on one model; answers 'run N', 'out PATH', 'rss'."""
+    x = np.load(a.input)
+    t0 = time.perf_counter()
+    if a.engine == "kiln":
+        import kiln
+        model = kiln.Model(a.artifact, threads=a.threads)
+        call = lambda: model(x)[0]  # noqa: E731
+    elif a.engine == "ort":
+        import onnxruntime as ort
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = a.threads
+        opts.inter_op_num_threads = 1
+        sess = ort.InferenceSession(a.artifact, opts, providers=["CPUExecutionProvider"])
+        name = sess.get_inputs()[0].name
+        call = lambda: sess.run(None, {name: x})[0]  # noqa: E731
+    else:
+        import torch
+        torch.set_num_threads(a.threads)
+        if a.suite == "torch":
+            m, _ = torch_module(a.model, x.shape[0])
+        else:
+            import onnx
+            from onnx_torch import OnnxModule
+            m = OnnxModule(onnx.load(a.artifact)).eval()
+        if a.engine == "torch":
+            import torch._inductor.config as inductor_config
+            inductor_config.freezing = True
+            m = torch.compile(m)
+        xt = torch.from_numpy(x)
+
+        def call():
+            with torch.no_grad():
+                y = m(xt)
+            return (y[0] if isinstance(y, tuple) else y).numpy()
+    for _ in range(3):  # warm-up (torch.compile compiles here)
+        call()
+    ready_s = time.perf_counter() - t0
+    print(json.dumps({"ready_s": ready_s}), flush=True)
+    for line in sys.stdin:
+        cmd, _, arg = line.strip().partition(" ")
+        if cmd == "run":
+            t = []
+            for _ in range(int(arg)):
+                s = time.perf_counter()
+                call()
+                t.append((time.perf_counter() - s) * 1e3)
+            print(json.dumps({"ms": statistics.median(t)}), flush=True)
+        elif cmd == "out":
+            np.save(arg, call())
+            print(json.dumps({"ok": True}), flush=True)
+        elif cmd == "rss":
+            print(json.dumps({"rss_mib": peak_rss_mib()}), flush=True)
+        else:
+            break
+
+
+class Worker:
+    def __init__(self, args):
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", *args],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.ready_s = self._read()["ready_s"]
+
+    def _read(self):
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError("a benchmark worker died (see its error above)")
+        return json.loads(line)
+
+    def ask(self, cmd):
+        self.p.stdin.write(cmd + "\n")
+        self.p.stdin.flush()
+        return self._read()
+
+    def close(self):
+        rss = self.ask("rss")["rss_mib"]
+        self.p.stdin.write("quit\n")
+        self.p.stdin.flush()
+        self.p.wait()
+        return rss
+
+
+def agree(got, ref):
+    atol = 1e-5 * float(np.abs(ref).max())
+    err = np.abs(got.astype(np.float64) - ref)
+    return bool(np.all(err <= 1e-4 * np.abs(ref) + atol)), float(err.max())
+
+
+# --- the driver ---------------------------------------------------------------
+
+def prepare(a, name, batch, tmp):
+    """Writes the model (ONNX or .pt2), compiles it with Kiln; returns
+    (artifacts by engine, input path, Kiln's compile seconds)."""
+    x_path = os.path.join(tmp, "%s_b%d_x.npy" % (name, batch))
+    so = os.path.join(tmp, "%s_b%d.so" % (name, batch))
+    if a.suite == "torch":
+        import kiln
+        m, x = torch_module(name, batch)
+        src = kiln.export(m, (x,), os.path.join(tmp, "%s_b%d.pt2" % (name, batch)))
+        np.save(x_path, x.numpy())
+        arts = {"kiln": so, "torch": "-", "eager": "-"}
+    else:
+        import onnx
+        from kiln_models import MODELS
+        kw = {"batch": batch} if name in BATCHED and batch != 1 else {}
+        model = MODELS[name](**kw)
+        src = os.path.join(tmp, "%s_b%d.onnx" % (name, batch))
+        onnx.save(model, src)
+        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        np.save(x_path, np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+        arts = {"kiln": so, "ort": src, "torch": src, "eager": src}
+    t0 = time.perf_counter()
+    subprocess.run([os.path.join(a.bindir, "kiln-compile"), src, "-o", so], check=True)
+    return arts, x_path, time.perf_counter() - t0, int(np.load(x_path).shape[0])
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bindir", required=True)
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bindir", default="build/bin")
+    ap.add_argument("--threads", default=str(os.cpu_count() or 1),
+                    help="thread counts, comma-separated (1,2)")
+    ap.add_argument("--batch", default="1", help="batch sizes, comma-separated (models whose "
+                    "builder takes one; the MLP's own is 32)")
+    ap.add_argument("--engines", default=None, help="kiln,ort,torch[,eager] (default: those "
+                    "installed; the torch suite has no ort)")
+    ap.add_argument("--suite", choices=["onnx", "torch"], default="onnx")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("models", nargs="*",
-                    default=["resnet50", "mobilenetv2", "efficientnet_b0", "bert_layer",
-                             "gpt2_block", "vit_b16", "mlp"])
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("models", nargs="*")
+    # worker mode
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--engine", help=argparse.SUPPRESS)
+    ap.add_argument("--artifact", help=argparse.SUPPRESS)
+    ap.add_argument("--input", help=argparse.SUPPRESS)
+    ap.add_argument("--model", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.worker:
+        a.threads = int(a.threads)
+        return worker(a)
+    os.environ.setdefault("KILN_COMPILE", os.path.join(os.path.abspath(a.bindir), "kiln-compile"))
+    try:
+        import torch  # noqa: F401
+        have_torch = True
+    except ImportError:
+        have_torch = False
+    engines = a.engines.split(",") if a.engines else (
+        ["kiln", "ort"] + (["torch"] if have_torch else []) if a.suite == "onnx" else
+        ["kiln", "torch"])
+    if a.suite == "torch" and not have_torch:
+        raise SystemExit("the torch suite needs torch (pip install -r scripts/requirements-torch.txt)")
+    models = a.models or (ONNX_MODELS if a.suite == "onnx" else TORCH_MODELS)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in a.models:
-            path = os.path.join(tmp, name + ".onnx")
-            onnx.save(MODELS[name](), path)
-            so = os.path.join(tmp, name + ".so")
-            t0 = time.perf_counter()
-            subprocess.run([os.path.join(a.bindir, "kiln-compile"), path, "-o", so], check=True)
-            compile_s = time.perf_counter() - t0
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = a.threads
-            opts.inter_op_num_threads = 1
-            sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-            x = np.random.default_rng(0).standard_normal(sess.get_inputs()[0].shape).astype(np.float32)
-            x_path = os.path.join(tmp, "x.npy")
-            np.save(x_path, x)
-            ref = sess.run(None, {"input": x})[0]
-            np.save(os.path.join(tmp, "ref.npy"), ref)
-            atol = 1e-5 * float(np.abs(ref).max())
-            subprocess.run([os.path.join(a.bindir, "kiln-run"), so, "--input", f"input={x_path}",
-                            "--compare", f"logits={os.path.join(tmp, 'ref.npy')}",
-                            "--rtol", "1e-4", "--atol", str(atol)], check=True, capture_output=True)
-            k, o = [], []
-            for _ in range(a.rounds):
-                k.append(kiln_round(a.bindir, so, x_path, a.threads, a.runs))
-                o.append(ort_round(sess, x, a.runs))
-            km, om = statistics.median(k), statistics.median(o)
-            rows.append((name, km, om, om / km, compile_s))
-            print(f"{name}: kiln {km:.3f} ms, onnxruntime {om:.3f} ms, "
-                  f"speedup {om / km:.2f}x (compile {compile_s:.1f} s)", flush=True)
+        for batch in [int(b) for b in a.batch.split(",")]:
+            for name in models:
+                if batch != 1 and name not in BATCHED:
+                    continue
+                arts, x_path, compile_s, real_batch = prepare(a, name, batch, tmp)
+                for threads in [int(t) for t in a.threads.split(",")]:
+                    ws = {}
+                    for e in engines:
+                        ws[e] = Worker(["--engine", e, "--artifact", arts[e], "--input", x_path,
+                                        "--threads", str(threads), "--suite", a.suite,
+                                        "--model", name])
+                    outs = {}
+                    for e, w in ws.items():
+                        path = os.path.join(tmp, "out_%s.npy" % e)
+                        w.ask("out " + path)
+                        outs[e] = np.load(path)
+                    ref_engine = "ort" if "ort" in outs else ("eager" if "eager" in outs else "torch")
+                    checks = {e: agree(outs[e], outs[ref_engine]) for e in outs if e != ref_engine}
+                    times = {e: [] for e in ws}
+                    for _ in range(a.rounds):
+                        for e, w in ws.items():
+                            times[e].append(w.ask("run %d" % a.runs)["ms"])
+                    med = {e: statistics.median(t) for e, t in times.items()}
+                    rss = {e: w.close() for e, w in ws.items()}
+                    others = [med[e] for e in med if e != "kiln"]
+                    row = {"model": name, "batch": real_batch, "setting": batch,
+                           "threads": threads, "ms": med,
+                           "rss_mib": rss, "kiln_compile_s": compile_s,
+                           "ready_s": {e: w.ready_s for e, w in ws.items()},
+                           "agree": {e: c[0] for e, c in checks.items()},
+                           "max_abs_err": {e: c[1] for e, c in checks.items()},
+                           "kiln_vs_best": med["kiln"] / min(others) if others else None}
+                    rows.append(row)
+                    bad = [e for e, c in checks.items() if not c[0]]
+                    print("%s b%d t%d: %s%s" % (name, real_batch, threads, ", ".join(
+                        "%s %.3f ms" % (e, med[e]) for e in med),
+                        "  OUTPUTS DISAGREE: %s" % bad if bad else ""), flush=True)
     print()
-    print(f"| model | Kiln (ms) | onnxruntime {ort.__version__} (ms) | onnxruntime / Kiln |")
-    print("| --- | ---: | ---: | ---: |")
-    for name, km, om, ratio, _ in rows:
-        print(f"| {name} | {km:.3f} | {om:.3f} | {ratio:.2f}x |")
-    print(f"\nthreads={a.threads}, runs={a.runs} per round, rounds={a.rounds}; "
-          "medians; fp32; the models' own batch (1; the MLP 32)")
+    hdr = "| model | batch | threads | " + " | ".join("%s (ms)" % e for e in engines) + \
+          " | " + " | ".join("%s / Kiln" % e for e in engines if e != "kiln") + \
+          " | Kiln / best other | peak RSS MiB (" + ", ".join(engines) + ") |"
+    print(hdr)
+    print("|" + " --- |" * 3 + " ---: |" * (2 * len(engines)) + " --- |")
+    for r in rows:
+        ms = r["ms"]
+        print("| %s | %d | %d | %s | %s | %s | %s |" % (
+            r["model"], r["batch"], r["threads"], " | ".join("%.3f" % ms[e] for e in engines),
+            " | ".join("%.2fx" % (ms[e] / ms["kiln"]) for e in engines if e != "kiln"),
+            "%.2f" % r["kiln_vs_best"] if r["kiln_vs_best"] else "-",
+            " / ".join("%.0f" % r["rss_mib"][e] for e in engines)))
+    for threads in sorted({r["threads"] for r in rows}):
+        for batch in sorted({r["setting"] for r in rows}):
+            sel = [r for r in rows if r["threads"] == threads and r["setting"] == batch]
+            if not sel:
+                continue
+            parts = []
+            for e in engines:
+                if e == "kiln":
+                    continue
+                g = math.exp(statistics.mean(math.log(r["ms"]["kiln"] / r["ms"][e]) for r in sel))
+                parts.append("%s %.2f" % (e, g))
+            print("geomean Kiln / other, %d thread(s), --batch %d (%d models): %s" % (
+                threads, batch, len(sel), ", ".join(parts)))
+    print("\nruns=%d per round, rounds=%d; medians; fp32; all engines called from Python, "
+          "each in its own process" % (a.runs, a.rounds))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

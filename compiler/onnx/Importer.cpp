@@ -629,6 +629,35 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
       out->axisSymbols = shape->symbolTags;
     return;
   }
+  if (opType == "Slice" && nc.hostInput(0) && !nc.hostInput(0)->fromSymbolicShape) {
+    // A static tensor sliced from 0 to a symbol's size (torch's pos[:seq]):
+    // at the bound it is the model's own value, and its axis carries the
+    // symbol (the rows past a run's size are the padding).
+    const HostTensor *starts = nc.hostInput(1), *ends = nc.hostInput(2);
+    const HostTensor *axes = nc.numInputs() > 3 ? nc.hostInput(3) : nullptr;
+    const HostTensor *steps = nc.numInputs() > 4 ? nc.hostInput(4) : nullptr;
+    if (!starts || starts->fromSymbolicShape || !ends || ends->symbolTags.empty() ||
+        (nc.numInputs() > 3 && nc.hasInput(3) && (!axes || axes->fromSymbolicShape)) ||
+        (nc.numInputs() > 4 && nc.hasInput(4) && (!steps || steps->fromSymbolicShape)))
+      return;
+    int64_t rank = int64_t(out->shape.size());
+    std::vector<int32_t> carried(rank, -1);
+    for (size_t k = 0; k < ends->symbolTags.size(); ++k) {
+      int32_t tag = ends->symbolTags[k];
+      if (tag == -1)
+        continue;
+      int64_t axis = axes && k < axes->values.size() ? hostInt(axes->values[k]) : int64_t(k);
+      if (axis < 0)
+        axis += rank;
+      bool fromZero = k < starts->values.size() && starts->values[k] == 0;
+      bool unitStep = !steps || (k < steps->values.size() && steps->values[k] == 1);
+      if (tag < 0 || axis < 0 || axis >= rank || !fromZero || !unitStep)
+        return;
+      carried[axis] = tag;
+    }
+    out->axisSymbols = carried;
+    return;
+  }
   static const llvm::StringSet<> moves = {"Identity", "Gather", "Slice", "Concat", "Squeeze",
                                           "Unsqueeze", "Reshape", "Flatten", "Transpose", "Cast"};
   if (!taintedIn || !moves.contains(opType) || node.output_size() != 1 ||

@@ -519,7 +519,17 @@ LogicalResult sdpa(AtenContext &c) {
   int64_t r = rankOf(c, q);
   if (r != 3 && r != 4)
     return c.fail("attention over rank-" + std::to_string(r) + " inputs (3 or 4 supported)");
-  std::vector<Attr> attrs = {Attr::i("is_causal", causal)};
+  // A causal mask over a symbolic sequence is built here, as a lower
+  // triangle of ones of the sequences' run-time sizes, which the importer
+  // tracks along the symbols (ONNX's is_causal would be a static mask).
+  auto seqSymbolic = [&](const std::string &x) {
+    const TensorInfo &xi = c.info(x);
+    return xi.sizes.size() >= 2 && xi.sizes[xi.sizes.size() - 2] < 0;
+  };
+  bool ownCausal = causal && (seqSymbolic(q) || seqSymbolic(k));
+  if (causal && !c.isNone("attn_mask"))
+    return c.fail("attention with both is_causal and a mask");
+  std::vector<Attr> attrs = {Attr::i("is_causal", causal && !ownCausal)};
   if (!c.isNone("scale"))
     attrs.push_back(Attr::f("scale", float(c.f("scale", 1.0))));
   // ONNX reads 3-D inputs as [batch, seq, heads * dim]: give torch's
@@ -528,7 +538,15 @@ LogicalResult sdpa(AtenContext &c) {
     return r == 4 ? x : c.emit("Unsqueeze", {x, c.constI64({1})});
   };
   std::vector<std::string> ins = {to4(q), to4(k), to4(v)};
-  if (!c.isNone("attn_mask")) {
+  if (ownCausal) {
+    auto seq = [&](const std::string &x) {
+      return c.emit("Shape", {x}, {}, {Attr::i("start", -2), Attr::i("end", -1)});
+    };
+    std::string shape = c.emit("Concat", {seq(ins[0]), seq(ins[1])}, {},
+                               {Attr::i("axis", 0)});
+    std::string ones = c.emit("Expand", {c.constScalar(1, T::BOOL), shape});
+    ins.push_back(c.emit("Trilu", {ones, c.constI64({0}, true)}, {}, {Attr::i("upper", 0)}));
+  } else if (!c.isNone("attn_mask")) {
     std::string m = c.tensor("attn_mask");
     const TensorInfo &mi = c.info(m);
     if (mi.elemType != T::BOOL)
@@ -1211,6 +1229,81 @@ void kiln::torch_import::registerAtenConverters(llvm::StringMap<AtenConverter> &
       c.emit("Squeeze", {pieces[k], c.constI64({dim})}, {outs[k]});
     return success();
   });
+  reg({"aten.flip.default"}, [](AtenContext &c) {
+    std::string x = c.tensor("self");
+    std::vector<int64_t> dims = c.ints("dims", {});
+    if (c.failed())
+      return failure();
+    size_t n = dims.size();
+    c.emit("Slice", {x, c.constI64(std::vector<int64_t>(n, -1)),
+                     c.constI64(std::vector<int64_t>(n, INT64_MIN)), c.constI64(dims),
+                     c.constI64(std::vector<int64_t>(n, -1))},
+           {c.out()});
+    return success();
+  });
+  reg({"aten.roll.default"}, [](AtenContext &c) {
+    std::string x = c.tensor("self");
+    std::vector<int64_t> shifts = c.ints("shifts", {}), dims = c.ints("dims", {});
+    if (c.failed())
+      return failure();
+    const TensorInfo &xi = c.info(x);
+    std::string y = x;
+    bool flat = dims.empty();
+    std::vector<int64_t> sizes = xi.sizes;
+    if (flat) { // roll the flattened tensor, then restore its shape
+      int64_t n = 1;
+      for (int64_t s : sizes)
+        n = s < 0 ? -1 : n * s;
+      if (n < 0)
+        return c.fail("roll over a symbolic size");
+      y = c.emit("Reshape", {x, c.constI64({-1})});
+      sizes = {n};
+      dims = {0};
+    }
+    if (shifts.size() != dims.size())
+      return c.fail("roll needs one shift per dimension");
+    for (size_t k = 0; k < dims.size(); ++k) {
+      int64_t d = normAxis(dims[k], int64_t(sizes.size()));
+      int64_t n = d >= 0 && d < int64_t(sizes.size()) ? sizes[d] : -1;
+      if (n < 0)
+        return c.fail("roll along an axis without a static size");
+      int64_t sft = n ? ((shifts[k] % n) + n) % n : 0;
+      if (!sft)
+        continue;
+      std::string tail = c.emit("Slice", {y, c.constI64({n - sft}), c.constI64({n}),
+                                          c.constI64({d})});
+      std::string head = c.emit("Slice", {y, c.constI64({0}), c.constI64({n - sft}),
+                                          c.constI64({d})});
+      y = c.emit("Concat", {tail, head}, {}, {Attr::i("axis", d)});
+    }
+    if (flat)
+      y = c.emit("Reshape", {y, c.constI64(xi.sizes)});
+    c.emit("Identity", {y}, {c.out()});
+    return success();
+  });
+  auto topk = [](bool isSort) {
+    return [isSort](AtenContext &c) {
+      std::string x = c.tensor("self");
+      int64_t dim = c.i("dim", -1);
+      if (c.failed())
+        return failure();
+      const TensorInfo &xi = c.info(x);
+      int64_t axis = normAxis(dim, int64_t(xi.sizes.size()));
+      if (axis < 0 || axis >= int64_t(xi.sizes.size()) || xi.sizes[axis] < 0)
+        return c.fail("sorting along an axis without a static size");
+      int64_t k = isSort ? xi.sizes[axis] : c.i("k", 1);
+      bool largest = isSort ? c.b("descending", false) : c.b("largest", true);
+      if (c.failed())
+        return failure();
+      std::string values = c.out(0).empty() ? c.fresh() : c.out(0);
+      std::string indices = c.out(1).empty() ? c.fresh() : c.out(1);
+      c.emit("TopK", {x, c.constI64({k})}, {values, indices},
+             {Attr::i("axis", axis), Attr::i("largest", largest), Attr::i("sorted", 1)});
+      return success();
+    };
+  };
+  reg({"aten.topk.default"}, topk(false));
+  reg({"aten.sort.default", "aten.sort.stable"}, topk(true));
   reg({"aten.triu.default", "aten.tril.default"}, [](AtenContext &c) {
     std::string x = c.tensor("self");
     int64_t k = c.i("diagonal", 0);

@@ -19,6 +19,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -531,6 +532,16 @@ mlir::LogicalResult Translator::run(onnx::ModelProto &model,
 }
 
 } // namespace
+
+std::vector<std::string> kiln::torch_import::supportedTargets() {
+  llvm::StringMap<AtenConverter> table;
+  registerAtenConverters(table);
+  std::vector<std::string> names;
+  for (const auto &e : table)
+    names.push_back(e.getKey().str());
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 mlir::OwningOpRef<mlir::ModuleOp>
 kiln::torch_import::importTorchFile(mlir::MLIRContext &ctx, llvm::StringRef path,

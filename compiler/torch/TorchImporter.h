@@ -11,10 +11,17 @@
 
 #include "compiler/onnx/Importer.h"
 
+#include <string>
+#include <vector>
+
 namespace kiln::torch_import {
 
 /// Whether `path` names a torch.export archive (a .pt2 file).
 bool isTorchArchive(llvm::StringRef path);
+
+/// The ATen targets (and Python operators on sizes) the frontend converts,
+/// sorted: "aten.add.Tensor", ... (kiln-compile --list-torch-ops).
+std::vector<std::string> supportedTargets();
 
 /// Imports the ExportedProgram saved at `path`. Returns null after emitting
 /// diagnostics (every unsupported ATen op at once, with torch's source line).

@@ -6,9 +6,10 @@ and use Kiln as a torch.compile backend.
     m = kiln.compile_file("model.pt2", "model.so")   # kiln-compile -> Model
     y, = m(x)
 
-    compiled = torch.compile(model, backend="kiln")  # after `import kiln`
+    compiled = torch.compile(model, backend="kiln")
 """
 import os
+import sys
 
 from .compiler import KilnCompileError, compile_file as _compile, find_compiler
 from .export import export
@@ -33,9 +34,10 @@ def compile(module, example_inputs, out_path, args=(), threads=0, dynamic_shapes
     return compile_file(pt2, out_path, args, threads)
 
 
-try:  # torch.compile(backend="kiln") once kiln is imported
-    import torch  # noqa: F401
+# torch.compile(backend="kiln") finds the backend through the package's
+# torch_dynamo_backends entry point; from a checkout (no entry point), it is
+# registered here when torch is already loaded. kiln itself never imports
+# torch: running an artifact needs only NumPy.
+if "torch" in sys.modules:
     from .dynamo import register as _register
     _register()
-except ImportError:
-    pass

@@ -18,7 +18,8 @@ reshapes merging the batch with the axes after it (a derived symbol),
 tiles, Trilu and Size along the batch, reshapes moving or splitting it,
 scatters along the batch (negative indices, a dynamic number of updates), an
 LSTM over a dynamic batch, reductions and matrix products over the symbolic batch (masked
-padding), and self-attention over a symbolic sequence length. Then the run-time errors: a size past the bound, two inputs that
+padding), self-attention over a symbolic sequence length, and a constant
+position table sliced to it. Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
 Tolerance: |kiln - ort| <= 1e-4 * |ort| + 1e-5 * max(1, max|ort|) (integers
@@ -198,6 +199,25 @@ def attention_dynamic_seq():
     g = helper.make_graph(nodes, "attention_dynamic_seq",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", d])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", d])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def position_slice():
+    """A position embedding sliced to the symbolic sequence length (torch's
+    pos[:seq], exported as Shape -> Slice of a constant): the slice's rows
+    carry the symbol, added to token embeddings gathered by int64 ids."""
+    rng = np.random.default_rng(9)
+    nodes = [helper.make_node("Gather", ["emb", "ids"], ["tok"], axis=0),
+             helper.make_node("Shape", ["ids"], ["seq"], start=1, end=2),
+             helper.make_node("Slice", ["pos", "zero", "seq", "zero"], ["p"]),
+             helper.make_node("Add", ["tok", "p"], ["y"])]
+    inits = [numpy_helper.from_array(rng.standard_normal((50, 8)).astype(np.float32), "emb"),
+             numpy_helper.from_array(rng.standard_normal((24, 8)).astype(np.float32), "pos"),
+             numpy_helper.from_array(np.array([0], np.int64), "zero")]
+    g = helper.make_graph(nodes, "position_slice",
+                          [helper.make_tensor_value_info("ids", TensorProto.INT64, ["B", "S"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", 8])],
                           inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -561,6 +581,8 @@ def main():
          [{"N": 1}, {"N": 5}, {"N": 12}]),
         ("attention_dynamic_seq", attention_dynamic_seq(), ["--max-shape", "x=2x24x16"],
          [{"B": 1, "S": 24}, {"B": 2, "S": 7}, {"B": 1, "S": 1}]),
+        ("position_slice", position_slice(), ["--max-shape", "ids=3x24"],
+         [{"B": 1, "S": 24}, {"B": 3, "S": 5}, {"B": 2, "S": 1}]),
         ("live_rows", live_rows(), ["--max-shape", "x=16x3x8x8"],
          [{"N": 1}, {"N": 5}, {"N": 16}]),
         ("small_cnn", cnn, ["--max-shape", "input=4x3x32x32"], [{"batch": 1}, {"batch": 3}]),

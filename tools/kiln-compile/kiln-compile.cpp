@@ -48,8 +48,9 @@ namespace cl = llvm::cl;
 /// kiln-compile's own options: --help lists these, not every LLVM flag.
 static cl::OptionCategory kilnCategory("kiln-compile options");
 
-static cl::opt<std::string> inputPath(cl::Positional, cl::cat(kilnCategory), cl::desc("<model.onnx|model.pt2|model.mlir>"),
-                                      cl::Required);
+static cl::opt<std::string> inputPath(cl::Positional, cl::cat(kilnCategory), cl::desc("<model.onnx|model.pt2|model.mlir>"));
+static cl::opt<bool> listTorchOps("list-torch-ops", cl::cat(kilnCategory),
+    cl::desc("print the ATen targets the PyTorch frontend converts, one per line, and exit"));
 static cl::opt<std::string> outputPath("o", cl::cat(kilnCategory), cl::desc("output: OUT.so, OUT.o (+ OUT.h), or a text file with --emit"),
                                        cl::value_desc("file"), cl::init("-"));
 static cl::opt<std::string> emit("emit",
@@ -332,6 +333,13 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(kilnCategory);
   cl::ParseCommandLineOptions(argc, argv, "Kiln ahead-of-time model compiler\n");
+  if (listTorchOps) {
+    for (const std::string &t : kiln::torch_import::supportedTargets())
+      llvm::outs() << t << "\n";
+    return 0;
+  }
+  if (inputPath.empty())
+    return fail("no model given (kiln-compile MODEL -o OUT; --help lists the options)");
   if (target != "cpu" && target != "cuda" && target != "cuda-emu")
     return fail("unknown --target=" + target + " (cpu, cuda, cuda-emu)");
   bool cudaTarget = target != "cpu";

@@ -144,12 +144,15 @@ class Ops(nn.Module):
         st = torch.stack([r, r.clamp(-0.5, 0.5)], dim=-1).flatten(1)
         pw = st.pow(2) + st.erf() - torch.remainder(st.abs() * 0.25, 0.7)
         ii = (idx * 7 - 20).floor_divide(3) + torch.remainder(idx - 4, 3) + (idx - 5) % -4
-        return s.amax(1), pw, w.argmax(-1), torch.max(w, 1).values, ii
+        srt = torch.flip(pw, [1]).sort(-1, descending=True).values + torch.roll(pw, (2, -3), (0, 1))
+        top = torch.topk(pw, 3, dim=1).values + torch.roll(pw, 5).sort(0).values[:, :3]
+        return s.amax(1), pw, w.argmax(-1), torch.max(w, 1).values, ii, srt, top
 
 
 class Unsupported(nn.Module):
     def forward(self, x):
-        return torch.flip(x.sort(-1).values, [0]) + torch.roll(x, 1, 0)
+        b = torch.tensor([-1.0, 0.0, 1.0])
+        return torch.bucketize(x, b) + torch.searchsorted(b, x) + torch.histc(x, 4).sum().long()
 
 
 def save(name, module, inputs, dynamic_shapes=None, extra_runs=(), decompose=False):
@@ -194,6 +197,11 @@ def main():
                                       decompose=True)
     gpt = TinyGpt()
     fixtures["tiny_gpt"] = save("tiny_gpt", gpt, (torch.randint(0, 50, (2, 16)),))
+    b, s = torch.export.Dim("b", max=6), torch.export.Dim("s", max=16)
+    fixtures["tiny_gpt_dynamic"] = save("tiny_gpt_dynamic", gpt, (torch.randint(0, 50, (2, 16)),),
+                                        dynamic_shapes=({0: b, 1: s},),
+                                        extra_runs=[(torch.randint(0, 50, (3, 9)),),
+                                                    (torch.randint(0, 50, (1, 1)),)])
     fixtures["tiny_gpt_core"] = save("tiny_gpt_core", gpt, (torch.randint(0, 50, (2, 16)),),
                                      decompose=True)
     pad = torch.zeros(2, 12, dtype=torch.bool)
