@@ -31,6 +31,7 @@ object); `run` rebuilds the same models from their seeds (python/kiln_models)
 for PyTorch. `run` exits 2 when there is no usable GPU.
 """
 import argparse
+import atexit
 import concurrent.futures as cf
 import ctypes
 import glob
@@ -42,6 +43,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -192,7 +194,11 @@ def pack(a):
     if not a.no_tests:
         blobs = Blobs(out)
         only = a.only.split(",")
-        tests = [t for t in oc.collect() if any(o in t[1] for o in only)]
+        # (The light versions of the "real" models are made in a folder of
+        # their own; pack_test copies what it needs out of it.)
+        light = tempfile.mkdtemp(prefix="kiln-gpu-light-")
+        atexit.register(shutil.rmtree, light, True)
+        tests = [t for t in oc.collect(light) if any(o in t[1] for o in only)]
         with cf.ThreadPoolExecutor(a.jobs) as ex:
             futs = [ex.submit(pack_test, label, d, bindir, a.arch, out, blobs)
                     for label, d in tests]
