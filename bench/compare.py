@@ -19,7 +19,7 @@ instead: torchvision ResNet-18 and MobileNetV2 and nn.TransformerEncoder,
 which Kiln compiles through kiln.export (.pt2) and torch.compile takes as
 they are (no onnxruntime there).
 
-After warm-up, rounds alternate between the engines; each round is the
+After warm-up (at least 5 calls and 2 s), rounds alternate between the engines; each round is the
 median of --runs calls; the table shows the median over rounds, each
 engine's ratio to Kiln (time / Kiln's time: above 1 means Kiln is faster),
 Kiln / best other, and every worker's peak RSS. Outputs are checked to
@@ -120,16 +120,20 @@ def worker(a):
         if a.engine == "torch":
             import torch._inductor.config as inductor_config
             inductor_config.freezing = True
-            m = torch.compile(m)
+            m = torch.compile(m, dynamic=False)  # static shapes, as Kiln compiles them
         xt = torch.from_numpy(x)
 
         def call():
             with torch.no_grad():
                 y = m(xt)
             return (y[0] if isinstance(y, tuple) else y).numpy()
-    for _ in range(3):  # warm-up (torch.compile compiles here)
-        call()
+    call()  # the first call (torch.compile compiles here)
     ready_s = time.perf_counter() - t0
+    # Warm-up: at least 5 calls and 2 s (caches, thread pools, the clock).
+    w0, n = time.perf_counter(), 0
+    while n < 5 or time.perf_counter() - w0 < 2.0:
+        call()
+        n += 1
     print(json.dumps({"ready_s": ready_s}), flush=True)
     for line in sys.stdin:
         cmd, _, arg = line.strip().partition(" ")
@@ -263,17 +267,22 @@ def main():
                         path = os.path.join(tmp, "out_%s.npy" % e)
                         w.ask("out " + path)
                         outs[e] = np.load(path)
-                    ref_engine = "ort" if "ort" in outs else ("eager" if "eager" in outs else "torch")
-                    checks = {e: agree(outs[e], outs[ref_engine]) for e in outs if e != ref_engine}
+                    ref_engine = next((e for e in ("ort", "eager", "torch") if e in outs), None)
+                    checks = {e: agree(outs[e], outs[ref_engine]) for e in outs
+                              if ref_engine and e != ref_engine}
                     times = {e: [] for e in ws}
                     for _ in range(a.rounds):
                         for e, w in ws.items():
+                            # A pause first: the previous engine's worker
+                            # threads (onnxruntime's and OpenMP's spin after
+                            # a run) must not take this engine's cores.
+                            time.sleep(0.5)
                             times[e].append(w.ask("run %d" % a.runs)["ms"])
                     med = {e: statistics.median(t) for e, t in times.items()}
                     rss = {e: w.close() for e, w in ws.items()}
                     others = [med[e] for e in med if e != "kiln"]
                     row = {"model": name, "batch": real_batch, "setting": batch,
-                           "threads": threads, "ms": med,
+                           "threads": threads, "ms": med, "rounds_ms": times,
                            "rss_mib": rss, "kiln_compile_s": compile_s,
                            "ready_s": {e: w.ready_s for e, w in ws.items()},
                            "agree": {e: c[0] for e, c in checks.items()},

@@ -147,6 +147,11 @@ def _run(op, x, at):
         return torch.erf(x[0])
     if op == "Tanh":
         return torch.tanh(x[0])
+    if op == "Sigmoid":
+        return torch.sigmoid(x[0])
+    if op == "Expand":  # ONNX broadcasts both ways
+        shape = [int(d) for d in x[1]]
+        return x[0].expand(torch.broadcast_shapes(tuple(x[0].shape), tuple(shape)))
     if op == "Softmax":
         return torch.softmax(x[0], at.get("axis", -1))
     if op == "ReduceMean":

@@ -1163,22 +1163,20 @@ void kiln::torch_import::registerAtenConverters(llvm::StringMap<AtenConverter> &
     c.emit("Gather", {x, c.constI64({index}, true)}, {c.out()}, {Attr::i("axis", dim)});
     return success();
   });
-  reg({"aten.index_select.default"}, [](AtenContext &c) {
-    std::string x = c.tensor("self"), idx = c.tensor("index");
-    int64_t dim = c.i("dim", 0);
-    if (c.failed())
-      return failure();
-    c.emit("Gather", {x, idx}, {c.out()}, {Attr::i("axis", dim)});
-    return success();
-  });
-  reg({"aten.gather.default"}, [](AtenContext &c) {
-    std::string x = c.tensor("self"), idx = c.tensor("index");
-    int64_t dim = c.i("dim", 0);
-    if (c.failed())
-      return failure();
-    c.emit("GatherElements", {x, idx}, {c.out()}, {Attr::i("axis", dim)});
-    return success();
-  });
+  // index_select takes whole slices along dim (Gather), gather one element
+  // per index position (GatherElements).
+  auto gatherAlong = [](const std::string &op) {
+    return [op](AtenContext &c) {
+      std::string x = c.tensor("self"), idx = c.tensor("index");
+      int64_t dim = c.i("dim", 0);
+      if (c.failed())
+        return failure();
+      c.emit(op, {x, idx}, {c.out()}, {Attr::i("axis", dim)});
+      return success();
+    };
+  };
+  reg({"aten.index_select.default"}, gatherAlong("Gather"));
+  reg({"aten.gather.default"}, gatherAlong("GatherElements"));
   reg({"aten.index.Tensor"}, [](AtenContext &c) {
     std::string x = c.tensor("self");
     const llvm::json::Object *a = c.arg("indices");

@@ -347,29 +347,30 @@ mlir::LogicalResult Translator::run(onnx::ModelProto &model,
         return t->getString("name").value_or("").str();
       return "";
     };
-    if (const Object *p = spec->getObject("parameter")) {
-      std::string v = argName(p), key = p->getString("parameter_name").value_or("").str();
-      auto it = weights.find(key);
-      if (it == weights.end())
-        return fileError("parameter '" + key + "' is not in the archive's weights");
-      if (mlir::failed(addInitializer(v, it->second.first, *it->second.second)))
-        return mlir::failure();
-    } else if (const Object *bf = spec->getObject("buffer")) {
-      std::string v = argName(bf), key = bf->getString("buffer_name").value_or("").str();
-      auto it = weights.find(key);
-      if (it == weights.end())
-        it = constants.find(key);
-      if (it == constants.end())
-        return fileError("buffer '" + key + "' is not in the archive's weights or constants");
-      if (mlir::failed(addInitializer(v, it->second.first, *it->second.second)))
-        return mlir::failure();
-    } else if (const Object *tc = spec->getObject("tensor_constant")) {
-      std::string v = argName(tc), key = tc->getString("tensor_constant_name").value_or("").str();
-      auto it = constants.find(key);
-      if (it == constants.end())
-        it = weights.find(key);
-      if (it == weights.end())
-        return fileError("constant '" + key + "' is not in the archive's constants");
+    // Parameters and buffers live in the weights, lifted constants in the
+    // constants (non-persistent buffers may sit in either).
+    struct Kind {
+      const char *spec, *nameKey, *what;
+      bool constantsFirst;
+    };
+    static const Kind kinds[] = {{"parameter", "parameter_name", "parameter", false},
+                                 {"buffer", "buffer_name", "buffer", false},
+                                 {"tensor_constant", "tensor_constant_name", "constant", true}};
+    const Kind *kind = nullptr;
+    const Object *entry = nullptr;
+    for (const Kind &k : kinds)
+      if ((entry = spec->getObject(k.spec))) {
+        kind = &k;
+        break;
+      }
+    if (kind) {
+      std::string v = argName(entry), key = entry->getString(kind->nameKey).value_or("").str();
+      auto &first = kind->constantsFirst ? constants : weights;
+      auto &second = kind->constantsFirst ? weights : constants;
+      auto it = first.find(key);
+      if (it == first.end() && (it = second.find(key)) == second.end())
+        return fileError(std::string(kind->what) + " '" + key +
+                         "' is not in the archive's weights or constants");
       if (mlir::failed(addInitializer(v, it->second.first, *it->second.second)))
         return mlir::failure();
     } else if (const Object *ui = spec->getObject("user_input")) {

@@ -123,6 +123,7 @@ class Model:
         if use_torch:
             import torch
             codes = _torch_codes()
+            torch_dtypes = {v: k for k, v in codes.items()}
             for a in args:
                 if a.device.type != "cpu":
                     raise KilnError("kiln: CPU artifacts take CPU tensors (got %s)" % a.device)
@@ -147,8 +148,7 @@ class Model:
                     raise KilnError(self._lib.kiln_instance_error(self._inst).decode())
                 shape = tuple(dims[i] for i in range(len(shape)))
             if use_torch:
-                inv = {v: k for k, v in codes.items()}
-                outs.append(torch.empty(shape, dtype=inv[spec.dtype]))
+                outs.append(torch.empty(shape, dtype=torch_dtypes[spec.dtype]))
             else:
                 if spec.dtype not in _NP:
                     raise KilnError("kiln: output %s has a dtype NumPy lacks" % spec.name)
