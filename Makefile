@@ -2,7 +2,7 @@
 #   make demo   install what is missing, build, compile the example CNN, run it
 #   make test   install what is missing, build, run every test
 #   make build  kiln-compile, kiln-opt, kiln-run into build/bin/
-#   make fuzz   the importer's libFuzzer target (clang, ASan+UBSan) into build-fuzz/bin/
+#   make fuzz   the importers' libFuzzer targets (ONNX, .pt2; clang, ASan+UBSan) into build-fuzz/bin/
 #   make bench  Kiln vs onnxruntime, side by side (docs/performance.md)
 #   make docs   regenerate docs/dialect.md (ODS) and docs/pytorch-ops.md (ATen converters)
 BUILD ?= build
@@ -35,7 +35,7 @@ $(FUZZ_BUILD)/build.ninja: CMakeLists.txt
 	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir
 
 fuzz: deps $(FUZZ_BUILD)/build.ninja
-	ninja -C $(FUZZ_BUILD) -j $(JOBS) kiln-fuzz-import
+	ninja -C $(FUZZ_BUILD) -j $(JOBS) kiln-fuzz-import kiln-fuzz-torch-import
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)

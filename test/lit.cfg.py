@@ -24,6 +24,7 @@ config.substitutions.append(("%kiln_src", config.kiln_src_root))
 config.substitutions.append(("%kiln_bin", config.kiln_tools_dir))
 config.substitutions.append(("%kiln_lib", config.kiln_lib_dir))
 config.substitutions.append(("%kiln_obj", config.kiln_obj_root))
+config.substitutions.append(("%kiln_fuzz_torch_import", config.kiln_fuzz_torch_import))
 config.substitutions.append(("%kiln_fuzz_import", config.kiln_fuzz_import))
 config.substitutions.append(("%make_onnx", config.python_executable + " " +
                              os.path.join(config.kiln_src_root, "test", "Inputs", "make_onnx.py")))

@@ -11,6 +11,7 @@
 
 #include "compiler/torch/AtenContext.h"
 #include "compiler/torch/Pt2Archive.h"
+#include "compiler/onnx/NodeContext.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
@@ -130,25 +131,34 @@ mlir::LogicalResult Translator::addInitializer(const std::string &valueName,
   if (const Object *o = meta.getObject("storage_offset"))
     offset = o->getInteger("as_int").value_or(0);
   size_t esize = elementBytes(ti->elemType);
-  int64_t count = 1;
-  for (int64_t s : ti->sizes)
-    count *= s;
+  int64_t count = kiln::onnx_import::checkedElements(ti->sizes);
+  if (count < 0)
+    return fileError("weight '" + valueName + "' has too many elements");
   if (strides.size() != ti->sizes.size())
     return fileError("weight '" + valueName + "' has " + llvm::Twine(strides.size()) +
                      " strides for " + llvm::Twine(ti->sizes.size()) + " dimensions");
-  std::string raw(size_t(count) * esize, '\0');
-  // The highest element offset any index reaches must lie in the bytes.
-  int64_t last = offset;
+  // The highest element offset any index reaches must lie in the bytes
+  // (checked before anything is allocated; sizes and strides are bounded,
+  // so the sums cannot overflow).
+  uint64_t last = 0;
   for (size_t d = 0; d < strides.size(); ++d) {
-    if (strides[d] < 0)
-      return fileError("weight '" + valueName + "' has a negative stride");
+    if (strides[d] < 0 || strides[d] > (int64_t(1) << 40))
+      return fileError("weight '" + valueName + "' has a stride out of range");
     if (ti->sizes[d] > 0)
-      last += strides[d] * (ti->sizes[d] - 1);
+      last += uint64_t(strides[d]) * uint64_t(ti->sizes[d] - 1);
   }
-  if (count > 0 && (offset < 0 || uint64_t(last + 1) * esize > bytes->size()))
+  if (offset < 0 || offset > (int64_t(1) << 40))
+    return fileError("weight '" + valueName + "' has a storage offset out of range");
+  last += uint64_t(offset);
+  if (count > 0 && (last + 1) * esize > bytes->size())
     return fileError("weight '" + valueName + "' (entry '" + entry + "', " +
                      llvm::Twine(bytes->size()) + " bytes) is smaller than its shape and "
                      "strides need");
+  // A broadcast (zero-stride) weight may hold more elements than bytes;
+  // bound what it expands to.
+  if (uint64_t(count) * esize > (uint64_t(1) << 34))
+    return fileError("weight '" + valueName + "' expands to more than 16 GiB");
+  std::string raw(size_t(count) * esize, '\0');
   std::vector<int64_t> idx(ti->sizes.size(), 0);
   for (int64_t k = 0; k < count; ++k) {
     int64_t at = offset;

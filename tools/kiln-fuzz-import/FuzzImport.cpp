@@ -1,6 +1,8 @@
 //===- FuzzImport.cpp - libFuzzer target: model bytes -> diagnostics -------===//
 //
-// Feeds arbitrary bytes to the ONNX importer as a model file. A well-formed
+// Feeds arbitrary bytes to the ONNX importer as a model file (kiln-fuzz-import)
+// or to the PyTorch frontend as a .pt2 archive (kiln-fuzz-torch-import, built
+// from this file with KILN_FUZZ_TORCH). A well-formed
 // model imports; anything else must end in diagnostics. A crash, an abort, a
 // sanitizer report (the target is built with ASan+UBSan), a leak or a run
 // past libFuzzer's memory limit is a bug. Built only in the fuzz build
@@ -8,6 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/Importer.h"
+#ifdef KILN_FUZZ_TORCH
+#include "compiler/torch/TorchImporter.h"
+#endif
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -28,7 +33,12 @@ const std::string &scratchPath() {
   static const std::string path = [] {
     llvm::SmallString<128> p;
     int fd;
-    if (llvm::sys::fs::createTemporaryFile("kiln-fuzz", "onnx", fd, p)) {
+#ifdef KILN_FUZZ_TORCH
+    const char *suffix = "pt2";
+#else
+    const char *suffix = "onnx";
+#endif
+    if (llvm::sys::fs::createTemporaryFile("kiln-fuzz", suffix, fd, p)) {
       std::fprintf(stderr, "kiln-fuzz-import: cannot create a scratch file\n");
       std::exit(1);
     }
@@ -64,7 +74,11 @@ void importOnce(const kiln::onnx_import::ImportOptions &options) {
       sawError = true;
     return mlir::success();
   });
+#ifdef KILN_FUZZ_TORCH
+  auto module = kiln::torch_import::importTorchFile(ctx, scratchPath(), options);
+#else
   auto module = kiln::onnx_import::importOnnxFile(ctx, scratchPath(), options);
+#endif
   // The importer's contract: a module comes back, or it said why not.
   if (!module && !sawError) {
     std::fprintf(stderr, "kiln-fuzz-import: the import failed without an error diagnostic\n");
