@@ -1155,6 +1155,93 @@ void kiln::torch_import::registerAtenConverters(llvm::StringMap<AtenConverter> &
     return success();
   });
   reg({"aten.slice.Tensor", "aten.slice_copy.Tensor"}, slice);
+  // slice_scatter: `src` written over self[start:end] along dim (step 1:
+  // the kept parts and src concatenated; other steps: a scatter of the
+  // positions, computed here).
+  reg({"aten.slice_scatter.default"}, [](AtenContext &c) {
+    std::string x = c.tensor("self"), src = c.tensor("src");
+    int64_t dim = c.i("dim", 0), step = c.i("step", 1);
+    if (c.failed())
+      return failure();
+    const TensorInfo &xi = c.info(x);
+    int64_t r = int64_t(xi.sizes.size());
+    dim = normAxis(dim, r);
+    if (dim < 0 || dim >= r || xi.sizes[dim] < 0 || step <= 0)
+      return c.fail("slice_scatter along an axis without a static size");
+    int64_t n = xi.sizes[dim];
+    auto clampIdx = [&](int64_t v) { return std::min(std::max(v < 0 ? v + n : v, int64_t(0)), n); };
+    int64_t start = clampIdx(c.i("start", 0)), end = clampIdx(c.i("end", INT64_MAX));
+    if (c.failed())
+      return failure();
+    src = c.castTo(src, xi.elemType);
+    if (step == 1) {
+      std::vector<std::string> parts;
+      auto part = [&](int64_t a, int64_t b) {
+        parts.push_back(c.emit("Slice", {x, c.constI64({a}), c.constI64({b}), c.constI64({dim})}));
+      };
+      if (start > 0)
+        part(0, start);
+      parts.push_back(src);
+      if (end < n && end > start)
+        part(end, n);
+      else if (end < n)
+        part(start, n);
+      c.emit(parts.size() == 1 ? "Identity" : "Concat", parts, {c.out()},
+             parts.size() == 1 ? std::vector<Attr>{} : std::vector<Attr>{Attr::i("axis", dim)});
+      return success();
+    }
+    // Positions start, start+step, ... along dim, broadcast to src's shape.
+    const TensorInfo &si = c.info(src);
+    if (llvm::any_of(si.sizes, [](int64_t v) { return v < 0; }))
+      return c.fail("strided slice_scatter of a symbolic size");
+    std::vector<int64_t> idxShape(si.sizes.size(), 1);
+    idxShape[dim] = si.sizes[dim];
+    std::vector<int64_t> pos;
+    for (int64_t k = 0; k < si.sizes[dim]; ++k)
+      pos.push_back(start + k * step);
+    std::string idx = c.emit("Reshape", {c.constI64(pos), c.constI64(idxShape)});
+    idx = c.emit("Expand", {idx, c.constI64(si.sizes)});
+    c.emit("ScatterElements", {x, idx, src}, {c.out()}, {Attr::i("axis", dim)});
+    return success();
+  });
+  // as_strided over a tensor's own (contiguous) elements: one gather of the
+  // flat positions the sizes, strides and offset select.
+  reg({"aten.as_strided.default", "aten.as_strided_copy.default"}, [](AtenContext &c) {
+    std::string x = c.tensor("self");
+    std::vector<int64_t> size = c.ints("size", {}), stride = c.ints("stride", {});
+    int64_t offset = c.i("storage_offset", 0);
+    if (c.failed())
+      return failure();
+    const TensorInfo &xi = c.info(x);
+    int64_t total = 1;
+    for (int64_t v : xi.sizes)
+      total = v < 0 ? -1 : total * v;
+    if (total < 0 || size.size() != stride.size())
+      return c.fail("as_strided of a symbolic size or with mismatched strides");
+    int64_t count = 1;
+    for (int64_t v : size)
+      count *= v;
+    if (count > (int64_t(1) << 24))
+      return c.fail("as_strided selecting more than 2^24 elements");
+    std::vector<int64_t> pos(size_t(count), offset), idx(size.size(), 0);
+    for (int64_t k = 0; k < count; ++k) {
+      int64_t at = offset;
+      for (size_t d = 0; d < size.size(); ++d)
+        at += idx[d] * stride[d];
+      if (at < 0 || at >= total)
+        return c.fail("as_strided reaches outside the tensor's elements");
+      pos[size_t(k)] = at;
+      for (int64_t d = int64_t(size.size()) - 1; d >= 0; --d) {
+        if (++idx[d] < size[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    std::string flat = c.emit("Reshape", {x, c.constI64({-1})});
+    std::string g = c.emit("Gather", {flat, c.constI64(pos)}, {}, {Attr::i("axis", 0)});
+    c.emit("Reshape", {g, c.constI64(size)}, {c.out()});
+    return success();
+  });
   reg({"aten.select.int", "aten.select_copy.int"}, [](AtenContext &c) {
     std::string x = c.tensor("self");
     int64_t dim = c.i("dim", 0), index = c.i("index", 0);
@@ -1180,7 +1267,11 @@ void kiln::torch_import::registerAtenConverters(llvm::StringMap<AtenConverter> &
   reg({"aten.index.Tensor"}, [](AtenContext &c) {
     std::string x = c.tensor("self");
     const llvm::json::Object *a = c.arg("indices");
+    // A list with a None ([:, idx]) is as_optional_tensors; one without, as_tensors.
     const llvm::json::Array *l = a ? a->getArray("as_optional_tensors") : nullptr;
+    bool plain = false;
+    if (!l && a && (l = a->getArray("as_tensors")))
+      plain = true;
     if (c.failed() || !l)
       return c.fail("indices are not a list of optional tensors");
     // One indexed axis (x[:, idx]) is a Gather; several broadcast together
@@ -1189,7 +1280,7 @@ void kiln::torch_import::registerAtenConverters(llvm::StringMap<AtenConverter> &
     std::string idx;
     for (const auto &e : *l) {
       const llvm::json::Object *o = e.getAsObject();
-      const llvm::json::Object *t = o ? o->getObject("as_tensor") : nullptr;
+      const llvm::json::Object *t = o && plain ? o : o ? o->getObject("as_tensor") : nullptr;
       if (t) {
         if (axis >= 0)
           return c.fail("indexing with several index tensors");
@@ -1323,14 +1414,15 @@ void kiln::torch_import::registerAtenConverters(llvm::StringMap<AtenConverter> &
           return reshapeTo(c, c.tensor("self"));
         return identity(c);
       });
-  reg({"aten.dropout.default", "aten.feature_dropout.default", "aten.alpha_dropout.default",
+  reg({"aten.dropout.default", "aten.dropout_.default", "aten.feature_dropout.default",
+       "aten.feature_dropout_.default", "aten.alpha_dropout.default",
        "aten.native_dropout.default"},
       [](AtenContext &c) {
         if (c.b("train", false) && c.f("p", 0.0) != 0.0)
           return c.fail("dropout in training mode (export the module after .eval())");
         if (c.numOutputs() > 1 && !c.out(1).empty() && c.used(c.out(1)))
           return c.fail("reads dropout's mask");
-        return identity(c, "input");
+        return identity(c, c.arg("input") ? "input" : "self"); // (dropout_ names it self)
       });
 
   // Tensors made from sizes and values.

@@ -84,6 +84,7 @@ private:
                                   std::vector<std::unique_ptr<llvm::json::Value>> &keep);
   mlir::LogicalResult addInitializer(const std::string &valueName, const std::string &entry,
                                      const Object &meta);
+  mlir::LogicalResult checkInPlace(const Array &nodes, const Array &outputSpecs);
 };
 
 mlir::FailureOr<TensorInfo> Translator::readMeta(const Object &meta, llvm::StringRef what) {
@@ -267,6 +268,112 @@ std::string sourceOf(const Object &node) {
 bool isAssertion(llvm::StringRef target) {
   return target.contains("_assert") || target.contains("sym_constrain_range") ||
          target.contains("_check") || target.starts_with("aten._functional_assert");
+}
+
+void tensorNames(const llvm::json::Value &v, std::vector<std::string> &out);
+void tensorNames(const Array &a, std::vector<std::string> &out) {
+  for (const auto &x : a)
+    tensorNames(x, out);
+}
+
+/// The tensor names a JSON argument mentions (as_tensor, as_tensors,
+/// as_optional_tensors).
+void tensorNames(const llvm::json::Value &v, std::vector<std::string> &out) {
+  if (const Object *o = v.getAsObject()) {
+    for (const auto &[k, x] : *o) {
+      if (k == "as_tensor" && x.getAsObject()) {
+        if (auto n = x.getAsObject()->getString("name"))
+          out.push_back(n->str());
+      } else if (k == "as_tensors" && x.getAsArray()) {
+        for (const auto &e : *x.getAsArray())
+          if (const Object *t = e.getAsObject())
+            if (auto n = t->getString("name"))
+              out.push_back(n->str());
+      } else {
+        tensorNames(x, out);
+      }
+    }
+  } else if (const Array *a = v.getAsArray()) {
+    for (const auto &x : *a)
+      tensorNames(x, out);
+  }
+}
+
+/// ATen ops whose result shares its input's storage.
+bool isViewOp(llvm::StringRef target) {
+  llvm::StringRef op = target.drop_front(target.starts_with("aten.") ? 5 : 0).split('.').first;
+  static const llvm::StringSet<> views = {
+      "view", "_unsafe_view", "reshape", "slice", "select", "transpose", "permute", "t",
+      "expand", "squeeze", "unsqueeze", "alias", "unflatten", "flatten", "as_strided",
+      "diagonal", "split", "split_with_sizes", "chunk", "unbind", "narrow", "detach",
+      "view_as", "expand_as", "numpy_T", "movedim", "unfold"};
+  return views.contains(op);
+}
+
+/// An in-place op (relu_, add_, fill_) mutates its first argument. The
+/// converters treat it as a functional op, which is exact when nothing reads
+/// the old value afterwards: neither the tensor itself, nor a view of the
+/// same storage, nor the graph's outputs. Anything else is refused here,
+/// with the fix (the default export keeps such ops; run_decompositions()
+/// functionalizes them).
+mlir::LogicalResult Translator::checkInPlace(const Array &nodes, const Array &outputSpecs) {
+  std::map<std::string, std::string> root; // a view -> the tensor whose storage it shares
+  std::map<std::string, std::vector<size_t>> readers;
+  auto rootOf = [&](const std::string &t) {
+    auto it = root.find(t);
+    return it == root.end() ? t : it->second;
+  };
+  std::vector<std::vector<std::string>> inputs(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Object *n = nodes[i].getAsObject();
+    if (!n)
+      continue;
+    if (const Array *ins = n->getArray("inputs"))
+      tensorNames(*ins, inputs[i]);
+    for (const std::string &t : inputs[i])
+      readers[t].push_back(i);
+    llvm::StringRef target = n->getString("target").value_or("");
+    target.consume_front("torch.ops.");
+    if (isViewOp(target) && !inputs[i].empty()) {
+      std::vector<std::string> outs;
+      if (const Array *o = n->getArray("outputs"))
+        tensorNames(*o, outs);
+      for (const std::string &o : outs)
+        root[o] = rootOf(inputs[i][0]);
+    }
+  }
+  std::vector<std::string> graphOutputs;
+  tensorNames(outputSpecs, graphOutputs);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Object *n = nodes[i].getAsObject();
+    llvm::StringRef target = n ? n->getString("target").value_or("") : "";
+    target.consume_front("torch.ops.aten.");
+    llvm::StringRef op = target.split('.').first;
+    if (!op.ends_with("_") || op.starts_with("_") || inputs[i].empty())
+      continue;
+    std::string base = rootOf(inputs[i][0]);
+    auto shares = [&](const std::string &t) { return rootOf(t) == base; };
+    std::string why;
+    for (const auto &[t, at] : readers)
+      if (shares(t) && llvm::any_of(at, [&](size_t k) { return k > i; }))
+        why = "'" + t + "' is read after it";
+    for (const std::string &t : graphOutputs)
+      if (why.empty() && shares(t))
+        why = "'" + t + "' is an output";
+    if (why.empty())
+      continue;
+    std::string name = n->getString("name").value_or("").str();
+    auto loc = mlir::NameLoc::get(mlir::StringAttr::get(&ctx, name), fileLoc());
+    auto d = mlir::emitError(loc)
+             << "node '" << name << "' (aten." << target << ") updates '" << inputs[i][0]
+             << "' in place and " << why
+             << "; export the module with kiln.export(..., decompose=True) (torch.export's "
+                "run_decompositions() makes the graph functional)";
+    if (std::string src = sourceOf(*n); !src.empty())
+      d.attachNote(loc) << "from " << src;
+    return mlir::failure();
+  }
+  return mlir::success();
 }
 
 mlir::LogicalResult Translator::run(onnx::ModelProto &model,
@@ -483,6 +590,9 @@ mlir::LogicalResult Translator::run(onnx::ModelProto &model,
     }
     return mlir::failure();
   }
+
+  if (mlir::failed(checkInPlace(*nodes, *outputSpecs)))
+    return mlir::failure();
 
   for (const auto &nv : *nodes) {
     const Object *n = nv.getAsObject();

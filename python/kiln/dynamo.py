@@ -99,9 +99,21 @@ def _compile(gm, placeholders, inputs, frozen, options):
             from .export import export
             with tempfile.TemporaryDirectory() as tmp:
                 pt2 = os.path.join(tmp, "graph.pt2")
-                export(Frozen(), tuple(inputs[i] for i in user), pt2)
                 part = so + ".%d.tmp.so" % os.getpid()
-                compile_file(pt2, part, options.get("args", ()))
+                args = tuple(inputs[i] for i in user)
+                export(Frozen(), args, pt2)
+                try:
+                    compile_file(pt2, part, options.get("args", ()))
+                except KilnCompileError:
+                    # The core ATen form: functional (no in-place updates of
+                    # views) and decomposed; the first error stands if it
+                    # fails too.
+                    export(Frozen(), args, pt2, decompose=True)
+                    try:
+                        compile_file(pt2, part, options.get("args", ()))
+                    except KilnCompileError:
+                        export(Frozen(), args, pt2)
+                        compile_file(pt2, part, options.get("args", ()))
                 os.replace(part, so)
         except KilnCompileError as e:
             if e.unsupported:

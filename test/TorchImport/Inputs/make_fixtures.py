@@ -149,6 +149,17 @@ class Ops(nn.Module):
         return s.amax(1), pw, w.argmax(-1), torch.max(w, 1).values, ii, srt, top
 
 
+class InPlaceReread(nn.Module):
+    """An in-place update through a view (the default export keeps add_ on
+    the slice; the base is read afterwards under its old name): refused,
+    with the fix."""
+
+    def forward(self, x):
+        y = x * 2
+        y[:, 1:3].add_(1)
+        return y + x
+
+
 class Unsupported(nn.Module):
     def forward(self, x):
         b = torch.tensor([-1.0, 0.0, 1.0])
@@ -217,6 +228,7 @@ def main():
     fixtures["ops"] = save("ops", ops, (torch.randn(2, 4, 8, 8), idx))
     fixtures["ops_core"] = save("ops_core", ops, (torch.randn(2, 4, 8, 8), idx), decompose=True)
     kiln.export(Unsupported(), (torch.randn(4, 5),), os.path.join(HERE, "unsupported.pt2"))
+    kiln.export(InPlaceReread(), (torch.randn(4, 5),), os.path.join(HERE, "inplace_reread.pt2"))
     with open(os.path.join(HERE, "fixtures.json"), "w") as f:
         json.dump({"torch": torch.__version__, "fixtures": fixtures}, f, indent=1)
     print("wrote", len(fixtures) + 1, "fixtures to", HERE)
