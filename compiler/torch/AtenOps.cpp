@@ -1414,6 +1414,17 @@ void kiln::torch_import::registerAtenConverters(llvm::StringMap<AtenConverter> &
           return reshapeTo(c, c.tensor("self"));
         return identity(c);
       });
+  // copy (functional): src broadcast to self's shape in self's dtype.
+  reg({"aten.copy.default"}, [](AtenContext &c) {
+    std::string x = c.tensor("self"), src = c.tensor("src");
+    if (c.failed())
+      return failure();
+    std::string shape = c.shapeFromOutput(c.out(), x, 1);
+    if (c.failed())
+      return failure();
+    c.emit("Expand", {c.castTo(src, outType(c)), shape}, {c.out()});
+    return success();
+  });
   reg({"aten.dropout.default", "aten.dropout_.default", "aten.feature_dropout.default",
        "aten.feature_dropout_.default", "aten.alpha_dropout.default",
        "aten.native_dropout.default"},

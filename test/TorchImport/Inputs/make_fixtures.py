@@ -149,6 +149,27 @@ class Ops(nn.Module):
         return s.amax(1), pw, w.argmax(-1), torch.max(w, 1).values, ii, srt, top
 
 
+class ViewUpdates(nn.Module):
+    """Updates through views (slice assignments, a strided one, a window
+    mask filled region by region as Swin does) and a pool over a permuted
+    tensor; exported in core ATen form, where they are slice_scatter and
+    as_strided."""
+
+    def forward(self, x):
+        y = x * 2
+        y[:, 1:3] += 1.0
+        y[:, :, ::2] = 0.5
+        m = x.new_zeros((x.shape[2], x.shape[3]))
+        cnt = 0
+        for h in (slice(0, -4), slice(-4, -2), slice(-2, None)):
+            for w in (slice(0, -3), slice(-3, None)):
+                m[h, w] = cnt
+                cnt += 1
+        z = (y + m).permute(0, 2, 3, 1)
+        a = (x * 1.5).as_strided((5, 4), (3, 2), 1)  # over a fresh, contiguous tensor
+        return F.adaptive_avg_pool2d(z.permute(0, 3, 1, 2), 1).flatten(1), y, a
+
+
 class InPlaceReread(nn.Module):
     """An in-place update through a view (the default export keeps add_ on
     the slice; the base is read afterwards under its old name): refused,
@@ -225,6 +246,8 @@ def main():
         fixtures[name] = save(name, FusedEncoderLayer(norm_first), (torch.randn(2, 12, 32), mask))
     ops = Ops()
     idx = torch.tensor([3, 0, 7, 7, 2, 1, 5, 6])
+    fixtures["view_updates_core"] = save("view_updates_core", ViewUpdates(),
+                                         (torch.randn(2, 5, 8, 6),), decompose=True)
     fixtures["ops"] = save("ops", ops, (torch.randn(2, 4, 8, 8), idx))
     fixtures["ops_core"] = save("ops_core", ops, (torch.randn(2, 4, 8, 8), idx), decompose=True)
     kiln.export(Unsupported(), (torch.randn(4, 5),), os.path.join(HERE, "unsupported.pt2"))
