@@ -12,7 +12,9 @@ meeting new batch sizes (one artifact each), and the backend's fallback on
 an unsupported op (torch.bucketize) (one warning naming it; eager's result).
 rtol 1e-4, atol 1e-5 * max(1, max|ref|)."""
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -60,6 +62,7 @@ def main():
 
     torch.manual_seed(0)
     tmp = tempfile.mkdtemp(prefix="kiln-torch-")
+    atexit.register(shutil.rmtree, tmp, True)  # the artifacts are ~200 MB
     os.environ["KILN_CACHE_DIR"] = os.path.join(tmp, "cache")
     encoder = torch.nn.TransformerEncoder(
         torch.nn.TransformerEncoderLayer(128, 4, 256, dropout=0.0, activation="gelu",
