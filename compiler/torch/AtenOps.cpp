@@ -56,13 +56,15 @@ LogicalResult unary(AtenContext &c, const std::string &op, std::vector<Attr> att
   return success();
 }
 
-/// add/sub: self op alpha * other.
-LogicalResult addSub(AtenContext &c, const std::string &op) {
+/// add/sub: self op alpha * other; rsub (`reversed`): other - alpha * self.
+LogicalResult addSub(AtenContext &c, const std::string &op, bool reversed = false) {
   int t = outType(c);
   std::string a = operand(c, "self", t), b = operand(c, "other", t);
   double alpha = c.f("alpha", 1.0);
   if (c.failed())
     return failure();
+  if (reversed)
+    std::swap(a, b);
   if (alpha != 1.0)
     b = c.emit("Mul", {b, c.constScalar(alpha, t)});
   c.emit(op, {a, b}, {c.out()});
@@ -777,17 +779,8 @@ void kiln::torch_import::registerAtenConverters(llvm::StringMap<AtenConverter> &
       [](AtenContext &c) { return addSub(c, "Add"); });
   reg({"aten.sub.Tensor", "aten.sub_.Tensor", "aten.sub.Scalar", "aten.sub_.Scalar"},
       [](AtenContext &c) { return addSub(c, "Sub"); });
-  reg({"aten.rsub.Scalar", "aten.rsub.Tensor"}, [](AtenContext &c) {
-    int t = outType(c);
-    std::string a = operand(c, "self", t), b = operand(c, "other", t);
-    double alpha = c.f("alpha", 1.0);
-    if (c.failed())
-      return failure();
-    if (alpha != 1.0)
-      a = c.emit("Mul", {a, c.constScalar(alpha, t)});
-    c.emit("Sub", {b, a}, {c.out()});
-    return success();
-  });
+  reg({"aten.rsub.Scalar", "aten.rsub.Tensor"},
+      [](AtenContext &c) { return addSub(c, "Sub", /*reversed=*/true); });
   reg({"aten.mul.Tensor", "aten.mul_.Tensor", "aten.mul.Scalar", "aten.mul_.Scalar"},
       [](AtenContext &c) { return binary(c, "Mul"); });
   reg({"aten.div.Tensor", "aten.div_.Tensor", "aten.div.Scalar", "aten.div_.Scalar"},
@@ -1072,8 +1065,13 @@ void kiln::torch_import::registerAtenConverters(llvm::StringMap<AtenConverter> &
       if (!axes)
         for (size_t d = 0; d < xi.sizes.size(); ++d)
           ax.push_back(int64_t(d));
+      int64_t rank = int64_t(xi.sizes.size());
       for (int64_t a : ax) {
-        int64_t s = xi.sizes[normAxis(a, int64_t(xi.sizes.size()))];
+        int64_t d = normAxis(a, rank);
+        if (d < 0 || d >= rank)
+          return c.fail("variance over axis " + std::to_string(a) + " of a rank-" +
+                        std::to_string(rank) + " tensor");
+        int64_t s = xi.sizes[d];
         if (s < 0)
           return c.fail("variance over a symbolic axis");
         count *= s;
@@ -1194,6 +1192,8 @@ void kiln::torch_import::registerAtenConverters(llvm::StringMap<AtenConverter> &
     const TensorInfo &si = c.info(src);
     if (llvm::any_of(si.sizes, [](int64_t v) { return v < 0; }))
       return c.fail("strided slice_scatter of a symbolic size");
+    if (int64_t(si.sizes.size()) != r)
+      return c.fail("slice_scatter's src has another rank than self");
     std::vector<int64_t> idxShape(si.sizes.size(), 1);
     idxShape[dim] = si.sizes[dim];
     std::vector<int64_t> pos;

@@ -270,19 +270,38 @@ bool isAssertion(llvm::StringRef target) {
          target.contains("_check") || target.starts_with("aten._functional_assert");
 }
 
+/// A graph input's or output's ONNX type: element type, static sizes as
+/// dim_values, symbols as dim_params (an expression of symbols stays unnamed).
+void setValueInfo(onnx::ValueInfoProto &vi, const std::string &name, const TensorInfo &info) {
+  vi.set_name(name);
+  auto *tt = vi.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(info.elemType);
+  auto *shape = tt->mutable_shape();
+  for (size_t d = 0; d < info.sizes.size(); ++d) {
+    auto *dim = shape->add_dim();
+    if (info.sizes[d] >= 0)
+      dim->set_dim_value(info.sizes[d]);
+    else if (!info.symbols[d].empty())
+      dim->set_dim_param(info.symbols[d]);
+  }
+}
+
 void tensorNames(const llvm::json::Value &v, std::vector<std::string> &out);
 void tensorNames(const Array &a, std::vector<std::string> &out) {
   for (const auto &x : a)
     tensorNames(x, out);
 }
 
-/// The tensor names a JSON argument mentions (as_tensor, as_tensors,
-/// as_optional_tensors).
+/// The values a JSON argument mentions: tensors (as_tensor, as_tensors,
+/// optional ones) and symbolic sizes (as_sym_int's name).
 void tensorNames(const llvm::json::Value &v, std::vector<std::string> &out) {
   if (const Object *o = v.getAsObject()) {
     for (const auto &[k, x] : *o) {
       if (k == "as_tensor" && x.getAsObject()) {
         if (auto n = x.getAsObject()->getString("name"))
+          out.push_back(n->str());
+      } else if (k == "as_sym_int" && x.getAsObject()) {
+        if (auto n = x.getAsObject()->getString("as_name"))
           out.push_back(n->str());
       } else if (k == "as_tensors" && x.getAsArray()) {
         for (const auto &e : *x.getAsArray())
@@ -500,24 +519,17 @@ mlir::LogicalResult Translator::run(onnx::ModelProto &model,
       auto it = st.infos.find(v);
       if (it == st.infos.end())
         return fileError("input '" + v + "' has no recorded type");
-      auto *vi = st.graph->add_input();
-      vi->set_name(v);
-      auto *tt = vi->mutable_type()->mutable_tensor_type();
-      tt->set_elem_type(it->second.elemType);
-      auto *shape = tt->mutable_shape();
+      setValueInfo(*st.graph->add_input(), v, it->second);
       std::vector<int64_t> maxShape;
       bool anyBound = false;
       for (size_t d = 0; d < it->second.sizes.size(); ++d) {
-        auto *dim = shape->add_dim();
         if (it->second.sizes[d] >= 0) {
-          dim->set_dim_value(it->second.sizes[d]);
           maxShape.push_back(it->second.sizes[d]);
           continue;
         }
         const std::string &sym = it->second.symbols[d];
         if (sym.empty())
           return fileError("input '" + v + "' has a size that is an expression of symbols");
-        dim->set_dim_param(sym);
         auto b = bounds.find(sym);
         maxShape.push_back(b == bounds.end() ? kiln::onnx_import::kDefaultSymbolBound : b->second);
         anyBound |= b != bounds.end();
@@ -532,30 +544,14 @@ mlir::LogicalResult Translator::run(onnx::ModelProto &model,
   }
 
   // What later nodes and the outputs read.
-  std::function<void(const llvm::json::Value &)> collect = [&](const llvm::json::Value &v) {
-    if (const Object *o = v.getAsObject()) {
-      for (const auto &[k, x] : *o) {
-        if ((k == "as_tensor" || k == "as_optional_tensor") && x.getAsObject()) {
-          if (auto n = x.getAsObject()->getString("name"))
-            st.used[*n] = true;
-        } else if (k == "as_sym_int" && x.getAsObject()) {
-          if (auto n = x.getAsObject()->getString("as_name"))
-            st.used[*n] = true;
-        }
-        collect(x);
-      }
-    } else if (const Array *a = v.getAsArray()) {
-      for (const auto &x : *a)
-        collect(x);
-    }
-  };
+  std::vector<std::string> read;
   for (const auto &n : *nodes)
     if (const Object *o = n.getAsObject())
       if (const Array *ins = o->getArray("inputs"))
-        for (const auto &x : *ins)
-          collect(x);
-  for (const auto &o : *outputSpecs)
-    collect(o);
+        tensorNames(*ins, read);
+  tensorNames(*outputSpecs, read);
+  for (const std::string &r : read)
+    st.used[r] = true;
 
   llvm::StringMap<AtenConverter> table;
   registerAtenConverters(table);
@@ -636,18 +632,7 @@ mlir::LogicalResult Translator::run(onnx::ModelProto &model,
     auto it = st.infos.find(v);
     if (it == st.infos.end())
       return fileError("output '" + v + "' has no recorded type");
-    auto *vi = st.graph->add_output();
-    vi->set_name(v);
-    auto *tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(it->second.elemType);
-    auto *shape = tt->mutable_shape();
-    for (size_t d = 0; d < it->second.sizes.size(); ++d) {
-      auto *dim = shape->add_dim();
-      if (it->second.sizes[d] >= 0)
-        dim->set_dim_value(it->second.sizes[d]);
-      else if (!it->second.symbols[d].empty())
-        dim->set_dim_param(it->second.symbols[d]);
-    }
+    setValueInfo(*st.graph->add_output(), v, it->second);
   }
   return mlir::success();
 }
