@@ -136,10 +136,12 @@ struct PanelMasks {
 /// a[0..MR). The row count of a call picks MR (rowTile), so that 49 pixel
 /// rows are seven tiles of 7 and 32 batch rows four tiles of 8, not ten
 /// and six tiles of 6 with the last one mostly waste.
-template <int MR>
+/// PF > 0: the tile also prefetches `pfLines` cache lines from `pf` into L2,
+/// PF per k step (the next panel block, while this one is in L1).
+template <int MR, int PF = 0>
 __attribute__((target("avx512f"))) inline void
 tileRows32(int64_t K, const float *const a[8], const float *panel, float *const c[8], bool acc,
-           __mmask16 m0, __mmask16 m1) {
+           __mmask16 m0, __mmask16 m1, const char *pf = nullptr, int64_t pfLines = 0) {
 #define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define KILN_INIT(r)                                                           \
   __m512 x##r = _mm512_setzero_ps(), y##r = _mm512_setzero_ps();               \
@@ -151,6 +153,10 @@ tileRows32(int64_t K, const float *const a[8], const float *panel, float *const 
     }
   KILN_ROWS(KILN_INIT)
   for (int64_t k = 0; k < K; ++k) {
+    if constexpr (PF > 0)
+      if (PF * k < pfLines)
+        for (int l = 0; l < PF; ++l)
+          _mm_prefetch(pf + (PF * k + l) * 64, _MM_HINT_T1);
     __m512 b0 = _mm512_loadu_ps(panel + k * 32);
     __m512 b1 = _mm512_loadu_ps(panel + k * 32 + 16);
 #define KILN_FMA(r)                                                            \
@@ -185,14 +191,27 @@ inline int rowTile(int64_t M) {
   return best;
 }
 
+/// The cache lines to bring into L2 while a panel block is multiplied: the
+/// next block the call reads (none: lines == 0).
+struct Prefetch {
+  const char *next = nullptr;
+  int64_t lines = 0;
+};
+
 /// Rows [0, M) of A (from column k0, kc deep) times a 32-column panel into
-/// C's columns [j, j + 32) (masks m0, m1), in MR-row tiles.
+/// C's columns [j, j + 32) (masks m0, m1), in MR-row tiles. The row tiles
+/// share the prefetch of the next block, a slice each, one or two lines per
+/// k step: weights that stream from L3 or memory (a ViT's 9.4 MB MLP, an
+/// MLP's layers at batch 32) then arrive before their first row tile needs
+/// them, instead of at the latency of each 4 KB page the hardware
+/// prefetchers will not cross.
 template <int MR>
 __attribute__((target("avx512f"))) inline void
 rowTiles(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel,
          float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0, __mmask16 m1,
-         float *discard) {
-  for (int64_t i = 0; i < M; i += MR) {
+         float *discard, Prefetch pf) {
+  int64_t tiles = (M + MR - 1) / MR, per = (pf.lines + tiles - 1) / tiles;
+  for (int64_t i = 0, t = 0; i < M; i += MR, ++t) {
     const float *a[8] = {};
     float *c[8] = {};
     for (int r = 0; r < MR; ++r) {
@@ -200,20 +219,28 @@ rowTiles(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel,
       a[r] = A[real ? i + r : i] + k0;
       c[r] = real ? C + (i + r) * ldc + j : discard;
     }
-    tileRows32<MR>(kc, a, panel, c, acc, m0, m1);
+    int64_t lo = t * per < pf.lines ? t * per : pf.lines;
+    int64_t n = pf.lines - lo < per ? pf.lines - lo : per;
+    const char *at = pf.next + lo * 64;
+    if (n <= 0)
+      tileRows32<MR>(kc, a, panel, c, acc, m0, m1);
+    else if (n <= kc)
+      tileRows32<MR, 1>(kc, a, panel, c, acc, m0, m1, at, n);
+    else
+      tileRows32<MR, 2>(kc, a, panel, c, acc, m0, m1, at, n);
   }
 }
 
 __attribute__((target("avx512f"))) inline void
 rowTilesAny(int mr, int64_t M, ARows A, int64_t k0, int64_t kc,
             const float *panel, float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0,
-            __mmask16 m1, float *discard) {
+            __mmask16 m1, float *discard, Prefetch pf = {}) {
   if (mr == 8)
-    rowTiles<8>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
+    rowTiles<8>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf);
   else if (mr == 7)
-    rowTiles<7>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
+    rowTiles<7>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf);
   else
-    rowTiles<6>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard);
+    rowTiles<6>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf);
 }
 
 /// Lanes [0, n) of row `src` as f32, zeros past them (n in [0, 16]).
@@ -424,7 +451,15 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int6
     for (int64_t j = 0; j < N; j += 32) {
       PanelMasks m(N - j < 32 ? N - j : 32);
       const float *panel = B + (j / 32) * ldb + k0 * 32;
-      rowTilesAny(mr, M, A, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1, discard);
+      // The next block: the next panel's, or the first panel's next k block
+      // (kc x 32 floats, two lines per k).
+      Prefetch pf;
+      if (j + 32 < N)
+        pf = {reinterpret_cast<const char *>(panel + ldb), 2 * kc};
+      else if (k0 + KC < K)
+        pf = {reinterpret_cast<const char *>(B + (k0 + KC) * 32),
+              2 * (K - k0 - KC < KC ? K - k0 - KC : KC)};
+      rowTilesAny(mr, M, A, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1, discard, pf);
     }
   }
 }
