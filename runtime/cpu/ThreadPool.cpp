@@ -12,9 +12,9 @@
 
 namespace kiln::rt {
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads) : shares(threads < 1 ? 1 : threads) {
   for (int i = 1; i < threads; ++i)
-    workers.emplace_back([this] { work(); });
+    workers.emplace_back([this, i] { work(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -27,12 +27,16 @@ ThreadPool::~ThreadPool() {
     t.join();
 }
 
-void ThreadPool::drain() {
+void ThreadPool::drain(int self) {
   int64_t claimed = 0;
-  for (int64_t wg; (wg = next.fetch_add(1, std::memory_order_acquire)) <
-                   total.load(std::memory_order_relaxed);) {
-    fn(args, wg);
-    ++claimed;
+  int n = static_cast<int>(shares.size());
+  // Its own share first, then the others' (the next thread's first).
+  for (int i = 0; i < n; ++i) {
+    Share &s = shares[(self + i) % n];
+    for (int64_t wg; (wg = s.next.fetch_add(1, std::memory_order_acquire)) < s.end;) {
+      fn(args, wg);
+      ++claimed;
+    }
   }
   if (claimed)
     done.fetch_add(claimed, std::memory_order_acq_rel);
@@ -42,7 +46,7 @@ void ThreadPool::drain() {
 /// microseconds, about the gap between two kernel launches of a model.
 constexpr int kSpin = 4000;
 
-void ThreadPool::work() {
+void ThreadPool::work(int self) {
   uint64_t seen = 0;
   for (;;) {
     // Spin briefly for the next job, then sleep.
@@ -62,7 +66,7 @@ void ThreadPool::work() {
     seen = generation.load();
     active.fetch_add(1);
     lock.unlock();
-    drain();
+    drain(self);
     if (active.fetch_sub(1) == 1) {
       lock.lock();
       finished.notify_all();
@@ -98,13 +102,17 @@ void ThreadPool::runJob(kiln_kernel_fn f, void *const *a, int64_t n) {
     args = a;
     total.store(n, std::memory_order_relaxed);
     done.store(0);
-    next.store(0, std::memory_order_release);
+    int64_t t = static_cast<int64_t>(shares.size());
+    for (int64_t i = 0; i < t; ++i) {
+      shares[i].end = n * (i + 1) / t;
+      shares[i].next.store(n * i / t, std::memory_order_relaxed);
+    }
     generation.fetch_add(1, std::memory_order_release);
     wakeSleepers = sleepers > 0;
   }
   if (wakeSleepers)
     wake.notify_all();
-  drain();
+  drain(0);
   // All workgroups done and no worker still reading this job's state: spin
   // briefly, then sleep.
   auto finishedJob = [&] { return done.load() == total.load() && active.load() == 0; };

@@ -14,8 +14,13 @@
 namespace kiln::rt {
 
 /// Runs the workgroups of one kernel at a time on `threads` threads (the
-/// calling thread is one of them). Workgroups are claimed from an atomic
-/// counter, so uneven workgroups balance themselves.
+/// calling thread is one of them). Each thread starts on its own contiguous
+/// share of the workgroups (thread t: the t-th of `threads` equal ranges),
+/// claimed one at a time from that range's atomic counter, then helps the
+/// others with what is left of theirs: uneven workgroups balance
+/// themselves, and a thread keeps the same part of every kernel's rows, so
+/// the rows one kernel writes are mostly in the cache of the core that the
+/// next kernel reads them on.
 class ThreadPool {
 public:
   explicit ThreadPool(int threads);
@@ -31,8 +36,8 @@ public:
   const std::vector<double> &profile() const { return launchMs; }
 
 private:
-  void work();
-  void drain();
+  void work(int self);
+  void drain(int self);
 
   std::vector<std::thread> workers;
   std::mutex mu;
@@ -50,7 +55,12 @@ private:
   kiln_kernel_fn fn = nullptr;
   void *const *args = nullptr;
   std::atomic<int64_t> total{0};
-  std::atomic<int64_t> next{0};
+  /// Thread t's share: workgroups [next, end) (next claimed by anyone).
+  struct alignas(64) Share {
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+  };
+  std::vector<Share> shares;
   std::atomic<int64_t> done{0};
   bool profiling = false;
   std::vector<double> launchMs;
