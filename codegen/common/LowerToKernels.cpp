@@ -1728,6 +1728,13 @@ LogicalResult Lowering::elementwise(
 
 /// Output tile of a matrix-product workgroup (rows x columns).
 constexpr int64_t kTileRows = 144, kTileCols = 512;
+/// Winograd F(2x2, 3x3) convolutions (convNhwc): at least this many input
+/// and output channels and output pixels per image; about kWinogradTiles
+/// tiles (rows of the 16 products) per workgroup, whose scratch (the
+/// transformed input and the products) stays within kWinogradScratch
+/// floats of stack.
+constexpr int64_t kWinogradMinChannels = 16, kWinogradMinPixels = 100;
+constexpr int64_t kWinogradTiles = 96, kWinogradScratch = 98304;
 /// Enough workgroups to balance over the runtime's threads (workgroups are
 /// claimed dynamically, so several per thread smooth out uneven tiles).
 constexpr int64_t kMinTiles = 8;
@@ -2807,13 +2814,68 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   // tiles are whole panels).
   bool f32Panels = !bf16 && !f16 && (ceilDiv(Og, cb) == 1 || cb % 32 == 0);
   int64_t Kp = (Kdim + 1) / 2 * 2, panels = ceilDiv(Og, 32);
+  // f32 3x3 convolutions of stride 1 in Winograd's F(2x2, 3x3) form
+  // (kiln_uk_winograd_f23; off with --disable-pass=kiln-winograd): each
+  // 2x2 block of output pixels (a tile) takes 16 multiply-adds per channel
+  // pair instead of 36, as 16 matrix products over the channels, one per
+  // position of the 4x4 transform domain, with the tiles as rows.
+  // Workgroups are bands of tile rows of one image by column ranges (whole
+  // panels). Convolutions of few pixels are left to the direct products:
+  // their weights (16/9 as many bytes transformed) stream from memory at
+  // batch 1, and few tiles reuse them.
+  Value inElem = op.getInput();
+  int64_t TH = ceilDiv(OH, 2), TW = ceilDiv(OW, 2), band = 0, bands = 0;
+  bool winograd = p.winograd && !bf16 && !f16 && G == 1 && KH == 3 && KW == 3 && s[0] == 1 &&
+                  s[1] == 1 && d[0] == 1 && d[1] == 1 && C >= kWinogradMinChannels &&
+                  O >= kWinogradMinChannels && P >= kWinogradMinPixels &&
+                  llvm::cast<RankedTensorType>(inElem.getType()).getElementType().isF32() &&
+                  !(p.buffers[bufferOf.lookup(inElem)].elem &&
+                    p.buffers[bufferOf.lookup(inElem)].elem.isBF16());
+  auto winogradScratch = [&] { return band * TW * (C + 16 * cb) + C; };
+  if (winograd) {
+    // About kWinogradTiles tiles per band (the products' rows), scratch
+    // within kWinogradScratch floats of stack; then columns (whole panels,
+    // down to 64) and bands halve until there are kMinTiles workgroups.
+    cb = O <= 128 ? O : 128;
+    band = std::clamp<int64_t>(ceilDiv(kWinogradTiles, TW), 1, TH);
+    while (winogradScratch() > kWinogradScratch && band > 1)
+      --band;
+    while (winogradScratch() > kWinogradScratch && cb > 32)
+      cb = std::max<int64_t>(32, ceilDiv(cb / 2, 32) * 32);
+    int64_t images = liveSym >= 0 ? 1 : N;
+    auto count = [&] { return images * ceilDiv(TH, band) * ceilDiv(O, cb); };
+    while (count() < kMinTiles && cb > 64)
+      cb = std::max<int64_t>(64, ceilDiv(cb / 2, 32) * 32);
+    while (count() < kMinTiles && band > 1)
+      band = ceilDiv(band, 2);
+    winograd = winogradScratch() <= kWinogradScratch;
+    band = ceilDiv(TH, ceilDiv(TH, band)); // balanced: 7 tile rows are 4 + 3, not 6 + 1
+    bands = ceilDiv(TH, band);
+    rTiles = N * bands;
+    cTiles = ceilDiv(O, cb);
+  }
   {
     const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[wBuf].offset);
     auto w = [&](int64_t g, int64_t k, int64_t o) {
       int64_t t = k / Cg, c = k % Cg;
       return src[((g * Og + o) * Cg + c) * KK + t];
     };
-    if (bf16) {
+    if (winograd) {
+      // U = G g G^T per (c, o), G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]; per
+      // position xi = 4i + j of the 4x4 domain, panels of [C x O].
+      static const double kG[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+      wBuf = addConstantData(weightBytes(
+          packPanels(16, C, O,
+                     [&](int64_t xi, int64_t c, int64_t o) {
+                       double u = 0;
+                       for (int ky = 0; ky < 3; ++ky)
+                         for (int kx = 0; kx < 3; ++kx)
+                           u += kG[xi / 4][ky] * src[(o * C + c) * 9 + ky * 3 + kx] *
+                                kG[xi % 4][kx];
+                       return static_cast<float>(u);
+                     }),
+          false));
+    } else if (bf16) {
       wBuf = addConstantData(packBf16B(G, Kdim, Og, w));
     } else if (f32Panels) {
       wBuf = addConstantData(weightBytes(packPanels(G, Kdim, Og, w), false));
@@ -2997,13 +3059,26 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   if (epi)
     for (Operation *eo : epi->ops)
       flops += estimateFlops(eo);
-  if (G == 1 && M % N == 0)
+  if (winograd)
+    liveRows(bands, 1, cTiles); // (bands per image)
+  else if (G == 1 && M % N == 0)
     liveRows(M / N, rb, cTiles);
   emitKernel(op.getLoc(), "conv", ids, G * rTiles * cTiles, [&](KernelEmitter &e) {
     Value ct = e.rem(e.wg, cTiles), rest = e.div(e.wg, cTiles);
     Value rt = e.rem(rest, rTiles), g = e.div(rest, rTiles);
     Value r0 = e.mul(rt, rb), c0 = e.mul(ct, cb);
     Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.idx(M), r0));
+    // Winograd: band bi of image img, tile rows [tr0, tr1), the output
+    // rows they cover.
+    Value img, tr0, tr1;
+    if (winograd) {
+      img = e.div(rt, bands);
+      tr0 = e.mul(e.rem(rt, bands), band);
+      tr1 = e.minI(e.add(tr0, e.idx(band)), e.idx(TH));
+      Value ohEnd = e.minI(e.mul(tr1, 2), e.idx(OH));
+      r0 = e.add(e.mul(img, P), e.mul(tr0, 2 * OW));
+      rows = e.mul(arith::SubIOp::create(e.b, ohEnd, e.mul(tr0, 2)), OW);
+    }
     Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(Og), c0));
     Value oc0 = e.add(e.mul(g, Og), c0);
     Value outOff = e.add(e.mul(r0, O), oc0);
@@ -3044,7 +3119,16 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
           e.vstore(e.vload(firstSite + accSite, at), o, at);
         });
       });
-    if (pointwise) {
+    if (winograd) {
+      Value scratch = e.scratch(winogradScratch());
+      func::CallOp::create(
+          e.b, "kiln_uk_winograd_f23", TypeRange{},
+          ValueRange{e.addr(1, e.mul(img, H * W * C)), e.addr(0, e.idx(0)),
+                     e.addr(o, e.mul(img, P * O)), e.addrM(scratch, e.idx(0)), e.i64(H),
+                     e.i64(W), e.i64(C), e.i64(pad[0]), e.i64(pad[1]), e.i64(OH), e.i64(OW),
+                     e.i64(O), e.i64(tr0), e.i64(tr1), e.i64(c0), e.i64(cols),
+                     e.i64(acc0 ? 1 : 0)});
+    } else if (pointwise) {
       // (bf16 storage: the input's rows as they are; bf16Readers saw to an
       // even channel count.)
       product(e.idx(Cg), e.addr(1, e.add(e.mul(r0, C), e.mul(g, Cg))), C, e.idx(0), acc0,
@@ -5330,6 +5414,10 @@ LogicalResult Lowering::run() {
       auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
       decl.setPrivate();
     }
+    // The Winograd convolution ukernel (17 i64 arguments).
+    func::FuncOp::create(b, fn.getLoc(), "kiln_uk_winograd_f23",
+                         b.getFunctionType(SmallVector<Type>(17, b.getI64Type()), {}))
+        .setPrivate();
     if (p.gpu) {
       // The GPU-shaped kernels' thread index, block index, barrier and
       // warp shuffle (defined by the CUDA prelude).

@@ -168,6 +168,9 @@ struct Program {
   /// Arena offsets from lifetimes with kernels in place (PlanMemory.h); off
   /// (--disable-pass=kiln-plan-memory): every intermediate its own bytes.
   bool planMemory = true;
+  /// f32 3x3 stride-1 NHWC convolutions in Winograd's F(2x2, 3x3) form
+  /// (kiln_uk_winograd_f23); off with --disable-pass=kiln-winograd.
+  bool winograd = true;
 };
 
 /// Lowers `module` (func.func @main of kiln ops, static shapes) into kernels

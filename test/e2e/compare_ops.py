@@ -298,6 +298,13 @@ CASES = {
     "conv_depthwise_bands": conv(2, 16, 19, 9, 16, 3, group=16),
     "conv_depthwise_bands_s2_5x5": conv(1, 24, 35, 12, 24, 5, stride=2, group=24),
     "conv_7x7_s2": conv(1, 3, 32, 32, 16, 7, stride=2),
+    # Winograd F(2x2, 3x3) under --layout=nhwc (3x3, stride 1, >= 16
+    # channels, >= 100 output pixels): odd sizes (partial tiles), a batch,
+    # a partial panel; asymmetric pads; output channels in several column
+    # tiles; a residual added in place, then ReLU.
+    "conv_winograd_odd_batch2": conv(2, 24, 13, 11, 40, 3),
+    "conv_winograd_asym_pads": conv(1, 20, 12, 15, 33, 3, pad=[0, 2, 1, 0]),
+    "conv_winograd_column_tiles": conv(1, 64, 10, 12, 160, 3),
     # Rows longer than a column tile: the gather's partial-row path.
     "conv1d_long_rows": model("Conv", [("x", (1, 8, 1500))], [("w", (16, 8, 5))], None,
                               pads=[2, 2], strides=[1]),
@@ -463,6 +470,9 @@ CASES = {
     "fused_conv_residual": chain([("x", (1, 16, 10, 10)), ("r", (1, 16, 10, 10))],
                                  [("w", (16, 16, 3, 3)), ("cb", (16,))], [
         ("Conv", ["x", "w", "cb"], CONV3), ("Add", ["r", "t0"], {}), ("Relu", ["t1"], {})]),
+    "fused_conv_winograd_residual": chain([("x", (1, 32, 12, 10)), ("r", (1, 48, 12, 10))],
+                                          [("w", (48, 32, 3, 3)), ("cb", (48,))], [
+        ("Conv", ["x", "w", "cb"], CONV3), ("Add", ["t0", "r"], {}), ("Relu", ["t1"], {})]),
     "fused_conv_scale_clip": chain([("x", (1, 8, 7, 7))], [("w", (24, 8, 1, 1)), ("k", (24, 1, 1))], [
         ("Conv", ["x", "w"], {}), ("Mul", ["t0", "k"], {}),
         ("Sigmoid", ["t1"], {})]),

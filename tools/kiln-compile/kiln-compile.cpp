@@ -97,8 +97,9 @@ static cl::opt<unsigned> optLevel("O", cl::cat(kilnCategory), cl::desc("optimiza
 static cl::list<std::string> disablePasses("disable-pass",
     cl::cat(kilnCategory), cl::desc("skip these graph passes (kiln-fold-batchnorm, kiln-recognize-patterns, "
              "kiln-select-layout, kiln-fuse, kiln-rematerialize), kiln-live-rows (dynamic shapes: CPU kernels "
-             "compute only a run's rows) or kiln-plan-memory (arena reuse and kernels in "
-             "place: every intermediate its own bytes), e.g. to measure what each one is worth"),
+             "compute only a run's rows), kiln-plan-memory (arena reuse and kernels in "
+             "place: every intermediate its own bytes) or kiln-winograd (3x3 convolutions in "
+             "Winograd's F(2x2, 3x3) form on the CPU), e.g. to measure what each one is worth"),
     cl::CommaSeparated);
 static cl::opt<std::string> maxMemory("max-memory",
     cl::cat(kilnCategory), cl::desc("activation arena budget in bytes (suffix K, M or G: KiB, MiB, GiB): "
@@ -415,10 +416,11 @@ int main(int argc, char **argv) {
   for (const std::string &name : disablePasses)
     if (name != "kiln-fold-batchnorm" && name != "kiln-recognize-patterns" &&
         name != "kiln-select-layout" && name != "kiln-fuse" && name != "kiln-live-rows" &&
-        name != "kiln-plan-memory" && name != "kiln-rematerialize")
+        name != "kiln-plan-memory" && name != "kiln-rematerialize" && name != "kiln-winograd")
       return fail("--disable-pass: unknown graph pass '" + name +
                   "' (kiln-fold-batchnorm, kiln-recognize-patterns, kiln-select-layout, "
-                  "kiln-fuse, kiln-live-rows, kiln-plan-memory, kiln-rematerialize)");
+                  "kiln-fuse, kiln-live-rows, kiln-plan-memory, kiln-rematerialize, "
+                  "kiln-winograd)");
   int64_t budget = -1;
   if (!maxMemory.empty() && (budget = parseBytes(maxMemory)) < 0)
     return fail("--max-memory expects a byte count (suffix K, M or G allowed), got '" +
@@ -542,6 +544,7 @@ int main(int argc, char **argv) {
       trial.gpu = cudaTarget;
       trial.liveRows = !llvm::is_contained(disablePasses, "kiln-live-rows");
       trial.planMemory = !llvm::is_contained(disablePasses, "kiln-plan-memory");
+      trial.winograd = !llvm::is_contained(disablePasses, "kiln-winograd");
       if (failed(kiln::codegen::lowerToKernels(*copy, trial)))
         return failure();
       bytes = trial.arenaBytes;
@@ -600,6 +603,7 @@ int main(int argc, char **argv) {
   program.gpu = cudaTarget;
   program.liveRows = !llvm::is_contained(disablePasses, "kiln-live-rows");
   program.planMemory = !llvm::is_contained(disablePasses, "kiln-plan-memory");
+  program.winograd = !llvm::is_contained(disablePasses, "kiln-winograd");
   if (failed(kiln::codegen::lowerToKernels(*module, program)))
     return 1;
   if (failed(verify(*program.kernels)))

@@ -327,6 +327,21 @@ void kiln_uk_sgemm_pbr(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                        int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                        int64_t accumulate);
 
+/** Called by generated code: one workgroup of a 3x3, stride-1, one-group
+ *  NHWC convolution (f32) in Winograd's F(2x2, 3x3) form
+ *  (runtime/cpu/ukernels/Winograd.cpp). `in` and `out` are one image
+ *  ([H x W x C] and [OH x OW x O]); tiles are 2x2 output pixels, tile rows
+ *  [tr0, tr1) (all (OW + 1) / 2 tile columns) and output channels
+ *  [c0, c0 + cols) are computed (c0 a multiple of 32), added to `out` when
+ *  accumulate != 0. `u`: the transformed weights G g G^T, per position xi
+ *  of the 4x4 domain the kiln_uk_sgemm_pb panels of a [C x O] matrix
+ *  (ceil(O / 32) * 32 * C floats each). `scratch`: T * C + C + 16 * T *
+ *  cols floats, T = (tr1 - tr0) * ((OW + 1) / 2). */
+void kiln_uk_winograd_f23(int64_t in, int64_t u, int64_t out, int64_t scratch, int64_t H,
+                          int64_t W, int64_t C, int64_t padT, int64_t padL, int64_t OH,
+                          int64_t OW, int64_t O, int64_t tr0, int64_t tr1, int64_t c0,
+                          int64_t cols, int64_t accumulate);
+
 /** Called by generated code for fp16 contractions on the CPU
  *  (--precision=fp16): as kiln_uk_sgemm with B IEEE half (binary16),
  *  row-major, ldb in half elements; B is widened to f32 as it is read, so

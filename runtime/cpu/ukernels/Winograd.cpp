@@ -1,0 +1,213 @@
+//===- Winograd.cpp - F(2x2, 3x3) convolution of one workgroup ------------===//
+//
+// A 3x3, stride-1, one-group NHWC convolution in Winograd's F(2x2, 3x3)
+// form: each 2x2 block of output pixels ("tile") comes from a 4x4 patch of
+// input d as
+//
+//   Y = A^T [ U (.) V ] A,   V = B^T d B (per input channel),
+//                            U = G g G^T (per channel pair, at compile time),
+//
+// so the 16 products of U and V replace the 36 multiply-adds of the direct
+// form (2.25x fewer). With the tiles as rows, each of the 16 positions xi
+// of the 4x4 transform domain is one matrix product over the input
+// channels:
+//
+//   M_xi[tile][o] = sum_c V_xi[tile][c] * U_xi[c][o]    (kiln_uk_sgemm_pb)
+//
+// The generated kernel calls kiln_uk_winograd_f23 once per workgroup (a
+// band of tile rows of one image, a range of output channels) and then runs
+// the convolution's epilogue (bias, activation) over the band's output
+// rows. U is packed at compile time by codegen: per xi, the 32-column
+// panels of kiln_uk_sgemm_pb over [C x O].
+//
+// The transforms are additions and subtractions only (B^T and A^T hold 0
+// and +-1; G's halves live in U), so the results differ from the direct
+// convolution by a few roundings of the sums (the e2e tests compare both
+// against onnxruntime).
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/runtime.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+/// B^T's rows: the two input rows (or columns) of the 4x4 patch each
+/// transform row adds, and their signs.
+constexpr int kTake[4][2] = {{0, 2}, {1, 2}, {2, 1}, {1, 3}};
+constexpr float kSign[4][2] = {{1, -1}, {1, 1}, {1, -1}, {1, -1}};
+
+struct Shape {
+  int64_t H, W, C, padT, padL, OH, OW, O;
+};
+
+/// 16 floats, vectorized for the entry's target (GCC vector extension:
+/// one zmm on AVX-512, two ymm on AVX2, four xmm otherwise).
+typedef float V16 __attribute__((vector_size(64), aligned(4)));
+
+__attribute__((always_inline)) inline V16 load16(const float *p) {
+  V16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+__attribute__((always_inline)) inline void store16(float *p, V16 v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+/// V_xi for the tiles of tile rows [tr0, tr1): row t (tile (tr, tc)) of
+/// `v` (C floats) is sum over the 2x2 terms of B^T row i (patch rows) and
+/// B^T row j (patch columns), read from `in` (one image), zeros outside.
+__attribute__((always_inline)) inline void inputTransform(const Shape &s, const float *in,
+                                                          const float *zeros, int64_t tr0,
+                                                          int64_t tr1, int i, int j,
+                                                          float *__restrict v) {
+  int64_t TW = (s.OW + 1) / 2, C = s.C;
+  // The signs of the four terms: +(x0 s0 + x1 s1) etc. as adds/subtracts.
+  bool minusRow = kSign[i][1] < 0, minusCol = kSign[j][1] < 0;
+  for (int64_t tr = tr0; tr < tr1; ++tr)
+    for (int64_t tc = 0; tc < TW; ++tc) {
+      const float *x[2][2];
+      for (int p = 0; p < 2; ++p)
+        for (int q = 0; q < 2; ++q) {
+          int64_t ih = 2 * tr - s.padT + kTake[i][p], iw = 2 * tc - s.padL + kTake[j][q];
+          bool inside = ih >= 0 && ih < s.H && iw >= 0 && iw < s.W;
+          x[p][q] = inside ? in + (ih * s.W + iw) * C : zeros;
+        }
+      float *row = v + ((tr - tr0) * TW + tc) * C;
+      // (d00 +- d01) +- (d10 +- d11): rows by B^T row i, columns by row j.
+      auto combine = [&](auto a00, auto a01, auto a10, auto a11) {
+        auto r0 = minusCol ? a00 - a01 : a00 + a01;
+        auto r1 = minusCol ? a10 - a11 : a10 + a11;
+        return minusRow ? r0 - r1 : r0 + r1;
+      };
+      int64_t c = 0;
+      for (; c + 16 <= C; c += 16)
+        store16(row + c, combine(load16(x[0][0] + c), load16(x[0][1] + c),
+                                 load16(x[1][0] + c), load16(x[1][1] + c)));
+      for (; c < C; ++c)
+        row[c] = combine(x[0][0][c], x[0][1][c], x[1][0][c], x[1][1][c]);
+    }
+}
+
+/// Y = A^T M A for each tile from the 16 products (m + xi * mStride, rows
+/// of `cols` floats), into the output pixels the tile covers (adding to
+/// them when accumulating).
+__attribute__((always_inline)) inline void outputTransform(const Shape &s, const float *m,
+                                                           int64_t mStride, int64_t tr0,
+                                                           int64_t tr1, float *out, int64_t c0,
+                                                           int64_t cols, bool accumulate) {
+  int64_t TW = (s.OW + 1) / 2;
+  for (int64_t tr = tr0; tr < tr1; ++tr)
+    for (int64_t tc = 0; tc < TW; ++tc) {
+      const float *mt = m + ((tr - tr0) * TW + tc) * cols;
+      float *y[4];
+      for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+          int64_t oh = 2 * tr + a, ow = 2 * tc + b;
+          y[2 * a + b] = oh < s.OH && ow < s.OW ? out + (oh * s.OW + ow) * s.O + c0 : nullptr;
+        }
+      // A^T = [1 1 1 0; 0 1 -1 -1] on the rows, then on the columns.
+      auto transform = [&](auto at, auto put) {
+        decltype(at(0)) r[2][4];
+        for (int j = 0; j < 4; ++j) {
+          auto m0 = at(j), m1 = at(4 + j), m2 = at(8 + j), m3 = at(12 + j);
+          r[0][j] = m0 + m1 + m2;
+          r[1][j] = m1 - m2 - m3;
+        }
+        for (int a = 0; a < 2; ++a) {
+          put(2 * a, r[a][0] + r[a][1] + r[a][2]);
+          put(2 * a + 1, r[a][1] - r[a][2] - r[a][3]);
+        }
+      };
+      int64_t c = 0;
+      for (; c + 16 <= cols; c += 16)
+        transform([&](int xi) { return load16(mt + xi * mStride + c); },
+                  [&](int k, V16 t) {
+                    if (y[k])
+                      store16(y[k] + c, accumulate ? load16(y[k] + c) + t : t);
+                  });
+      for (; c < cols; ++c)
+        transform([&](int xi) { return mt[xi * mStride + c]; },
+                  [&](int k, float t) {
+                    if (y[k])
+                      y[k][c] = accumulate ? y[k][c] + t : t;
+                  });
+    }
+}
+
+__attribute__((always_inline)) inline void
+winograd(const Shape &s, const float *in, const float *u, float *out, float *scratch,
+         int64_t tr0, int64_t tr1, int64_t c0, int64_t cols, bool accumulate) {
+  int64_t TW = (s.OW + 1) / 2, T = (tr1 - tr0) * TW;
+  if (T <= 0 || cols <= 0)
+    return;
+  // Scratch: V (T x C floats), zeros (C), the 16 products (16 x T x cols).
+  float *v = scratch, *zeros = v + T * s.C, *m = zeros + s.C;
+  std::memset(zeros, 0, s.C * sizeof(float));
+  // U_xi: the panels of one xi are ceil(O / 32) * C * 32 floats.
+  int64_t perXi = (s.O + 31) / 32 * s.C * 32;
+  for (int xi = 0; xi < 16; ++xi) {
+    inputTransform(s, in, zeros, tr0, tr1, xi / 4, xi % 4, v);
+    kiln_uk_sgemm_pb(T, cols, s.C, reinterpret_cast<int64_t>(v), s.C,
+                     reinterpret_cast<int64_t>(u + xi * perXi + c0 / 32 * s.C * 32), 32 * s.C,
+                     reinterpret_cast<int64_t>(m + xi * T * cols), cols, 0);
+  }
+  outputTransform(s, m, T * cols, tr0, tr1, out, c0, cols, accumulate);
+}
+
+/// The transforms' loops vectorize for the CPU the entry was built for.
+__attribute__((target("avx512f"))) void winogradAvx512(const Shape &s, const float *in,
+                                                       const float *u, float *out, float *scratch,
+                                                       int64_t tr0, int64_t tr1, int64_t c0,
+                                                       int64_t cols, bool accumulate) {
+  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate);
+}
+__attribute__((target("avx2,fma"))) void winogradAvx2(const Shape &s, const float *in,
+                                                     const float *u, float *out, float *scratch,
+                                                     int64_t tr0, int64_t tr1, int64_t c0,
+                                                     int64_t cols, bool accumulate) {
+  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate);
+}
+void winogradPortable(const Shape &s, const float *in, const float *u, float *out,
+                      float *scratch, int64_t tr0, int64_t tr1, int64_t c0, int64_t cols,
+                      bool accumulate) {
+  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate);
+}
+
+using WinogradFn = void (*)(const Shape &, const float *, const float *, float *, float *,
+                            int64_t, int64_t, int64_t, int64_t, bool);
+
+WinogradFn selectWinograd() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const char *force = std::getenv("KILN_UKERNEL");
+  bool has512 = __builtin_cpu_supports("avx512f");
+  bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (force && std::strcmp(force, "portable") == 0)
+    return winogradPortable;
+  if (force && std::strcmp(force, "avx2") == 0 && has2)
+    return winogradAvx2;
+  if (has512)
+    return winogradAvx512;
+  if (has2)
+    return winogradAvx2;
+#endif
+  return winogradPortable;
+}
+
+const WinogradFn winogradChosen = selectWinograd();
+
+} // namespace
+
+extern "C" void kiln_uk_winograd_f23(int64_t in, int64_t u, int64_t out, int64_t scratch,
+                                     int64_t H, int64_t W, int64_t C, int64_t padT,
+                                     int64_t padL, int64_t OH, int64_t OW, int64_t O,
+                                     int64_t tr0, int64_t tr1, int64_t c0, int64_t cols,
+                                     int64_t accumulate) {
+  Shape s{H, W, C, padT, padL, OH, OW, O};
+  winogradChosen(s, reinterpret_cast<const float *>(in), reinterpret_cast<const float *>(u),
+                 reinterpret_cast<float *>(out), reinterpret_cast<float *>(scratch), tr0, tr1,
+                 c0, cols, accumulate != 0);
+}

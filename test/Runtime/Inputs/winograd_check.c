@@ -1,0 +1,108 @@
+/* kiln_uk_winograd_f23 (runtime/cpu/ukernels/Winograd.cpp) against a
+ * double-precision direct 3x3 convolution: images with odd and even sizes
+ * (partial tiles at the bottom and right), pads 0, 1 and 2 and asymmetric
+ * ones, channel counts around the 32-column panels, bands of tile rows and
+ * column ranges split the way workgroups take them, accumulate on and off;
+ * the weights transformed (G g G^T) and packed as codegen does. The floats
+ * after the output (where a partial tile's missing pixels would go) must
+ * stay as they were. Run once per implementation ($KILN_UKERNEL). */
+#include "kiln/runtime.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t state = 0x9e3779b97f4a7c15ull;
+static float uniform(void) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return (float)((state >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+int main(void) {
+  /* H, W, C, O, padT, padL, padB, padR */
+  const int64_t cases[][8] = {
+      {1, 1, 1, 1, 1, 1, 1, 1},   {2, 2, 3, 5, 0, 0, 0, 0},  {4, 4, 8, 32, 0, 0, 0, 0},
+      {5, 7, 16, 33, 1, 1, 1, 1}, {6, 6, 5, 7, 1, 1, 1, 1},  {7, 7, 32, 64, 1, 1, 1, 1},
+      {9, 4, 17, 40, 2, 0, 1, 2}, {8, 9, 64, 70, 1, 2, 0, 1}, {14, 14, 24, 96, 1, 1, 1, 1},
+      {3, 11, 40, 31, 2, 2, 2, 2}};
+  int passed = 0, failed = 0;
+  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ++ci)
+    for (int acc = 0; acc < 2; ++acc) {
+      int64_t H = cases[ci][0], W = cases[ci][1], C = cases[ci][2], O = cases[ci][3];
+      int64_t pt = cases[ci][4], pl = cases[ci][5], pb = cases[ci][6], pr = cases[ci][7];
+      int64_t OH = H + pt + pb - 2, OW = W + pl + pr - 2;
+      if (OH <= 0 || OW <= 0)
+        continue;
+      float *x = malloc(sizeof(float) * H * W * C);
+      float *g = malloc(sizeof(float) * O * C * 9); /* [O][C][3][3], ONNX order */
+      float *y = malloc(sizeof(float) * (OH * OW * O + 64)), *y0 = malloc(sizeof(float) * OH * OW * O);
+      for (int64_t i = 0; i < H * W * C; ++i) x[i] = uniform();
+      for (int64_t i = 0; i < O * C * 9; ++i) g[i] = uniform();
+      for (int64_t i = 0; i < OH * OW * O; ++i) y0[i] = y[i] = uniform();
+      for (int64_t i = 0; i < 64; ++i) y[OH * OW * O + i] = 7.0f;
+      /* U = G g G^T per (c, o), G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1], packed
+       * per xi as 32-column panels of [C x O]. */
+      const float G[4][3] = {{1, 0, 0}, {.5f, .5f, .5f}, {.5f, -.5f, .5f}, {0, 0, 1}};
+      int64_t panels = (O + 31) / 32, perXi = panels * C * 32;
+      float *u = calloc(16 * perXi, sizeof(float));
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t c = 0; c < C; ++c) {
+          const float *k = g + (o * C + c) * 9;
+          float t[4][3];
+          for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 3; ++j)
+              t[i][j] = G[i][0] * k[0 * 3 + j] + G[i][1] * k[1 * 3 + j] + G[i][2] * k[2 * 3 + j];
+          for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j)
+              u[(i * 4 + j) * perXi + (o / 32) * C * 32 + c * 32 + o % 32] =
+                  t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
+        }
+      /* Workgroups: bands of 2 tile rows, columns in 32-wide ranges of up to 64. */
+      int64_t TH = (OH + 1) / 2, TW = (OW + 1) / 2, band = 2;
+      for (int64_t tr0 = 0; tr0 < TH; tr0 += band)
+        for (int64_t c0 = 0; c0 < O; c0 += 64) {
+          int64_t tr1 = tr0 + band < TH ? tr0 + band : TH, cols = O - c0 < 64 ? O - c0 : 64;
+          int64_t T = (tr1 - tr0) * TW;
+          float *scratch = aligned_alloc(64, ((T * C + C + 16 * T * cols) * 4 + 63) / 64 * 64);
+          kiln_uk_winograd_f23((int64_t)(intptr_t)x, (int64_t)(intptr_t)u, (int64_t)(intptr_t)y,
+                               (int64_t)(intptr_t)scratch, H, W, C, pt, pl, OH, OW, O, tr0, tr1,
+                               c0, cols, acc);
+          free(scratch);
+        }
+      double worst = 0;
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow)
+          for (int64_t o = 0; o < O; ++o) {
+            double s = acc ? y0[(oh * OW + ow) * O + o] : 0.0, mag = fabs(s);
+            for (int64_t c = 0; c < C; ++c)
+              for (int ky = 0; ky < 3; ++ky)
+                for (int kx = 0; kx < 3; ++kx) {
+                  int64_t ih = oh - pt + ky, iw = ow - pl + kx;
+                  if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                    continue;
+                  double p = (double)x[(ih * W + iw) * C + c] * g[(o * C + c) * 9 + ky * 3 + kx];
+                  s += p;
+                  mag += fabs(p);
+                }
+            /* Relative to the sum of the magnitudes of the terms. */
+            double e = fabs(y[(oh * OW + ow) * O + o] - s) / (1.0 + mag);
+            if (e > worst) worst = e;
+          }
+      int guard = 1;
+      for (int64_t i = 0; i < 64; ++i) guard &= y[OH * OW * O + i] == 7.0f;
+      int ok = worst <= 1e-6 && guard;
+      if (!ok)
+        printf("FAIL H=%lld W=%lld C=%lld O=%lld pads=%lld,%lld,%lld,%lld acc=%d: error %.3g\n",
+               (long long)H, (long long)W, (long long)C, (long long)O, (long long)pt,
+               (long long)pl, (long long)pb, (long long)pr, acc, worst);
+      passed += ok;
+      failed += !ok;
+      free(x), free(g), free(y), free(y0), free(u);
+    }
+  printf("%s: %d passed, %d failed\n", kiln_uk_sgemm_impl(), passed, failed);
+  return failed != 0;
+}
