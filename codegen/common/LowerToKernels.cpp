@@ -2634,6 +2634,18 @@ static std::pair<int64_t, int64_t> validRange(int64_t outSize, int64_t s, int64_
 }
 
 /// `v` (a scalar or vector of floats) as f32: bf16 storage read back.
+/// Whether buffer `out` and buffers [first, first + n) hold f32 (an
+/// epilogue can then run on 16-lane vectors).
+static bool f32Buffers(KernelEmitter &e, int out, int first, int64_t n) {
+  auto isF32 = [&](int b) {
+    return llvm::cast<MemRefType>(e.bufs[b].getType()).getElementType().isF32();
+  };
+  for (int64_t k = 0; k < n; ++k)
+    if (!isF32(first + k))
+      return false;
+  return isF32(out);
+}
+
 static Value asF32(KernelEmitter &e, Value v) {
   auto vt = llvm::dyn_cast<VectorType>(v.getType());
   Type elem = vt ? vt.getElementType() : v.getType();
@@ -3592,14 +3604,22 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   int outBuf = ins.size();
 
   // alpha * (A.B)[i, j] + beta * C[i, j], then the epilogue.
+  // (With e.lanes > 1: 16 columns from j on, C and the sites f32, each
+  // contiguous or broadcast along the row.)
+  auto loadAt = [&](KernelEmitter &e, int buf, Value at, int64_t colStride) -> Value {
+    if (e.lanes == 1)
+      return e.loadF(buf, at);
+    return colStride == 1 ? e.vload(buf, at) : e.splat(e.load(buf, at));
+  };
   auto finishGemm = [&](KernelEmitter &e, Value i, Value j, Value ab) {
     Value v = e.fmul(ab, e.f32(alpha));
     if (hasC)
-      v = e.fadd(v, e.fmul(e.f32(beta), e.loadF(2, e.add(e.mul(i, cs0), e.mul(j, cs1)))));
+      v = e.fadd(v, e.fmul(e.f32(beta), loadAt(e, 2, e.add(e.mul(i, cs0), e.mul(j, cs1)), cs1)));
     if (epi)
       v = epi->apply(e, v, [&](int k) {
         auto &st = epi->siteStrides[k];
-        return e.load(firstSite + k, e.add(e.mul(i, st[0]), e.mul(j, st[1])));
+        Value at = e.add(e.mul(i, st[0]), e.mul(j, st[1]));
+        return e.lanes == 1 ? e.load(firstSite + k, at) : loadAt(e, firstSite + k, at, st[1]);
       });
     return v;
   };
@@ -3694,8 +3714,20 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
                 false);
       if (alpha == 1.0f && !hasC && !epi)
         return;
+      // 16 columns at a time where C and the sites are f32 and contiguous or
+      // broadcast along the row.
+      bool vec = f32Buffers(e, o, 2, o - 2) && (!hasC || cs1 <= 1) &&
+                 (!epi || llvm::all_of(epi->siteStrides, [](auto &st) { return st[1] <= 1; }));
       e.loop(e.idx(0), rows, [&](Value r) {
         Value i = e.add(i0, r);
+        if (vec) {
+          e.vecLoop(e.idx(0), cols, [&](Value jj) {
+            Value j = e.add(j0, jj);
+            Value at = e.add(e.mul(i, N), j);
+            e.vstore(finishGemm(e, i, j, e.vload(o, at)), o, at);
+          });
+          return;
+        }
         e.loop(e.idx(0), cols, [&](Value jj) {
           Value j = e.add(j0, jj);
           Value at = e.add(e.mul(i, N), j);
@@ -3808,6 +3840,21 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
       rowOff.push_back(off);
     }
     Value outRow = e.mul(gr, N);
+    // f32 sites contiguous or broadcast along the row: 16 columns at a time
+    // (a GELU's erf polynomial, a bias, a residual), the rest one by one.
+    if (f32Buffers(e, o, 2, epi->siteStrides.size()) &&
+        llvm::all_of(epi->siteStrides, [&](auto &st) { return st[rank - 1] <= 1; })) {
+      e.vecLoop(j0, j1, [&](Value j) {
+        Value at = e.add(outRow, j);
+        Value y = epi->apply(e, e.vload(o, at), [&](int k) {
+          Value off = e.add(rowOff[k], e.mul(j, epi->siteStrides[k][rank - 1]));
+          return epi->siteStrides[k][rank - 1] == 1 ? e.vload(2 + k, off)
+                                                    : e.splat(e.load(2 + k, off));
+        });
+        e.vstore(y, o, at);
+      });
+      return;
+    }
     e.loop(j0, j1, [&](Value j) {
       Value at = e.add(outRow, j);
       Value y = epi->apply(e, e.load(o, at), [&](int k) {
