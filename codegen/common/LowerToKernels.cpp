@@ -4498,10 +4498,32 @@ LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
   return flashAttention(op, sources, views, outView, lowersToBf16(op));
 }
 
+/// Transposes the 16 x 16 block whose rows are r (vectors of 16 f32), in
+/// registers: four stages, stage k exchanging bit k of the row index with
+/// bit k of the column index through two-source shuffles (64 in all).
+static void transpose16x16(KernelEmitter &e, SmallVector<Value> &r) {
+  for (int64_t bit = 1; bit < 16; bit <<= 1) {
+    SmallVector<int64_t> lo(16), hi(16);
+    for (int64_t j = 0; j < 16; ++j) {
+      lo[j] = (j & bit) ? 16 + (j ^ bit) : j;
+      hi[j] = (j & bit) ? 16 + j : (j ^ bit);
+    }
+    for (int64_t i = 0; i < 16; ++i) {
+      if (i & bit)
+        continue;
+      Value a = r[i], c = r[i | bit];
+      r[i] = vector::ShuffleOp::create(e.b, a, c, lo);
+      r[i | bit] = vector::ShuffleOp::create(e.b, a, c, hi);
+    }
+  }
+}
+
 /// Attention, flash style, on the matrix-product ukernels. A workgroup owns
-/// up to 128 query rows of one batch: Q scaled once into rows (Q16: bf16,
-/// rounded, for bf16; else f32). Per block of 128 keys: K's block transposed
-/// to f32 columns, S = Q16 x K^T (kiln_uk_sbgemm_pa, or the f32 sgemm); rows
+/// up to 128 query rows of one batch (balanced blocks): Q scaled once into
+/// rows (Q16: bf16, rounded, for bf16; else f32). Per block of 128 keys (or
+/// all of up to 256): K's block transposed to f32 columns (f32: straight
+/// into kiln_uk_sgemm_pb's panels, 16 x 16 in registers), S = Q16 x K^T
+/// (kiln_uk_sbgemm_pa, or the f32 sgemm); rows
 /// of S through the online softmax (vectorized, the mask added), the
 /// probabilities into rows P16 (rounded to bf16 for bf16); acc (+)= P16 x V
 /// (V's rows read in place; the bf16 ukernel rounds them). The running sums
@@ -4517,12 +4539,16 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
   SmallVector<int> ids;
   int out = attentionArgs(op, sources, ids), oArg = ids.size() - 1;
   constexpr int64_t kKeyBlock = 128, kQueryRows = 128;
+  // Query blocks of balanced height (197 tokens: 99 + 98, not 128 + 69).
   int64_t nq = std::min(kQueryRows, std::max<int64_t>(Sq, 1));
+  nq = ceilDiv(std::max<int64_t>(Sq, 1), ceilDiv(std::max<int64_t>(Sq, 1), nq));
   int64_t qBlocks = ceilDiv(Sq, nq);
   // Even row strides (pairs of k): Q16's and P16's rows end in a zero when
   // D (or a block's key count) is odd.
   int64_t Dp = bf16 ? (D + 1) / 2 * 2 : D;
-  int64_t kb0 = std::min(kKeyBlock, std::max<int64_t>(Sk, 1));
+  // Keys in blocks of 128, or up to 256 in one block (a ViT's 197 tokens:
+  // one softmax pass, no rescaling, two larger products).
+  int64_t kb0 = std::min(Sk <= 2 * kKeyBlock ? Sk : kKeyBlock, std::max<int64_t>(Sk, 1));
   int64_t ldP = bf16 ? (kb0 + 1) / 2 * 2 : kb0;
   const float negInf = -std::numeric_limits<float>::infinity();
   emitKernel(op.getLoc(), "attention", ids, a.batches * qBlocks, [&](KernelEmitter &e) {
@@ -4534,7 +4560,16 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
     // Q (scaled) and P rows: bf16 for the bf16 ukernel, else f32.
     Value Q16 = bf16 ? e.scratchBf16(nq * Dp) : e.scratch(nq * std::max<int64_t>(Dp, 1));
     Value P16 = bf16 ? e.scratchBf16(nq * ldP) : e.scratch(nq * ldP);
-    Value KT = e.scratch(std::max<int64_t>(D, 1) * kb0), S = e.scratch(nq * kb0);
+    // f32: K's block transposed straight into kiln_uk_sgemm_pb's panels
+    // (32 keys x D each), 16 x 16 at a time in registers.
+    bool ktPanels = !bf16 && D % 16 == 0 && D > 0;
+    int64_t ktFloats = ktPanels ? ceilDiv(kb0, 32) * 32 * D : std::max<int64_t>(D, 1) * kb0;
+    Value KT = e.scratch(ktFloats), S = e.scratch(nq * kb0);
+    // The last panel's columns past the keys are multiplied too (their
+    // products discarded): zeros, never stack garbage (a denormal there
+    // costs a microcode assist per FMA).
+    if (ktPanels)
+      e.vecLoop(0, ktFloats, [&](Value i) { e.vstoreM(e.f32(0.0f), KT, i); });
     Value acc = e.scratch(nq * std::max<int64_t>(Dv, 1));
     Value mRow = e.scratch(nq), lRow = e.scratch(nq);
     // f32 (scalar or vector) rounded to bf16 (bf16), to be stored into
@@ -4577,17 +4612,46 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
     });
     e.loop(e.idx(0), e.idx(Sk), [&](Value kb) {
       Value n = e.minI(e.idx(kb0), arith::SubIOp::create(e.b, e.idx(Sk), kb));
-      // KT[d][j] = K[kb + j][d]
-      e.loop(e.idx(0), n, [&](Value j) {
-        Value kRow = e.add(base[1], e.mul(e.add(kb, j), views[1].row));
-        e.loop(0, D, [&](Value d) {
-          e.storeM(e.load(1, e.add(kRow, d)), KT, e.add(e.mul(d, kb0), j));
+      if (ktPanels) {
+        // KT panel element (d, j) at (j / 32) * 32 * D + d * 32 + j % 32.
+        auto ktAt = [&](Value j, Value d) {
+          return e.add(e.add(e.mul(e.div(j, 32), 32 * D), e.mul(d, 32)), e.rem(j, 32));
+        };
+        Value nFull = e.mul(e.div(n, 16), 16);
+        e.loop(e.idx(0), nFull, [&](Value j0) {
+          e.loop(e.idx(0), e.idx(D), [&](Value d0) {
+            SmallVector<Value> r;
+            auto vt = VectorType::get({16}, e.b.getF32Type());
+            for (int64_t t = 0; t < 16; ++t) {
+              Value kRow = e.add(base[1], e.mul(e.add(kb, e.add(j0, e.idx(t))), views[1].row));
+              r.push_back(vector::LoadOp::create(e.b, vt, e.bufs[1],
+                                                 ValueRange{e.add(kRow, d0)}));
+            }
+            transpose16x16(e, r);
+            for (int64_t u = 0; u < 16; ++u)
+              vector::StoreOp::create(e.b, r[u], KT, ValueRange{ktAt(j0, e.add(d0, e.idx(u)))});
+          }, 16);
+        }, 16);
+        e.loop(nFull, n, [&](Value j) {
+          Value kRow = e.add(base[1], e.mul(e.add(kb, j), views[1].row));
+          e.loop(0, D, [&](Value d) { e.storeM(e.load(1, e.add(kRow, d)), KT, ktAt(j, d)); });
         });
-      });
+      } else {
+        // KT[d][j] = K[kb + j][d]
+        e.loop(e.idx(0), n, [&](Value j) {
+          Value kRow = e.add(base[1], e.mul(e.add(kb, j), views[1].row));
+          e.loop(0, D, [&](Value d) {
+            e.storeM(e.load(1, e.add(kRow, d)), KT, e.add(e.mul(d, kb0), j));
+          });
+        });
+      }
       // S[i][j] = Q16[i] . K[kb + j]
       if (bf16)
         e.ukernel("kiln_uk_sbgemm_pa", rows, n, e.idx(D), e.addrM(Q16, e.idx(0)), Dp,
                   e.addrM(KT, e.idx(0)), kb0, e.addrM(S, e.idx(0)), kb0, false);
+      else if (ktPanels)
+        e.ukernel("kiln_uk_sgemm_pb", rows, n, e.idx(D), e.addrM(Q16, e.idx(0)), Dp,
+                  e.addrM(KT, e.idx(0)), 32 * D, e.addrM(S, e.idx(0)), kb0, false);
       else
         e.sgemmPtr(rows, n, e.idx(D), e.addrM(Q16, e.idx(0)), Dp, e.addrM(KT, e.idx(0)), kb0,
                    e.addrM(S, e.idx(0)), kb0, false);

@@ -403,6 +403,9 @@ CASES = {
     "matmul_batched_ukernel": model("MatMul", [("a", (2, 3, 33, 40))], [("b", (2, 3, 40, 70))], None),
     "attention": attention_chain(1, 2, 40, 70, 16),
     "attention_long_heads": attention_chain(2, 3, 100, 130, 64),
+    # 300 keys: blocks of 128 (online softmax over three), K^T in panels;
+    # 150 queries: two blocks of 75.
+    "attention_many_keys": attention_chain(1, 2, 150, 300, 32),
     "attention_2d_mul_scale": chain([("q", (10, 8)), ("k", (12, 8)), ("v", (12, 5))],
                                     [("c_0.35", ())], [
         ("Transpose", ["k"], {"perm": [1, 0]}), ("MatMul", ["q", "t0"], {}),
