@@ -42,18 +42,38 @@ void ThreadPool::drain(int self) {
     done.fetch_add(claimed, std::memory_order_acq_rel);
 }
 
-/// Iterations a thread spins (with a pause) before it blocks: a few tens of
-/// microseconds, about the gap between two kernel launches of a model.
-constexpr int kSpin = 4000;
+/// How long a thread spins (with a pause) for the next job, or for the
+/// last workgroups of its own, before it blocks: 1 ms, longer than the
+/// serial stretches inside a model run (single-workgroup kernels) and the
+/// caller's work between runs. Measured in time, not iterations: a pause
+/// takes 10 ns on some CPUs and 40 on others. A thread that blocks must be
+/// woken, and on a virtual machine waking a CPU that went idle costs
+/// hundreds of microseconds: with a 40 us spin, MobileNetV2 on 2 threads
+/// ran 2x slower for several calls after the caller had slept 0.5 s.
+constexpr auto kSpinTime = std::chrono::microseconds(1000);
+
+/// Spins until done() or kSpinTime has passed; returns done().
+template <typename Done> static bool spinFor(Done done) {
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done())
+        return true;
+      KILN_PAUSE();
+    }
+    if (std::chrono::steady_clock::now() - start > kSpinTime)
+      return done();
+  }
+}
 
 void ThreadPool::work(int self) {
   uint64_t seen = 0;
   for (;;) {
-    // Spin briefly for the next job, then sleep.
-    for (int i = 0; i < kSpin && generation.load(std::memory_order_acquire) == seen &&
-                    !stopping.load(std::memory_order_relaxed);
-         ++i)
-      KILN_PAUSE();
+    // Spin for the next job, then sleep.
+    spinFor([&] {
+      return generation.load(std::memory_order_acquire) != seen ||
+             stopping.load(std::memory_order_relaxed);
+    });
     std::unique_lock<std::mutex> lock(mu);
     if (generation.load() == seen && !stopping.load()) {
       ++sleepers;
@@ -116,9 +136,7 @@ void ThreadPool::runJob(kiln_kernel_fn f, void *const *a, int64_t n) {
   // All workgroups done and no worker still reading this job's state: spin
   // briefly, then sleep.
   auto finishedJob = [&] { return done.load() == total.load() && active.load() == 0; };
-  for (int i = 0; i < kSpin && !finishedJob(); ++i)
-    KILN_PAUSE();
-  if (!finishedJob()) {
+  if (!spinFor(finishedJob)) {
     std::unique_lock<std::mutex> lock(mu);
     finished.wait(lock, finishedJob);
   }
