@@ -1,9 +1,13 @@
 // bench/peak: this machine's fp32 FMA peak per core, and the f32 and bf16
 // ukernels' rates on hot data for the shapes Kiln's kernels use (one thread;
 // the best of 30 calls); where the bf16 ukernels run on AMX, its TDPBF16PS
-// peak too.
+// peak too; and the thread pool's cost per kernel launch.
 //   build/bin/kiln-peak
 #include "kiln/runtime.h"
+#include "runtime/cpu/ThreadPool.h"
+
+#include <algorithm>
+#include <thread>
 
 #include <chrono>
 #include <cstdint>
@@ -139,6 +143,25 @@ int main() {
     });
     std::printf("M=%d N=%d K=%d: kiln_uk_sgemm %.1f, kiln_uk_sbgemm_pa %.1f, "
                 "kiln_uk_sbgemm_pb %.1f GFLOP/s\n", s.M, s.N, s.K, f32, pa, pb);
+  }
+  // The thread pool's cost per kernel launch: 8 empty workgroups on every
+  // core (what a model's kernel pays beyond its work), median of 10 rounds.
+  {
+    int threads = static_cast<int>(std::thread::hardware_concurrency());
+    kiln::rt::ThreadPool pool(threads < 1 ? 1 : threads);
+    auto noop = [](void *const *, int64_t) {};
+    for (int i = 0; i < 20000; ++i)
+      pool.parallelFor(noop, nullptr, 8);
+    std::vector<double> us;
+    for (int r = 0; r < 10; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 20000; ++i)
+        pool.parallelFor(noop, nullptr, 8);
+      us.push_back(seconds(t0) / 20000 * 1e6);
+    }
+    std::sort(us.begin(), us.end());
+    std::printf("thread pool: %.2f us per launch of 8 empty workgroups on %d threads\n", us[5],
+                threads < 1 ? 1 : threads);
   }
   return 0;
 }
