@@ -50,6 +50,9 @@ ONNX_MODELS = ["resnet50", "mobilenetv2", "efficientnet_b0", "bert_layer", "gpt2
                "vit_b16", "mlp"]
 TORCH_MODELS = ["resnet18", "mobilenet_v2", "transformer_encoder"]
 # Models whose builder takes a batch (the transformers' batch is 1).
+# Untimed calls at the start of every round (see worker()).
+ROUND_WARMUP = 3
+
 BATCHED = {"resnet18", "resnet50", "mobilenetv2", "efficientnet_b0", "vit_b16", "mlp",
            "densenet121", "unet", "mobilenet_v2", "transformer_encoder"}
 
@@ -138,6 +141,11 @@ def worker(a):
     for line in sys.stdin:
         cmd, _, arg = line.strip().partition(" ")
         if cmd == "run":
+            # A few untimed calls first: after the pause before each round
+            # every engine's first calls run slower (about 1.3x, for two or
+            # three calls, on this VM), which is not what the rounds compare.
+            for _ in range(ROUND_WARMUP):
+                call()
             t = []
             for _ in range(int(arg)):
                 s = time.perf_counter()
@@ -319,8 +327,8 @@ def main():
                 parts.append("%s %.2f" % (e, g))
             print("geomean Kiln / other, %d thread(s), --batch %d (%d models): %s" % (
                 threads, batch, len(sel), ", ".join(parts)))
-    print("\nruns=%d per round, rounds=%d; medians; fp32; all engines called from Python, "
-          "each in its own process" % (a.runs, a.rounds))
+    print("\nruns=%d per round (after %d untimed), rounds=%d; medians; fp32; all engines "
+          "called from Python, each in its own process" % (a.runs, ROUND_WARMUP, a.rounds))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
