@@ -1064,7 +1064,7 @@ private:
   /// A constant buffer holding `data`.
   int addConstantData(ArrayRef<char> data);
   /// Layouts a matrix product's constant B is packed into.
-  enum class PackedB { PanelsF32, PanelsBf16, RowsF32, RowsF16 };
+  enum class PackedB { PanelsF32, PanelsBf16, RowsF32, RowsF16, ColumnsF32 };
   /// The constant buffer holding B (buffer `src`, [K, N], or [N, K] when
   /// tB) packed as `kind`: made once by `make` and shared by every product
   /// that reads the same weights so (tied or reused weights).
@@ -3658,12 +3658,35 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   // fp16 (kiln_uk_hgemm): a constant B as [K, N] in half; any M too, the
   // weights being read once either way.
   bool f16 = !tA && f32 && constB && lowersToF16(op);
-  bool viaUkernel = bf16 || f16 || (!tA && f32 && M >= 6 && (!tB || constB));
+  // Fewer than 6 rows and constant weights (a batch-1 classifier, an MLP at
+  // batch 1): matrix-vector products on kiln_uk_sgemv_t, which streams the
+  // weights once as N rows of K (B^T as given, or B transposed at compile
+  // time), prefetching ahead; column blocks of at least 16 so that there
+  // are kMinTiles workgroups.
+  bool gemv = !bf16 && !f16 && !tA && f32 && constB && M < 6 && K > 0;
+  if (gemv) {
+    rb = M;
+    cb = std::max<int64_t>(16, ceilDiv(ceilDiv(N, kMinTiles), 16) * 16);
+  }
+  bool viaUkernel = bf16 || f16 || gemv || (!tA && f32 && M >= 6 && (!tB || constB));
   // f32 (kiln_uk_sgemm_pb): a constant B in 32-column panels read in place
   // (column tiles are whole panels).
-  bool f32Panels = viaUkernel && !bf16 && !f16 && constB && (ceilDiv(N, cb) == 1 || cb % 32 == 0);
+  bool f32Panels = viaUkernel && !bf16 && !f16 && !gemv && constB &&
+                   (ceilDiv(N, cb) == 1 || cb % 32 == 0);
   int64_t Kp = (K + 1) / 2 * 2;
-  if (bf16 || f32Panels || (viaUkernel && (tB || f16))) {
+  if (gemv && !tB) {
+    // B^T, [N x K], transposed once.
+    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[bBuf].offset);
+    bBuf = packedB(bBuf, PackedB::ColumnsF32, tB, K, N, [&] {
+      std::vector<float> t(N * K);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n)
+          t[n * K + k] = src[k * N + n];
+      return weightBytes(t, false);
+    });
+  } else if (gemv) {
+    // (B^T as given.)
+  } else if (bf16 || f32Panels || (viaUkernel && (tB || f16))) {
     const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[bBuf].offset);
     auto b = [&](int64_t, int64_t k, int64_t n) { return tB ? src[n * K + k] : src[k * N + n]; };
     if (bf16)
@@ -3709,6 +3732,9 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
         e.ukernel("kiln_uk_sgemm_pb", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
                   e.addr(1, e.mul(e.div(j0, 32), 32 * K)), 32 * K,
                   e.addr(o, e.add(e.mul(i0, N), j0)), N, false);
+      else if (gemv)
+        e.ukernel("kiln_uk_sgemv_t", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
+                  e.addr(1, e.mul(j0, K)), K, e.addr(o, e.add(e.mul(i0, N), j0)), N, false);
       else
         e.sgemm(rows, cols, K, 0, e.mul(i0, K), K, 1, j0, N, o, e.add(e.mul(i0, N), j0), N,
                 false);
@@ -3906,6 +3932,33 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
   // number of rows (the weights are read once either way).
   bool f16 = f32 && K > 0 && lowersToF16(op) && sharedB &&
              p.buffers[bufferOf.lookup(op.getRhs())].kind == Buffer::Constant;
+  // Fewer than 6 rows in all times constant weights (decoding one token,
+  // a batch-1 head): matrix-vector products on kiln_uk_sgemv_t, B
+  // transposed once at compile time, column blocks of at least 16 so that
+  // there are kMinTiles workgroups (as Lowering::gemm).
+  if (f32 && flat && rowsPerBatch < 6 && K > 0 && !f16 && !lowersToBf16(op) &&
+      p.buffers[bufferOf.lookup(op.getRhs())].kind == Buffer::Constant) {
+    Value rhs = op.getRhs();
+    int rhsBuf = bufferOf.lookup(rhs);
+    const float *src = reinterpret_cast<const float *>(p.weights.data() + p.buffers[rhsBuf].offset);
+    bufferOf[rhs] = packedB(rhsBuf, PackedB::ColumnsF32, false, K, N, [&] {
+      std::vector<float> t(N * K);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n)
+          t[n * K + k] = src[k * N + n];
+      return weightBytes(t, false);
+    });
+    auto restore = llvm::make_scope_exit([&] { bufferOf[rhs] = rhsBuf; });
+    int64_t cb = std::max<int64_t>(16, ceilDiv(ceilDiv(N, kMinTiles), 16) * 16);
+    return launch(op, ins, ceilDiv(N, cb), [&](KernelEmitter &e) {
+      Value j0 = e.mul(e.wg, cb);
+      Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(N), j0));
+      e.ukernel("kiln_uk_sgemv_t", e.idx(rowsPerBatch), cols, e.idx(K), e.addr(0, e.idx(0)), K,
+                e.addr(1, e.mul(j0, K)), K, e.addr(o, j0), N, false);
+      if (epi)
+        e.loop(0, rowsPerBatch, [&](Value r) { applyEpilogue(e, r, j0, e.add(j0, cols)); });
+    });
+  }
   if (f32 && (rowsPerBatch >= 6 || f16) && K > 0) {
     // Through the sgemm ukernel, tiles of [rb x cb] per workgroup.
     Value rhs = op.getRhs();
@@ -5521,7 +5574,7 @@ LogicalResult Lowering::run() {
     for (StringRef name :
          {"kiln_uk_sgemm", "kiln_uk_sgemm_pa", "kiln_uk_sbgemm_pa", "kiln_uk_sbgemm_pb",
           "kiln_uk_sbgemm_pb_a16", "kiln_uk_sgemm_pb", "kiln_uk_sgemm_pbr", "kiln_uk_hgemm",
-          "kiln_uk_hgemm_pa"}) {
+          "kiln_uk_hgemm_pa", "kiln_uk_sgemv_t"}) {
       auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
       decl.setPrivate();
     }

@@ -327,6 +327,13 @@ void kiln_uk_sgemm_pbr(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                        int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                        int64_t accumulate);
 
+/** Called by generated code: C[M x N] (+)= A[M x K] * B^T for few rows
+ *  (M < 6: matrix-vector products), B given as N rows of K floats, ldb
+ *  apart (runtime/cpu/ukernels/Sgemv.cpp): the weights stream once, each
+ *  row prefetched ahead. */
+void kiln_uk_sgemv_t(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, int64_t b,
+                     int64_t ldb, int64_t c, int64_t ldc, int64_t accumulate);
+
 /** Called by generated code: one workgroup of a 3x3, stride-1, one-group
  *  NHWC convolution (f32) in Winograd's F(2x2, 3x3) form
  *  (runtime/cpu/ukernels/Winograd.cpp). `in` and `out` are one image
