@@ -49,9 +49,9 @@ private:
   std::atomic<bool> stopping{false};
   std::atomic<int> active{0}; // workers inside the current job
   int sleepers = 0;           // workers blocked on `wake` (under `mu`)
-  // The job in flight.
-  // fn, args and total are written before `next` is reset (a release) and
-  // read after a workgroup is claimed from it (an acquire).
+  // The job in flight. fn, args, total and the shares are written under
+  // `mu` before `generation` moves (a release); a worker reads them after it
+  // has seen the new generation and registered in `active` under `mu`.
   kiln_kernel_fn fn = nullptr;
   void *const *args = nullptr;
   std::atomic<int64_t> total{0};
