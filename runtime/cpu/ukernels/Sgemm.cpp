@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
+#include "runtime/cpu/ukernels/Isa.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -545,29 +546,17 @@ struct Impl {
   }
 
 Impl selectSgemm() {
-  Impl portable = KILN_IMPL(sgemmPortable, sgemmPbPortable, "portable");
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  bool has512 = __builtin_cpu_supports("avx512f");
-  bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-              __builtin_cpu_supports("f16c");
-  Impl avx512 = KILN_IMPL(sgemmAvx512, sgemmPbAvx512, "avx512");
-  Impl avx2 = KILN_IMPL(sgemmAvx2, sgemmPbAvx2, "avx2");
-  // KILN_UKERNEL forces a path the CPU has (tests cover each one).
-  if (const char *force = std::getenv("KILN_UKERNEL")) {
-    if (std::strcmp(force, "portable") == 0)
-      return portable;
-    if (std::strcmp(force, "avx2") == 0 && has2)
-      return avx2;
-    if (std::strcmp(force, "avx512") == 0 && has512)
-      return avx512;
+  switch (kiln::rt::chooseIsa(/*avx2NeedsF16c=*/true)) {
+  case kiln::rt::Isa::Avx512:
+    return KILN_IMPL(sgemmAvx512, sgemmPbAvx512, "avx512");
+  case kiln::rt::Isa::Avx2:
+    return KILN_IMPL(sgemmAvx2, sgemmPbAvx2, "avx2");
+  case kiln::rt::Isa::Portable:
+    break;
   }
-  if (has512)
-    return avx512;
-  if (has2)
-    return avx2;
 #endif
-  return portable;
+  return KILN_IMPL(sgemmPortable, sgemmPbPortable, "portable");
 }
 #undef KILN_IMPL
 

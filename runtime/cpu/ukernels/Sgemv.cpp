@@ -12,10 +12,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
+#include "runtime/cpu/ukernels/Isa.h"
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -36,6 +38,24 @@ void sgemvPortable(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
       for (int64_t k = 0; k < K; ++k)
         s += a[k] * b[k];
       C[i * ldc + j] = acc ? C[i * ldc + j] + s : s;
+    }
+  }
+}
+
+/// A's rows in groups of up to 5 (the callers have fewer than 6), each
+/// through each(rows as a std::integral_constant, A's group, C's group).
+template <typename Each>
+inline void byRowGroups(int64_t M, const float *A, int64_t lda, float *C, int64_t ldc,
+                        Each each) {
+  for (int64_t i = 0; i < M; i += 5) {
+    const float *a = A + i * lda;
+    float *c = C + i * ldc;
+    switch (M - i < 5 ? M - i : 5) {
+    case 1: each(std::integral_constant<int, 1>{}, a, c); break;
+    case 2: each(std::integral_constant<int, 2>{}, a, c); break;
+    case 3: each(std::integral_constant<int, 3>{}, a, c); break;
+    case 4: each(std::integral_constant<int, 4>{}, a, c); break;
+    default: each(std::integral_constant<int, 5>{}, a, c); break;
     }
   }
 }
@@ -91,18 +111,9 @@ __attribute__((target("avx512f"))) void sgemvAvx512(int64_t M, int64_t N, int64_
                                                     const float *A, int64_t lda,
                                                     const float *B, int64_t ldb, float *C,
                                                     int64_t ldc, bool acc) {
-  // Rows in groups of up to 5 (the callers have fewer than 6).
-  for (int64_t i = 0; i < M; i += 5) {
-    const float *a = A + i * lda;
-    float *c = C + i * ldc;
-    switch (M - i < 5 ? M - i : 5) {
-    case 1: columns<1>(N, K, a, lda, B, ldb, c, ldc, acc); break;
-    case 2: columns<2>(N, K, a, lda, B, ldb, c, ldc, acc); break;
-    case 3: columns<3>(N, K, a, lda, B, ldb, c, ldc, acc); break;
-    case 4: columns<4>(N, K, a, lda, B, ldb, c, ldc, acc); break;
-    default: columns<5>(N, K, a, lda, B, ldb, c, ldc, acc); break;
-    }
-  }
+  byRowGroups(M, A, lda, C, ldc, [&](auto rows, const float *a, float *c) {
+    columns<decltype(rows)::value>(N, K, a, lda, B, ldb, c, ldc, acc);
+  });
 }
 #endif
 
@@ -146,17 +157,9 @@ __attribute__((target("avx2,fma"))) void sgemvAvx2(int64_t M, int64_t N, int64_t
                                                   const float *A, int64_t lda, const float *B,
                                                   int64_t ldb, float *C, int64_t ldc,
                                                   bool acc) {
-  for (int64_t i = 0; i < M; i += 5) {
-    const float *a = A + i * lda;
-    float *c = C + i * ldc;
-    switch (M - i < 5 ? M - i : 5) {
-    case 1: columns2<1>(N, K, a, lda, B, ldb, c, ldc, acc); break;
-    case 2: columns2<2>(N, K, a, lda, B, ldb, c, ldc, acc); break;
-    case 3: columns2<3>(N, K, a, lda, B, ldb, c, ldc, acc); break;
-    case 4: columns2<4>(N, K, a, lda, B, ldb, c, ldc, acc); break;
-    default: columns2<5>(N, K, a, lda, B, ldb, c, ldc, acc); break;
-    }
-  }
+  byRowGroups(M, A, lda, C, ldc, [&](auto rows, const float *a, float *c) {
+    columns2<decltype(rows)::value>(N, K, a, lda, B, ldb, c, ldc, acc);
+  });
 }
 #endif
 
@@ -165,19 +168,14 @@ using SgemvFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t, cons
 
 SgemvFn selectSgemv() {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  bool has512 = __builtin_cpu_supports("avx512f");
-  bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (const char *force = std::getenv("KILN_UKERNEL")) {
-    if (std::strcmp(force, "portable") == 0)
-      return sgemvPortable;
-    if (std::strcmp(force, "avx2") == 0 && has2)
-      return sgemvAvx2;
-  }
-  if (has512)
+  switch (kiln::rt::chooseIsa()) {
+  case kiln::rt::Isa::Avx512:
     return sgemvAvx512;
-  if (has2)
+  case kiln::rt::Isa::Avx2:
     return sgemvAvx2;
+  case kiln::rt::Isa::Portable:
+    break;
+  }
 #endif
   return sgemvPortable;
 }

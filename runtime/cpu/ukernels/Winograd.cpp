@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
+#include "runtime/cpu/ukernels/Isa.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -180,20 +181,14 @@ using WinogradFn = void (*)(const Shape &, const float *, const float *, float *
                             int64_t, int64_t, int64_t, int64_t, bool);
 
 WinogradFn selectWinograd() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  const char *force = std::getenv("KILN_UKERNEL");
-  bool has512 = __builtin_cpu_supports("avx512f");
-  bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (force && std::strcmp(force, "portable") == 0)
-    return winogradPortable;
-  if (force && std::strcmp(force, "avx2") == 0 && has2)
-    return winogradAvx2;
-  if (has512)
+  switch (kiln::rt::chooseIsa()) {
+  case kiln::rt::Isa::Avx512:
     return winogradAvx512;
-  if (has2)
+  case kiln::rt::Isa::Avx2:
     return winogradAvx2;
-#endif
+  case kiln::rt::Isa::Portable:
+    break;
+  }
   return winogradPortable;
 }
 
