@@ -2633,7 +2633,6 @@ static std::pair<int64_t, int64_t> validRange(int64_t outSize, int64_t s, int64_
   return {lo, hi};
 }
 
-/// `v` (a scalar or vector of floats) as f32: bf16 storage read back.
 /// Whether buffer `out` and buffers [first, first + n) hold f32 (an
 /// epilogue can then run on 16-lane vectors).
 static bool f32Buffers(KernelEmitter &e, int out, int first, int64_t n) {
@@ -2646,6 +2645,7 @@ static bool f32Buffers(KernelEmitter &e, int out, int first, int64_t n) {
   return isF32(out);
 }
 
+/// `v` (a scalar or vector of floats) as f32: bf16 storage read back.
 static Value asF32(KernelEmitter &e, Value v) {
   auto vt = llvm::dyn_cast<VectorType>(v.getType());
   Type elem = vt ? vt.getElementType() : v.getType();
@@ -2843,25 +2843,31 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
                   llvm::cast<RankedTensorType>(inElem.getType()).getElementType().isF32() &&
                   !(p.buffers[bufferOf.lookup(inElem)].elem &&
                     p.buffers[bufferOf.lookup(inElem)].elem.isBF16());
-  auto winogradScratch = [&] { return band * TW * (C + 16 * cb) + C; };
+  int64_t wcb = 0; // (the Winograd workgroups' column count)
+  auto winogradScratch = [&] { return band * TW * (C + 16 * wcb) + C; };
   if (winograd) {
     // About kWinogradTiles tiles per band (the products' rows), scratch
     // within kWinogradScratch floats of stack; then columns (whole panels,
     // down to 64) and bands halve until there are kMinTiles workgroups.
-    cb = O <= 128 ? O : 128;
+    wcb = O <= 128 ? O : 128;
     band = std::clamp<int64_t>(ceilDiv(kWinogradTiles, TW), 1, TH);
     while (winogradScratch() > kWinogradScratch && band > 1)
       --band;
-    while (winogradScratch() > kWinogradScratch && cb > 32)
-      cb = std::max<int64_t>(32, ceilDiv(cb / 2, 32) * 32);
+    while (winogradScratch() > kWinogradScratch && wcb > 32)
+      wcb = std::max<int64_t>(32, ceilDiv(wcb / 2, 32) * 32);
     int64_t images = liveSym >= 0 ? 1 : N;
-    auto count = [&] { return images * ceilDiv(TH, band) * ceilDiv(O, cb); };
-    while (count() < kMinTiles && cb > 64)
-      cb = std::max<int64_t>(64, ceilDiv(cb / 2, 32) * 32);
+    auto count = [&] { return images * ceilDiv(TH, band) * ceilDiv(O, wcb); };
+    while (count() < kMinTiles && wcb > 64)
+      wcb = std::max<int64_t>(64, ceilDiv(wcb / 2, 32) * 32);
     while (count() < kMinTiles && band > 1)
       band = ceilDiv(band, 2);
-    winograd = winogradScratch() <= kWinogradScratch;
     band = ceilDiv(TH, ceilDiv(TH, band)); // balanced: 7 tile rows are 4 + 3, not 6 + 1
+    // (Rows too wide for the scratch even one tile row and 32 columns at a
+    // time keep the direct products and their tiles.)
+    winograd = winogradScratch() <= kWinogradScratch;
+  }
+  if (winograd) {
+    cb = wcb;
     bands = ceilDiv(TH, band);
     rTiles = N * bands;
     cTiles = ceilDiv(O, cb);

@@ -305,6 +305,9 @@ CASES = {
     "conv_winograd_odd_batch2": conv(2, 24, 13, 11, 40, 3),
     "conv_winograd_asym_pads": conv(1, 20, 12, 15, 33, 3, pad=[0, 2, 1, 0]),
     "conv_winograd_column_tiles": conv(1, 64, 10, 12, 160, 3),
+    # Rows too wide for the Winograd scratch (190 tiles of one tile row):
+    # the direct products, with their own tiles.
+    "conv_winograd_too_wide": conv(1, 16, 3, 380, 16, 3, pad=[0, 1, 0, 1]),
     # Rows longer than a column tile: the gather's partial-row path.
     "conv1d_long_rows": model("Conv", [("x", (1, 8, 1500))], [("w", (16, 8, 5))], None,
                               pads=[2, 2], strides=[1]),
