@@ -15,13 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t state = 88172645463325252ull;
-static float uniform(void) {
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return (float)((state >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
+#include "uniform.h"
+
 
 /* Round to nearest even, written independently of the runtime's. */
 static uint16_t bf16(float x) {

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "uniform.h"
+
 /* f32 -> IEEE half bits, nearest even (normal values; the test's are in
  * [-1, 1], some scaled down into half's subnormals), and back. */
 static uint16_t to_half(float x) {
@@ -34,13 +36,6 @@ static float from_half(uint16_t h) {
   return e == 0 ? s * m * 0x1p-24f : s * ldexpf(1.0f + m / 1024.0f, e - 15);
 }
 
-static uint64_t state = 88172645463325252ull;
-static float uniform(void) {
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return (float)((state >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
 
 int main(void) {
   const int64_t ms[] = {1, 5, 6, 7, 13, 24};

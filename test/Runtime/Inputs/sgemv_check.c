@@ -10,15 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static uint64_t state = 0x2545f4914f6cdd1dull;
-static float uniform(void) {
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return (float)((state >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
+#include "uniform.h"
+
 
 int main(void) {
+  uniform_seed(0x2545f4914f6cdd1dull);
   const int64_t ms[] = {1, 2, 3, 5};
   const int64_t ns[] = {1, 3, 17, 40};
   const int64_t ks[] = {1, 15, 16, 31, 33, 300, 4100};

@@ -14,15 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t state = 0x9e3779b97f4a7c15ull;
-static float uniform(void) {
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return (float)((state >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
+#include "uniform.h"
+
 
 int main(void) {
+  uniform_seed(0x9e3779b97f4a7c15ull);
   /* H, W, C, O, padT, padL, padB, padR */
   const int64_t cases[][8] = {
       {1, 1, 1, 1, 1, 1, 1, 1},   {2, 2, 3, 5, 0, 0, 0, 0},  {4, 4, 8, 32, 0, 0, 0, 0},
