@@ -335,10 +335,12 @@ public:
   /// acc = init; for i in [lo, hi): acc = combine(acc, body(i)), with the
   /// body on kVectorLanes elements at a time (lanes set; `identity` starts
   /// the vector accumulator, reduced by `kind` at the end), then one at a
-  /// time for the rest. `combine` must be what `kind` does.
+  /// time for the rest. `combine` must be what `kind` does; `fm`: the
+  /// final vector reduction's fast-math flags.
   Value vecReduce(Value lo, Value hi, Value init, double identity, vector::CombiningKind kind,
                   const std::function<Value(Value)> &body,
-                  const std::function<Value(Value, Value)> &combine) {
+                  const std::function<Value(Value, Value)> &combine,
+                  arith::FastMathFlags fm = arith::FastMathFlags::none) {
     Value n = arith::SubIOp::create(b, hi, lo);
     Value mid = add(lo, mul(arith::DivUIOp::create(b, n, idx(kVectorLanes)), kVectorLanes));
     int64_t saved = lanes;
@@ -347,7 +349,7 @@ public:
       return combine(acc, body(i));
     }, kVectorLanes);
     lanes = 1;
-    Value acc = combine(init, vector::ReductionOp::create(b, kind, vacc));
+    Value acc = combine(init, vector::ReductionOp::create(b, kind, vacc, fm));
     acc = reduce(mid, hi, acc, [&](Value i, Value a) { return combine(a, body(i)); });
     lanes = saved;
     return acc;
@@ -4608,7 +4610,16 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
   // Keys in blocks of 128, or up to 256 in one block (a ViT's 197 tokens:
   // one softmax pass, no rescaling, two larger products).
   int64_t kb0 = std::min(Sk <= 2 * kKeyBlock ? Sk : kKeyBlock, std::max<int64_t>(Sk, 1));
-  int64_t ldP = bf16 ? (kb0 + 1) / 2 * 2 : kb0;
+  // Score and probability rows are padded to whole vectors: without a mask
+  // the columns past a block's keys hold -inf (probability 0), so the
+  // softmax passes run on whole vectors, no scalar tail (a ViT's 197 keys:
+  // 12 vectors and 5 scalar exps per row before).
+  bool padRows = !hasMask;
+  int64_t ldS = padRows ? ceilDiv(kb0, 16) * 16 : kb0;
+  int64_t ldP = padRows ? ldS : bf16 ? (kb0 + 1) / 2 * 2 : kb0;
+  // One block of keys (up to 256): the softmax needs no running maximum,
+  // and the second product starts the output.
+  bool oneBlock = Sk > 0 && kb0 >= Sk;
   const float negInf = -std::numeric_limits<float>::infinity();
   emitKernel(op.getLoc(), "attention", ids, a.batches * qBlocks, [&](KernelEmitter &e) {
     Type bf16Type = e.b.getBF16Type();
@@ -4623,12 +4634,13 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
     // (32 keys x D each), 16 x 16 at a time in registers.
     bool ktPanels = !bf16 && D % 16 == 0 && D > 0;
     int64_t ktFloats = ktPanels ? ceilDiv(kb0, 32) * 32 * D : std::max<int64_t>(D, 1) * kb0;
-    Value KT = e.scratch(ktFloats), S = e.scratch(nq * kb0);
+    Value KT = e.scratch(ktFloats), S = e.scratch(nq * ldS);
     // The last panel's columns past the keys are multiplied too (their
     // products discarded): zeros, never stack garbage (a denormal there
-    // costs a microcode assist per FMA).
-    if (ktPanels)
-      e.vecLoop(0, ktFloats, [&](Value i) { e.vstoreM(e.f32(0.0f), KT, i); });
+    // costs a microcode assist per FMA). Only a partial last panel has
+    // such columns (a later partial block's are the earlier block's keys).
+    if (ktPanels && kb0 % 32 != 0)
+      e.vecLoop(ktFloats - 32 * D, ktFloats, [&](Value i) { e.vstoreM(e.f32(0.0f), KT, i); });
     Value acc = e.scratch(nq * std::max<int64_t>(Dv, 1));
     Value mRow = e.scratch(nq), lRow = e.scratch(nq);
     // f32 (scalar or vector) rounded to bf16 (bf16), to be stored into
@@ -4665,9 +4677,10 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
         e.storeM(bf16Zero(), Q16, e.add(qAt, e.idx(D)));
       e.storeM(e.f32(negInf), mRow, i);
       e.storeM(e.f32(0.0f), lRow, i);
-      e.vecLoop(e.idx(0), e.idx(Dv), [&](Value d) {
-        e.vstoreM(e.f32(0.0f), acc, e.add(e.mul(i, Dv), d));
-      });
+      if (!oneBlock)
+        e.vecLoop(e.idx(0), e.idx(Dv), [&](Value d) {
+          e.vstoreM(e.f32(0.0f), acc, e.add(e.mul(i, Dv), d));
+        });
     });
     e.loop(e.idx(0), e.idx(Sk), [&](Value kb) {
       Value n = e.minI(e.idx(kb0), arith::SubIOp::create(e.b, e.idx(Sk), kb));
@@ -4707,15 +4720,19 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
       // S[i][j] = Q16[i] . K[kb + j]
       if (bf16)
         e.ukernel("kiln_uk_sbgemm_pa", rows, n, e.idx(D), e.addrM(Q16, e.idx(0)), Dp,
-                  e.addrM(KT, e.idx(0)), kb0, e.addrM(S, e.idx(0)), kb0, false);
+                  e.addrM(KT, e.idx(0)), kb0, e.addrM(S, e.idx(0)), ldS, false);
       else if (ktPanels)
         e.ukernel("kiln_uk_sgemm_pb", rows, n, e.idx(D), e.addrM(Q16, e.idx(0)), Dp,
-                  e.addrM(KT, e.idx(0)), 32 * D, e.addrM(S, e.idx(0)), kb0, false);
+                  e.addrM(KT, e.idx(0)), 32 * D, e.addrM(S, e.idx(0)), ldS, false);
       else
         e.sgemmPtr(rows, n, e.idx(D), e.addrM(Q16, e.idx(0)), Dp, e.addrM(KT, e.idx(0)), kb0,
-                   e.addrM(S, e.idx(0)), kb0, false);
+                   e.addrM(S, e.idx(0)), ldS, false);
+      // (padRows: the softmax runs to the last whole vector.)
+      Value nv = padRows ? e.mul(e.div(e.add(n, e.idx(15)), 16), 16) : n;
       e.loop(e.idx(0), rows, [&](Value i) {
-        Value sRow = e.mul(i, kb0), pRow = e.mul(i, ldP);
+        Value sRow = e.mul(i, ldS), pRow = e.mul(i, ldP);
+        if (padRows)
+          e.loop(n, nv, [&](Value j) { e.storeM(e.f32(negInf), S, e.add(sRow, j)); });
         Value maskRow = hasMask ? e.add(base[4], e.mul(e.add(q0, i), maskStr[r - 2])) : Value();
         // The scores plus the mask (written back), and their maximum.
         auto score = [&](Value j) {
@@ -4727,11 +4744,18 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
           e.vstoreM(sj, S, e.add(sRow, j));
           return sj;
         };
-        auto maxOf = [&](Value x, Value y) { return arith::MaximumFOp::create(e.b, x, y).getResult(); };
+        // The maximum as x > y ? x : y (one VMAXPS; NaN-propagating
+        // maximumf is a compare and blend more per vector): a NaN score
+        // may then be missed, but its probability, exp(NaN), still makes
+        // the row's sum and every output NaN.
+        auto maxOf = [&](Value x, Value y) {
+          Value gt = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OGT, x, y);
+          return arith::SelectOp::create(e.b, gt, x, y).getResult();
+        };
         Value bmax;
         if (!hasMask || maskStr[r - 1] == 1)
-          bmax = e.vecReduce(e.idx(0), n, e.f32(negInf), negInf, vector::CombiningKind::MAXIMUMF,
-                             score, maxOf);
+          bmax = e.vecReduce(e.idx(0), nv, e.f32(negInf), negInf, vector::CombiningKind::MAXNUMF,
+                             score, maxOf, arith::FastMathFlags::nnan);
         else
           bmax = e.reduce(e.idx(0), n, e.f32(negInf),
                           [&](Value j, Value mx) { return maxOf(mx, score(j)); });
@@ -4741,16 +4765,16 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
         Value isInf = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OEQ, mNew, e.f32(negInf));
         Value mRef = arith::SelectOp::create(e.b, isInf, e.f32(0.0f), mNew);
         Value corr = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, mOld, mRef));
-        Value lsum = e.vecReduce(e.idx(0), n, e.f32(0.0f), 0.0, vector::CombiningKind::ADD,
+        Value lsum = e.vecReduce(e.idx(0), nv, e.f32(0.0f), 0.0, vector::CombiningKind::ADD,
                                  [&](Value j) {
           Value pj = math::ExpOp::create(
               e.b, arith::SubFOp::create(e.b, e.vloadM(S, e.add(sRow, j)), e.splat(mRef)));
           Value p16 = toBf16(pj);
           store16(p16, P16, e.add(pRow, j));
           return bf16 ? arith::ExtFOp::create(e.b, pj.getType(), p16).getResult() : pj;
-        }, [&](Value x, Value y) { return e.fadd(x, y, true); });
+        }, [&](Value x, Value y) { return e.fadd(x, y, true); }, arith::FastMathFlags::reassoc);
         // An odd count of keys: the last pair's upper half is zero.
-        if (bf16 && (kb0 % 2 != 0 || Sk % kb0 % 2 != 0)) {
+        if (bf16 && !padRows && (kb0 % 2 != 0 || Sk % kb0 % 2 != 0)) {
           Value odd = arith::CmpIOp::create(e.b, arith::CmpIPredicate::ne, e.rem(n, 2), e.idx(0));
           auto ifOp = scf::IfOp::create(e.b, odd, false);
           OpBuilder::InsertionGuard guard(e.b);
@@ -4758,6 +4782,10 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
           e.storeM(bf16Zero(), P16, e.add(pRow, n));
         }
         e.storeM(mNew, mRow, i);
+        if (oneBlock) {
+          e.storeM(lsum, lRow, i);
+          return;
+        }
         e.storeM(e.fadd(e.fmul(e.loadM(lRow, i), corr), lsum), lRow, i);
         Value aRow = e.mul(i, Dv);
         e.vecLoop(e.idx(0), e.idx(Dv), [&](Value d) {
@@ -4769,11 +4797,11 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
       if (bf16)
         e.ukernel("kiln_uk_sbgemm_pa", rows, e.idx(Dv), n, e.addrM(P16, e.idx(0)), ldP,
                   e.addr(2, e.add(base[2], e.mul(kb, views[2].row))), views[2].row,
-                  e.addrM(acc, e.idx(0)), Dv, true);
+                  e.addrM(acc, e.idx(0)), Dv, !oneBlock);
       else
         e.sgemmPtr(rows, e.idx(Dv), n, e.addrM(P16, e.idx(0)), ldP,
                    e.addr(2, e.add(base[2], e.mul(kb, views[2].row))), views[2].row,
-                   e.addrM(acc, e.idx(0)), Dv, true);
+                   e.addrM(acc, e.idx(0)), Dv, !oneBlock);
     }, kb0);
     storeAttentionRows(e, op, acc, lRow, rows, q0, base[3], outView, Dv, oArg);
   }, estimateFlops(op));

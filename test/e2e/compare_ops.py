@@ -415,6 +415,11 @@ CASES = {
         ("Mul", ["t1", "c_0.35"], {}), ("Softmax", ["t2"], {"axis": -1}),
         ("MatMul", ["t3", "v"], {})]),
     "attention_scaled_q_no_mask": attention_chain(2, 3, 17, 17, 8, mask=False, scale_first=True),
+    # No mask: score rows padded to whole vectors with -inf past the keys.
+    # A ViT's 197 keys in one block (no running maximum); 300 keys in
+    # blocks of 128, the last of 44 (its padding past stale scores).
+    "attention_no_mask_one_block": attention_chain(1, 2, 197, 197, 64, mask=False),
+    "attention_no_mask_many_keys": attention_chain(1, 2, 150, 300, 32, mask=False),
     # Reductions fused with their elementwise producers and consumers (not
     # recognized patterns): RMSNorm's mean(x*x) + eps -> sqrt in one kernel,
     # a variance around a broadcast mean, a max-shifted log-sum-exp.
