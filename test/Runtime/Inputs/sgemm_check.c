@@ -1,7 +1,7 @@
 /* The sgemm ukernels against a double-precision reference: shapes around
  * every tile edge (6-row groups, 6-8-row tiles, the 10-14-row tiles of a
  * panel's last 16 columns or fewer, 16/32-column panels, the 128- and
- * 256-deep k blocks), leading dimensions wider than the matrix, accumulate on and off,
+ * 256-deep k blocks and the single block up to 192), leading dimensions wider than the matrix, accumulate on and off,
  * A row-major and packed, B packed in 32-column panels (kiln_uk_sgemm_pb,
  * panels ldb apart with a gap); and the fp16 ones (kiln_uk_hgemm: B half;
  * kiln_uk_hgemm_pa: the packed A half) on the same shapes, the reference
@@ -41,7 +41,7 @@ static float from_half(uint16_t h) {
 int main(void) {
   const int64_t ms[] = {1, 5, 6, 7, 13, 24, 40};
   const int64_t ns[] = {1, 7, 8, 9, 16, 17, 31, 32, 33, 70};
-  const int64_t ks[] = {1, 3, 255, 256, 257, 600};
+  const int64_t ks[] = {1, 3, 147, 193, 255, 256, 257, 600};
   int passed = 0, failed = 0;
   for (int half = 0; half < 2; ++half)
   for (size_t mi = 0; mi < sizeof ms / sizeof *ms; ++mi)
