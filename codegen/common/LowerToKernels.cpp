@@ -255,6 +255,15 @@ public:
                          ValueRange{i64(m), i64(n), i64(k), a, i64(lda), bp, i64(ldb), c,
                                     i64(ldc), i64(acc ? 1 : 0)});
   }
+  /// kiln_uk_sgemm_pb_ep / _pbr_ep: the product, then (last k block, as it
+  /// is stored) + bias (an address, or i64 0) and the clamp [lo, hi].
+  void ukernelEp(StringRef name, Value m, Value n, Value k, Value a, int64_t lda, Value bp,
+                 int64_t ldb, Value c, int64_t ldc, bool acc, Value bias, float lo, float hi) {
+    auto f = [&](float v) { return arith::ConstantOp::create(b, b.getF32FloatAttr(v)); };
+    func::CallOp::create(b, name, TypeRange{},
+                         ValueRange{i64(m), i64(n), i64(k), a, i64(lda), bp, i64(ldb), c,
+                                    i64(ldc), i64(acc ? 1 : 0), bias, f(lo), f(hi)});
+  }
   /// The address of 16-bit element `off` of buffer `buf` (bf16 or half
   /// packed weights).
   Value addr16(int buf, Value off) {
@@ -882,6 +891,25 @@ int accumulatedSite(const Epilogue *epi, ArrayRef<int64_t> out, std::optional<Ep
   rest->ops.erase(rest->ops.begin());
   rest->start = add.getResult();
   return k;
+}
+
+/// The clamp [lo, hi] that epilogue `tail` is when it is nothing but one
+/// kiln.relu or kiln.clip of its anchor ([-inf, inf] for no epilogue):
+/// what the f32 ukernel can apply as it stores (kiln_uk_sgemm_pb_ep).
+std::optional<std::pair<float, float>> storeClamp(const Epilogue *tail) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  if (!tail || tail->ops.empty())
+    return std::make_pair(-inf, inf);
+  Operation *op = tail->ops.front();
+  if (tail->ops.size() != 1 || op->getNumOperands() != 1 || op->getOperand(0) != tail->start ||
+      op->getResult(0) != tail->yielded ||
+      !llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType().isF32())
+    return std::nullopt;
+  if (isa<kiln::ReluOp>(op))
+    return std::make_pair(0.0f, inf);
+  if (auto c = dyn_cast<kiln::ClipOp>(op))
+    return std::make_pair(c.getMin().convertToFloat(), c.getMax().convertToFloat());
+  return std::nullopt;
 }
 
 /// Applies a conv epilogue to output value `x` at (image n, channel oc,
@@ -3111,7 +3139,27 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     // C (+)= A x B rows [k0, k0 + k) of this group, at this tile's columns
     // (c0: a whole number of panels).
     // (a16: A is bf16 rows, gathered or stored so.)
-    auto product = [&](Value k, Value aAddr, int64_t lda, Value k0, bool acc, bool a16) {
+    // The last product of an f32 tile whose epilogue is at most the bias
+    // and a clamp (ReLU, ReLU6, Clip; after a residual it accumulated onto)
+    // applies it as the ukernel stores the tile: no pass over the tile
+    // after it (ResNet-50's kernels 43.8 -> 41.3 ms in sum on 1 thread, its
+    // 1x1 convs 9-14% faster; MobileNetV2 2-4%).
+    auto clamp = f32Panels && !outBf16 && !p.gpu && !winograd && (pointwise || listedRows ||
+                                                                  cc == Cg)
+                     ? storeClamp(tail)
+                     : std::nullopt;
+    bool storeEpilogue = clamp && (hasBias || tail);
+    auto product = [&](Value k, Value aAddr, int64_t lda, Value k0, bool acc, bool a16,
+                       bool last = true) {
+      if (storeEpilogue && last) {
+        e.ukernelEp("kiln_uk_sgemm_pb_ep", rows, cols, k, aAddr, lda,
+                    e.addr(0, e.mul(e.add(e.mul(e.add(e.mul(g, panels), e.div(c0, 32)), Kdim),
+                                          k0),
+                                    32)),
+                    32 * Kdim, cAddr, ldc, acc, hasBias ? e.addr(2, oc0) : e.i64(0),
+                    clamp->first, clamp->second);
+        return;
+      }
       if (bf16)
         e.ukernel(a16 ? "kiln_uk_sbgemm_pb_a16" : "kiln_uk_sbgemm_pb", rows, cols, k, aAddr, lda,
                   e.addr16(0, e.mul(e.add(e.mul(e.add(e.mul(g, panels), e.div(c0, 32)), Kp), k0),
@@ -3189,9 +3237,15 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
             }, [&] { e.storeM(e.addrM(zeros, e.idx(0)), ptrs, r); });
           });
         });
-        e.ukernel("kiln_uk_sgemm_pbr", rows, cols, e.idx(KR), e.addrM(ptrs, e.idx(0)), 0,
-                  e.addr(0, e.mul(e.add(e.mul(e.div(c0, 32), Kdim), e.idx(ky * KR)), 32)),
-                  32 * Kdim, cAddr, ldc, ky > 0 || acc0);
+        Value panelsAt =
+            e.addr(0, e.mul(e.add(e.mul(e.div(c0, 32), Kdim), e.idx(ky * KR)), 32));
+        if (storeEpilogue && ky == KH - 1)
+          e.ukernelEp("kiln_uk_sgemm_pbr_ep", rows, cols, e.idx(KR), e.addrM(ptrs, e.idx(0)), 0,
+                      panelsAt, 32 * Kdim, cAddr, ldc, ky > 0 || acc0,
+                      hasBias ? e.addr(2, oc0) : e.i64(0), clamp->first, clamp->second);
+        else
+          e.ukernel("kiln_uk_sgemm_pbr", rows, cols, e.idx(KR), e.addrM(ptrs, e.idx(0)), 0,
+                    panelsAt, 32 * Kdim, cAddr, ldc, ky > 0 || acc0);
       }
     } else {
       int64_t chunkK = tpc * cc;
@@ -3220,7 +3274,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
             put(e.f32(0.0f), e.add(row, e.idx(chunkK)), Value());
         });
         product(e.idx((t1 - t0) * n), e.addrM(col, e.idx(0)), ldCol,
-                e.add(e.idx(t0 * Cg), cBase), !first || acc0, bf16);
+                e.add(e.idx(t0 * Cg), cBase), !first || acc0, bf16, t1 >= KK);
       };
       if (cc == Cg) {
         for (int64_t t0 = 0; t0 < KK; t0 += tpc)
@@ -3247,7 +3301,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
         }
       }
     }
-    if (tail || hasBias || outBf16)
+    if ((tail || hasBias || outBf16) && !storeEpilogue)
       e.loop(e.idx(0), rows, [&](Value r) {
         Value px = e.add(r0, r);
         Value img = e.div(px, P), pix = e.rem(px, P);
@@ -5612,6 +5666,11 @@ LogicalResult Lowering::run() {
       auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
       decl.setPrivate();
     }
+    // The products with an epilogue (10 i64, the bias address, lo, hi).
+    SmallVector<Type> epArgs(11, b.getI64Type());
+    epArgs.append(2, b.getF32Type());
+    for (StringRef name : {"kiln_uk_sgemm_pb_ep", "kiln_uk_sgemm_pbr_ep"})
+      func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(epArgs, {})).setPrivate();
     // The Winograd convolution ukernel (17 i64 arguments).
     func::FuncOp::create(b, fn.getLoc(), "kiln_uk_winograd_f23",
                          b.getFunctionType(SmallVector<Type>(17, b.getI64Type()), {}))

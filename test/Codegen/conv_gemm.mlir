@@ -56,7 +56,9 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // in one 32-column panel (72 x 32, zero past column 16: 2304 floats) that
 // kiln_uk_sgemm_pb reads in place (ldb 32 * 72); the 18 output pixels of
 // both images are one tile. The product overwrites
-// the tile (accumulate 0) and the bias is added in the pass after it.
+// the tile (accumulate 0) and the ukernel adds the bias as it stores it
+// (kiln_uk_sgemm_pb_ep: the bias's address, no clamp: -inf, inf), no pass
+// over the tile after it.
 // NHWC-NOT: transpose
 // NHWC-LABEL: func.func @kiln_k0_conv(
 // NHWC-SAME: memref<2304xf32> {llvm.noalias}, %{{.*}}: memref<576xf32> {llvm.noalias}, %{{.*}}: memref<16xf32> {llvm.noalias}, %{{.*}}: memref<288xf32> {llvm.noalias}, %{{.*}}: index) attributes {kiln.workgroups = 1 : i64}
@@ -65,11 +67,9 @@ func.func @main(%x: tensor<2x8x6x6xf32> {kiln.name = "x"}) -> (tensor<2x16x3x3xf
 // NHWC: scf.if
 // NHWC: vector.maskedload %{{.*}} : memref<576xf32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
 // NHWC: vector.maskedstore %{{.*}} : memref<1296xf32>, vector<16xi1>, vector<16xf32>
-// NHWC: call @kiln_uk_sgemm_pb(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c2304_i64, %{{.*}}, %c16_i64{{.*}}, %c0_i64)
-// NHWC: vector.load %{{.*}} : memref<288xf32>, vector<16xf32>
-// NHWC: vector.load %{{.*}} : memref<16xf32>, vector<16xf32>
-// NHWC: arith.addf
-// NHWC: vector.store {{.*}} : memref<288xf32>, vector<16xf32>
+// NHWC: call @kiln_uk_sgemm_pb_ep(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c2304_i64, %{{.*}}, %c16_i64{{.*}}, %c0_i64{{.*}}, %{{.*}}, %cst{{[_0-9]*}}, %cst{{[_0-9]*}})
+// NHWC-NOT: vector.store {{.*}} : memref<288xf32>, vector<16xf32>
+// NHWC: return
 // Depthwise: a workgroup per band of output rows (2 images x 3 rows, a
 // band of one row each: about 8 bands per image), 16 channels at a time
 // with their taps' weights held, one FMA per tap; the middle row reads the

@@ -26,4 +26,6 @@ func.func @main(%x: tensor<1x3x32x32xf32> {kiln.name = "x"}) -> (tensor<1x8x2x2x
 // NHWC: scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step
 // NHWC: scf.if
 // NHWC: vector.load %arg1
-// NHWC: call @kiln_uk_sgemm_pb(
+// The bias is added as the ukernel stores the tile (no clamp: -inf, inf).
+// NHWC: call @kiln_uk_sgemm_pb_ep({{.*}}, %cst{{[_0-9]*}}, %cst{{[_0-9]*}})
+// NHWC-NOT: vector.load

@@ -7,8 +7,10 @@
 // input for pixels whose window lies inside it, in a small zero-padded
 // stack copy for the edge columns, a row of zeros above and below the
 // input. The first kernel row overwrites the tile, the others accumulate;
-// the bias follows in the epilogue pass. (Its output, with KW * C = 3 * 16
-// = 48, is read by a conv on the gathering path.)
+// the last adds the bias as it stores the tile (kiln_uk_sgemm_pbr_ep: the
+// bias's address, no clamp), no pass over the tile after it. (Its output,
+// with KW * C = 3 * 16 = 48, is read by a conv on the gathering path,
+// without a bias: plain kiln_uk_sgemm_pb.)
 
 // CHECK-LABEL: func.func @kiln_k0_conv(
 // Tiles of 24 pixel rows: 24 row addresses, a zero row of 96, edge copies
@@ -24,9 +26,9 @@
 // CHECK: arith.index_cast %c96{{[_0-9]*}} : index to i64
 // CHECK: call @kiln_uk_sgemm_pbr(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %c0_i64{{[_0-9]*}}, %{{[0-9]+}}, %c9216_i64{{[_0-9]*}}, %{{[0-9]+}}, %c16_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}})
 // CHECK: arith.index_cast %c96{{[_0-9]*}} : index to i64
-// CHECK: call @kiln_uk_sgemm_pbr(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %c0_i64{{[_0-9]*}}, %{{[0-9]+}}, %c9216_i64{{[_0-9]*}}, %{{[0-9]+}}, %c16_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}})
+// CHECK: call @kiln_uk_sgemm_pbr_ep(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %c0_i64{{[_0-9]*}}, %{{[0-9]+}}, %c9216_i64{{[_0-9]*}}, %{{[0-9]+}}, %c16_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %{{[0-9]+}}, %cst{{[_0-9]*}}, %cst{{[_0-9]*}})
 // CHECK-NOT: call @kiln_uk_sgemm_pbr
-// CHECK: arith.addf
+// CHECK-NOT: arith.addf
 // CHECK-LABEL: func.func @kiln_k1_conv(
 // CHECK-NOT: call @kiln_uk_sgemm_pbr
 // CHECK: call @kiln_uk_sgemm_pb(

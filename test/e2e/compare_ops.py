@@ -493,6 +493,22 @@ CASES = {
     "fused_conv_winograd_residual": chain([("x", (1, 32, 12, 10)), ("r", (1, 48, 12, 10))],
                                           [("w", (48, 32, 3, 3)), ("cb", (48,))], [
         ("Conv", ["x", "w", "cb"], CONV3), ("Add", ["t0", "r"], {}), ("Relu", ["t1"], {})]),
+    # Epilogues the f32 ukernel applies as it stores the tile (bias, then
+    # ReLU / ReLU6 / a one-sided Clip; after a residual it accumulated
+    # onto): pointwise with a 16-column tail, without a bias, residual +
+    # ReLU; kernel rows read in place (KW * C >= 96); a gathered RGB stem.
+    "fused_pointwise_relu6_tail": chain([("x", (1, 24, 9, 11))], [("w", (40, 24, 1, 1)), ("cb", (40,)),
+                                                                  ("c_0", ()), ("c_6", ())], [
+        ("Conv", ["x", "w", "cb"], {}), ("Clip", ["t0", "c_0", "c_6"], {})]),
+    "fused_pointwise_residual_relu": chain([("x", (2, 32, 7, 8)), ("r", (2, 64, 7, 8))],
+                                           [("w", (64, 32, 1, 1))], [
+        ("Conv", ["x", "w"], {}), ("Add", ["t0", "r"], {}), ("Relu", ["t1"], {})]),
+    "fused_conv_rows_s2_relu": chain([("x", (1, 32, 15, 13))], [("w", (48, 32, 3, 3)), ("cb", (48,))], [
+        ("Conv", ["x", "w", "cb"], dict(CONV3, strides=[2, 2])), ("Relu", ["t0"], {})]),
+    "fused_stem_7x7_clip_min": chain([("x", (1, 3, 40, 36))], [("w", (16, 3, 7, 7)), ("cb", (16,)),
+                                                              ("c_-0.5", ())], [
+        ("Conv", ["x", "w", "cb"], dict(kernel_shape=[7, 7], strides=[2, 2], pads=[3, 3, 3, 3])),
+        ("Clip", ["t0", "c_-0.5"], {})]),
     "fused_conv_scale_clip": chain([("x", (1, 8, 7, 7))], [("w", (24, 8, 1, 1)), ("k", (24, 1, 1))], [
         ("Conv", ["x", "w"], {}), ("Mul", ["t0", "k"], {}),
         ("Sigmoid", ["t1"], {})]),

@@ -19,6 +19,7 @@
 #include "kiln/runtime.h"
 #include "runtime/cpu/ukernels/Isa.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +44,34 @@ struct ARows {
     return list ? reinterpret_cast<const float *>(list[i]) : base + i * lda;
   }
 };
+
+/// What kiln_uk_sgemm_pb_ep applies to each finished element of C:
+/// C = min(max(C + bias[j], lo), hi) (no bias: none; clamp off: no max or
+/// min), NaN kept (as the code generator's maximumf/minimumf).
+struct Epilogue {
+  const float *bias = nullptr;
+  float lo = 0, hi = 0;
+  bool clamp = false;
+  bool on() const { return bias || clamp; }
+};
+
+/// The epilogue over rows [0, M) and columns [0, N) of C, after the
+/// product (the AVX2 and portable paths).
+void applyEpilogue(int64_t M, int64_t N, float *C, int64_t ldc, const Epilogue &ep) {
+  if (!ep.on())
+    return;
+  for (int64_t i = 0; i < M; ++i) {
+    float *c = C + i * ldc;
+    for (int64_t j = 0; j < N; ++j) {
+      float v = c[j] + (ep.bias ? ep.bias[j] : 0.0f);
+      if (ep.clamp) {
+        v = v < ep.lo ? ep.lo : v; // (a NaN compares false: kept)
+        v = v > ep.hi ? ep.hi : v;
+      }
+      c[j] = v;
+    }
+  }
+}
 
 inline float toFloat(float x) { return x; }
 /// Exact half -> float widening (subnormals, infinities and NaNs included).
@@ -133,6 +162,13 @@ struct PanelMasks {
         m1(n >= 32 ? 0xffff : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1) : 0) {}
 };
 
+/// min(max(x, lo), hi) with a NaN x kept (VMAXPS/VMINPS return their
+/// second operand when one is NaN; the masked forms avoid GCC's
+/// uninitialized-source warning).
+__attribute__((target("avx512f"))) inline __m512 clampKeepNaN(__m512 x, __m512 lo, __m512 hi) {
+  return _mm512_maskz_min_ps(0xffff, hi, _mm512_maskz_max_ps(0xffff, lo, x));
+}
+
 /// One MR x 32 tile (MR = 6, 7 or 8) on row-major A: as tilePacked6x32, rows
 /// a[0..MR). The row count of a call picks MR (rowTile), so that 49 pixel
 /// rows are seven tiles of 7 and 32 batch rows four tiles of 8, not ten
@@ -142,7 +178,8 @@ struct PanelMasks {
 template <int MR, int PF = 0>
 __attribute__((target("avx512f"))) inline void
 tileRows32(int64_t K, const float *const a[8], const float *panel, float *const c[8], bool acc,
-           __mmask16 m0, __mmask16 m1, const char *pf = nullptr, int64_t pfLines = 0) {
+           __mmask16 m0, __mmask16 m1, const Epilogue *ep, const char *pf = nullptr,
+           int64_t pfLines = 0) {
 #define KILN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define KILN_INIT(r)                                                           \
   __m512 x##r = _mm512_setzero_ps(), y##r = _mm512_setzero_ps();               \
@@ -167,6 +204,22 @@ tileRows32(int64_t K, const float *const a[8], const float *panel, float *const 
     y##r = _mm512_fmadd_ps(s, b1, y##r);                                       \
   }
     KILN_ROWS(KILN_FMA)
+  }
+  if (ep) { // (ep->bias: this panel's first column)
+    __m512 b0 = ep->bias ? _mm512_maskz_loadu_ps(m0, ep->bias) : _mm512_setzero_ps();
+    __m512 b1 = ep->bias ? _mm512_maskz_loadu_ps(m1, ep->bias + 16) : _mm512_setzero_ps();
+    __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
+#define KILN_EPI(r)                                                            \
+  if constexpr (r < MR) {                                                      \
+    x##r = _mm512_add_ps(x##r, b0);                                            \
+    y##r = _mm512_add_ps(y##r, b1);                                            \
+    if (ep->clamp) {                                                           \
+      x##r = clampKeepNaN(x##r, lo, hi);                                       \
+      y##r = clampKeepNaN(y##r, lo, hi);                                       \
+    }                                                                          \
+  }
+    KILN_ROWS(KILN_EPI)
+#undef KILN_EPI
   }
 #define KILN_STORE(r)                                                          \
   if constexpr (r < MR) {                                                      \
@@ -205,7 +258,7 @@ inline int rowTile(int64_t M) {
 template <int MR>
 __attribute__((target("avx512f"))) inline void
 tileRows16(int64_t K, const float *const a[14], const float *panel, float *const c[14], bool acc,
-           __mmask16 m0) {
+           __mmask16 m0, const Epilogue *ep) {
   __m512 x[MR];
   _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
     x[r] = acc ? _mm512_maskz_loadu_ps(m0, c[r]) : _mm512_setzero_ps();
@@ -213,6 +266,15 @@ tileRows16(int64_t K, const float *const a[14], const float *panel, float *const
     __m512 b = _mm512_loadu_ps(panel + k * 32);
     _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
       x[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r][k]), b, x[r]);
+  }
+  if (ep) { // (as tileRows32's)
+    __m512 b = ep->bias ? _mm512_maskz_loadu_ps(m0, ep->bias) : _mm512_setzero_ps();
+    __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+      x[r] = _mm512_add_ps(x[r], b);
+      if (ep->clamp)
+        x[r] = clampKeepNaN(x[r], lo, hi);
+    }
   }
   _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
     _mm512_mask_storeu_ps(c[r], m0, x[r]);
@@ -236,7 +298,7 @@ template <int MR>
 __attribute__((target("avx512f"))) inline void
 rowTiles(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel,
          float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0, __mmask16 m1,
-         float *discard, Prefetch pf) {
+         float *discard, Prefetch pf, const Epilogue *ep) {
   int64_t tiles = (M + MR - 1) / MR, per = (pf.lines + tiles - 1) / tiles;
   for (int64_t i = 0, t = 0; i < M; i += MR, ++t) {
     const float *a[8] = {};
@@ -259,24 +321,24 @@ rowTiles(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel,
     int64_t n = pf.lines - lo < per ? pf.lines - lo : per;
     const char *at = pf.next + lo * 64;
     if (n <= 0)
-      tileRows32<MR>(kc, a, panel, c, acc, m0, m1);
+      tileRows32<MR>(kc, a, panel, c, acc, m0, m1, ep);
     else if (n <= kc)
-      tileRows32<MR, 1>(kc, a, panel, c, acc, m0, m1, at, n);
+      tileRows32<MR, 1>(kc, a, panel, c, acc, m0, m1, ep, at, n);
     else
-      tileRows32<MR, 2>(kc, a, panel, c, acc, m0, m1, at, n);
+      tileRows32<MR, 2>(kc, a, panel, c, acc, m0, m1, ep, at, n);
   }
 }
 
 __attribute__((target("avx512f"))) inline void
 rowTilesAny(int mr, int64_t M, ARows A, int64_t k0, int64_t kc,
             const float *panel, float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0,
-            __mmask16 m1, float *discard, Prefetch pf = {}) {
+            __mmask16 m1, float *discard, Prefetch pf = {}, const Epilogue *ep = nullptr) {
   if (mr == 8)
-    rowTiles<8>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf);
+    rowTiles<8>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf, ep);
   else if (mr == 7)
-    rowTiles<7>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf);
+    rowTiles<7>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf, ep);
   else
-    rowTiles<6>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf);
+    rowTiles<6>(M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf, ep);
 }
 
 /// Rows [0, M) of A times a panel's first 16 columns (mask m0) in MR-row
@@ -284,7 +346,8 @@ rowTilesAny(int mr, int64_t M, ARows A, int64_t k0, int64_t kc,
 template <int MR>
 __attribute__((target("avx512f"))) inline void
 rowTiles16(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, float *C,
-           int64_t ldc, int64_t j, bool acc, __mmask16 m0, float *discard) {
+           int64_t ldc, int64_t j, bool acc, __mmask16 m0, float *discard,
+           const Epilogue *ep) {
   for (int64_t i = 0; i < M; i += MR) {
     const float *a[14] = {};
     float *c[14] = {};
@@ -293,7 +356,7 @@ rowTiles16(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, float
       a[r] = A[real ? i + r : i] + k0;
       c[r] = real ? C + (i + r) * ldc + j : discard;
     }
-    tileRows16<MR>(kc, a, panel, c, acc, m0);
+    tileRows16<MR>(kc, a, panel, c, acc, m0, ep);
   }
 }
 
@@ -301,14 +364,15 @@ rowTiles16(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, float
 /// step costs about MR + 3 loads' worth).
 __attribute__((target("avx512f"))) inline void
 rowTiles16Any(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, float *C,
-              int64_t ldc, int64_t j, bool acc, __mmask16 m0, float *discard) {
+              int64_t ldc, int64_t j, bool acc, __mmask16 m0, float *discard,
+              const Epilogue *ep) {
   auto cost = [&](int mr) { return (M + mr - 1) / mr * (mr + 3); };
   if (cost(14) <= cost(12) && cost(14) <= cost(10))
-    rowTiles16<14>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard);
+    rowTiles16<14>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
   else if (cost(12) <= cost(10))
-    rowTiles16<12>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard);
+    rowTiles16<12>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
   else
-    rowTiles16<10>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard);
+    rowTiles16<10>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
 }
 
 /// Lanes [0, n) of row `src` as f32, zeros past them (n in [0, 16]).
@@ -505,9 +569,10 @@ void sgemmPbPortable(int64_t M, int64_t N, int64_t K, ARows A, const float *B, i
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int64_t K, ARows A,
-                                                      const float *B, int64_t ldb, float *C,
-                                                      int64_t ldc, bool acc) {
+/// (ep: applied to the last k block's tiles as they are stored.)
+__attribute__((target("avx512f"))) void sgemmPbAvx512Ep(int64_t M, int64_t N, int64_t K, ARows A,
+                                                        const float *B, int64_t ldb, float *C,
+                                                        int64_t ldc, bool acc, const Epilogue &ep) {
   // k blocks of KC so that a panel's block (16 KB) stays in L1 while every
   // row tile of A streams through it (blocks of 256 left less of L1 to A's
   // rows: 2-3% slower on a ViT's products).
@@ -531,12 +596,23 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int6
       else if (k0 + KC < K)
         pf = {reinterpret_cast<const char *>(B + (k0 + KC) * 32),
               2 * (K - k0 - KC < KC ? K - k0 - KC : KC)};
+      Epilogue here = ep;
+      if (here.bias)
+        here.bias += j;
+      const Epilogue *tileEp = ep.on() && k0 + KC >= K ? &here : nullptr;
       if (N - j <= 16)
-        rowTiles16Any(M, A, k0, kc, panel, C, ldc, j, accBlock, m.m0, discard);
+        rowTiles16Any(M, A, k0, kc, panel, C, ldc, j, accBlock, m.m0, discard, tileEp);
       else
-        rowTilesAny(mr, M, A, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1, discard, pf);
+        rowTilesAny(mr, M, A, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1, discard, pf,
+                    tileEp);
     }
   }
+}
+
+__attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int64_t K, ARows A,
+                                                      const float *B, int64_t ldb, float *C,
+                                                      int64_t ldc, bool acc) {
+  sgemmPbAvx512Ep(M, N, K, A, B, ldb, C, ldc, acc, Epilogue{});
 }
 
 __attribute__((target("avx2,fma,f16c"))) void sgemmPbAvx2(int64_t M, int64_t N, int64_t K,
@@ -598,34 +674,48 @@ void listedRows(int64_t M, int64_t N, int64_t K, const void *A, int64_t, const v
     ldb, C, ldc, acc);
 }
 
+/// B packed in panels with an epilogue (kiln_uk_sgemm_pb_ep, _pbr_ep).
+using PbEpFn = void (*)(int64_t, int64_t, int64_t, ARows, const float *, int64_t, float *,
+                        int64_t, bool, const Epilogue &);
+
+/// A PbEpFn from a kernel without one: the product, then the epilogue.
+template <void (*F)(int64_t, int64_t, int64_t, ARows, const float *, int64_t, float *, int64_t,
+                    bool)>
+void thenEpilogue(int64_t M, int64_t N, int64_t K, ARows A, const float *B, int64_t ldb,
+                  float *C, int64_t ldc, bool acc, const Epilogue &ep) {
+  F(M, N, K, A, B, ldb, C, ldc, acc);
+  applyEpilogue(M, N, C, ldc, ep);
+}
+
 /// One implementation's entries: f32 (row-major A, packed A, B packed in
-/// panels with A's rows strided or listed) and fp16 (f32 A times half B,
-/// half packed A times f32 B).
+/// panels with A's rows strided or listed, and with an epilogue) and fp16
+/// (f32 A times half B, half packed A times f32 B).
 struct Impl {
   GemmFn plain, packed, packedB, packedBRows, halfB, halfPackedA;
+  PbEpFn packedBEp;
   const char *name;
 };
 
-#define KILN_IMPL(K, PB, NAME)                                                 \
+#define KILN_IMPL(K, PB, PBEP, NAME)                                           \
   Impl {                                                                       \
     erase<float, float, K<false, float, float>>,                               \
         erase<float, float, K<true, float, float>>, stridedRows<PB>,           \
         listedRows<PB>, erase<float, half, K<false, float, half>>,             \
-        erase<half, float, K<true, half, float>>, NAME                         \
+        erase<half, float, K<true, half, float>>, PBEP, NAME                   \
   }
 
 Impl selectSgemm() {
 #if defined(__x86_64__)
   switch (kiln::rt::chooseIsa(/*avx2NeedsF16c=*/true)) {
   case kiln::rt::Isa::Avx512:
-    return KILN_IMPL(sgemmAvx512, sgemmPbAvx512, "avx512");
+    return KILN_IMPL(sgemmAvx512, sgemmPbAvx512, sgemmPbAvx512Ep, "avx512");
   case kiln::rt::Isa::Avx2:
-    return KILN_IMPL(sgemmAvx2, sgemmPbAvx2, "avx2");
+    return KILN_IMPL(sgemmAvx2, sgemmPbAvx2, thenEpilogue<sgemmPbAvx2>, "avx2");
   case kiln::rt::Isa::Portable:
     break;
   }
 #endif
-  return KILN_IMPL(sgemmPortable, sgemmPbPortable, "portable");
+  return KILN_IMPL(sgemmPortable, sgemmPbPortable, thenEpilogue<sgemmPbPortable>, "portable");
 }
 #undef KILN_IMPL
 
@@ -671,6 +761,43 @@ extern "C" void kiln_uk_sgemm_pbr(int64_t M, int64_t N, int64_t K, int64_t a,
                                   int64_t lda, int64_t b, int64_t ldb, int64_t c,
                                   int64_t ldc, int64_t accumulate) {
   run(sgemmChosen.packedBRows, M, N, K, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+/// The products with an epilogue: C = clamp(A x B (+ C) + bias) as the
+/// last k block is stored (bias: 0 or the address of N floats; clamp off
+/// when lo = -inf and hi = +inf). pb: A's rows lda apart; pbr: listed.
+static void runEp(int64_t M, int64_t N, int64_t K, ARows A, int64_t b, int64_t ldb, int64_t c,
+                  int64_t ldc, int64_t accumulate, int64_t bias, float lo, float hi) {
+  if (M <= 0 || N <= 0)
+    return;
+  Epilogue ep;
+  ep.bias = reinterpret_cast<const float *>(bias);
+  ep.lo = lo, ep.hi = hi;
+  ep.clamp = !(lo == -INFINITY && hi == INFINITY);
+  float *C = reinterpret_cast<float *>(c);
+  if (K <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < M; ++i)
+        std::memset(C + i * ldc, 0, N * sizeof(float));
+    applyEpilogue(M, N, C, ldc, ep);
+    return;
+  }
+  sgemmChosen.packedBEp(M, N, K, A, reinterpret_cast<const float *>(b), ldb, C, ldc,
+                        accumulate != 0, ep);
+}
+
+extern "C" void kiln_uk_sgemm_pb_ep(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                                    int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                                    int64_t accumulate, int64_t bias, float lo, float hi) {
+  runEp(M, N, K, ARows{reinterpret_cast<const float *>(a), lda}, b, ldb, c, ldc, accumulate,
+        bias, lo, hi);
+}
+
+extern "C" void kiln_uk_sgemm_pbr_ep(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                                     int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                                     int64_t accumulate, int64_t bias, float lo, float hi) {
+  runEp(M, N, K, ARows{nullptr, 0, reinterpret_cast<const int64_t *>(a)}, b, ldb, c, ldc,
+        accumulate, bias, lo, hi);
 }
 
 extern "C" void kiln_uk_hgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,

@@ -327,6 +327,18 @@ void kiln_uk_sgemm_pbr(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                        int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                        int64_t accumulate);
 
+/** kiln_uk_sgemm_pb and _pbr with an epilogue applied as the last k block
+ *  of each tile is stored: C = min(max(A * B (+ C) + bias[j], lo), hi),
+ *  NaN kept. `bias` is 0 (none) or the address of N floats; lo = -inf and
+ *  hi = +inf turn the clamp off. Generated code calls them for a
+ *  convolution whose epilogue is its bias and a ReLU, ReLU6 or Clip. */
+void kiln_uk_sgemm_pb_ep(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                         int64_t b, int64_t ldb, int64_t c, int64_t ldc, int64_t accumulate,
+                         int64_t bias, float lo, float hi);
+void kiln_uk_sgemm_pbr_ep(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                          int64_t b, int64_t ldb, int64_t c, int64_t ldc, int64_t accumulate,
+                          int64_t bias, float lo, float hi);
+
 /** Called by generated code: C[M x N] (+)= A[M x K] * B^T for few rows
  *  (M < 6: matrix-vector products), B given as N rows of K floats, ldb
  *  apart (runtime/cpu/ukernels/Sgemv.cpp): the weights stream once, each

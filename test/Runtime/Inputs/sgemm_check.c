@@ -47,7 +47,7 @@ int main(void) {
   for (size_t mi = 0; mi < sizeof ms / sizeof *ms; ++mi)
     for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ++ni)
       for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ++ki)
-        for (int packed = 0; packed < (half ? 2 : 4); ++packed)
+        for (int packed = 0; packed < (half ? 2 : 6); ++packed)
           for (int acc = 0; acc < 2; ++acc) {
             int64_t M = ms[mi], N = ns[ni], K = ks[ki];
             int64_t lda = K + 3, ldb = N + 5, ldc = N + 2, groups = (M + 5) / 6;
@@ -65,6 +65,14 @@ int main(void) {
             float *ar = malloc(sizeof(float) * (M * lda + 8));
             int64_t *rows = malloc(sizeof(int64_t) * M);
             double *ref = malloc(sizeof(double) * M * N);
+            /* packed == 4, 5: kiln_uk_sgemm_pb_ep / _pbr_ep, by shape: a bias
+             * and [-0.3, 0.4]; no bias and [-0.2, inf); a bias, no clamp. */
+            int mode = (int)((mi + ni + ki) % 3);
+            float *bias = malloc(sizeof(float) * N);
+            for (int64_t j = 0; j < N; ++j) bias[j] = uniform();
+            float lo = mode == 0 ? -0.3f : mode == 1 ? -0.2f : -INFINITY;
+            float hi = mode == 0 ? 0.4f : INFINITY;
+            int64_t biasAt = mode == 1 ? 0 : (int64_t)(intptr_t)bias;
             for (int64_t i = 0; i < M * lda; ++i) a[i] = uniform();
             for (int64_t i = 0; i < K * ldb; ++i) b[i] = uniform();
             for (int64_t i = 0; i < M * ldc; ++i) c[i] = uniform();
@@ -90,6 +98,10 @@ int main(void) {
                 double s = acc ? c[i * ldc + j] : 0.0;
                 for (int64_t k = 0; k < K; ++k)
                   s += (double)a[i * lda + k] * b[k * ldb + j];
+                if (packed >= 4) {
+                  if (biasAt) s += bias[j];
+                  s = s < lo ? lo : s > hi ? hi : s;
+                }
                 ref[i * N + j] = s;
               }
             for (int64_t i = 0; i < M; ++i) {
@@ -99,7 +111,13 @@ int main(void) {
             }
             /* Row 0's column past N (ldc > N) must stay as it was. */
             float guard = c[N];
-            if (packed == 3)
+            if (packed == 5)
+              kiln_uk_sgemm_pbr_ep(M, N, K, (int64_t)(intptr_t)rows, 0, (int64_t)(intptr_t)bp,
+                                   ldp, (int64_t)(intptr_t)c, ldc, acc, biasAt, lo, hi);
+            else if (packed == 4)
+              kiln_uk_sgemm_pb_ep(M, N, K, (int64_t)(intptr_t)a, lda, (int64_t)(intptr_t)bp, ldp,
+                                  (int64_t)(intptr_t)c, ldc, acc, biasAt, lo, hi);
+            else if (packed == 3)
               kiln_uk_sgemm_pbr(M, N, K, (int64_t)(intptr_t)rows, 0, (int64_t)(intptr_t)bp, ldp,
                                 (int64_t)(intptr_t)c, ldc, acc);
             else if (packed == 2)
@@ -132,8 +150,36 @@ int main(void) {
             passed += ok;
             failed += !ok;
             free(a), free(ap), free(aph), free(b), free(bh), free(bp), free(c), free(ref);
-            free(ar), free(rows);
+            free(ar), free(rows), free(bias);
           }
+  /* The epilogue keeps a NaN (ReLU of NaN is NaN), and K = 0 is the bias
+   * and the clamp of zeros (or of C, accumulating). */
+  {
+    float a[3 * 4], bp[32 * 4] = {0}, c[3 * 5], bias[5] = {1, -2, 0.5f, 3, -1};
+    for (int i = 0; i < 12; ++i) a[i] = uniform();
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < 5; ++j) bp[k * 32 + j] = uniform();
+    a[1 * 4 + 2] = NAN; /* row 1 */
+    kiln_uk_sgemm_pb_ep(3, 5, 4, (int64_t)(intptr_t)a, 4, (int64_t)(intptr_t)bp, 128,
+                        (int64_t)(intptr_t)c, 5, 0, (int64_t)(intptr_t)bias, 0.0f, 6.0f);
+    int ok = 1;
+    for (int j = 0; j < 5; ++j) {
+      ok &= isnan(c[5 + j]);
+      ok &= c[j] >= 0.0f && c[j] <= 6.0f && c[10 + j] >= 0.0f && c[10 + j] <= 6.0f;
+    }
+    for (int i = 0; i < 15; ++i) c[i] = -5.0f + i;
+    kiln_uk_sgemm_pb_ep(3, 5, 0, (int64_t)(intptr_t)a, 4, (int64_t)(intptr_t)bp, 128,
+                        (int64_t)(intptr_t)c, 5, 1, (int64_t)(intptr_t)bias, 0.0f, 6.0f);
+    for (int i = 0; i < 15; ++i) {
+      float want = -5.0f + i + bias[i % 5];
+      want = want < 0.0f ? 0.0f : want > 6.0f ? 6.0f : want;
+      ok &= c[i] == want;
+    }
+    if (!ok)
+      printf("FAIL sgemm_pb_ep: NaN kept, K = 0\n");
+    passed += ok;
+    failed += !ok;
+  }
   printf("%s: %d passed, %d failed\n", kiln_uk_sgemm_impl(), passed, failed);
   return failed != 0;
 }
