@@ -3144,8 +3144,9 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     // applies it as the ukernel stores the tile: no pass over the tile
     // after it (ResNet-50's kernels 43.8 -> 41.3 ms in sum on 1 thread, its
     // 1x1 convs 9-14% faster; MobileNetV2 2-4%).
-    auto clamp = f32Panels && !outBf16 && !p.gpu && !winograd && (pointwise || listedRows ||
-                                                                  cc == Cg)
+    // (Winograd: its output transform applies them.)
+    auto clamp = !outBf16 && !p.gpu &&
+                         (winograd || (f32Panels && (pointwise || listedRows || cc == Cg)))
                      ? storeClamp(tail)
                      : std::nullopt;
     bool storeEpilogue = clamp && (hasBias || tail);
@@ -3195,7 +3196,12 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
                      e.addr(o, e.mul(img, P * O)), e.addrM(scratch, e.idx(0)), e.i64(H),
                      e.i64(W), e.i64(C), e.i64(pad[0]), e.i64(pad[1]), e.i64(OH), e.i64(OW),
                      e.i64(O), e.i64(tr0), e.i64(tr1), e.i64(c0), e.i64(cols),
-                     e.i64(acc0 ? 1 : 0)});
+                     e.i64(acc0 ? 1 : 0),
+                     storeEpilogue && hasBias ? e.addr(2, e.idx(0)) : e.i64(0),
+                     arith::ConstantOp::create(
+                         e.b, e.b.getF32FloatAttr(storeEpilogue ? clamp->first : -INFINITY)),
+                     arith::ConstantOp::create(
+                         e.b, e.b.getF32FloatAttr(storeEpilogue ? clamp->second : INFINITY))});
     } else if (pointwise) {
       // (bf16 storage: the input's rows as they are; bf16Readers saw to an
       // even channel count.)
@@ -5671,9 +5677,10 @@ LogicalResult Lowering::run() {
     epArgs.append(2, b.getF32Type());
     for (StringRef name : {"kiln_uk_sgemm_pb_ep", "kiln_uk_sgemm_pbr_ep"})
       func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(epArgs, {})).setPrivate();
-    // The Winograd convolution ukernel (17 i64 arguments).
-    func::FuncOp::create(b, fn.getLoc(), "kiln_uk_winograd_f23",
-                         b.getFunctionType(SmallVector<Type>(17, b.getI64Type()), {}))
+    // The Winograd convolution ukernel (18 i64 arguments, lo, hi).
+    SmallVector<Type> wgArgs(18, b.getI64Type());
+    wgArgs.append(2, b.getF32Type());
+    func::FuncOp::create(b, fn.getLoc(), "kiln_uk_winograd_f23", b.getFunctionType(wgArgs, {}))
         .setPrivate();
     if (p.gpu) {
       // The GPU-shaped kernels' thread index, block index, barrier and

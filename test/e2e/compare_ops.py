@@ -509,6 +509,11 @@ CASES = {
                                                               ("c_-0.5", ())], [
         ("Conv", ["x", "w", "cb"], dict(kernel_shape=[7, 7], strides=[2, 2], pads=[3, 3, 3, 3])),
         ("Clip", ["t0", "c_-0.5"], {})]),
+    # Winograd's output transform applies the clamp (and a bias) as it
+    # stores: ReLU6 without a bias.
+    "fused_winograd_relu6_nobias": chain([("x", (1, 16, 11, 10))], [("w", (24, 16, 3, 3)),
+                                                                   ("c_0", ()), ("c_6", ())], [
+        ("Conv", ["x", "w"], CONV3), ("Clip", ["t0", "c_0", "c_6"], {})]),
     "fused_conv_scale_clip": chain([("x", (1, 8, 7, 7))], [("w", (24, 8, 1, 1)), ("k", (24, 1, 1))], [
         ("Conv", ["x", "w"], {}), ("Mul", ["t0", "k"], {}),
         ("Sigmoid", ["t1"], {})]),

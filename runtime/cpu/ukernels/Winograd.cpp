@@ -15,9 +15,10 @@
 //   M_xi[tile][o] = sum_c V_xi[tile][c] * U_xi[c][o]    (kiln_uk_sgemm_pb)
 //
 // The generated kernel calls kiln_uk_winograd_f23 once per workgroup (a
-// band of tile rows of one image, a range of output channels) and then runs
-// the convolution's epilogue (bias, activation) over the band's output
-// rows. U is packed at compile time by codegen: per xi, the 32-column
+// band of tile rows of one image, a range of output channels); the output
+// transform adds the bias and clamps (ReLU, ReLU6) as it stores, or the
+// kernel runs the convolution's epilogue over the band's output rows
+// after it. U is packed at compile time by codegen: per xi, the 32-column
 // panels of kiln_uk_sgemm_pb over [C x O].
 //
 // The transforms are additions and subtractions only (B^T and A^T hold 0
@@ -29,6 +30,7 @@
 #include "kiln/runtime.h"
 #include "runtime/cpu/ukernels/Isa.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +44,15 @@ constexpr float kSign[4][2] = {{1, -1}, {1, 1}, {1, -1}, {1, -1}};
 
 struct Shape {
   int64_t H, W, C, padT, padL, OH, OW, O;
+};
+
+/// What the output transform applies to each output as it stores it:
+/// min(max(y + bias[o], lo), hi), NaN kept (bias null: none; clamp off: no
+/// max or min).
+struct Epilogue {
+  const float *bias = nullptr;
+  float lo = 0, hi = 0;
+  bool clamp = false;
 };
 
 /// 16 floats, vectorized for the entry's target (GCC vector extension:
@@ -95,10 +106,9 @@ __attribute__((always_inline)) inline void inputTransform(const Shape &s, const 
 /// Y = A^T M A for each tile from the 16 products (m + xi * mStride, rows
 /// of `cols` floats), into the output pixels the tile covers (adding to
 /// them when accumulating).
-__attribute__((always_inline)) inline void outputTransform(const Shape &s, const float *m,
-                                                           int64_t mStride, int64_t tr0,
-                                                           int64_t tr1, float *out, int64_t c0,
-                                                           int64_t cols, bool accumulate) {
+__attribute__((always_inline)) inline void
+outputTransform(const Shape &s, const float *m, int64_t mStride, int64_t tr0, int64_t tr1,
+                float *out, int64_t c0, int64_t cols, bool accumulate, const Epilogue &ep) {
   int64_t TW = (s.OW + 1) / 2;
   for (int64_t tr = tr0; tr < tr1; ++tr)
     for (int64_t tc = 0; tc < TW; ++tc) {
@@ -122,25 +132,46 @@ __attribute__((always_inline)) inline void outputTransform(const Shape &s, const
           put(2 * a + 1, r[a][1] - r[a][2] - r[a][3]);
         }
       };
+      // (x < lo ? lo : x: a NaN compares false and is kept.)
+      V16 lo = ep.lo - V16{}, hi = ep.hi - V16{};
       int64_t c = 0;
       for (; c + 16 <= cols; c += 16)
         transform([&](int xi) { return load16(mt + xi * mStride + c); },
                   [&](int k, V16 t) {
-                    if (y[k])
-                      store16(y[k] + c, accumulate ? load16(y[k] + c) + t : t);
+                    if (!y[k])
+                      return;
+                    if (accumulate)
+                      t += load16(y[k] + c);
+                    if (ep.bias)
+                      t += load16(ep.bias + c0 + c);
+                    if (ep.clamp) {
+                      t = t < lo ? lo : t;
+                      t = t > hi ? hi : t;
+                    }
+                    store16(y[k] + c, t);
                   });
       for (; c < cols; ++c)
         transform([&](int xi) { return mt[xi * mStride + c]; },
                   [&](int k, float t) {
-                    if (y[k])
-                      y[k][c] = accumulate ? y[k][c] + t : t;
+                    if (!y[k])
+                      return;
+                    if (accumulate)
+                      t += y[k][c];
+                    if (ep.bias)
+                      t += ep.bias[c0 + c];
+                    if (ep.clamp) {
+                      t = t < ep.lo ? ep.lo : t;
+                      t = t > ep.hi ? ep.hi : t;
+                    }
+                    y[k][c] = t;
                   });
     }
 }
 
 __attribute__((always_inline)) inline void
 winograd(const Shape &s, const float *in, const float *u, float *out, float *scratch,
-         int64_t tr0, int64_t tr1, int64_t c0, int64_t cols, bool accumulate) {
+         int64_t tr0, int64_t tr1, int64_t c0, int64_t cols, bool accumulate,
+         const Epilogue &ep) {
   int64_t TW = (s.OW + 1) / 2, T = (tr1 - tr0) * TW;
   if (T <= 0 || cols <= 0)
     return;
@@ -155,30 +186,32 @@ winograd(const Shape &s, const float *in, const float *u, float *out, float *scr
                      reinterpret_cast<int64_t>(u + xi * perXi + c0 / 32 * s.C * 32), 32 * s.C,
                      reinterpret_cast<int64_t>(m + xi * T * cols), cols, 0);
   }
-  outputTransform(s, m, T * cols, tr0, tr1, out, c0, cols, accumulate);
+  outputTransform(s, m, T * cols, tr0, tr1, out, c0, cols, accumulate, ep);
 }
 
 /// The transforms' loops vectorize for the CPU the entry was built for.
 __attribute__((target("avx512f"))) void winogradAvx512(const Shape &s, const float *in,
                                                        const float *u, float *out, float *scratch,
                                                        int64_t tr0, int64_t tr1, int64_t c0,
-                                                       int64_t cols, bool accumulate) {
-  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate);
+                                                       int64_t cols, bool accumulate,
+                                                       const Epilogue &ep) {
+  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate, ep);
 }
 __attribute__((target("avx2,fma"))) void winogradAvx2(const Shape &s, const float *in,
                                                      const float *u, float *out, float *scratch,
                                                      int64_t tr0, int64_t tr1, int64_t c0,
-                                                     int64_t cols, bool accumulate) {
-  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate);
+                                                     int64_t cols, bool accumulate,
+                                                     const Epilogue &ep) {
+  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate, ep);
 }
 void winogradPortable(const Shape &s, const float *in, const float *u, float *out,
                       float *scratch, int64_t tr0, int64_t tr1, int64_t c0, int64_t cols,
-                      bool accumulate) {
-  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate);
+                      bool accumulate, const Epilogue &ep) {
+  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate, ep);
 }
 
 using WinogradFn = void (*)(const Shape &, const float *, const float *, float *, float *,
-                            int64_t, int64_t, int64_t, int64_t, bool);
+                            int64_t, int64_t, int64_t, int64_t, bool, const Epilogue &);
 
 WinogradFn selectWinograd() {
   switch (kiln::rt::chooseIsa()) {
@@ -200,9 +233,13 @@ extern "C" void kiln_uk_winograd_f23(int64_t in, int64_t u, int64_t out, int64_t
                                      int64_t H, int64_t W, int64_t C, int64_t padT,
                                      int64_t padL, int64_t OH, int64_t OW, int64_t O,
                                      int64_t tr0, int64_t tr1, int64_t c0, int64_t cols,
-                                     int64_t accumulate) {
+                                     int64_t accumulate, int64_t bias, float lo, float hi) {
   Shape s{H, W, C, padT, padL, OH, OW, O};
+  Epilogue ep;
+  ep.bias = reinterpret_cast<const float *>(bias);
+  ep.lo = lo, ep.hi = hi;
+  ep.clamp = !(lo == -INFINITY && hi == INFINITY);
   winogradChosen(s, reinterpret_cast<const float *>(in), reinterpret_cast<const float *>(u),
                  reinterpret_cast<float *>(out), reinterpret_cast<float *>(scratch), tr0, tr1,
-                 c0, cols, accumulate != 0);
+                 c0, cols, accumulate != 0, ep);
 }

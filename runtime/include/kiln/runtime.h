@@ -355,11 +355,13 @@ void kiln_uk_sgemv_t(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, in
  *  accumulate != 0. `u`: the transformed weights G g G^T, per position xi
  *  of the 4x4 domain the kiln_uk_sgemm_pb panels of a [C x O] matrix
  *  (ceil(O / 32) * 32 * C floats each). `scratch`: T * C + C + 16 * T *
- *  cols floats, T = (tr1 - tr0) * ((OW + 1) / 2). */
+ *  cols floats, T = (tr1 - tr0) * ((OW + 1) / 2). Each output is stored as
+ *  min(max(y + bias[o], lo), hi), NaN kept: `bias` 0 (none) or the address
+ *  of O floats; lo = -inf and hi = +inf turn the clamp off. */
 void kiln_uk_winograd_f23(int64_t in, int64_t u, int64_t out, int64_t scratch, int64_t H,
                           int64_t W, int64_t C, int64_t padT, int64_t padL, int64_t OH,
                           int64_t OW, int64_t O, int64_t tr0, int64_t tr1, int64_t c0,
-                          int64_t cols, int64_t accumulate);
+                          int64_t cols, int64_t accumulate, int64_t bias, float lo, float hi);
 
 /** Called by generated code for fp16 contractions on the CPU
  *  (--precision=fp16): as kiln_uk_sgemm with B IEEE half (binary16),

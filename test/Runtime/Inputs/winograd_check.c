@@ -2,7 +2,9 @@
  * double-precision direct 3x3 convolution: images with odd and even sizes
  * (partial tiles at the bottom and right), pads 0, 1 and 2 and asymmetric
  * ones, channel counts around the 32-column panels, bands of tile rows and
- * column ranges split the way workgroups take them, accumulate on and off;
+ * column ranges split the way workgroups take them, accumulate on and off,
+ * with the output transform's epilogue off, a bias and a clamp [-0.5, 0.7],
+ * or a ReLU without a bias;
  * the weights transformed (G g G^T) and packed as codegen does. The floats
  * after the output (where a partial tile's missing pixels would go) must
  * stay as they were. Run once per implementation ($KILN_UKERNEL). */
@@ -27,7 +29,8 @@ int main(void) {
       {3, 11, 40, 31, 2, 2, 2, 2}};
   int passed = 0, failed = 0;
   for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ++ci)
-    for (int acc = 0; acc < 2; ++acc) {
+    for (int acc = 0; acc < 2; ++acc)
+    for (int ep = 0; ep < 3; ++ep) {
       int64_t H = cases[ci][0], W = cases[ci][1], C = cases[ci][2], O = cases[ci][3];
       int64_t pt = cases[ci][4], pl = cases[ci][5], pb = cases[ci][6], pr = cases[ci][7];
       int64_t OH = H + pt + pb - 2, OW = W + pl + pr - 2;
@@ -40,6 +43,10 @@ int main(void) {
       for (int64_t i = 0; i < O * C * 9; ++i) g[i] = uniform();
       for (int64_t i = 0; i < OH * OW * O; ++i) y0[i] = y[i] = uniform();
       for (int64_t i = 0; i < 64; ++i) y[OH * OW * O + i] = 7.0f;
+      float *bias = malloc(sizeof(float) * O);
+      for (int64_t o = 0; o < O; ++o) bias[o] = uniform();
+      int64_t biasAt = ep == 1 ? (int64_t)(intptr_t)bias : 0;
+      float lo = ep == 1 ? -0.5f : ep == 2 ? 0.0f : -INFINITY, hi = ep == 1 ? 0.7f : INFINITY;
       /* U = G g G^T per (c, o), G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1], packed
        * per xi as 32-column panels of [C x O]. */
       const float G[4][3] = {{1, 0, 0}, {.5f, .5f, .5f}, {.5f, -.5f, .5f}, {0, 0, 1}};
@@ -66,7 +73,7 @@ int main(void) {
           float *scratch = aligned_alloc(64, ((T * C + C + 16 * T * cols) * 4 + 63) / 64 * 64);
           kiln_uk_winograd_f23((int64_t)(intptr_t)x, (int64_t)(intptr_t)u, (int64_t)(intptr_t)y,
                                (int64_t)(intptr_t)scratch, H, W, C, pt, pl, OH, OW, O, tr0, tr1,
-                               c0, cols, acc);
+                               c0, cols, acc, biasAt, lo, hi);
           free(scratch);
         }
       double worst = 0;
@@ -84,6 +91,8 @@ int main(void) {
                   s += p;
                   mag += fabs(p);
                 }
+            if (biasAt) s += bias[o];
+            s = s < lo ? lo : s > hi ? hi : s;
             /* Relative to the sum of the magnitudes of the terms. */
             double e = fabs(y[(oh * OW + ow) * O + o] - s) / (1.0 + mag);
             if (e > worst) worst = e;
@@ -92,12 +101,13 @@ int main(void) {
       for (int64_t i = 0; i < 64; ++i) guard &= y[OH * OW * O + i] == 7.0f;
       int ok = worst <= 1e-6 && guard;
       if (!ok)
-        printf("FAIL H=%lld W=%lld C=%lld O=%lld pads=%lld,%lld,%lld,%lld acc=%d: error %.3g\n",
+        printf("FAIL H=%lld W=%lld C=%lld O=%lld pads=%lld,%lld,%lld,%lld acc=%d ep=%d: "
+               "error %.3g\n",
                (long long)H, (long long)W, (long long)C, (long long)O, (long long)pt,
-               (long long)pl, (long long)pb, (long long)pr, acc, worst);
+               (long long)pl, (long long)pb, (long long)pr, acc, ep, worst);
       passed += ok;
       failed += !ok;
-      free(x), free(g), free(y), free(y0), free(u);
+      free(x), free(g), free(y), free(y0), free(u), free(bias);
     }
   printf("%s: %d passed, %d failed\n", kiln_uk_sgemm_impl(), passed, failed);
   return failed != 0;
