@@ -105,7 +105,7 @@ __attribute__((always_inline)) inline void inputTransform(const Shape &s, const 
 
 /// Y = A^T M A for each tile from the 16 products (m + xi * mStride, rows
 /// of `cols` floats), into the output pixels the tile covers (adding to
-/// them when accumulating).
+/// them when accumulating), the epilogue applied as each is stored.
 __attribute__((always_inline)) inline void
 outputTransform(const Shape &s, const float *m, int64_t mStride, int64_t tr0, int64_t tr1,
                 float *out, int64_t c0, int64_t cols, bool accumulate, const Epilogue &ep) {
