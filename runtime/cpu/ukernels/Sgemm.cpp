@@ -18,8 +18,8 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
 #include "runtime/cpu/ukernels/Isa.h"
+#include "runtime/cpu/ukernels/StoreEpilogue.h"
 
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -45,32 +45,17 @@ struct ARows {
   }
 };
 
-/// What kiln_uk_sgemm_pb_ep applies to each finished element of C:
-/// C = min(max(C + bias[j], lo), hi) (no bias: none; clamp off: no max or
-/// min), NaN kept (as the code generator's maximumf/minimumf).
-struct Epilogue {
-  const float *bias = nullptr;
-  float lo = 0, hi = 0;
-  bool clamp = false;
-  bool on() const { return bias || clamp; }
-};
+/// What kiln_uk_sgemm_pb_ep applies to each finished element of C.
+using Epilogue = kiln::rt::StoreEpilogue;
 
 /// The epilogue over rows [0, M) and columns [0, N) of C, after the
 /// product (the AVX2 and portable paths).
 void applyEpilogue(int64_t M, int64_t N, float *C, int64_t ldc, const Epilogue &ep) {
   if (!ep.on())
     return;
-  for (int64_t i = 0; i < M; ++i) {
-    float *c = C + i * ldc;
-    for (int64_t j = 0; j < N; ++j) {
-      float v = c[j] + (ep.bias ? ep.bias[j] : 0.0f);
-      if (ep.clamp) {
-        v = v < ep.lo ? ep.lo : v; // (a NaN compares false: kept)
-        v = v > ep.hi ? ep.hi : v;
-      }
-      c[j] = v;
-    }
-  }
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      C[i * ldc + j] = ep.apply(C[i * ldc + j], j);
 }
 
 inline float toFloat(float x) { return x; }
@@ -774,10 +759,7 @@ static void runEp(int64_t M, int64_t N, int64_t K, ARows A, int64_t b, int64_t l
                   int64_t ldc, int64_t accumulate, int64_t bias, float lo, float hi) {
   if (M <= 0 || N <= 0)
     return;
-  Epilogue ep;
-  ep.bias = reinterpret_cast<const float *>(bias);
-  ep.lo = lo, ep.hi = hi;
-  ep.clamp = !(lo == -INFINITY && hi == INFINITY);
+  Epilogue ep = Epilogue::fromArgs(bias, lo, hi);
   float *C = reinterpret_cast<float *>(c);
   if (K <= 0) {
     if (!accumulate)

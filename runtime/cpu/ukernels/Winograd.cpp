@@ -29,8 +29,8 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
 #include "runtime/cpu/ukernels/Isa.h"
+#include "runtime/cpu/ukernels/StoreEpilogue.h"
 
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -46,14 +46,8 @@ struct Shape {
   int64_t H, W, C, padT, padL, OH, OW, O;
 };
 
-/// What the output transform applies to each output as it stores it:
-/// min(max(y + bias[o], lo), hi), NaN kept (bias null: none; clamp off: no
-/// max or min).
-struct Epilogue {
-  const float *bias = nullptr;
-  float lo = 0, hi = 0;
-  bool clamp = false;
-};
+/// What the output transform applies to each output as it stores it.
+using Epilogue = kiln::rt::StoreEpilogue;
 
 /// 16 floats, vectorized for the entry's target (GCC vector extension:
 /// one zmm on AVX-512, two ymm on AVX2, four xmm otherwise).
@@ -153,17 +147,8 @@ outputTransform(const Shape &s, const float *m, int64_t mStride, int64_t tr0, in
       for (; c < cols; ++c)
         transform([&](int xi) { return mt[xi * mStride + c]; },
                   [&](int k, float t) {
-                    if (!y[k])
-                      return;
-                    if (accumulate)
-                      t += y[k][c];
-                    if (ep.bias)
-                      t += ep.bias[c0 + c];
-                    if (ep.clamp) {
-                      t = t < ep.lo ? ep.lo : t;
-                      t = t > ep.hi ? ep.hi : t;
-                    }
-                    y[k][c] = t;
+                    if (y[k])
+                      y[k][c] = ep.apply(accumulate ? y[k][c] + t : t, c0 + c);
                   });
     }
 }
@@ -235,10 +220,7 @@ extern "C" void kiln_uk_winograd_f23(int64_t in, int64_t u, int64_t out, int64_t
                                      int64_t tr0, int64_t tr1, int64_t c0, int64_t cols,
                                      int64_t accumulate, int64_t bias, float lo, float hi) {
   Shape s{H, W, C, padT, padL, OH, OW, O};
-  Epilogue ep;
-  ep.bias = reinterpret_cast<const float *>(bias);
-  ep.lo = lo, ep.hi = hi;
-  ep.clamp = !(lo == -INFINITY && hi == INFINITY);
+  Epilogue ep = Epilogue::fromArgs(bias, lo, hi);
   winogradChosen(s, reinterpret_cast<const float *>(in), reinterpret_cast<const float *>(u),
                  reinterpret_cast<float *>(out), reinterpret_cast<float *>(scratch), tr0, tr1,
                  c0, cols, accumulate != 0, ep);
