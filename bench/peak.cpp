@@ -36,10 +36,38 @@ __attribute__((target("avx512f"))) static float fmaChains512(long n) {
     for (int i = 0; i < 24; ++i)
       acc[i] = _mm512_fmadd_ps(a, acc[i], b);
   }
+  alignas(64) float t[16];
   __m512 s = acc[0];
   for (int i = 1; i < 24; ++i)
     s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
+  _mm512_store_ps(t, s); // (GCC 12's _mm512_reduce_add_ps warns)
+  float sum = 0;
+  for (float v : t)
+    sum += v;
+  return sum;
+}
+
+/// The same on AVX2 + FMA (12 chains of 8 lanes), for machines without
+/// AVX-512.
+__attribute__((target("avx2,fma"))) static float fmaChains256(long n) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i)
+    acc[i] = _mm256_set1_ps(static_cast<float>(i));
+  __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(0.001f);
+  for (long k = 0; k < n; ++k) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i)
+      acc[i] = _mm256_fmadd_ps(a, acc[i], b);
+  }
+  alignas(32) float t[8];
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i)
+    s = _mm256_add_ps(s, acc[i]);
+  _mm256_store_ps(t, s);
+  float sum = 0;
+  for (float v : t)
+    sum += v;
+  return sum;
 }
 #endif
 
@@ -95,13 +123,23 @@ static double seconds(std::chrono::steady_clock::time_point t0) {
 int main() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) {
-    long n = 20000000;
-    auto t0 = std::chrono::steady_clock::now();
-    volatile float sink = fmaChains512(n);
-    (void)sink;
-    std::printf("fp32 FMA peak (zmm, one core): %.1f GFLOP/s\n", n * 24.0 * 32 / seconds(t0) / 1e9);
-  }
+  // The best of three (a VM's core can be preempted during one).
+  auto best = [](auto chains, long n, double flopsPerStep) {
+    double t = 1e9;
+    for (int r = 0; r < 3; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      volatile float sink = chains(n);
+      (void)sink;
+      t = std::min(t, seconds(t0));
+    }
+    return n * flopsPerStep / t / 1e9;
+  };
+  if (__builtin_cpu_supports("avx512f"))
+    std::printf("fp32 FMA peak (zmm, one core): %.1f GFLOP/s\n",
+                best(fmaChains512, 10000000, 24.0 * 32));
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    std::printf("fp32 FMA peak (ymm, one core): %.1f GFLOP/s\n",
+                best(fmaChains256, 20000000, 12.0 * 16));
 #endif
   struct Shape { int M, N, K; } shapes[] = {
       {144, 196, 1152}, {144, 512, 576}, {96, 49, 4608}, {144, 3136, 64},
