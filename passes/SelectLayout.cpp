@@ -185,6 +185,39 @@ bool freeToEnter(Value v) {
   return onlyUnitDimsMove(tensorOf(v), kToNhwc);
 }
 
+/// Whether `user` (outside the region) of the NCHW value `res` only
+/// reorders it into its NHWC buffer's own order: a transpose, or a reshape
+/// whose every user is a transpose, that the canonicalizer then turns into
+/// a reshape of the NHWC value (a ViT's patch embedding: [N, C, H, W] ->
+/// [N, C, H*W] -> [N, H*W, C]). `saved`: the transposes' cost, which NCHW
+/// keeps paying.
+bool nhwcOrderLeaves(Value res, Operation *user, double &saved) {
+  auto shape = tensorOf(res).getShape();
+  if (shape.size() != 4 || llvm::any_of(shape, [](int64_t d) { return d <= 0; }))
+    return false;
+  // The NCHW dimensions' strides in the NHWC buffer.
+  StridedView nhwc;
+  nhwc.base = res;
+  nhwc.strides = {shape[1] * shape[2] * shape[3], 1, shape[3] * shape[1], shape[1]};
+  auto restoresOrder = [&](TransposeOp t, const StridedView &in) {
+    auto view = viewThrough(t, in);
+    if (!view || !isRowMajorOf(*view, tensorOf(t.getResult()).getShape()))
+      return false;
+    saved += transposeCost(t.getResult());
+    return true;
+  };
+  if (auto t = dyn_cast<TransposeOp>(user))
+    return restoresOrder(t, nhwc);
+  auto reshape = dyn_cast<ReshapeOp>(user);
+  if (!reshape || reshape->use_empty())
+    return false;
+  auto view = viewThrough(reshape, nhwc);
+  return view && llvm::all_of(reshape->getUsers(), [&](Operation *u) {
+           auto t = dyn_cast<TransposeOp>(u);
+           return t && restoresOrder(t, *view);
+         });
+}
+
 /// Operands that carry the region's layout (a convolution's weight and
 /// bias do not).
 bool carriesLayout(Operation *op, unsigned operandNo) {
@@ -335,6 +368,8 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
           auto t = dyn_cast<TransposeOp>(user);
           if (t && t.getPerm() == ArrayRef<int64_t>(kToNhwc))
             toNhwcUser = true;
+          else if (double saved = 0; nhwcOrderLeaves(res, user, saved))
+            region.nchwCost += saved;
           else
             leaves = true;
         }

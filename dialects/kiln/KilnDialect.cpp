@@ -30,40 +30,53 @@ bool kiln::isElementwise(Operation *op) {
              IsInfOp, ExpandOp, ModOp, AndOp, OrOp, XorOp, ShlOp, ShrOp, CompareOp, NarrowOp>(op);
 }
 
-std::optional<kiln::StridedView> kiln::stridedViewOf(Value v, Value stop) {
-  auto shapeOf = [](Value x) { return llvm::cast<RankedTensorType>(x.getType()).getShape(); };
-  Operation *def = v.getDefiningOp();
-  if (!def || v == stop || !isa<TransposeOp, SliceOp, ReshapeOp>(def)) {
-    StridedView view;
-    view.base = v;
-    ArrayRef<int64_t> shape = shapeOf(v);
-    view.strides.assign(shape.size(), 1);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-      view.strides[d] = view.strides[d + 1] * shape[d + 1];
-    return view;
+kiln::StridedView kiln::rowMajorView(Value v) {
+  ArrayRef<int64_t> shape = llvm::cast<RankedTensorType>(v.getType()).getShape();
+  StridedView view;
+  view.base = v;
+  view.strides.assign(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    view.strides[d] = view.strides[d + 1] * shape[d + 1];
+  return view;
+}
+
+bool kiln::isRowMajorOf(const StridedView &view, ArrayRef<int64_t> shape) {
+  if (view.offset != 0 || view.strides.size() != shape.size())
+    return false;
+  int64_t expect = 1, count = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] != 1 && view.strides[d] != expect)
+      return false;
+    expect *= shape[d];
   }
-  auto in = stridedViewOf(def->getOperand(0), stop);
-  if (!in)
-    return std::nullopt;
-  StridedView view{in->base, in->offset, {}};
+  for (int64_t n : llvm::cast<RankedTensorType>(view.base.getType()).getShape())
+    count *= n;
+  return count == expect;
+}
+
+std::optional<kiln::StridedView> kiln::viewThrough(Operation *def, const StridedView &in) {
+  auto shapeOf = [](Value x) { return llvm::cast<RankedTensorType>(x.getType()).getShape(); };
+  StridedView view{in.base, in.offset, {}};
   if (auto t = dyn_cast<TransposeOp>(def)) {
     for (int64_t p : t.getPerm())
-      view.strides.push_back(in->strides[p]);
+      view.strides.push_back(in.strides[p]);
     return view;
   }
   if (auto s = dyn_cast<SliceOp>(def)) {
-    for (size_t d = 0; d < in->strides.size(); ++d) {
-      view.offset += s.getOffsets()[d] * in->strides[d];
-      view.strides.push_back(in->strides[d] * s.getStrides()[d]);
+    for (size_t d = 0; d < in.strides.size(); ++d) {
+      view.offset += s.getOffsets()[d] * in.strides[d];
+      view.strides.push_back(in.strides[d] * s.getStrides()[d]);
     }
     return view;
   }
+  if (!isa<ReshapeOp>(def))
+    return std::nullopt;
   // Reshape: walk both shapes from the innermost dimension, matching runs
   // of input dimensions to runs of output dimensions with the same element
   // count; a run of input dimensions must be contiguous in the view (each
   // stride the next one's times its size; size-1 dimensions don't count),
   // and its output dimensions then get strides from the run's innermost.
-  ArrayRef<int64_t> from = shapeOf(def->getOperand(0)), to = shapeOf(v);
+  ArrayRef<int64_t> from = shapeOf(def->getOperand(0)), to = shapeOf(def->getResult(0));
   view.strides.assign(to.size(), 0);
   int64_t o = static_cast<int64_t>(to.size()) - 1;
   int64_t i = static_cast<int64_t>(from.size()) - 1;
@@ -80,7 +93,7 @@ std::optional<kiln::StridedView> kiln::stridedViewOf(Value v, Value stop) {
     if (i < 0 || o < 0)
       return std::nullopt;
     // One run: grow the input side and the output side until they match.
-    int64_t inner = in->strides[i];
+    int64_t inner = in.strides[i];
     int64_t inCount = from[i], outCount = 1, last = i;
     --i;
     int64_t runOut = o;
@@ -92,7 +105,7 @@ std::optional<kiln::StridedView> kiln::stridedViewOf(Value v, Value stop) {
       // Need another input dimension, contiguous with the run.
       while (i >= 0 && from[i] == 1)
         --i;
-      if (i < 0 || in->strides[i] != in->strides[last] * from[last])
+      if (i < 0 || in.strides[i] != in.strides[last] * from[last])
         return std::nullopt;
       inCount *= from[i];
       last = i--;
@@ -104,4 +117,14 @@ std::optional<kiln::StridedView> kiln::stridedViewOf(Value v, Value stop) {
     }
   }
   return view;
+}
+
+std::optional<kiln::StridedView> kiln::stridedViewOf(Value v, Value stop) {
+  Operation *def = v.getDefiningOp();
+  if (!def || v == stop || !isa<TransposeOp, SliceOp, ReshapeOp>(def))
+    return rowMajorView(v);
+  auto in = stridedViewOf(def->getOperand(0), stop);
+  if (!in)
+    return std::nullopt;
+  return viewThrough(def, *in);
 }

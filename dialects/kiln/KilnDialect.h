@@ -61,6 +61,15 @@ struct StridedView {
 /// dimensions that are not contiguous in the view. Kernels read such views
 /// in place.
 std::optional<StridedView> stridedViewOf(mlir::Value v, mlir::Value stop = {});
+/// `v` itself: row-major strides, offset 0.
+StridedView rowMajorView(mlir::Value v);
+/// The view `in` of the operand of `def` (a kiln.transpose, kiln.slice or
+/// kiln.reshape) carried to its result; nullopt for other ops and for
+/// reshapes that merge dimensions not contiguous in `in`.
+std::optional<StridedView> viewThrough(mlir::Operation *def, const StridedView &in);
+/// Whether `view`, of a tensor of `shape`, is its base's whole buffer in
+/// row-major order: the tensor is a reshape of the base.
+bool isRowMajorOf(const StridedView &view, llvm::ArrayRef<int64_t> shape);
 
 /// Narrow storage types (NarrowTypes.cpp): float8 (f8E4M3FN, f8E4M3FNUZ,
 /// f8E5M2, f8E5M2FNUZ, f8E8M0FNU), float4 (f4E2M1FN) and 4-/2-bit

@@ -920,14 +920,27 @@ LogicalResult TransposeOp::canonicalize(TransposeOp op, PatternRewriter &rewrite
   // move, so the row-major element order is unchanged.
   auto in = rankedOf(op.getInput());
   int64_t last = -1;
+  bool ordered = true;
   for (int64_t p : op.getPerm()) {
     if (in.getDimSize(p) == 1)
       continue;
     if (p < last)
-      return failure();
+      ordered = false;
     last = p;
   }
-  rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+  if (ordered) {
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+    return success();
+  }
+  // A chain of transposes and reshapes that puts every element back where
+  // it was: a reshape of the chain's start. (An NHWC conv's result taken
+  // back to NCHW, reshaped to [N, C, H*W] and transposed to [N, H*W, C] --
+  // a ViT's patch embedding -- is its NHWC buffer as it lies.)
+  auto view = stridedViewOf(op.getResult());
+  if (!view || view->base == op.getInput() ||
+      !isRowMajorOf(*view, rankedOf(op.getResult()).getShape()))
+    return failure();
+  rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), view->base);
   return success();
 }
 

@@ -101,3 +101,40 @@ func.func @casts(%h: tensor<3xf16>, %f: tensor<3xf32>)
   return %back, %wide, %round, %cb, %ci, %cz
       : tensor<3xf16>, tensor<3xf64>, tensor<3xf32>, tensor<3xbf16>, tensor<3xi32>, tensor<3xi1>
 }
+
+// -----
+
+// A chain of transposes and reshapes that puts every element back in its
+// row-major place is a reshape of the chain's start: NHWC taken to NCHW,
+// [N, C, H*W], then [N, H*W, C] (a ViT's patch embedding after an NHWC conv).
+// CHECK-LABEL: func @order_restoring_chain
+func.func @order_restoring_chain(%x: tensor<1x14x14x768xf32>) -> tensor<1x196x768xf32> {
+  // CHECK: %[[R:.*]] = kiln.reshape %arg0 : tensor<1x14x14x768xf32> -> tensor<1x196x768xf32>
+  // CHECK-NOT: kiln.transpose
+  // CHECK: return %[[R]]
+  %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : tensor<1x14x14x768xf32> -> tensor<1x768x14x14xf32>
+  %r = kiln.reshape %t : tensor<1x768x14x14xf32> -> tensor<1x768x196xf32>
+  %u = kiln.transpose %r {perm = array<i64: 0, 2, 1>} : tensor<1x768x196xf32> -> tensor<1x196x768xf32>
+  return %u : tensor<1x196x768xf32>
+}
+
+// -----
+
+// The same chain with the spatial dimensions swapped on the way does not
+// restore the order ([N, W*H, C]): its transposes stay. So does a chain
+// through a slice that keeps part of the tensor.
+// CHECK-LABEL: func @order_changing_chain
+func.func @order_changing_chain(%x: tensor<1x4x6x8xf32>) -> (tensor<1x24x8xf32>, tensor<1x12x8xf32>) {
+  // CHECK-COUNT-2: kiln.transpose
+  // CHECK: kiln.slice
+  // CHECK: kiln.transpose
+  // CHECK: return
+  %t = kiln.transpose %x {perm = array<i64: 0, 3, 2, 1>} : tensor<1x4x6x8xf32> -> tensor<1x8x6x4xf32>
+  %r = kiln.reshape %t : tensor<1x8x6x4xf32> -> tensor<1x8x24xf32>
+  %u = kiln.transpose %r {perm = array<i64: 0, 2, 1>} : tensor<1x8x24xf32> -> tensor<1x24x8xf32>
+  %s = kiln.slice %x {offsets = array<i64: 0, 0, 0, 0>, sizes = array<i64: 1, 2, 6, 8>, strides = array<i64: 1, 1, 1, 1>} : tensor<1x4x6x8xf32> -> tensor<1x2x6x8xf32>
+  %st = kiln.transpose %s {perm = array<i64: 0, 3, 1, 2>} : tensor<1x2x6x8xf32> -> tensor<1x8x2x6xf32>
+  %sr = kiln.reshape %st : tensor<1x8x2x6xf32> -> tensor<1x8x12xf32>
+  %su = kiln.transpose %sr {perm = array<i64: 0, 2, 1>} : tensor<1x8x12xf32> -> tensor<1x12x8xf32>
+  return %u, %su : tensor<1x24x8xf32>, tensor<1x12x8xf32>
+}

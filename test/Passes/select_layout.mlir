@@ -119,3 +119,39 @@ func.func @late_stage(%x: tensor<1x512x7x7xf32>) -> tensor<1x512x7x7xf32> {
   %c5 = kiln.conv %r4, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x512x7x7xf32>, tensor<512x512x1x1xf32>) -> tensor<1x512x7x7xf32>
   return %c5 : tensor<1x512x7x7xf32>
 }
+
+// -----
+
+// A ViT's patch embedding: a 16x16 stride-16 conv whose result is reshaped to
+// [N, C, H*W] and transposed to tokens [N, H*W, C]. In NHWC that chain is the
+// conv's buffer as it lies (the canonicalizer makes it a reshape), so NHWC
+// pays one transpose (the image) where NCHW paid one (the tokens) and the
+// conv is cheaper in NHWC; the region goes NHWC.
+// AUTO-LABEL: func @patch_embedding
+// AUTO: %[[IN:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// AUTO: %[[C:.*]] = kiln.conv %[[IN]], {{.*}} layout = "nhwc"{{.*}} -> tensor<1x14x14x768xf32>
+// AUTO: %[[T:.*]] = kiln.reshape %[[C]] : tensor<1x14x14x768xf32> -> tensor<1x196x768xf32>
+// AUTO-NOT: kiln.transpose
+// AUTO: return %[[T]]
+func.func @patch_embedding(%x: tensor<1x3x224x224xf32>) -> tensor<1x196x768xf32> {
+  %w = kiln.constant dense<0.01> : tensor<768x3x16x16xf32>
+  %c = kiln.conv %x, %w {strides = array<i64: 16, 16>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x224x224xf32>, tensor<768x3x16x16xf32>) -> tensor<1x768x14x14xf32>
+  %r = kiln.reshape %c : tensor<1x768x14x14xf32> -> tensor<1x768x196xf32>
+  %t = kiln.transpose %r {perm = array<i64: 0, 2, 1>} : tensor<1x768x196xf32> -> tensor<1x196x768xf32>
+  return %t : tensor<1x196x768xf32>
+}
+
+// -----
+
+// The same conv whose [N, C, H*W] result is used as it is (no transpose to
+// tokens): NHWC would pay a transpose at each end for a 10% cheaper conv;
+// it stays NCHW.
+// AUTO-LABEL: func @patch_embedding_channels_first
+// AUTO-NOT: layout = "nhwc"
+// AUTO: return
+func.func @patch_embedding_channels_first(%x: tensor<1x3x224x224xf32>) -> tensor<1x768x196xf32> {
+  %w = kiln.constant dense<0.01> : tensor<768x3x16x16xf32>
+  %c = kiln.conv %x, %w {strides = array<i64: 16, 16>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x224x224xf32>, tensor<768x3x16x16xf32>) -> tensor<1x768x14x14xf32>
+  %r = kiln.reshape %c : tensor<1x768x14x14xf32> -> tensor<1x768x196xf32>
+  return %r : tensor<1x768x196xf32>
+}

@@ -258,6 +258,21 @@ def projected_attention(seq, hidden, heads, bias=(True, True, True)):
                  given=[("scale", np.array(1.0 / np.sqrt(dh), np.float32))])
 
 
+def patch_embedding(batch, dim, patch=8):
+    """Conv with a patch x patch kernel and stride over a [batch, 3, 48, 40]
+    image, flattened to tokens [batch, 30, dim] and a position embedding
+    added (ViT)."""
+    hw = (48 // patch) * (40 // patch)
+    nodes = [("Conv", ["x", "w", "cb"], ["c"], dict(kernel_shape=[patch, patch],
+                                                     strides=[patch, patch])),
+             ("Reshape", ["c", "flat"], ["r"], {}),
+             ("Transpose", ["r"], ["t"], {"perm": [0, 2, 1]}),
+             ("Add", ["t", "pos"], ["y"], {})]
+    return graph([("x", (batch, 3, 48, 40))],
+                 [("w", (dim, 3, patch, patch)), ("cb", (dim,)), ("pos", (hw, dim))],
+                 [("flat", [batch, dim, hw])], nodes)
+
+
 LN = [("g", (64,)), ("bb", (64,)), ("c_2", ()), ("c_1e-5", ())]
 LN_NODES = [("ReduceMean", ["x"], {"axes": [-1]}), ("Sub", ["x", "t0"], {}),
             ("Pow", ["t1", "c_2"], {}), ("ReduceMean", ["t2"], {"axes": [-1]}),
@@ -434,6 +449,12 @@ CASES = {
     "logsumexp": chain([("x", (4, 33))], [], [
         ("ReduceMax", ["x"], {"axes": [1]}), ("Sub", ["x", "t0"], {}), ("Exp", ["t1"], {}),
         ("ReduceMean", ["t2"], {"axes": [1]}), ("Log", ["t3"], {}), ("Add", ["t4", "t0"], {})]),
+    # A ViT's patch embedding: Conv (patch-sized kernel and stride) ->
+    # [N, C, H*W] -> tokens [N, H*W, C]. At ViT's width kiln-select-layout
+    # takes the conv to NHWC, where the reshape and transpose are its buffer
+    # as it lies; narrower, it stays NCHW (and --layout=nhwc covers NHWC).
+    "patch_embedding": patch_embedding(1, dim=768),
+    "patch_embedding_b2": patch_embedding(2, dim=96),
     "attention_qkv_projections": projected_attention(40, 48, 3),
     "attention_qkv_partly_biased": projected_attention(33, 32, 2, bias=(False, True, False)),
     # Where with a constant condition: a causal mask on attention scores
