@@ -175,6 +175,11 @@ tileRows32(int64_t K, const float *const a[8], const float *panel, float *const 
       y##r = _mm512_maskz_loadu_ps(m1, c[r] + 16);                             \
     }
   KILN_ROWS(KILN_INIT)
+  // Four k steps per loop trip: the loop's own add and branch otherwise
+  // take issue slots from the 16 FMAs of each step (hot products 3-8%
+  // faster; ViT-B/16's matmuls 3% inside the model; 2 steps gained half,
+  // 8 no more than 4).
+#pragma GCC unroll 4
   for (int64_t k = 0; k < K; ++k) {
     if constexpr (PF > 0)
       if (PF * k < pfLines)
