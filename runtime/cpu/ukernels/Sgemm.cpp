@@ -452,6 +452,9 @@ tile6x16(int64_t K, const float *const a[6], const float *panel, int64_t ps,
   KILN_ROWS(KILN_INIT)
   const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4],
               *a5 = a[5];
+  // (Four k steps per trip, as tileRows32: 0-4% here, on AVX2 at half the
+  // AVX-512 rate.)
+#pragma GCC unroll 4
   for (int64_t k = 0; k < K; ++k) {
     __m256 b0 = _mm256_loadu_ps(panel + k * ps);
     __m256 b1 = _mm256_loadu_ps(panel + k * ps + 8);
