@@ -10,6 +10,7 @@
 #include "codegen/common/LiveRows.h"
 #include "codegen/common/PlanMemory.h"
 #include "kiln/narrow.h"
+#include "kiln/runtime.h"
 #include "dialects/kiln/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -110,6 +111,9 @@ public:
   ImplicitLocOpBuilder &b;
   ArrayRef<Value> bufs;
   Value wg;
+  /// Added to the `accumulate` argument of the f32 products on packed B
+  /// (kiln_uk_sgemm_pb, _pbr and their _ep forms): KILN_UK_DEEP_K or 0.
+  int64_t packedBFlags = 0;
 
   /// Width of the f32 values being built: 1 (scalars) or a vector width
   /// inside vecLoop bodies; f32() constants follow it, so the elementwise
@@ -253,7 +257,17 @@ public:
                int64_t ldb, Value c, int64_t ldc, bool acc) {
     func::CallOp::create(b, name, TypeRange{},
                          ValueRange{i64(m), i64(n), i64(k), a, i64(lda), bp, i64(ldb), c,
-                                    i64(ldc), i64(acc ? 1 : 0)});
+                                    i64(ldc), i64(accumulateArg(name, k, acc))});
+  }
+  /// The ukernel's `accumulate` argument (kiln/runtime.h): KILN_UK_ACCUMULATE,
+  /// and for the products on packed f32 B deeper than one block (K > 192,
+  /// or not known here) the model's k-block choice.
+  int64_t accumulateArg(StringRef name, Value k, bool acc) const {
+    bool packedB = name == "kiln_uk_sgemm_pb" || name == "kiln_uk_sgemm_pbr" ||
+                   name == "kiln_uk_sgemm_pb_ep" || name == "kiln_uk_sgemm_pbr_ep";
+    std::optional<int64_t> depth = getConstantIntValue(k);
+    bool blocked = !depth || *depth > 192;
+    return (acc ? KILN_UK_ACCUMULATE : 0) | (packedB && blocked ? packedBFlags : 0);
   }
   /// kiln_uk_sgemm_pb_ep / _pbr_ep: the product, then (last k block, as it
   /// is stored) + bias (an address, or i64 0) and the clamp [lo, hi].
@@ -262,7 +276,8 @@ public:
     auto f = [&](float v) { return arith::ConstantOp::create(b, b.getF32FloatAttr(v)); };
     func::CallOp::create(b, name, TypeRange{},
                          ValueRange{i64(m), i64(n), i64(k), a, i64(lda), bp, i64(ldb), c,
-                                    i64(ldc), i64(acc ? 1 : 0), bias, f(lo), f(hi)});
+                                    i64(ldc), i64(accumulateArg(name, k, acc)), bias, f(lo),
+                                    f(hi)});
   }
   /// The address of 16-bit element `off` of buffer `buf` (bf16 or half
   /// packed weights).
@@ -1026,6 +1041,8 @@ private:
   MLIRContext *ctx;
   llvm::DenseMap<Value, int> bufferOf;
   int kernelCount = 0;
+  /// Blocks of 192 for the f32 products on packed weights (Program::kBlock).
+  bool deepK = false;
   /// The op being lowered may compute only a run's rows of its result's
   /// axis 0 (LiveRows.h): the symbol, or -1; its builders state how their
   /// workgroups cover those rows with liveRows() before they launch.
@@ -1358,6 +1375,7 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   b.setInsertionPointToStart(entry);
   SmallVector<Value> bufs(entry->getArguments().drop_back());
   KernelEmitter e(b, bufs, entry->getArguments().back());
+  e.packedBFlags = deepK ? KILN_UK_DEEP_K : 0;
   body(e);
   func::ReturnOp::create(b);
   p.launches.push_back(std::move(l));
@@ -5660,6 +5678,18 @@ LogicalResult Lowering::run() {
   p.kernels = ModuleOp::create(fn.getLoc());
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect,
                    scf::SCFDialect, func::FuncDialect, vector::VectorDialect>();
+  // k blocks of 192 when the weights stay in cache between runs (the
+  // model's constants, as imported, at most kDeepKWeightBytes).
+  if (p.kBlock == 0) {
+    int64_t constBytes = 0;
+    fn.walk([&](kiln::ConstantOp c) {
+      auto t = llvm::cast<RankedTensorType>(c.getType());
+      constBytes += t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+    });
+    deepK = constBytes <= kDeepKWeightBytes;
+  } else {
+    deepK = p.kBlock == 192;
+  }
   {
     // The runtime's matrix-product ukernel (kiln/runtime.h).
     OpBuilder b(ctx);

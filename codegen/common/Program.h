@@ -171,7 +171,18 @@ struct Program {
   /// f32 3x3 stride-1 NHWC convolutions in Winograd's F(2x2, 3x3) form
   /// (kiln_uk_winograd_f23); off with --disable-pass=kiln-winograd.
   bool winograd = true;
+  /// The f32 ukernel's k blocks on packed weights (KILN_UK_DEEP_K,
+  /// kiln/runtime.h; --k-block): 0 chooses (192 when the model's constants
+  /// total at most kDeepKWeightBytes, which stay in cache from run to run;
+  /// 128 when they stream from memory), or 128 or 192.
+  int kBlock = 0;
 };
+
+/// The most constant bytes for which --k-block=auto picks blocks of 192:
+/// measured here, models of 14-36 MB gained or held (the BERT layer, the
+/// GPT-2 block, EfficientNet-B0, MobileNetV2) and models of 100 MB or more
+/// lost (ResNet-50, ViT-B/16).
+constexpr int64_t kDeepKWeightBytes = int64_t(64) << 20;
 
 /// Lowers `module` (func.func @main of kiln ops, static shapes) into kernels
 /// and a schedule. Emits diagnostics at the op's location on failure.

@@ -136,6 +136,11 @@ static cl::list<std::string> keepFp32("keep-fp32",
 static cl::opt<std::string> layoutOpt("layout",
     cl::cat(kilnCategory), cl::desc("tensor layout of convolutional regions: auto (cost model), nchw, nhwc"),
     cl::init("auto"));
+static cl::opt<std::string> kBlockOpt("k-block",
+    cl::cat(kilnCategory), cl::desc("k blocks of the f32 matrix-product ukernel on packed weights "
+                                    "(AVX-512): auto (192 when the model's weights total at most "
+                                    "64 MiB and stay in cache between runs, else 128), 128 or 192"),
+    cl::init("auto"));
 static cl::opt<std::string> ioLayout("io-layout",
     cl::cat(kilnCategory), cl::desc("layout of the model's rank-4 inputs and outputs: nchw (ONNX's) or nhwc"),
     cl::init("nchw"));
@@ -245,6 +250,7 @@ static std::vector<std::string> trialArgs(llvm::StringRef precision,
   // half the time of -O3, with the same arithmetic.)
   a.push_back("-O" + std::to_string(std::min(1u, optLevel.getValue())));
   a.push_back("--layout=" + layoutOpt);
+  a.push_back("--k-block=" + kBlockOpt);
   a.push_back("--io-layout=" + ioLayout);
   a.push_back(std::string("--target=") + (target == "cpu" ? "cpu" : "cuda-emu"));
   a.push_back("--precision=" + precision.str());
@@ -429,6 +435,9 @@ int main(int argc, char **argv) {
     return fail("unknown --layout=" + layoutOpt + " (auto, nchw, nhwc)");
   if (ioLayout != "nchw" && ioLayout != "nhwc")
     return fail("unknown --io-layout=" + ioLayout + " (nchw, nhwc)");
+  if (kBlockOpt != "auto" && kBlockOpt != "128" && kBlockOpt != "192")
+    return fail("unknown --k-block=" + kBlockOpt + " (auto, 128, 192)");
+  int kBlock = kBlockOpt == "auto" ? 0 : std::stoi(kBlockOpt);
   if (cudaTarget && layoutOpt == "nhwc")
     return fail("--layout=nhwc: the CUDA targets compute convolutions in NCHW only (implicit "
                 "GEMMs); use --layout=auto or nchw, and --io-layout=nhwc for NHWC inputs and "
@@ -545,6 +554,7 @@ int main(int argc, char **argv) {
       trial.liveRows = !llvm::is_contained(disablePasses, "kiln-live-rows");
       trial.planMemory = !llvm::is_contained(disablePasses, "kiln-plan-memory");
       trial.winograd = !llvm::is_contained(disablePasses, "kiln-winograd");
+      trial.kBlock = kBlock;
       if (failed(kiln::codegen::lowerToKernels(*copy, trial)))
         return failure();
       bytes = trial.arenaBytes;
@@ -604,6 +614,7 @@ int main(int argc, char **argv) {
   program.liveRows = !llvm::is_contained(disablePasses, "kiln-live-rows");
   program.planMemory = !llvm::is_contained(disablePasses, "kiln-plan-memory");
   program.winograd = !llvm::is_contained(disablePasses, "kiln-winograd");
+  program.kBlock = kBlock;
   if (failed(kiln::codegen::lowerToKernels(*module, program)))
     return 1;
   if (failed(verify(*program.kernels)))

@@ -48,6 +48,10 @@ struct ARows {
 /// What kiln_uk_sgemm_pb_ep applies to each finished element of C.
 using Epilogue = kiln::rt::StoreEpilogue;
 
+/// The ukernels' `accumulate` argument (kiln/runtime.h): bit 0 adds to C,
+/// bit 1 asks the f32 AVX-512 kernel on packed B for deeper k blocks.
+constexpr unsigned kAccumulate = KILN_UK_ACCUMULATE, kDeepK = KILN_UK_DEEP_K;
+
 /// The epilogue over rows [0, M) and columns [0, N) of C, after the
 /// product (the AVX2 and portable paths).
 void applyEpilogue(int64_t M, int64_t N, float *C, int64_t ldc, const Epilogue &ep) {
@@ -552,7 +556,8 @@ sgemmAvx2(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda, const TB *B
 /// (j / 32) * ldb + k * 32 + j % 32), zeros past N. The tiles read the panels
 /// in place: no per-call copy, and the weights stream sequentially.
 void sgemmPbPortable(int64_t M, int64_t N, int64_t K, ARows A, const float *B, int64_t ldb,
-                     float *C, int64_t ldc, bool acc) {
+                     float *C, int64_t ldc, unsigned flags) {
+  bool acc = flags & kAccumulate;
   for (int64_t i = 0; i < M; ++i) {
     float *c = C + i * ldc;
     if (!acc)
@@ -569,14 +574,22 @@ void sgemmPbPortable(int64_t M, int64_t N, int64_t K, ARows A, const float *B, i
 /// (ep: applied to the last k block's tiles as they are stored.)
 __attribute__((target("avx512f"))) void sgemmPbAvx512Ep(int64_t M, int64_t N, int64_t K, ARows A,
                                                         const float *B, int64_t ldb, float *C,
-                                                        int64_t ldc, bool acc, const Epilogue &ep) {
+                                                        int64_t ldc, unsigned flags,
+                                                        const Epilogue &ep) {
+  bool acc = flags & kAccumulate;
   // k blocks of KC so that a panel's block (16 KB) stays in L1 while every
   // row tile of A streams through it (blocks of 256 left less of L1 to A's
   // rows: 2-3% slower on a ViT's products).
   // Up to 192 deep, one block (24 KB a panel): a ResNet stem's K = 147 as
   // 128 + 19 paid a second pass over C for 19 products (the stem 2-4%
   // slower).
-  const int64_t KC = K <= 192 ? K : 128;
+  // With kDeepK (the generated code's choice for a model whose weights
+  // fit in cache, kiln-compile's --k-block), blocks of 192: each tile's
+  // C loads and stores, addresses and loop setup spread over more
+  // products (hot 4-7% faster; the BERT layer's and GPT-2 block's matmuls
+  // 3-4%, EfficientNet-B0's convs 2.5%). Weights streaming from memory
+  // (ViT-B/16's 344 MB, ResNet-50's 108 MB) run 3% slower so.
+  const int64_t KC = K <= 192 ? K : (flags & kDeepK) ? 192 : 128;
   alignas(64) float discard[32];
   int mr = rowTile(M);
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
@@ -608,14 +621,16 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512Ep(int64_t M, int64_t N, in
 
 __attribute__((target("avx512f"))) void sgemmPbAvx512(int64_t M, int64_t N, int64_t K, ARows A,
                                                       const float *B, int64_t ldb, float *C,
-                                                      int64_t ldc, bool acc) {
-  sgemmPbAvx512Ep(M, N, K, A, B, ldb, C, ldc, acc, Epilogue{});
+                                                      int64_t ldc, unsigned flags) {
+  sgemmPbAvx512Ep(M, N, K, A, B, ldb, C, ldc, flags, Epilogue{});
 }
 
 __attribute__((target("avx2,fma,f16c"))) void sgemmPbAvx2(int64_t M, int64_t N, int64_t K,
                                                           ARows A, const float *B, int64_t ldb,
-                                                          float *C, int64_t ldc, bool acc) {
+                                                          float *C, int64_t ldc,
+                                                          unsigned flags) {
   // As sgemmPbAvx512, on the panels' 16-column halves (rows 32 apart).
+  bool acc = flags & kAccumulate;
   constexpr int64_t KC = 256;
   alignas(64) float discard[16];
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
@@ -640,47 +655,49 @@ __attribute__((target("avx2,fma,f16c"))) void sgemmPbAvx2(int64_t M, int64_t N, 
 }
 #endif
 
-/// One matrix product on addresses: C (+)= A * B (element types per entry).
+/// One matrix product on addresses: C (+)= A * B (element types per entry;
+/// flags: kAccumulate, kDeepK).
 using GemmFn = void (*)(int64_t, int64_t, int64_t, const void *, int64_t, const void *, int64_t,
-                        float *, int64_t, bool);
+                        float *, int64_t, unsigned);
 
 /// The typed kernel behind a GemmFn.
 template <typename TA, typename TB,
           void (*F)(int64_t, int64_t, int64_t, const TA *, int64_t, const TB *, int64_t,
                     float *, int64_t, bool)>
 void erase(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, const void *B,
-           int64_t ldb, float *C, int64_t ldc, bool acc) {
-  F(M, N, K, static_cast<const TA *>(A), lda, static_cast<const TB *>(B), ldb, C, ldc, acc);
+           int64_t ldb, float *C, int64_t ldc, unsigned flags) {
+  F(M, N, K, static_cast<const TA *>(A), lda, static_cast<const TB *>(B), ldb, C, ldc,
+    (flags & kAccumulate) != 0);
 }
 
 /// A GemmFn on B packed in panels, A's rows lda apart (a: A's address).
 template <void (*F)(int64_t, int64_t, int64_t, ARows, const float *, int64_t, float *, int64_t,
-                    bool)>
+                    unsigned)>
 void stridedRows(int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, const void *B,
-                 int64_t ldb, float *C, int64_t ldc, bool acc) {
+                 int64_t ldb, float *C, int64_t ldc, unsigned flags) {
   F(M, N, K, ARows{static_cast<const float *>(A), lda}, static_cast<const float *>(B), ldb, C,
-    ldc, acc);
+    ldc, flags);
 }
 /// A GemmFn on B packed in panels, A's rows anywhere (a: the address of M
 /// row addresses; lda unused).
 template <void (*F)(int64_t, int64_t, int64_t, ARows, const float *, int64_t, float *, int64_t,
-                    bool)>
+                    unsigned)>
 void listedRows(int64_t M, int64_t N, int64_t K, const void *A, int64_t, const void *B,
-                int64_t ldb, float *C, int64_t ldc, bool acc) {
+                int64_t ldb, float *C, int64_t ldc, unsigned flags) {
   F(M, N, K, ARows{nullptr, 0, static_cast<const int64_t *>(A)}, static_cast<const float *>(B),
-    ldb, C, ldc, acc);
+    ldb, C, ldc, flags);
 }
 
 /// B packed in panels with an epilogue (kiln_uk_sgemm_pb_ep, _pbr_ep).
 using PbEpFn = void (*)(int64_t, int64_t, int64_t, ARows, const float *, int64_t, float *,
-                        int64_t, bool, const Epilogue &);
+                        int64_t, unsigned, const Epilogue &);
 
 /// A PbEpFn from a kernel without one: the product, then the epilogue.
 template <void (*F)(int64_t, int64_t, int64_t, ARows, const float *, int64_t, float *, int64_t,
-                    bool)>
+                    unsigned)>
 void thenEpilogue(int64_t M, int64_t N, int64_t K, ARows A, const float *B, int64_t ldb,
-                  float *C, int64_t ldc, bool acc, const Epilogue &ep) {
-  F(M, N, K, A, B, ldb, C, ldc, acc);
+                  float *C, int64_t ldc, unsigned flags, const Epilogue &ep) {
+  F(M, N, K, A, B, ldb, C, ldc, flags);
   applyEpilogue(M, N, C, ldc, ep);
 }
 
@@ -722,14 +739,15 @@ void run(GemmFn fn, int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, int
          int64_t ldb, int64_t c, int64_t ldc, int64_t accumulate) {
   if (M <= 0 || N <= 0)
     return;
+  unsigned flags = static_cast<unsigned>(accumulate) & (kAccumulate | kDeepK);
   if (K <= 0) {
-    if (!accumulate)
+    if (!(flags & kAccumulate))
       for (int64_t i = 0; i < M; ++i)
         std::memset(reinterpret_cast<float *>(c) + i * ldc, 0, N * sizeof(float));
     return;
   }
   fn(M, N, K, reinterpret_cast<const void *>(a), lda, reinterpret_cast<const void *>(b), ldb,
-     reinterpret_cast<float *>(c), ldc, accumulate != 0);
+     reinterpret_cast<float *>(c), ldc, flags);
 }
 
 } // namespace
@@ -769,15 +787,16 @@ static void runEp(int64_t M, int64_t N, int64_t K, ARows A, int64_t b, int64_t l
     return;
   Epilogue ep = Epilogue::fromArgs(bias, lo, hi);
   float *C = reinterpret_cast<float *>(c);
+  unsigned flags = static_cast<unsigned>(accumulate) & (kAccumulate | kDeepK);
   if (K <= 0) {
-    if (!accumulate)
+    if (!(flags & kAccumulate))
       for (int64_t i = 0; i < M; ++i)
         std::memset(C + i * ldc, 0, N * sizeof(float));
     applyEpilogue(M, N, C, ldc, ep);
     return;
   }
-  sgemmChosen.packedBEp(M, N, K, A, reinterpret_cast<const float *>(b), ldb, C, ldc,
-                        accumulate != 0, ep);
+  sgemmChosen.packedBEp(M, N, K, A, reinterpret_cast<const float *>(b), ldb, C, ldc, flags,
+                        ep);
 }
 
 extern "C" void kiln_uk_sgemm_pb_ep(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,

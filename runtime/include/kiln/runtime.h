@@ -298,7 +298,8 @@ void kiln_rt_parallel_for(void *pool, kiln_kernel_fn fn, void *const *args,
 
 /** Called by generated code: C[M x N] (+)= A[M x K] * B[K x N], row-major,
  *  on the calling thread. Pointers are passed as integers (addresses of f32
- *  data); accumulate != 0 adds to C instead of overwriting it. */
+ *  data); accumulate: KILN_UK_ACCUMULATE adds to C instead of overwriting
+ *  it (below). */
 void kiln_uk_sgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                    int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                    int64_t accumulate);
@@ -310,6 +311,14 @@ void kiln_uk_sgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
 void kiln_uk_sgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                       int64_t b, int64_t ldb, int64_t c, int64_t ldc,
                       int64_t accumulate);
+
+/** The matrix-product ukernels' `accumulate` argument: bit 0 adds to C
+ *  instead of overwriting it; bit 1 (kiln_uk_sgemm_pb, _pbr and their _ep
+ *  forms) asks for k blocks of 192 instead of 128 where K > 192, which pays
+ *  when B stays in cache from call to call and costs a little when it
+ *  streams from memory (the AVX-512 kernel; the others ignore it). */
+#define KILN_UK_ACCUMULATE 1
+#define KILN_UK_DEEP_K 2
 
 /** As kiln_uk_sgemm with B packed the way the ukernel reads it (weights,
  *  packed at compile time): 32-column panels ldb floats apart, each k-major

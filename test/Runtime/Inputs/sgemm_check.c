@@ -1,7 +1,7 @@
 /* The sgemm ukernels against a double-precision reference: shapes around
  * every tile edge (6-row groups, 6-8-row tiles, the 10-14-row tiles of a
  * panel's last 16 columns or fewer, 16/32-column panels, the 128- and
- * 256-deep k blocks and the single block up to 192), leading dimensions wider than the matrix, accumulate on and off,
+ * 256-deep k blocks and the single block up to 192; KILN_UK_DEEP_K's 192-deep ones), leading dimensions wider than the matrix, accumulate on and off,
  * A row-major and packed, B packed in 32-column panels (kiln_uk_sgemm_pb,
  * panels ldb apart with a gap); and the fp16 ones (kiln_uk_hgemm: B half;
  * kiln_uk_hgemm_pa: the packed A half) on the same shapes, the reference
@@ -48,8 +48,12 @@ int main(void) {
     for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ++ni)
       for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ++ki)
         for (int packed = 0; packed < (half ? 2 : 6); ++packed)
-          for (int acc = 0; acc < 2; ++acc) {
+          for (int acc = 0; acc < 2; ++acc)
+          /* deep: the products on packed B again with KILN_UK_DEEP_K (k
+           * blocks of 192 instead of 128 on AVX-512; ignored elsewhere). */
+          for (int deep = 0; deep < (packed >= 2 ? 2 : 1); ++deep) {
             int64_t M = ms[mi], N = ns[ni], K = ks[ki];
+            int64_t flags = acc | (deep ? KILN_UK_DEEP_K : 0);
             int64_t lda = K + 3, ldb = N + 5, ldc = N + 2, groups = (M + 5) / 6;
             float *a = malloc(sizeof(float) * M * lda);
             float *ap = calloc(groups * 6 * K + 1, sizeof(float));
@@ -113,16 +117,16 @@ int main(void) {
             float guard = c[N];
             if (packed == 5)
               kiln_uk_sgemm_pbr_ep(M, N, K, (int64_t)(intptr_t)rows, 0, (int64_t)(intptr_t)bp,
-                                   ldp, (int64_t)(intptr_t)c, ldc, acc, biasAt, lo, hi);
+                                   ldp, (int64_t)(intptr_t)c, ldc, flags, biasAt, lo, hi);
             else if (packed == 4)
               kiln_uk_sgemm_pb_ep(M, N, K, (int64_t)(intptr_t)a, lda, (int64_t)(intptr_t)bp, ldp,
-                                  (int64_t)(intptr_t)c, ldc, acc, biasAt, lo, hi);
+                                  (int64_t)(intptr_t)c, ldc, flags, biasAt, lo, hi);
             else if (packed == 3)
               kiln_uk_sgemm_pbr(M, N, K, (int64_t)(intptr_t)rows, 0, (int64_t)(intptr_t)bp, ldp,
-                                (int64_t)(intptr_t)c, ldc, acc);
+                                (int64_t)(intptr_t)c, ldc, flags);
             else if (packed == 2)
               kiln_uk_sgemm_pb(M, N, K, (int64_t)(intptr_t)a, lda, (int64_t)(intptr_t)bp, ldp,
-                               (int64_t)(intptr_t)c, ldc, acc);
+                               (int64_t)(intptr_t)c, ldc, flags);
             else if (packed && half)
               kiln_uk_hgemm_pa(M, N, K, (int64_t)(intptr_t)aph, 6 * K, (int64_t)(intptr_t)b,
                                ldb, (int64_t)(intptr_t)c, ldc, acc);
@@ -144,9 +148,9 @@ int main(void) {
             /* f32 sums of K products of values in [-1, 1]. */
             int ok = worst <= 1e-6 * (double)(K + 1) && c[N] == guard;
             if (!ok)
-              printf("FAIL %s M=%lld N=%lld K=%lld packed=%d acc=%d: error %.3g\n",
+              printf("FAIL %s M=%lld N=%lld K=%lld packed=%d acc=%d deep=%d: error %.3g\n",
                      half ? "hgemm" : "sgemm", (long long)M, (long long)N, (long long)K, packed,
-                     acc, worst);
+                     acc, deep, worst);
             passed += ok;
             failed += !ok;
             free(a), free(ap), free(aph), free(b), free(bh), free(bp), free(c), free(ref);
