@@ -587,8 +587,8 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512Ep(int64_t M, int64_t N, in
   // fit in cache, kiln-compile's --k-block), blocks of 192: each tile's
   // C loads and stores, addresses and loop setup spread over more
   // products (hot 4-7% faster; the BERT layer's and GPT-2 block's matmuls
-  // 3-4%, EfficientNet-B0's convs 2.5%). Weights streaming from memory
-  // (ViT-B/16's 344 MB, ResNet-50's 108 MB) run 3% slower so.
+  // 1-4%, EfficientNet-B0's convs 0-2.5%). Weights streaming from memory
+  // (ViT-B/16's 344 MB, ResNet-50's 102 MB) run 3% slower so.
   const int64_t KC = K <= 192 ? K : (flags & kDeepK) ? 192 : 128;
   alignas(64) float discard[32];
   int mr = rowTile(M);
