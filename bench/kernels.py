@@ -127,13 +127,15 @@ def main():
                 ap.error("unknown model(s): %s (the suite: %s)" % (", ".join(unknown),
                                                                    ", ".join(SUITE)))
             sources = [(n, None) for n in names]
+        import onnx
         for name, src in sources:
-            import onnx
-            if src is None:
+            if src is None:  # (built here: its input is read from the model in memory)
                 from kiln_models import MODELS
+                model = MODELS[name]()
                 src = os.path.join(tmp, name + ".onnx")
-                onnx.save(MODELS[name](), src)
-            model = onnx.load(src, load_external_data=False)
+                onnx.save(model, src)
+            else:
+                model = onnx.load(src, load_external_data=False)
             inp = model.graph.input[0]
             shape = [d.dim_value if d.dim_value > 0 else 1
                      for d in inp.type.tensor_type.shape.dim]

@@ -937,8 +937,7 @@ LogicalResult TransposeOp::canonicalize(TransposeOp op, PatternRewriter &rewrite
   // back to NCHW, reshaped to [N, C, H*W] and transposed to [N, H*W, C] --
   // a ViT's patch embedding -- is its NHWC buffer as it lies.)
   auto view = stridedViewOf(op.getResult());
-  if (!view || view->base == op.getInput() ||
-      !isRowMajorOf(*view, rankedOf(op.getResult()).getShape()))
+  if (!view || !isRowMajorOf(*view, rankedOf(op.getResult()).getShape()))
     return failure();
   rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), view->base);
   return success();
