@@ -45,6 +45,19 @@ def _cuda_device_count():
 if _cuda_device_count() > 0:
     config.available_features.add("cuda-device")
 
+# Transparent huge pages given to madvise'd ranges: the runtime moves large
+# weights onto them (runtime/cpu/HugePages.h).
+def _thp():
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            line = f.read()
+        return "[always]" in line or "[madvise]" in line
+    except OSError:
+        return False
+
+if _thp():
+    config.available_features.add("thp")
+
 # torch and torchvision importable (scripts/requirements-torch.txt): the
 # PyTorch frontend's round trips run; without them they are UNSUPPORTED.
 def _has_torch():

@@ -37,6 +37,10 @@ using namespace mlir;
 namespace kiln::codegen {
 namespace {
 
+/// Weights of at least a huge page start on one, so that the runtime can
+/// back them with transparent huge pages (kiln_model_desc::weights).
+constexpr uint64_t kHugePage = uint64_t(2) << 20;
+
 std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const CpuOptions &o,
                                                        std::string &error) {
   llvm::InitializeNativeTarget();
@@ -326,6 +330,12 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
     weights = new llvm::GlobalVariable(*mod, data->getType(), true, internal,
                                        data, p.name + "_weights");
     weights->setAlignment(llvm::Align(64));
+    if (p.weights.size() >= kHugePage) {
+      // A section of their own: the linker pads once, before them, rather
+      // than aligning all of .rodata and padding inside it as well.
+      weights->setAlignment(llvm::Align(kHugePage));
+      weights->setSection("kiln_weights");
+    }
   }
 
   llvm::Function *run = nullptr;
@@ -421,7 +431,7 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   }
   auto *descTy = llvm::StructType::get(
       lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
-           ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy});
+           ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy, ptrTy});
   int32_t deviceKind = options.device == CpuOptions::Device::Cuda      ? KILN_DEVICE_CUDA
                        : options.device == CpuOptions::Device::CudaEmu ? KILN_DEVICE_CUDA_EMU
                                                                        : KILN_DEVICE_CPU;
@@ -436,7 +446,9 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                b.getInt32(deviceKind), b.getInt32(0), deviceProgram,
                b.getInt32(p.symbolNames.size()), b.getInt32(0), symbolNames,
                symbolBounds, symbolPins, b.getInt32(p.symbolInputs.size()), b.getInt32(0),
-               symbolInputs, symbolDerived});
+               symbolInputs, symbolDerived,
+               weights ? static_cast<llvm::Constant *>(weights)
+                       : llvm::ConstantPointerNull::get(b.getPtrTy())});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

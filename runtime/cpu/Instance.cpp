@@ -1,6 +1,7 @@
 //===- Instance.cpp - model instances: arena, input checks, run ------------===//
 #include "kiln/runtime.h"
 #include "kiln/narrow.h"
+#include "runtime/cpu/HugePages.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/cuda/DeviceRun.h"
 
@@ -385,6 +386,10 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
   }
   inst->model = model;
   bool onDevice = model->device_kind != KILN_DEVICE_CPU;
+  // The kernels stream the weights on every run: on huge pages once per
+  // process (HugePages.h).
+  if (!onDevice)
+    kiln::rt::weightsOnHugePages(model->weights, model->weights_bytes);
   if (model->device_kind == KILN_DEVICE_CUDA)
     threads = 1; // the host only enqueues work
   if (model->arena_bytes && !onDevice) {

@@ -95,6 +95,14 @@ def gemm_flatten():
     return model(nodes, [vi("x", [2, 3, 2, 2])], [vi("z", [2, 5])], inits)
 
 
+def wide_gemm():
+    # 8 MiB of weights: four whole huge pages for the runtime to move.
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], name="fc"),
+             helper.make_node("Relu", ["g"], ["y"], name="relu")]
+    inits = [init("w", f32(1024, 2048)), init("b", f32(2048))]
+    return model(nodes, [vi("x", [8, 1024])], [vi("y", [8, 2048])], inits)
+
+
 def unsupported():
     nodes = [helper.make_node("RandomUniformLike", ["x"], ["a"], name="rnd1"),
              helper.make_node("Relu", ["a"], ["b"], name="relu1"),
@@ -719,7 +727,7 @@ def narrow_types():
 
 
 CASES = {f.__name__: f for f in [narrow_types, bad_round_mode, loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
-                                 clip_opset7, gemm_flatten, unsupported, dynamic_batch, bad_conv,
+                                 clip_opset7, gemm_flatten, wide_gemm, unsupported, dynamic_batch, bad_conv,
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 7
+#define KILN_ABI_VERSION 8
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -240,6 +240,11 @@ typedef struct kiln_model_desc {
    *  (a < the symbol's index, b too where it names one); {0, -1, 0} for
    *  the inputs' symbols. */
   const int64_t *symbol_derived;
+  /** The constants the kernels read (weights_bytes bytes; null when there
+   *  are none). CPU models: kiln_instance_create moves the whole 2 MiB
+   *  pages inside them onto transparent huge pages once per process, same
+   *  addresses and contents (KILN_HUGE_PAGES=0 leaves them). */
+  const void *weights;
 } kiln_model_desc;
 
 /** Options for kiln_instance_create; a null pointer means defaults. */
