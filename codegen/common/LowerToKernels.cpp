@@ -114,6 +114,9 @@ public:
   /// Added to the `accumulate` argument of the f32 products on packed B
   /// (kiln_uk_sgemm_pb, _pbr and their _ep forms): KILN_UK_DEEP_K or 0.
   int64_t packedBFlags = 0;
+  /// Set when a call took packedBFlags (a product on packed f32 B deeper
+  /// than one block): the kernel depends on the k-block choice.
+  mutable bool usedKBlock = false;
 
   /// Width of the f32 values being built: 1 (scalars) or a vector width
   /// inside vecLoop bodies; f32() constants follow it, so the elementwise
@@ -267,6 +270,7 @@ public:
                    name == "kiln_uk_sgemm_pb_ep" || name == "kiln_uk_sgemm_pbr_ep";
     std::optional<int64_t> depth = getConstantIntValue(k);
     bool blocked = !depth || *depth > 192;
+    usedKBlock |= packedB && blocked;
     return (acc ? KILN_UK_ACCUMULATE : 0) | (packedB && blocked ? packedBFlags : 0);
   }
   /// kiln_uk_sgemm_pb_ep / _pbr_ep: the product, then (last k block, as it
@@ -1043,6 +1047,24 @@ private:
   int kernelCount = 0;
   /// Blocks of 192 for the f32 products on packed weights (Program::kBlock).
   bool deepK = false;
+  /// The op being lowered: its position among the function's ops, the
+  /// kTune* bits its lowering found so far (Launch::tunable) and whether its
+  /// conv computes in Winograd's form.
+  int64_t opIndex = -1;
+  unsigned opTunable = 0;
+  bool opWinograd = false;
+  /// --autotune's choices for the op being lowered (Program::tuneAll, then
+  /// Program::tuned).
+  OpTuning tuning() const {
+    OpTuning t = p.tuneAll;
+    if (auto it = p.tuned.find(opIndex); it != p.tuned.end()) {
+      if (it->second.kBlock)
+        t.kBlock = it->second.kBlock;
+      if (it->second.winograd >= 0)
+        t.winograd = it->second.winograd;
+    }
+    return t;
+  }
   /// The op being lowered may compute only a run's rows of its result's
   /// axis 0 (LiveRows.h): the symbol, or -1; its builders state how their
   /// workgroups cover those rows with liveRows() before they launch.
@@ -1375,9 +1397,15 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   b.setInsertionPointToStart(entry);
   SmallVector<Value> bufs(entry->getArguments().drop_back());
   KernelEmitter e(b, bufs, entry->getArguments().back());
-  e.packedBFlags = deepK ? KILN_UK_DEEP_K : 0;
+  OpTuning t = tuning();
+  bool deep = t.kBlock ? t.kBlock == 192 : deepK;
+  e.packedBFlags = deep ? KILN_UK_DEEP_K : 0;
   body(e);
   func::ReturnOp::create(b);
+  l.op = opIndex;
+  l.tunable = opTunable | (e.usedKBlock ? kTuneKBlock : 0);
+  l.kBlock = l.tunable & kTuneKBlock ? (deep ? 192 : 128) : 0;
+  l.winograd = opWinograd;
   p.launches.push_back(std::move(l));
 }
 
@@ -1782,6 +1810,8 @@ constexpr int64_t kTileRows = 144, kTileCols = 512;
 /// transformed input and the products) stays within kWinogradScratch
 /// floats of stack.
 constexpr int64_t kWinogradMinChannels = 16, kWinogradMinPixels = 100;
+/// The fewest output pixels per image --autotune tries Winograd on.
+constexpr int64_t kWinogradTunePixels = 16;
 constexpr int64_t kWinogradTiles = 96, kWinogradScratch = 98304;
 /// Enough workgroups to balance over the runtime's threads (workgroups are
 /// claimed dynamically, so several per thread smooth out uneven tiles).
@@ -2885,12 +2915,18 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   // batch 1, and few tiles reuse them.
   Value inElem = op.getInput();
   int64_t TH = ceilDiv(OH, 2), TW = ceilDiv(OW, 2), band = 0, bands = 0;
-  bool winograd = p.winograd && !bf16 && !f16 && G == 1 && KH == 3 && KW == 3 && s[0] == 1 &&
-                  s[1] == 1 && d[0] == 1 && d[1] == 1 && C >= kWinogradMinChannels &&
-                  O >= kWinogradMinChannels && P >= kWinogradMinPixels &&
-                  llvm::cast<RankedTensorType>(inElem.getType()).getElementType().isF32() &&
-                  !(p.buffers[bufferOf.lookup(inElem)].elem &&
-                    p.buffers[bufferOf.lookup(inElem)].elem.isBF16());
+  // (--autotune measures Winograd on convs down to kWinogradTunePixels
+  // and chooses per conv; a plain build keeps kWinogradMinPixels.)
+  bool winogradCan =
+      p.winograd && !bf16 && !f16 && G == 1 && KH == 3 && KW == 3 && s[0] == 1 &&
+      s[1] == 1 && d[0] == 1 && d[1] == 1 && C >= kWinogradMinChannels &&
+      O >= kWinogradMinChannels && P >= kWinogradTunePixels &&
+      llvm::cast<RankedTensorType>(inElem.getType()).getElementType().isF32() &&
+      !(p.buffers[bufferOf.lookup(inElem)].elem &&
+        p.buffers[bufferOf.lookup(inElem)].elem.isBF16());
+  bool winogradDefault = winogradCan && P >= kWinogradMinPixels;
+  int wantWinograd = tuning().winograd;
+  bool winograd = wantWinograd < 0 ? winogradDefault : winogradCan && wantWinograd == 1;
   int64_t wcb = 0; // (the Winograd workgroups' column count)
   auto winogradScratch = [&] { return band * TW * (C + 16 * wcb) + C; };
   if (winograd) {
@@ -2914,6 +2950,9 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     // time keep the direct products and their tiles.)
     winograd = winogradScratch() <= kWinogradScratch;
   }
+  if (winogradCan)
+    opTunable |= kTuneWinograd | (winogradDefault ? kTuneWinogradDefault : 0);
+  opWinograd = winograd;
   if (winograd) {
     cb = wcb;
     bands = ceilDiv(TH, band);
@@ -5690,6 +5729,7 @@ LogicalResult Lowering::run() {
   } else {
     deepK = p.kBlock == 192;
   }
+  p.defaultKBlock = deepK ? 192 : 128;
   {
     // The runtime's matrix-product ukernel (kiln/runtime.h).
     OpBuilder b(ctx);
@@ -5819,6 +5859,9 @@ LogicalResult Lowering::run() {
   if (!p.gpu && p.liveRows && !p.symbolBounds.empty())
     liveOps = liveRowOps(fn);
   for (Operation &op : fn.getBody().front().without_terminator()) {
+    ++opIndex;
+    opTunable = 0;
+    opWinograd = false;
     auto live = liveOps.find(&op);
     liveSym = live == liveOps.end() ? -1 : live->second;
     if (liveSym >= static_cast<int>(p.symbolBounds.size()))

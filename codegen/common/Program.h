@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,56 @@ struct Launch {
   /// ("bf16", "f16": operands and result rounded to it, f32 accumulation);
   /// empty: fp32.
   std::string precision;
+  /// The op it was lowered from: its position among the function's ops.
+  int64_t op = -1;
+  /// kTune* bits: the choices --autotune may make for its op that change
+  /// this kernel, and kTuneWinogradDefault where Winograd is the default.
+  unsigned tunable = 0;
+  /// The choices it was built with (OpTuning; kBlock resolved: 128 or 192
+  /// where kTuneKBlock applies).
+  int kBlock = 0;
+  bool winograd = false;
+};
+
+/// Launch::tunable bits.
+enum : unsigned {
+  kTuneKBlock = 1,           // calls the f32 packed-B ukernel with K > 192
+  kTuneWinograd = 2,         // a 3x3 stride-1 conv Winograd can compute
+  kTuneWinogradDefault = 4,  // ... and does unless told otherwise
+};
+
+/// --autotune's choices for one op (or, Program::tuneAll, for every op):
+/// 0 / -1 keep the default.
+struct OpTuning {
+  int kBlock = 0;    // 128 or 192: the f32 packed-B products' k blocks
+  int winograd = -1; // 1: Winograd where it can (also below the default's
+                     // pixel count); 0: the direct products
+  bool operator==(const OpTuning &o) const {
+    return kBlock == o.kBlock && winograd == o.winograd;
+  }
+};
+
+/// What --autotune measured and chose (kiln-compile's Autotune.h), for the
+/// report.
+struct AutotuneSummary {
+  bool on = false;
+  int threads = 0;
+  std::string cache;                  // the cache file; empty: none
+  std::string cpu;                    // the CPU key the cache uses
+  std::vector<std::string> variants;  // the trial builds: "kb128+wg0", ...
+  int rounds = 0, runs = 0;           // of each variant
+  double seconds = 0;                 // measuring, building included
+  struct Op {
+    int64_t op = -1;
+    std::vector<std::string> kernels; // in the final build
+    std::string what;
+    unsigned tunable = 0;
+    std::vector<double> ms;           // per variant (empty: from the cache)
+    OpTuning chosen;                  // resolved: kBlock 128/192, winograd 0/1
+    bool changed = false;             // differs from the default
+    bool cached = false;
+  };
+  std::vector<Op> ops;
 };
 
 /// What kiln-plan-memory found (PlanMemory.h), for reports and lit tests.
@@ -176,6 +227,14 @@ struct Program {
   /// total at most kDeepKWeightBytes, which stay in cache from run to run;
   /// 128 when they stream from memory), or 128 or 192.
   int kBlock = 0;
+  /// --autotune: choices for every op (its trial builds), and per op (its
+  /// position among the function's ops) over those.
+  OpTuning tuneAll;
+  std::map<int64_t, OpTuning> tuned;
+  /// Set by the lowering: the k block the model's products take unless
+  /// tuned (kBlock resolved, 128 or 192).
+  int defaultKBlock = 0;
+  AutotuneSummary autotune;
 };
 
 /// The most constant bytes for which --k-block=auto picks blocks of 192:

@@ -3,6 +3,7 @@
 
 #include "kiln/runtime.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -173,6 +174,25 @@ bool writeReport(const std::string &path, const codegen::Program &p,
         os << ", top-1 agreement " << ps.top1Agree << "/" << ps.top1Rows;
       os << "; " << ps.trials << " trial builds\n";
     }
+    if (const codegen::AutotuneSummary &a = p.autotune; a.on) {
+      int changed = 0, cached = 0;
+      for (const auto &op : a.ops) {
+        changed += op.changed;
+        cached += op.cached;
+      }
+      os << "- autotune (--autotune, " << a.threads << " thread" << (a.threads == 1 ? "" : "s")
+         << ", CPU " << a.cpu << "): " << a.ops.size() << " ops with choices (" << cached
+         << " from the cache), " << changed << " changed from the default\n";
+      for (const auto &op : a.ops)
+        if (op.changed) {
+          os << "  - " << llvm::join(op.kernels, ", ") << " (" << op.what << "):";
+          if (op.chosen.kBlock)
+            os << " k blocks of " << op.chosen.kBlock;
+          if (op.chosen.winograd >= 0)
+            os << (op.chosen.kBlock ? "," : "") << (op.chosen.winograd ? " Winograd" : " direct products");
+          os << "\n";
+        }
+    }
     if (p.remat.budget < 0) {
       os << "- recomputed values: none (no --max-memory)\n";
     } else {
@@ -243,7 +263,12 @@ bool writeReport(const std::string &path, const codegen::Program &p,
                                          {"workgroups", l.workgroups},
                                          {"flops", l.flops},
                                          {"bytes_read", l.bytesRead},
-                                         {"bytes_written", l.bytesWritten}};
+                                         {"bytes_written", l.bytesWritten},
+                                         {"op", l.op}};
+    if (l.tunable & codegen::kTuneKBlock)
+      k["k_block"] = l.kBlock;
+    if (l.tunable & codegen::kTuneWinograd)
+      k["winograd"] = l.winograd;
     if (cuda) {
       auto it = cuda->resources.find(l.kernel);
       CudaReport::Resources r = it == cuda->resources.end() ? CudaReport::Resources{} : it->second;
@@ -309,6 +334,37 @@ bool writeReport(const std::string &path, const codegen::Program &p,
                                            {"max_abs_error", ps.maxAbsError},
                                            {"top1_agree", ps.top1Agree},
                                            {"top1_rows", ps.top1Rows}};
+  if (const codegen::AutotuneSummary &a = p.autotune; a.on) {
+    llvm::json::Array variants, ops;
+    for (const std::string &v : a.variants)
+      variants.push_back(v);
+    for (const auto &op : a.ops) {
+      llvm::json::Array kernels, ms;
+      for (const std::string &k : op.kernels)
+        kernels.push_back(k);
+      for (double t : op.ms)
+        ms.push_back(t);
+      llvm::json::Object o{{"op", op.op},
+                           {"ops", op.what},
+                           {"kernels", std::move(kernels)},
+                           {"cached", op.cached},
+                           {"changed", op.changed},
+                           {"ms", std::move(ms)}};
+      if (op.chosen.kBlock)
+        o["k_block"] = op.chosen.kBlock;
+      if (op.chosen.winograd >= 0)
+        o["winograd"] = op.chosen.winograd == 1;
+      ops.push_back(std::move(o));
+    }
+    root["autotune"] = llvm::json::Object{{"threads", a.threads},
+                                          {"cpu", a.cpu},
+                                          {"cache", a.cache},
+                                          {"variants", std::move(variants)},
+                                          {"rounds", a.rounds},
+                                          {"runs", a.runs},
+                                          {"seconds", a.seconds},
+                                          {"ops", std::move(ops)}};
+  }
   if (unfused)
     root["unfused_totals"] = totalsJson(totalsOf(*unfused));
   if (cuda)

@@ -103,6 +103,19 @@ def wide_gemm():
     return model(nodes, [vi("x", [8, 1024])], [vi("y", [8, 2048])], inits)
 
 
+def tune_mix():
+    # --autotune's two choices: a 3x3 conv Winograd can compute (64 output
+    # pixels: below the default's 100, within --autotune's 16) and a matmul
+    # on packed weights deeper than one k block (K = 256).
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"], name="relu"),
+             helper.make_node("MatMul", ["t", "wm"], ["z"], name="mm")]
+    inits = [init("w", f32(32, 16, 3, 3) * 0.1), init("b", f32(32)),
+             init("wm", f32(256, 96) * 0.1)]
+    return model(nodes, [vi("x", [1, 16, 8, 8]), vi("t", [64, 256])],
+                 [vi("y", [1, 32, 8, 8]), vi("z", [64, 96])], inits)
+
+
 def unsupported():
     nodes = [helper.make_node("RandomUniformLike", ["x"], ["a"], name="rnd1"),
              helper.make_node("Relu", ["a"], ["b"], name="relu1"),
@@ -727,7 +740,7 @@ def narrow_types():
 
 
 CASES = {f.__name__: f for f in [narrow_types, bad_round_mode, loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
-                                 clip_opset7, gemm_flatten, wide_gemm, unsupported, dynamic_batch, bad_conv,
+                                 clip_opset7, gemm_flatten, wide_gemm, tune_mix, unsupported, dynamic_batch, bad_conv,
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,

@@ -20,9 +20,33 @@
 
 namespace kiln::calibrate {
 
+namespace {
+
+/// The runtime's dtype of an element type (0 if it has none here).
+int32_t dtypeOf(mlir::Type t) {
+  if (t.isF32()) return KILN_F32;
+  if (t.isF64()) return KILN_F64;
+  if (t.isF16()) return KILN_F16;
+  if (t.isBF16()) return KILN_BF16;
+  if (t.isInteger(1)) return KILN_BOOL;
+  if (auto i = llvm::dyn_cast<mlir::IntegerType>(t)) {
+    bool u = i.isUnsigned();
+    switch (i.getWidth()) {
+    case 8: return u ? KILN_U8 : KILN_I8;
+    case 16: return u ? KILN_U16 : KILN_I16;
+    case 32: return u ? KILN_U32 : KILN_I32;
+    case 64: return u ? KILN_U64 : KILN_I64;
+    default: return 0;
+    }
+  }
+  return 0;
+}
+
+} // namespace
+
 bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
                    const std::string &dir, std::vector<std::string> &runArgs,
-                   std::string &what, std::string &error) {
+                   std::string &what, std::string &error, bool zerosForOthers) {
   std::map<std::string, std::string> files;
   for (const std::string &g : given) {
     auto [name, file] = llvm::StringRef(g).split('=');
@@ -56,6 +80,19 @@ bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
       continue;
     }
     auto type = llvm::dyn_cast<mlir::RankedTensorType>(main.getArgument(i).getType());
+    if (zerosForOthers && type && type.hasStaticShape() && !type.getElementType().isF32() &&
+        dtypeOf(type.getElementType())) {
+      tools::HostArray a;
+      a.dtype = dtypeOf(type.getElementType());
+      a.shape.assign(type.getShape().begin(), type.getShape().end());
+      a.data.assign(a.bytes(), 0);
+      std::string path = dir + "/calib_" + std::to_string(i) + ".npy";
+      if (!tools::writeNpy(path, a, error))
+        return false;
+      runArgs.push_back("--input");
+      runArgs.push_back(name + "=" + path);
+      continue;
+    }
     if (!type || !type.hasStaticShape() || !type.getElementType().isF32()) {
       error = "input '" + name + "' is not a static f32 tensor, so it cannot be drawn at random: "
               "give it with --calibrate " + name + "=FILE";

@@ -36,9 +36,11 @@ struct Error {
 /// integer and boolean inputs need a file. Writes .npy files into `dir` and
 /// returns kiln-run's `--input NAME=FILE` arguments; `what` says where they
 /// came from (for the report).
+/// With `zerosForOthers` (--autotune, which only times the runs), integer,
+/// boolean and non-f32 float inputs not given are zeros instead of an error.
 bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
                    const std::string &dir, std::vector<std::string> &runArgs,
-                   std::string &what, std::string &error);
+                   std::string &what, std::string &error, bool zerosForOthers = false);
 
 /// A trial: `compileArgs` (kiln-compile's model and flags, without -o)
 /// built into `dir`/NAME.so and run on the inputs; its outputs (float64)

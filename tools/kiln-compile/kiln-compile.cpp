@@ -7,6 +7,7 @@
 // MODEL may also be a .mlir file of kiln ops (used by the lit tests).
 //
 //===----------------------------------------------------------------------===//
+#include "Autotune.h"
 #include "Calibrate.h"
 #include "codegen/common/Program.h"
 #include "codegen/common/PlanMemory.h"
@@ -31,6 +32,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -41,6 +43,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <thread>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -141,6 +144,19 @@ static cl::opt<std::string> kBlockOpt("k-block",
                                     "(AVX-512): auto (192 when the model's weights total at most "
                                     "64 MiB and stay in cache between runs, else 128), 128 or 192"),
     cl::init("auto"));
+static cl::opt<bool> autotuneOpt("autotune",
+    cl::cat(kilnCategory), cl::desc("measure choices per op on this machine and keep the fastest "
+             "(the f32 ukernel's k blocks, Winograd or direct 3x3 convs): one trial build per "
+             "combination, timed with kiln-run; results cached by CPU, threads and kernel code "
+             "(--autotune-cache)"));
+static cl::opt<std::string> autotuneCache("autotune-cache",
+    cl::cat(kilnCategory), cl::desc("--autotune's cache file (default $KILN_CACHE_DIR/autotune.tsv, "
+             "$XDG_CACHE_HOME/kiln/autotune.tsv or ~/.cache/kiln/autotune.tsv; none: no cache)"),
+    cl::value_desc("file"), cl::init(""));
+static cl::opt<int> autotuneThreads("autotune-threads",
+    cl::cat(kilnCategory), cl::desc("--autotune: the threads to measure with (default: one per "
+             "core, as the runtime's default)"),
+    cl::init(0));
 static cl::opt<std::string> ioLayout("io-layout",
     cl::cat(kilnCategory), cl::desc("layout of the model's rank-4 inputs and outputs: nchw (ONNX's) or nhwc"),
     cl::init("nchw"));
@@ -336,6 +352,103 @@ static int calibratePrecision(const char *argv0, ModuleOp module, std::string &p
   return 0;
 }
 
+/// Lowers `program` (settings filled in) and links it into a .so at `path`:
+/// kiln-compile's own CPU path, for --autotune's trial builds.
+static bool buildSharedObject(kiln::codegen::Program &program, const std::string &path,
+                              std::string &error) {
+  kiln::codegen::CpuOptions cpu;
+  cpu.mcpu = mcpu;
+  cpu.optLevel = optLevel;
+  cpu.exportGenericEntry = true;
+  cpu.device = kiln::codegen::CpuOptions::Device::Cpu;
+  llvm::LLVMContext llvmCtx;
+  auto llvmModule = kiln::codegen::buildLLVMModule(program, llvmCtx, cpu, error);
+  if (!llvmModule)
+    return false;
+  llvm::SmallVector<char, 0> object;
+  if (!kiln::codegen::emitObject(*llvmModule, cpu, object, error))
+    return false;
+  std::string obj = path + ".o";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(obj, ec, llvm::sys::fs::OF_None);
+    if (ec) {
+      error = "cannot write " + obj + ": " + ec.message();
+      return false;
+    }
+    os.write(object.data(), object.size());
+  }
+  bool ok = kiln::pipeline::linkSharedLibrary(obj, path, error);
+  llvm::sys::fs::remove(obj);
+  return ok;
+}
+
+/// --autotune (Autotune.h): `module` is ready for the final lowering;
+/// `tuned` gets the ops whose measured choice is not the default. Returns
+/// an exit code.
+static int autotune(const char *argv0, ModuleOp module, int kBlock,
+                    std::map<int64_t, kiln::codegen::OpTuning> &tuned,
+                    kiln::codegen::AutotuneSummary &summary) {
+  std::string self = llvm::sys::fs::getMainExecutable(argv0, (void *)&autotune);
+  kiln::autotune::Options o;
+  o.kilnRun = (llvm::sys::path::parent_path(self) + "/kiln-run").str();
+  llvm::SmallString<128> dir;
+  if (llvm::sys::fs::createUniqueDirectory("kiln-autotune", dir))
+    return fail("--autotune: cannot create a temporary directory");
+  o.dir = dir.str().str();
+  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(o.dir); });
+  std::string error, what;
+  if (!kiln::calibrate::prepareInputs(module, calibrateInputs, o.dir, o.runArgs, what, error,
+                                      /*zerosForOthers=*/true))
+    return fail(inputPath + ": --autotune: " + error);
+  o.cachePath = autotuneCache == "none" ? ""
+                : autotuneCache.empty() ? kiln::autotune::defaultCachePath()
+                                        : autotuneCache.getValue();
+  o.cpuKey = kiln::autotune::cpuKey(mcpu);
+  o.threads = autotuneThreads > 0 ? autotuneThreads
+                                  : std::max(1u, std::thread::hardware_concurrency());
+  o.kBlock = kBlock == 0;
+  o.winograd = !llvm::is_contained(disablePasses, "kiln-winograd") && optLevel >= 1;
+  module.walk([&](kiln::ConstantOp c) {
+    auto t = llvm::cast<RankedTensorType>(c.getType());
+    o.weightsBytes += t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+  });
+  if (!o.kBlock && !o.winograd) {
+    summary.on = true;
+    return 0; // nothing left to choose
+  }
+  auto lower = [&](const kiln::codegen::OpTuning &all, kiln::codegen::Program &out,
+                   std::string &err) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    out.name = "autotune";
+    out.liveRows = !llvm::is_contained(disablePasses, "kiln-live-rows");
+    out.planMemory = !llvm::is_contained(disablePasses, "kiln-plan-memory");
+    out.winograd = !llvm::is_contained(disablePasses, "kiln-winograd");
+    out.kBlock = kBlock;
+    out.tuneAll = all;
+    if (failed(kiln::codegen::lowerToKernels(*copy, out))) {
+      err = "lowering a trial build failed";
+      return false;
+    }
+    return true;
+  };
+  if (!kiln::autotune::tune(o, lower, buildSharedObject, tuned, summary, error))
+    return fail(inputPath + ": --autotune: " + error);
+  int changed = 0, cached = 0;
+  for (const auto &op : summary.ops) {
+    changed += op.changed;
+    cached += op.cached;
+  }
+  llvm::errs() << "kiln-compile: autotune: " << summary.ops.size() << " ops to choose for ("
+               << cached << " from the cache), " << changed << " changed from the default; "
+               << summary.variants.size() << " variants";
+  if (summary.runs)
+    llvm::errs() << " x " << summary.rounds << " rounds of " << summary.runs << " runs on "
+                 << summary.threads << " thread" << (summary.threads == 1 ? "" : "s");
+  llvm::errs() << ", " << llvm::formatv("{0:f1}", summary.seconds) << " s\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(kilnCategory);
@@ -453,8 +566,14 @@ int main(int argc, char **argv) {
     return fail("unknown --precision=" + precisionOpt + " (fp32, bf16, fp16, auto)");
   if (!keepFp32.empty() && precisionOpt == "fp32")
     return fail("--keep-fp32 needs --precision=bf16, fp16 or auto");
-  if (!calibrateInputs.empty() && precisionOpt == "fp32")
-    return fail("--calibrate needs --precision=bf16, fp16 or auto (fp32 is the reference)");
+  if (!calibrateInputs.empty() && precisionOpt == "fp32" && !autotuneOpt)
+    return fail("--calibrate needs --precision=bf16, fp16 or auto (fp32 is the reference), or "
+                "--autotune");
+  if (autotuneOpt && cudaTarget)
+    return fail("--autotune measures CPU kernels on this machine; it does not apply to --target=" +
+                target);
+  if (autotuneThreads < 0)
+    return fail("--autotune-threads must be at least 1 (or 0: one per core)");
   if (!(tolerance > 0))
     return fail("--tolerance must be positive");
   if (failed(pm.run(*module)))
@@ -465,7 +584,7 @@ int main(int argc, char **argv) {
   std::string precision = precisionOpt;
   std::vector<int64_t> keepIndex(keepFp32Index.begin(), keepFp32Index.end());
   kiln::codegen::PrecisionSummary precisionSummary;
-  if (precision == "auto" || !calibrateInputs.empty()) {
+  if (precision == "auto" || (!calibrateInputs.empty() && precision != "fp32")) {
     if (int rc = calibratePrecision(argv[0], *module, precision, keepIndex, precisionSummary))
       return rc;
   }
@@ -604,7 +723,17 @@ int main(int argc, char **argv) {
   if (emit == "mlir")
     return printTo([&](llvm::raw_ostream &os) { module->print(os); });
 
+  // --autotune: trial builds of this module, one per combination of the
+  // choices, timed here; the final lowering takes each op's fastest.
+  std::map<int64_t, kiln::codegen::OpTuning> tuned;
+  kiln::codegen::AutotuneSummary autotuneSummary;
+  if (autotuneOpt) {
+    if (int rc = autotune(argv[0], *module, kBlock, tuned, autotuneSummary))
+      return rc;
+  }
+
   kiln::codegen::Program program;
+  program.tuned = std::move(tuned);
   program.remat = remat;
   program.precision = precisionSummary;
   program.name = modelName.empty()
@@ -617,6 +746,10 @@ int main(int argc, char **argv) {
   program.kBlock = kBlock;
   if (failed(kiln::codegen::lowerToKernels(*module, program)))
     return 1;
+  if (autotuneSummary.on) {
+    program.autotune = std::move(autotuneSummary);
+    kiln::autotune::nameKernels(program.autotune, program);
+  }
   if (failed(verify(*program.kernels)))
     return fail("internal error: the generated kernels do not verify");
   if (budget >= 0 && program.arenaBytes > budget) // (the search's own plan)
