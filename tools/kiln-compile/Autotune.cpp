@@ -314,8 +314,11 @@ bool tune(const Options &o, const LowerFn &lower, const BuildFn &build,
     auto measureRounds = [&](int rounds, std::map<int64_t, std::vector<double>> &ms) {
       for (auto &[op, info] : ops)
         ms[op].assign(variants.size(), std::numeric_limits<double>::infinity());
+      // (Each round starts at another variant: a machine that speeds up
+      // or slows down within rounds favours none.)
       for (int r = 0; r < rounds; ++r)
-        for (size_t v = 0; v < variants.size(); ++v) {
+        for (size_t i = 0; i < variants.size(); ++i) {
+          size_t v = (i + r) % variants.size();
           perKernel.clear();
           if (!profile(o, sos[v], runs, perKernel, latency, error))
             return false;
