@@ -2924,12 +2924,9 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       llvm::cast<RankedTensorType>(inElem.getType()).getElementType().isF32() &&
       !(p.buffers[bufferOf.lookup(inElem)].elem &&
         p.buffers[bufferOf.lookup(inElem)].elem.isBF16());
-  bool winogradDefault = winogradCan && P >= kWinogradMinPixels;
-  int wantWinograd = tuning().winograd;
-  bool winograd = wantWinograd < 0 ? winogradDefault : winogradCan && wantWinograd == 1;
   int64_t wcb = 0; // (the Winograd workgroups' column count)
   auto winogradScratch = [&] { return band * TW * (C + 16 * wcb) + C; };
-  if (winograd) {
+  if (winogradCan) {
     // About kWinogradTiles tiles per band (the products' rows), scratch
     // within kWinogradScratch floats of stack; then columns (whole panels,
     // down to 64) and bands halve until there are kMinTiles workgroups.
@@ -2948,8 +2945,11 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     band = ceilDiv(TH, ceilDiv(TH, band)); // balanced: 7 tile rows are 4 + 3, not 6 + 1
     // (Rows too wide for the scratch even one tile row and 32 columns at a
     // time keep the direct products and their tiles.)
-    winograd = winogradScratch() <= kWinogradScratch;
+    winogradCan = winogradScratch() <= kWinogradScratch;
   }
+  bool winogradDefault = winogradCan && P >= kWinogradMinPixels;
+  int wantWinograd = tuning().winograd;
+  bool winograd = wantWinograd < 0 ? winogradDefault : winogradCan && wantWinograd == 1;
   if (winogradCan)
     opTunable |= kTuneWinograd | (winogradDefault ? kTuneWinogradDefault : 0);
   opWinograd = winograd;
