@@ -352,7 +352,7 @@ static int calibratePrecision(const char *argv0, ModuleOp module, std::string &p
   return 0;
 }
 
-/// Lowers `program` (settings filled in) and links it into a .so at `path`:
+/// Builds a lowered `program` into a .so at `path` (LLVM, object, link):
 /// kiln-compile's own CPU path, for --autotune's trial builds.
 static bool buildSharedObject(kiln::codegen::Program &program, const std::string &path,
                               std::string &error) {
@@ -408,14 +408,15 @@ static int autotune(const char *argv0, ModuleOp module, int kBlock,
   o.threads = autotuneThreads > 0 ? autotuneThreads
                                   : std::max(1u, std::thread::hardware_concurrency());
   o.kBlock = kBlock == 0;
-  o.winograd = !llvm::is_contained(disablePasses, "kiln-winograd") && optLevel >= 1;
+  o.winograd = !llvm::is_contained(disablePasses, "kiln-winograd");
   module.walk([&](kiln::ConstantOp c) {
     auto t = llvm::cast<RankedTensorType>(c.getType());
     o.weightsBytes += t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
   });
   if (!o.kBlock && !o.winograd) {
-    summary.on = true;
-    return 0; // nothing left to choose
+    llvm::errs() << "kiln-compile: autotune: nothing to choose (--k-block and "
+                    "--disable-pass=kiln-winograd fix both choices)\n";
+    return 0;
   }
   auto lower = [&](const kiln::codegen::OpTuning &all, kiln::codegen::Program &out,
                    std::string &err) {
