@@ -17,7 +17,8 @@ assert a["rounds"] in (3, 6) and a["runs"] >= 5 and a["seconds"] > 0, a
 kernels = {k["name"]: k for k in r["kernels"]}
 for op in a["ops"]:
     assert not op["cached"], op
-    assert len(op["ms"]) == len(variants) and all(t > 0 for t in op["ms"]), op
+    # (kiln-run prints milliseconds to 3 places: a fast kernel may read 0.)
+    assert len(op["ms"]) == len(variants) and all(t >= 0 for t in op["ms"]), op
     for name in op["kernels"]:
         k = kernels[name]
         assert k["op"] == op["op"], (k, op)
