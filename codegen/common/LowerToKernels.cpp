@@ -5687,6 +5687,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       });
 }
 
+} // namespace
+
 int32_t dtypeCode(Type t) {
   if (int32_t narrow = kiln::narrowDtype(t)) return narrow;
   if (t.isF32()) return kF32;
@@ -5707,6 +5709,8 @@ int32_t dtypeCode(Type t) {
   return 0;
 }
 
+namespace {
+
 LogicalResult Lowering::run() {
   auto mains = src.getOps<func::FuncOp>();
   if (mains.empty())
@@ -5719,13 +5723,13 @@ LogicalResult Lowering::run() {
                    scf::SCFDialect, func::FuncDialect, vector::VectorDialect>();
   // k blocks of 192 when the weights stay in cache between runs (the
   // model's constants, as imported, at most kDeepKWeightBytes).
+  p.constantBytes = 0;
+  fn.walk([&](kiln::ConstantOp c) {
+    auto t = llvm::cast<RankedTensorType>(c.getType());
+    p.constantBytes += t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+  });
   if (p.kBlock == 0) {
-    int64_t constBytes = 0;
-    fn.walk([&](kiln::ConstantOp c) {
-      auto t = llvm::cast<RankedTensorType>(c.getType());
-      constBytes += t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
-    });
-    deepK = constBytes <= kDeepKWeightBytes;
+    deepK = p.constantBytes <= kDeepKWeightBytes;
   } else {
     deepK = p.kBlock == 192;
   }

@@ -232,8 +232,10 @@ struct Program {
   OpTuning tuneAll;
   std::map<int64_t, OpTuning> tuned;
   /// Set by the lowering: the k block the model's products take unless
-  /// tuned (kBlock resolved, 128 or 192).
+  /// tuned (kBlock resolved, 128 or 192), and the bytes of the model's
+  /// constants as imported (before packing; what --k-block=auto weighs).
   int defaultKBlock = 0;
+  int64_t constantBytes = 0;
   AutotuneSummary autotune;
 };
 
@@ -246,6 +248,9 @@ constexpr int64_t kDeepKWeightBytes = int64_t(64) << 20;
 /// Lowers `module` (func.func @main of kiln ops, static shapes) into kernels
 /// and a schedule. Emits diagnostics at the op's location on failure.
 mlir::LogicalResult lowerToKernels(mlir::ModuleOp module, Program &program);
+
+/// The runtime's dtype code (kiln_dtype) of an element type; 0 if none.
+int32_t dtypeCode(mlir::Type t);
 
 /// Floating-point operations `op` performs (a kiln op or a kiln.fusion).
 int64_t estimateFlops(mlir::Operation *op);

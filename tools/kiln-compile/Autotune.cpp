@@ -235,7 +235,7 @@ bool tune(const Options &o, const LowerFn &lower, const BuildFn &build,
   std::string space = std::string(o.kBlock ? "kb" : "") + (o.winograd ? "wg" : "");
   for (auto &[op, info] : ops)
     info.key = o.cpuKey + "|t" + std::to_string(o.threads) + "|w" +
-               std::to_string(o.weightsBytes) + "|" + space + "|" + hex(hashes[op]);
+               std::to_string(first.constantBytes) + "|" + space + "|" + hex(hashes[op]);
 
   std::map<std::string, OpTuning> cache;
   if (!o.cachePath.empty())

@@ -38,7 +38,6 @@ struct Options {
   int threads = 1;
   int rounds = 3;
   bool kBlock = true, winograd = true; // the choices to tune
-  int64_t weightsBytes = 0;         // the model's (part of the cache key)
 };
 
 /// Lowers the model with `all` as every op's choices into `out`.

@@ -1,6 +1,8 @@
 //===- Calibrate.cpp - --precision=auto: measure builds, choose per region ===//
 #include "Calibrate.h"
 
+#include "codegen/common/Program.h"
+
 #include "../kiln-run/TensorFile.h"
 #include "kiln/runtime.h"
 
@@ -19,30 +21,6 @@
 #include <random>
 
 namespace kiln::calibrate {
-
-namespace {
-
-/// The runtime's dtype of an element type (0 if it has none here).
-int32_t dtypeOf(mlir::Type t) {
-  if (t.isF32()) return KILN_F32;
-  if (t.isF64()) return KILN_F64;
-  if (t.isF16()) return KILN_F16;
-  if (t.isBF16()) return KILN_BF16;
-  if (t.isInteger(1)) return KILN_BOOL;
-  if (auto i = llvm::dyn_cast<mlir::IntegerType>(t)) {
-    bool u = i.isUnsigned();
-    switch (i.getWidth()) {
-    case 8: return u ? KILN_U8 : KILN_I8;
-    case 16: return u ? KILN_U16 : KILN_I16;
-    case 32: return u ? KILN_U32 : KILN_I32;
-    case 64: return u ? KILN_U64 : KILN_I64;
-    default: return 0;
-    }
-  }
-  return 0;
-}
-
-} // namespace
 
 bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
                    const std::string &dir, std::vector<std::string> &runArgs,
@@ -81,9 +59,9 @@ bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
     }
     auto type = llvm::dyn_cast<mlir::RankedTensorType>(main.getArgument(i).getType());
     if (zerosForOthers && type && type.hasStaticShape() && !type.getElementType().isF32() &&
-        dtypeOf(type.getElementType())) {
+        codegen::dtypeCode(type.getElementType())) {
       tools::HostArray a;
-      a.dtype = dtypeOf(type.getElementType());
+      a.dtype = codegen::dtypeCode(type.getElementType());
       a.shape.assign(type.getShape().begin(), type.getShape().end());
       a.data.assign(a.bytes(), 0);
       std::string path = dir + "/calib_" + std::to_string(i) + ".npy";

@@ -409,10 +409,6 @@ static int autotune(const char *argv0, ModuleOp module, int kBlock,
                                   : std::max(1u, std::thread::hardware_concurrency());
   o.kBlock = kBlock == 0;
   o.winograd = !llvm::is_contained(disablePasses, "kiln-winograd");
-  module.walk([&](kiln::ConstantOp c) {
-    auto t = llvm::cast<RankedTensorType>(c.getType());
-    o.weightsBytes += t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
-  });
   if (!o.kBlock && !o.winograd) {
     llvm::errs() << "kiln-compile: autotune: nothing to choose (--k-block and "
                     "--disable-pass=kiln-winograd fix both choices)\n";
