@@ -1164,9 +1164,18 @@ private:
   /// which it exists (zero otherwise: a convolution's padding).
   using GpuAt = std::function<std::pair<Value, Value>(KernelEmitter &, Value, Value, Value)>;
   using GpuFinish = std::function<void(KernelEmitter &, Value, Value, Value, Value)>;
+  /// Where B's consecutive elements run, for the few-row (GEMV) kernels:
+  /// along K (a transposed weight, [N, K]), along N ([K, N]), or unknown
+  /// (the tiled kernel for every M: a convolution's gathered input).
+  enum class GpuBRun { Unknown, AlongK, AlongN };
   LogicalResult gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t batches, int64_t M,
                           int64_t N, int64_t K, const GpuBase &bases, const GpuAt &aAt,
-                          const GpuAt &bAt, const GpuFinish &finish);
+                          const GpuAt &bAt, const GpuFinish &finish,
+                          GpuBRun bRun = GpuBRun::Unknown);
+  /// gpuMatmul for at most kGpuGemvRows rows of f32; see the definition.
+  LogicalResult gpuGemv(Operation *op, ArrayRef<Value> ins, int64_t M, int64_t N, int64_t K,
+                        const GpuBase &bases, const GpuAt &aAt, const GpuAt &bAt,
+                        const GpuFinish &finish, GpuBRun bRun);
   /// One K panel of a tiled matrix product: the T x TK block of A at rows
   /// i0.., columns k0.. and the TK x T block of B at rows k0.., columns j0..
   /// (M x K and K x N matrices), loaded by `threads` threads.
@@ -1458,6 +1467,12 @@ constexpr int64_t kGpuMaxBlocks = 8192;
 /// whose 64 x 64 grid would leave SMs idle (fewer than kGpuFullGrid blocks)
 /// take 32 x 32 tiles (2 x 2 per thread): four times the blocks.
 constexpr int64_t kGpuTile = 64, kGpuTileK = 16, kGpuFullGrid = 132;
+/// Products of at most this many rows (a batch-1 classifier, one decoded
+/// token) take gpuGemv: the tiled kernel's 32 x 32 tiles would give a
+/// 1 x 1280 x 1000 classifier 32 blocks, each stepping through all of K
+/// with a barrier per 16 (71 us on an H100 for 5 MB of weights).
+constexpr int64_t kGpuGemvRows = 4;
+
 
 LogicalResult Lowering::gpuLaunch(Operation *op, ArrayRef<Value> ins, int64_t blocks,
                                   int64_t threads, bool sync,
@@ -1518,10 +1533,14 @@ void Lowering::stagePanels(KernelEmitter &e, Value t, const PanelTile &p, Value 
 /// `finish(e, batch, i, j, acc)` stores output (i, j) (epilogue included).
 LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t batches,
                                   int64_t M, int64_t N, int64_t K, const GpuBase &bases,
-                                  const GpuAt &aAt, const GpuAt &bAt, const GpuFinish &finish) {
+                                  const GpuAt &aAt, const GpuAt &bAt, const GpuFinish &finish,
+                                  GpuBRun bRun) {
   Type opType = elemType(ins[0]);
   if (opType.isF16() || opType.isBF16())
     return gpuMatmulTc(op, ins, batches, M, N, K, bases, aAt, bAt, finish);
+  if (batches == 1 && M <= kGpuGemvRows && bRun != GpuBRun::Unknown && opType.isF32() &&
+      elemType(ins[1]).isF32())
+    return gpuGemv(op, ins, M, N, K, bases, aAt, bAt, finish, bRun);
   int64_t T = kGpuTile;
   if (batches * ceilDiv(M, T) * ceilDiv(N, T) < kGpuFullGrid)
     T = kGpuTile / 2;
@@ -1568,6 +1587,77 @@ LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t ba
         Value in = arith::AndIOp::create(b, e.ult(i, e.idx(M)), e.ult(j, e.idx(N)));
         e.ifThen(in, [&] { finish(e, bi, i, j, loop.getResult(r * R + c)); });
       }
+  });
+}
+
+/// C = A.B for M <= kGpuGemvRows rows: every element of B is read once,
+/// coalesced, by a grid that covers the SMs.
+///  - B along K ([N, K]): a warp per output column, its lanes striding K
+///    (128 contiguous bytes per step), the M sums reduced by shuffles;
+///    8 columns per block of 256 threads.
+///  - B along N ([K, N]): a block per 32 columns, lane = column, its 8
+///    warps each summing every 8th k; the 8 partial sums per output meet
+///    in shared memory.
+/// A's M rows are read by every warp (they stay in L1/L2).
+LogicalResult Lowering::gpuGemv(Operation *op, ArrayRef<Value> ins, int64_t M, int64_t N,
+                                int64_t K, const GpuBase &bases, const GpuAt &aAt,
+                                const GpuAt &bAt, const GpuFinish &finish, GpuBRun bRun) {
+  constexpr int64_t kWarps = kGpuThreads / 32;
+  bool alongK = bRun == GpuBRun::AlongK;
+  int64_t perBlock = alongK ? kWarps : 32;
+  int64_t blocks = std::max<int64_t>(ceilDiv(N, perBlock), 1);
+  return gpuLaunch(op, ins, blocks, kGpuThreads, true, [&](KernelEmitter &e) {
+    ImplicitLocOpBuilder &b = e.b;
+    Value t = e.tid(), lane = e.rem(t, 32), warp = e.div(t, 32);
+    auto [aBase, bBase] = bases(e, e.idx(0));
+    // This thread's column, and its first k and k step.
+    Value j = alongK ? e.add(e.mul(e.bid(), kWarps), warp) : e.add(e.mul(e.bid(), 32), lane);
+    Value jc = e.minI(j, e.idx(N - 1));
+    Value k0 = alongK ? lane : warp;
+    int64_t step = alongK ? 32 : kWarps;
+    auto loadAt = [&](int buf, std::pair<Value, Value> at) {
+      Value v = e.load(buf, at.first);
+      return at.second ? arith::SelectOp::create(b, at.second, v, e.zero(v.getType())).getResult()
+                       : v;
+    };
+    SmallVector<Value> init(M, e.f32(0.0f));
+    auto loop = scf::ForOp::create(b, k0, e.idx(K), e.idx(step), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value k = loop.getInductionVar();
+      Value bv = loadAt(1, bAt(e, bBase, k, jc));
+      SmallVector<Value> acc;
+      for (int64_t m = 0; m < M; ++m)
+        acc.push_back(e.fadd(loop.getRegionIterArgs()[m],
+                             e.fmul(loadAt(0, aAt(e, aBase, e.idx(m), k)), bv)));
+      scf::YieldOp::create(b, acc);
+    }
+    Value inN = e.ult(j, e.idx(N));
+    if (alongK) {
+      for (int64_t m = 0; m < M; ++m) {
+        Value v = loop.getResult(m);
+        for (int64_t sh = 16; sh >= 1; sh /= 2)
+          v = e.fadd(v, e.shflXor(v, sh));
+        Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, e.idx(0));
+        e.ifThen(arith::AndIOp::create(b, first, inN), [&] { finish(e, e.idx(0), e.idx(m), j, v); });
+      }
+      return;
+    }
+    // Partial sums [m][warp][lane]; warp 0 adds the 8 and stores.
+    Value part = e.shared(M * kGpuThreads);
+    for (int64_t m = 0; m < M; ++m)
+      e.storeM(loop.getResult(m), part, e.add(e.idx(m * kGpuThreads), t));
+    e.barrier();
+    Value w0 = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, e.idx(0));
+    e.ifThen(arith::AndIOp::create(b, w0, inN), [&] {
+      for (int64_t m = 0; m < M; ++m) {
+        Value v = e.loadM(part, e.add(e.idx(m * kGpuThreads), lane));
+        for (int64_t w = 1; w < kWarps; ++w)
+          v = e.fadd(v, e.loadM(part, e.add(e.idx(m * kGpuThreads + w * 32), lane)));
+        finish(e, e.idx(0), e.idx(m), j, v);
+      }
+    });
   });
 }
 
@@ -3761,7 +3851,8 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
         },
         [&](KernelEmitter &e, Value, Value i, Value j, Value acc) {
           e.store(finishGemm(e, i, j, acc), outBuf, e.add(e.mul(i, N), j));
-        });
+        },
+        tB ? GpuBRun::AlongK : GpuBRun::AlongN);
 
   // The sgemm ukernel needs A as [M, K] and B as [K, N] in memory: B as
   // given, or a constant B^T transposed once at compile time.
@@ -4048,7 +4139,8 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
               return e.load(2 + k, off);
             });
           e.store(y, o, e.add(e.mul(gr, N), j));
-        });
+        },
+        GpuBRun::AlongN);
 
   bool f32 = llvm::all_of(ins, [](Value v) {
     return llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32();

@@ -494,13 +494,19 @@ CASES = {
         ("ReduceMax", ["x"], {"axes": [1]}), ("Sub", ["x", "t0"], {}), ("Exp", ["t1"], {}),
         ("ReduceSum", ["t2"], {"axes": [1]}), ("Div", ["t2", "t3"], {})], opset=12),
     # Fewer than 6 rows times constant weights: kiln_uk_sgemv_t (weight rows
-    # streamed, K tails of 12 and 1, column blocks of 16).
+    # streamed, K tails of 12 and 1, column blocks of 16). On the CUDA
+    # targets up to 4 rows take the GEMV kernels: a warp per column (transB)
+    # or a block per 32 columns with 8 k slices (the rest).
     "gemv_gemm_transb_bias_relu": chain([("a", (1, 300))], [("w", (70, 300)), ("bias", (70,))], [
         ("Gemm", ["a", "w", "bias"], {"transB": 1}), ("Relu", ["t0"], {})]),
     "gemv_gemm_rows3_c_alpha": chain([("a", (3, 40))], [("w", (40, 50)), ("c", (3, 50))], [
         ("Gemm", ["a", "w", "c"], {"alpha": 0.5, "beta": 2.0})]),
     "gemv_matmul_decode_bias_gelu": chain([("a", (1, 1, 96))], [("w", (96, 200)), ("bias", (200,))], [
         ("MatMul", ["a", "w"], {}), ("Add", ["t0", "bias"], {}), ("Gelu", ["t1"], {})], opset=20),
+    "gemv_gemm_rows4_k1000_n45": chain([("a", (4, 1000))], [("w", (1000, 45)), ("bias", (45,))], [
+        ("Gemm", ["a", "w", "bias"], {})]),
+    "gemv_gemm_transb_rows2_k1000_n45": chain([("a", (2, 1000))], [("w", (45, 1000))], [
+        ("Gemm", ["a", "w"], {"transB": 1, "alpha": 0.25})]),
     "gemv_matmul_rows5_k33": chain([("a", (5, 33))], [("w", (33, 17))], [("MatMul", ["a", "w"], {})]),
     "fused_matmul_bias_gelu": chain([("a", (1, 24, 64))], [("w", (64, 96)), ("bias", (96,))], [
         ("MatMul", ["a", "w"], {}), ("Add", ["t0", "bias"], {}), ("Gelu", ["t1"], {})], opset=20),
