@@ -1473,7 +1473,6 @@ constexpr int64_t kGpuTile = 64, kGpuTileK = 16, kGpuFullGrid = 132;
 /// with a barrier per 16 (71 us on an H100 for 5 MB of weights).
 constexpr int64_t kGpuGemvRows = 4;
 
-
 LogicalResult Lowering::gpuLaunch(Operation *op, ArrayRef<Value> ins, int64_t blocks,
                                   int64_t threads, bool sync,
                                   const std::function<void(KernelEmitter &)> &body,
@@ -1591,70 +1590,92 @@ LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t ba
 }
 
 /// C = A.B for M <= kGpuGemvRows rows: every element of B is read once,
-/// coalesced, by a grid that covers the SMs.
-///  - B along K ([N, K]): a warp per output column, its lanes striding K
-///    (128 contiguous bytes per step), the M sums reduced by shuffles;
-///    8 columns per block of 256 threads.
+/// coalesced, with enough loads in flight to stream it from HBM (a GEMV is
+/// memory bound: 3.35 TB/s x ~0.6 us of latency is ~2 MB in flight):
+///  - B along K ([N, K]): each output column is summed by kGemvSlices warps
+///    (2 columns per block of 8 warps), a warp's lanes striding K, so each
+///    step reads 128 contiguous bytes per warp;
 ///  - B along N ([K, N]): a block per 32 columns, lane = column, its 8
-///    warps each summing every 8th k; the 8 partial sums per output meet
-///    in shared memory.
-/// A's M rows are read by every warp (they stay in L1/L2).
+///    warps each summing every 8th k.
+/// Each thread keeps kGemvUnroll loads in flight per step (independent
+/// partial sums); the partial sums meet by shuffles (along K) and in shared
+/// memory. A's M rows are read by every warp (they stay in L1/L2).
+constexpr int64_t kGemvSlices = 4, kGemvUnroll = 4;
+
 LogicalResult Lowering::gpuGemv(Operation *op, ArrayRef<Value> ins, int64_t M, int64_t N,
                                 int64_t K, const GpuBase &bases, const GpuAt &aAt,
                                 const GpuAt &bAt, const GpuFinish &finish, GpuBRun bRun) {
   constexpr int64_t kWarps = kGpuThreads / 32;
   bool alongK = bRun == GpuBRun::AlongK;
-  int64_t perBlock = alongK ? kWarps : 32;
-  int64_t blocks = std::max<int64_t>(ceilDiv(N, perBlock), 1);
+  // Columns per block, and the threads (and k slices) summing each column.
+  int64_t cols = alongK ? kWarps / kGemvSlices : 32;
+  int64_t slices = alongK ? kGemvSlices : kWarps;
+  int64_t blocks = std::max<int64_t>(ceilDiv(N, cols), 1);
   return gpuLaunch(op, ins, blocks, kGpuThreads, true, [&](KernelEmitter &e) {
     ImplicitLocOpBuilder &b = e.b;
     Value t = e.tid(), lane = e.rem(t, 32), warp = e.div(t, 32);
     auto [aBase, bBase] = bases(e, e.idx(0));
-    // This thread's column, and its first k and k step.
-    Value j = alongK ? e.add(e.mul(e.bid(), kWarps), warp) : e.add(e.mul(e.bid(), 32), lane);
+    // This thread's column, its slice of the column's threads, its first k
+    // and the k step of its slice.
+    Value c = alongK ? e.div(warp, kGemvSlices) : lane;
+    Value j = e.add(e.mul(e.bid(), cols), c);
     Value jc = e.minI(j, e.idx(N - 1));
-    Value k0 = alongK ? lane : warp;
-    int64_t step = alongK ? 32 : kWarps;
-    auto loadAt = [&](int buf, std::pair<Value, Value> at) {
+    Value slice = alongK ? e.rem(warp, kGemvSlices) : warp;
+    Value k0 = alongK ? e.add(e.mul(slice, 32), lane) : slice;
+    int64_t step = alongK ? 32 * kGemvSlices : kWarps;
+    auto loadAt = [&](int buf, std::pair<Value, Value> at, Value ok) {
       Value v = e.load(buf, at.first);
-      return at.second ? arith::SelectOp::create(b, at.second, v, e.zero(v.getType())).getResult()
-                       : v;
+      if (at.second)
+        ok = arith::AndIOp::create(b, ok, at.second);
+      return arith::SelectOp::create(b, ok, v, e.zero(v.getType())).getResult();
     };
-    SmallVector<Value> init(M, e.f32(0.0f));
-    auto loop = scf::ForOp::create(b, k0, e.idx(K), e.idx(step), init);
+    SmallVector<Value> init(M * kGemvUnroll, e.f32(0.0f));
+    auto loop = scf::ForOp::create(b, k0, e.idx(K), e.idx(step * kGemvUnroll), init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value k = loop.getInductionVar();
-      Value bv = loadAt(1, bAt(e, bBase, k, jc));
-      SmallVector<Value> acc;
-      for (int64_t m = 0; m < M; ++m)
-        acc.push_back(e.fadd(loop.getRegionIterArgs()[m],
-                             e.fmul(loadAt(0, aAt(e, aBase, e.idx(m), k)), bv)));
+      // kGemvUnroll k's of this thread: every load first, then the sums.
+      SmallVector<Value> bv, ok, kc;
+      for (int64_t u = 0; u < kGemvUnroll; ++u) {
+        Value k = e.add(loop.getInductionVar(), e.idx(u * step));
+        ok.push_back(e.ult(k, e.idx(K)));
+        kc.push_back(e.minI(k, e.idx(K - 1)));
+        bv.push_back(loadAt(1, bAt(e, bBase, kc[u], jc), ok[u]));
+      }
+      SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+      for (int64_t u = 0; u < kGemvUnroll; ++u)
+        for (int64_t m = 0; m < M; ++m) {
+          Value a = loadAt(0, aAt(e, aBase, e.idx(m), kc[u]), ok[u]);
+          acc[m * kGemvUnroll + u] = e.fadd(acc[m * kGemvUnroll + u], e.fmul(a, bv[u]));
+        }
       scf::YieldOp::create(b, acc);
     }
-    Value inN = e.ult(j, e.idx(N));
-    if (alongK) {
-      for (int64_t m = 0; m < M; ++m) {
-        Value v = loop.getResult(m);
+    SmallVector<Value> sum;
+    for (int64_t m = 0; m < M; ++m) {
+      Value v = loop.getResult(m * kGemvUnroll);
+      for (int64_t u = 1; u < kGemvUnroll; ++u)
+        v = e.fadd(v, loop.getResult(m * kGemvUnroll + u));
+      if (alongK) // the warp's 32 lanes
         for (int64_t sh = 16; sh >= 1; sh /= 2)
           v = e.fadd(v, e.shflXor(v, sh));
-        Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, e.idx(0));
-        e.ifThen(arith::AndIOp::create(b, first, inN), [&] { finish(e, e.idx(0), e.idx(m), j, v); });
-      }
-      return;
+      sum.push_back(v);
     }
-    // Partial sums [m][warp][lane]; warp 0 adds the 8 and stores.
+    // The column's slices meet in shared memory: part[m][warp][lane] (along
+    // K, lane 0 of each warp holds the warp's sum); the first slice adds
+    // them and stores.
     Value part = e.shared(M * kGpuThreads);
     for (int64_t m = 0; m < M; ++m)
-      e.storeM(loop.getResult(m), part, e.add(e.idx(m * kGpuThreads), t));
+      e.storeM(sum[m], part, e.add(e.idx(m * kGpuThreads), t));
     e.barrier();
-    Value w0 = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, warp, e.idx(0));
-    e.ifThen(arith::AndIOp::create(b, w0, inN), [&] {
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, slice, e.idx(0));
+    if (alongK)
+      first = arith::AndIOp::create(
+          b, first, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, e.idx(0)));
+    e.ifThen(arith::AndIOp::create(b, first, e.ult(j, e.idx(N))), [&] {
       for (int64_t m = 0; m < M; ++m) {
-        Value v = e.loadM(part, e.add(e.idx(m * kGpuThreads), lane));
-        for (int64_t w = 1; w < kWarps; ++w)
-          v = e.fadd(v, e.loadM(part, e.add(e.idx(m * kGpuThreads + w * 32), lane)));
+        Value v = e.loadM(part, e.add(e.idx(m * kGpuThreads), t));
+        for (int64_t s = 1; s < slices; ++s)
+          v = e.fadd(v, e.loadM(part, e.add(e.idx(m * kGpuThreads + s * 32), t)));
         finish(e, e.idx(0), e.idx(m), j, v);
       }
     });
