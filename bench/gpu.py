@@ -124,8 +124,9 @@ def pack_test(label, d, bindir, arch, out, blobs):
     # As the coverage run: a test whose stored output is known wrong compares
     # with onnxruntime's outputs on the stored inputs instead.
     wrong = oc.wrong_stored_output(label, os.path.basename(d))
-    work = tempfile.mkdtemp(prefix="kiln-gpu-ref-")
-    atexit.register(shutil.rmtree, work, True)
+    if wrong:
+        work = tempfile.mkdtemp(prefix="kiln-gpu-ref-")
+        atexit.register(shutil.rmtree, work, True)
     sets = []
     for ds in sorted(glob.glob(os.path.join(d, "test_data_set_*"))):
         args = []

@@ -495,8 +495,8 @@ CASES = {
         ("ReduceSum", ["t2"], {"axes": [1]}), ("Div", ["t2", "t3"], {})], opset=12),
     # Fewer than 6 rows times constant weights: kiln_uk_sgemv_t (weight rows
     # streamed, K tails of 12 and 1, column blocks of 16). On the CUDA
-    # targets up to 4 rows take the GEMV kernels: a warp per column (transB)
-    # or a block per 32 columns with 8 k slices (the rest).
+    # targets up to 4 rows take the GEMV kernels: 4 warps per column
+    # (transB) or a block per 32 columns with 8 k slices (the rest).
     "gemv_gemm_transb_bias_relu": chain([("a", (1, 300))], [("w", (70, 300)), ("bias", (70,))], [
         ("Gemm", ["a", "w", "bias"], {"transB": 1}), ("Relu", ["t0"], {})]),
     "gemv_gemm_rows3_c_alpha": chain([("a", (3, 40))], [("w", (40, 50)), ("c", (3, 50))], [
