@@ -320,12 +320,6 @@ CASES = {
     "conv_winograd_odd_batch2": conv(2, 24, 13, 11, 40, 3),
     "conv_winograd_asym_pads": conv(1, 20, 12, 15, 33, 3, pad=[0, 2, 1, 0]),
     "conv_winograd_column_tiles": conv(1, 64, 10, 12, 160, 3),
-    # F(4x4, 3x3) from 400 output pixels an image on: partial 4x4 tiles at
-    # the bottom and right, a batch, a partial panel; asymmetric pads;
-    # several column tiles.
-    "conv_winograd43_odd_batch2": conv(2, 24, 23, 21, 40, 3),
-    "conv_winograd43_asym_pads": conv(1, 20, 22, 25, 33, 3, pad=[0, 2, 1, 0]),
-    "conv_winograd43_column_tiles": conv(1, 64, 28, 28, 160, 3),
     # Rows too wide for the Winograd scratch (190 tiles of one tile row):
     # the direct products, with their own tiles.
     "conv_winograd_too_wide": conv(1, 16, 3, 380, 16, 3, pad=[0, 1, 0, 1]),
@@ -546,12 +540,6 @@ CASES = {
     # stores: ReLU6 without a bias.
     "fused_winograd_relu6_nobias": chain([("x", (1, 16, 11, 10))], [("w", (24, 16, 3, 3)),
                                                                    ("c_0", ()), ("c_6", ())], [
-        ("Conv", ["x", "w"], CONV3), ("Clip", ["t0", "c_0", "c_6"], {})]),
-    "fused_winograd43_residual_relu": chain([("x", (1, 32, 21, 22)), ("r", (1, 48, 21, 22))],
-                                            [("w", (48, 32, 3, 3)), ("cb", (48,))], [
-        ("Conv", ["x", "w", "cb"], CONV3), ("Add", ["t0", "r"], {}), ("Relu", ["t1"], {})]),
-    "fused_winograd43_relu6_nobias": chain([("x", (1, 16, 20, 23))], [("w", (24, 16, 3, 3)),
-                                                                     ("c_0", ()), ("c_6", ())], [
         ("Conv", ["x", "w"], CONV3), ("Clip", ["t0", "c_0", "c_6"], {})]),
     "fused_conv_scale_clip": chain([("x", (1, 8, 7, 7))], [("w", (24, 8, 1, 1)), ("k", (24, 1, 1))], [
         ("Conv", ["x", "w"], {}), ("Mul", ["t0", "k"], {}),
