@@ -1921,6 +1921,12 @@ constexpr int64_t kTileRows = 144, kTileCols = 512;
 /// transformed input and the products) stays within kWinogradScratch
 /// floats of stack.
 constexpr int64_t kWinogradMinChannels = 16, kWinogradMinPixels = 100;
+/// With --winograd-f43 (Program::winograd43), the F(4x4, 3x3) form
+/// (kiln_uk_winograd_f43: 36 products per 16 output pixels, 1.78x fewer
+/// than F(2x2, 3x3)) from this many output pixels per image on (ResNet-50's
+/// 56x56 and 28x28 convs; its 14x14 ones would pad to 16x16 and stream
+/// 2.25x the transformed weights of F(2x2, 3x3) for 16 tiles an image).
+constexpr int64_t kWinograd43MinPixels = 400;
 /// The fewest output pixels per image --autotune tries Winograd on.
 constexpr int64_t kWinogradTunePixels = 16;
 constexpr int64_t kWinogradTiles = 96, kWinogradScratch = 98304;
@@ -3024,8 +3030,13 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   // panels). Convolutions of few pixels are left to the direct products:
   // their weights (16/9 as many bytes transformed) stream from memory at
   // batch 1, and few tiles reuse them.
+  // With --winograd-f43, larger convs take F(4x4, 3x3)
+  // (kiln_uk_winograd_f43): 4x4 tiles, a 6x6 domain (36 products), V held
+  // for 6 positions at a time.
   Value inElem = op.getInput();
-  int64_t TH = ceilDiv(OH, 2), TW = ceilDiv(OW, 2), band = 0, bands = 0;
+  bool wino43 = p.winograd43 && P >= kWinograd43MinPixels;
+  int64_t wm = wino43 ? 4 : 2, wPos = (wm + 2) * (wm + 2), wV = wino43 ? 6 : 1;
+  int64_t TH = ceilDiv(OH, wm), TW = ceilDiv(OW, wm), band = 0, bands = 0;
   // (--autotune measures Winograd on convs down to kWinogradTunePixels
   // and chooses per conv; a plain build keeps kWinogradMinPixels.)
   bool winogradCan =
@@ -3036,7 +3047,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       !(p.buffers[bufferOf.lookup(inElem)].elem &&
         p.buffers[bufferOf.lookup(inElem)].elem.isBF16());
   int64_t wcb = 0; // (the Winograd workgroups' column count)
-  auto winogradScratch = [&] { return band * TW * (C + 16 * wcb) + C; };
+  auto winogradScratch = [&] { return band * TW * (wV * C + wPos * wcb) + C; };
   if (winogradCan) {
     // About kWinogradTiles tiles per band (the products' rows), scratch
     // within kWinogradScratch floats of stack; then columns (whole panels,
@@ -3077,17 +3088,26 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       return src[((g * Og + o) * Cg + c) * KK + t];
     };
     if (winograd) {
-      // U = G g G^T per (c, o), G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]; per
-      // position xi = 4i + j of the 4x4 domain, panels of [C x O].
-      static const double kG[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+      // U = G g G^T per (c, o); per position xi = a * i + j of the a x a
+      // domain, panels of [C x O]. F(2x2, 3x3): G = [1 0 0; .5 .5 .5;
+      // .5 -.5 .5; 0 0 1]; F(4x4, 3x3): Lavin and Gray's G.
+      static const double kG2[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+      static const double kG4[6][3] = {{1.0 / 4, 0, 0},
+                                       {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                       {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                       {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                       {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                       {0, 0, 1}};
+      const double(*kG)[3] = wino43 ? kG4 : kG2;
+      int64_t a = wm + 2;
       wBuf = addConstantData(weightBytes(
-          packPanels(16, C, O,
+          packPanels(wPos, C, O,
                      [&](int64_t xi, int64_t c, int64_t o) {
                        double u = 0;
                        for (int ky = 0; ky < 3; ++ky)
                          for (int kx = 0; kx < 3; ++kx)
-                           u += kG[xi / 4][ky] * src[(o * C + c) * 9 + ky * 3 + kx] *
-                                kG[xi % 4][kx];
+                           u += kG[xi / a][ky] * src[(o * C + c) * 9 + ky * 3 + kx] *
+                                kG[xi % a][kx];
                        return static_cast<float>(u);
                      }),
           false));
@@ -3291,9 +3311,9 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
       img = e.div(rt, bands);
       tr0 = e.mul(e.rem(rt, bands), band);
       tr1 = e.minI(e.add(tr0, e.idx(band)), e.idx(TH));
-      Value ohEnd = e.minI(e.mul(tr1, 2), e.idx(OH));
-      r0 = e.add(e.mul(img, P), e.mul(tr0, 2 * OW));
-      rows = e.mul(arith::SubIOp::create(e.b, ohEnd, e.mul(tr0, 2)), OW);
+      Value ohEnd = e.minI(e.mul(tr1, wm), e.idx(OH));
+      r0 = e.add(e.mul(img, P), e.mul(tr0, wm * OW));
+      rows = e.mul(arith::SubIOp::create(e.b, ohEnd, e.mul(tr0, wm)), OW);
     }
     Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(Og), c0));
     Value oc0 = e.add(e.mul(g, Og), c0);
@@ -3359,7 +3379,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     if (winograd) {
       Value scratch = e.scratch(winogradScratch());
       func::CallOp::create(
-          e.b, "kiln_uk_winograd_f23", TypeRange{},
+          e.b, wino43 ? "kiln_uk_winograd_f43" : "kiln_uk_winograd_f23", TypeRange{},
           ValueRange{e.addr(1, e.mul(img, H * W * C)), e.addr(0, e.idx(0)),
                      e.addr(o, e.mul(img, P * O)), e.addrM(scratch, e.idx(0)), e.i64(H),
                      e.i64(W), e.i64(C), e.i64(pad[0]), e.i64(pad[1]), e.i64(OH), e.i64(OW),
@@ -5867,8 +5887,8 @@ LogicalResult Lowering::run() {
     // The Winograd convolution ukernel (18 i64 arguments, lo, hi).
     SmallVector<Type> wgArgs(18, b.getI64Type());
     wgArgs.append(2, b.getF32Type());
-    func::FuncOp::create(b, fn.getLoc(), "kiln_uk_winograd_f23", b.getFunctionType(wgArgs, {}))
-        .setPrivate();
+    for (StringRef name : {"kiln_uk_winograd_f23", "kiln_uk_winograd_f43"})
+      func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(wgArgs, {})).setPrivate();
     if (p.gpu) {
       // The GPU-shaped kernels' thread index, block index, barrier and
       // warp shuffle (defined by the CUDA prelude).

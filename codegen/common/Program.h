@@ -222,6 +222,10 @@ struct Program {
   /// f32 3x3 stride-1 NHWC convolutions in Winograd's F(2x2, 3x3) form
   /// (kiln_uk_winograd_f23); off with --disable-pass=kiln-winograd.
   bool winograd = true;
+  /// ... and those of 400+ output pixels an image in the F(4x4, 3x3) form
+  /// (kiln_uk_winograd_f43; --winograd-f43): 1.78x fewer multiply-adds,
+  /// about 10x the rounding error, so only when asked for.
+  bool winograd43 = false;
   /// The f32 ukernel's k blocks on packed weights (KILN_UK_DEEP_K,
   /// kiln/runtime.h; --k-block): 0 chooses (192 when the model's constants
   /// total at most kDeepKWeightBytes, which stay in cache from run to run;

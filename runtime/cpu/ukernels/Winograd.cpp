@@ -1,4 +1,4 @@
-//===- Winograd.cpp - F(2x2, 3x3) convolution of one workgroup ------------===//
+//===- Winograd.cpp - F(2x2, 3x3) and F(4x4, 3x3) convolution workgroups -===//
 //
 // A 3x3, stride-1, one-group NHWC convolution in Winograd's F(2x2, 3x3)
 // form: each 2x2 block of output pixels ("tile") comes from a 4x4 patch of
@@ -25,6 +25,17 @@
 // and +-1; G's halves live in U), so the results differ from the direct
 // convolution by a few roundings of the sums (the e2e tests compare both
 // against onnxruntime).
+//
+// kiln_uk_winograd_f43 is the F(4x4, 3x3) form (Lavin and Gray's
+// matrices, points 0, +-1, +-2): 4x4 output tiles from 6x6 patches, 36
+// products for 16 pixels (4x fewer multiply-adds than direct, where
+// F(2x2, 3x3) has 2.25x), at the cost of transforms with coefficients up to
+// 8 and G's 1/6 and 1/24 (about 10x the rounding error: some 3e-6 of the
+// terms' magnitudes, so codegen uses it only with --winograd-f43) and U
+// 36/9 times the weights' size. Its input
+// transform takes one row i of B^T at a time: the six row sums of the patch
+// (per patch column), then the six positions (i, j) from them, then the six
+// products of that row, so V holds 6 positions, not 36.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
@@ -174,54 +185,230 @@ winograd(const Shape &s, const float *in, const float *u, float *out, float *scr
   outputTransform(s, m, T * cols, tr0, tr1, out, c0, cols, accumulate, ep);
 }
 
-/// The transforms' loops vectorize for the CPU the entry was built for.
-__attribute__((target("avx512f"))) void winogradAvx512(const Shape &s, const float *in,
-                                                       const float *u, float *out, float *scratch,
-                                                       int64_t tr0, int64_t tr1, int64_t c0,
-                                                       int64_t cols, bool accumulate,
-                                                       const Epilogue &ep) {
-  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate, ep);
+//===----------------------------------------------------------------------===//
+// F(4x4, 3x3)
+//===----------------------------------------------------------------------===//
+
+/// Row i of B^T (6x6) applied to d(0..5):
+///   4 d0 - 5 d2 + d4,  (d3 + d4) - 4 (d1 + d2),  (d4 - d3) + 4 (d1 - d2),
+///   (d4 - d2) + 2 (d3 - d1),  (d4 - d2) - 2 (d3 - d1),  4 d1 - 5 d3 + d5.
+template <int I, typename D> __attribute__((always_inline)) inline auto inRow(D d) {
+  if constexpr (I == 0)
+    return 4.0f * d(0) - 5.0f * d(2) + d(4);
+  else if constexpr (I == 1)
+    return (d(3) + d(4)) - 4.0f * (d(1) + d(2));
+  else if constexpr (I == 2)
+    return (d(4) - d(3)) + 4.0f * (d(1) - d(2));
+  else if constexpr (I == 3)
+    return (d(4) - d(2)) + 2.0f * (d(3) - d(1));
+  else if constexpr (I == 4)
+    return (d(4) - d(2)) - 2.0f * (d(3) - d(1));
+  else
+    return 4.0f * d(1) - 5.0f * d(3) + d(5);
 }
-__attribute__((target("avx2,fma"))) void winogradAvx2(const Shape &s, const float *in,
-                                                     const float *u, float *out, float *scratch,
-                                                     int64_t tr0, int64_t tr1, int64_t c0,
-                                                     int64_t cols, bool accumulate,
-                                                     const Epilogue &ep) {
-  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate, ep);
+
+/// All six rows of B^T applied to t[0..5], sharing the sums.
+template <typename T> __attribute__((always_inline)) inline void inAll(const T (&t)[6], T (&v)[6]) {
+  T s12 = t[1] + t[2], d12 = t[1] - t[2], s34 = t[3] + t[4], d43 = t[4] - t[3];
+  T d42 = t[4] - t[2], d31 = t[3] - t[1];
+  v[0] = 4.0f * t[0] - 5.0f * t[2] + t[4];
+  v[1] = s34 - 4.0f * s12;
+  v[2] = d43 + 4.0f * d12;
+  v[3] = d42 + 2.0f * d31;
+  v[4] = d42 - 2.0f * d31;
+  v[5] = 4.0f * t[1] - 5.0f * t[3] + t[5];
 }
-void winogradPortable(const Shape &s, const float *in, const float *u, float *out,
-                      float *scratch, int64_t tr0, int64_t tr1, int64_t c0, int64_t cols,
-                      bool accumulate, const Epilogue &ep) {
-  winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate, ep);
+
+/// A^T (4x6) applied to m[0..5]:
+///   m0 + (m1 + m2) + (m3 + m4),  (m1 - m2) + 2 (m3 - m4),
+///   (m1 + m2) + 4 (m3 + m4),     (m1 - m2) + 8 (m3 - m4) + m5.
+template <typename T> __attribute__((always_inline)) inline void outAll(const T (&m)[6], T (&y)[4]) {
+  T s12 = m[1] + m[2], d12 = m[1] - m[2], s34 = m[3] + m[4], d34 = m[3] - m[4];
+  y[0] = m[0] + s12 + s34;
+  y[1] = d12 + 2.0f * d34;
+  y[2] = s12 + 4.0f * s34;
+  y[3] = d12 + 8.0f * d34 + m[5];
 }
+
+/// V for positions (I, 0..5) of the tiles of tile rows [tr0, tr1): row t
+/// (tile (tr, tc)) of v + j * T * C, C floats, from the 6x6 patches of
+/// `in` (zeros outside).
+template <int I>
+__attribute__((always_inline)) inline void inputTransform43(const Shape &s, const float *in,
+                                                            const float *zeros, int64_t tr0,
+                                                            int64_t tr1, float *__restrict v) {
+  int64_t TW = (s.OW + 3) / 4, C = s.C, T = (tr1 - tr0) * TW;
+  for (int64_t tr = tr0; tr < tr1; ++tr)
+    for (int64_t tc = 0; tc < TW; ++tc) {
+      const float *x[6][6];
+      for (int p = 0; p < 6; ++p)
+        for (int q = 0; q < 6; ++q) {
+          int64_t ih = 4 * tr - s.padT + p, iw = 4 * tc - s.padL + q;
+          bool inside = ih >= 0 && ih < s.H && iw >= 0 && iw < s.W;
+          x[p][q] = inside ? in + (ih * s.W + iw) * C : zeros;
+        }
+      float *row = v + ((tr - tr0) * TW + tc) * C;
+      auto one = [&](auto load, auto store) {
+        decltype(load(x[0][0])) t[6], w[6];
+        for (int q = 0; q < 6; ++q)
+          t[q] = inRow<I>([&](int p) { return load(x[p][q]); });
+        inAll(t, w);
+        for (int j = 0; j < 6; ++j)
+          store(row + j * T * C, w[j]);
+      };
+      int64_t c = 0;
+      for (; c + 16 <= C; c += 16)
+        one([&](const float *p) { return load16(p + c); },
+            [&](float *p, V16 val) { store16(p + c, val); });
+      for (; c < C; ++c)
+        one([&](const float *p) { return p[c]; }, [&](float *p, float val) { p[c] = val; });
+    }
+}
+
+/// Y = A^T M A for each tile from the 36 products (m + xi * mStride, rows
+/// of `cols` floats), into the output pixels the tile covers.
+__attribute__((always_inline)) inline void
+outputTransform43(const Shape &s, const float *m, int64_t mStride, int64_t tr0, int64_t tr1,
+                  float *out, int64_t c0, int64_t cols, bool accumulate, const Epilogue &ep) {
+  int64_t TW = (s.OW + 3) / 4;
+  V16 lo = ep.lo - V16{}, hi = ep.hi - V16{};
+  for (int64_t tr = tr0; tr < tr1; ++tr)
+    for (int64_t tc = 0; tc < TW; ++tc) {
+      const float *mt = m + ((tr - tr0) * TW + tc) * cols;
+      float *y[16];
+      for (int a = 0; a < 4; ++a)
+        for (int b = 0; b < 4; ++b) {
+          int64_t oh = 4 * tr + a, ow = 4 * tc + b;
+          y[4 * a + b] = oh < s.OH && ow < s.OW ? out + (oh * s.OW + ow) * s.O + c0 : nullptr;
+        }
+      auto one = [&](auto at, auto put) {
+        using T = decltype(at(0));
+        // Columns j: the four A^T rows over the six transform rows, then
+        // each output row a over the six columns.
+        T r[4][6];
+        for (int j = 0; j < 6; ++j) {
+          T col[6], o[4];
+          for (int i = 0; i < 6; ++i)
+            col[i] = at(6 * i + j);
+          outAll(col, o);
+          for (int a = 0; a < 4; ++a)
+            r[a][j] = o[a];
+        }
+        for (int a = 0; a < 4; ++a) {
+          T o[4];
+          outAll(r[a], o);
+          for (int b = 0; b < 4; ++b)
+            put(4 * a + b, o[b]);
+        }
+      };
+      int64_t c = 0;
+      for (; c + 16 <= cols; c += 16)
+        one([&](int xi) { return load16(mt + xi * mStride + c); },
+            [&](int k, V16 t) {
+              if (!y[k])
+                return;
+              if (accumulate)
+                t += load16(y[k] + c);
+              if (ep.bias)
+                t += load16(ep.bias + c0 + c);
+              if (ep.clamp) {
+                t = t < lo ? lo : t;
+                t = t > hi ? hi : t;
+              }
+              store16(y[k] + c, t);
+            });
+      for (; c < cols; ++c)
+        one([&](int xi) { return mt[xi * mStride + c]; },
+            [&](int k, float t) {
+              if (y[k])
+                y[k][c] = ep.apply(accumulate ? y[k][c] + t : t, c0 + c);
+            });
+    }
+}
+
+template <int I>
+__attribute__((always_inline)) inline void
+winograd43Row(const Shape &s, const float *in, const float *zeros, const float *u, float *v,
+              float *m, int64_t tr0, int64_t tr1, int64_t c0, int64_t cols, int64_t T) {
+  inputTransform43<I>(s, in, zeros, tr0, tr1, v);
+  int64_t perXi = (s.O + 31) / 32 * s.C * 32;
+  for (int j = 0; j < 6; ++j) {
+    int xi = 6 * I + j;
+    kiln_uk_sgemm_pb(T, cols, s.C, reinterpret_cast<int64_t>(v + j * T * s.C), s.C,
+                     reinterpret_cast<int64_t>(u + xi * perXi + c0 / 32 * s.C * 32), 32 * s.C,
+                     reinterpret_cast<int64_t>(m + xi * T * cols), cols, 0);
+  }
+}
+
+__attribute__((always_inline)) inline void
+winograd43(const Shape &s, const float *in, const float *u, float *out, float *scratch,
+           int64_t tr0, int64_t tr1, int64_t c0, int64_t cols, bool accumulate,
+           const Epilogue &ep) {
+  int64_t TW = (s.OW + 3) / 4, T = (tr1 - tr0) * TW;
+  if (T <= 0 || cols <= 0)
+    return;
+  // Scratch: V (6 x T x C floats), zeros (C), the 36 products (36 x T x cols).
+  float *v = scratch, *zeros = v + 6 * T * s.C, *m = zeros + s.C;
+  std::memset(zeros, 0, s.C * sizeof(float));
+  winograd43Row<0>(s, in, zeros, u, v, m, tr0, tr1, c0, cols, T);
+  winograd43Row<1>(s, in, zeros, u, v, m, tr0, tr1, c0, cols, T);
+  winograd43Row<2>(s, in, zeros, u, v, m, tr0, tr1, c0, cols, T);
+  winograd43Row<3>(s, in, zeros, u, v, m, tr0, tr1, c0, cols, T);
+  winograd43Row<4>(s, in, zeros, u, v, m, tr0, tr1, c0, cols, T);
+  winograd43Row<5>(s, in, zeros, u, v, m, tr0, tr1, c0, cols, T);
+  outputTransform43(s, m, T * cols, tr0, tr1, out, c0, cols, accumulate, ep);
+}
+
+/// The transforms' loops vectorize for the CPU the entry was built for
+/// (Tile: 2 for F(2x2, 3x3), 4 for F(4x4, 3x3)).
+#define KILN_WINOGRAD_ARGS                                                                     \
+  const Shape &s, const float *in, const float *u, float *out, float *scratch, int64_t tr0,     \
+      int64_t tr1, int64_t c0, int64_t cols, bool accumulate, const Epilogue &ep
+#define KILN_WINOGRAD_CALL                                                                     \
+  if constexpr (Tile == 2)                                                                     \
+    winograd(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate, ep);                      \
+  else                                                                                         \
+    winograd43(s, in, u, out, scratch, tr0, tr1, c0, cols, accumulate, ep);
+template <int Tile> __attribute__((target("avx512f"))) void winogradAvx512(KILN_WINOGRAD_ARGS) {
+  KILN_WINOGRAD_CALL
+}
+template <int Tile> __attribute__((target("avx2,fma"))) void winogradAvx2(KILN_WINOGRAD_ARGS) {
+  KILN_WINOGRAD_CALL
+}
+template <int Tile> void winogradPortable(KILN_WINOGRAD_ARGS) { KILN_WINOGRAD_CALL }
+#undef KILN_WINOGRAD_CALL
+#undef KILN_WINOGRAD_ARGS
 
 using WinogradFn = void (*)(const Shape &, const float *, const float *, float *, float *,
                             int64_t, int64_t, int64_t, int64_t, bool, const Epilogue &);
 
-WinogradFn selectWinograd() {
+template <int Tile> WinogradFn selectWinograd() {
   switch (kiln::rt::chooseIsa()) {
   case kiln::rt::Isa::Avx512:
-    return winogradAvx512;
+    return winogradAvx512<Tile>;
   case kiln::rt::Isa::Avx2:
-    return winogradAvx2;
+    return winogradAvx2<Tile>;
   case kiln::rt::Isa::Portable:
     break;
   }
-  return winogradPortable;
+  return winogradPortable<Tile>;
 }
 
-const WinogradFn winogradChosen = selectWinograd();
+const WinogradFn winograd23Chosen = selectWinograd<2>();
+const WinogradFn winograd43Chosen = selectWinograd<4>();
 
 } // namespace
 
-extern "C" void kiln_uk_winograd_f23(int64_t in, int64_t u, int64_t out, int64_t scratch,
-                                     int64_t H, int64_t W, int64_t C, int64_t padT,
-                                     int64_t padL, int64_t OH, int64_t OW, int64_t O,
-                                     int64_t tr0, int64_t tr1, int64_t c0, int64_t cols,
-                                     int64_t accumulate, int64_t bias, float lo, float hi) {
-  Shape s{H, W, C, padT, padL, OH, OW, O};
-  Epilogue ep = Epilogue::fromArgs(bias, lo, hi);
-  winogradChosen(s, reinterpret_cast<const float *>(in), reinterpret_cast<const float *>(u),
-                 reinterpret_cast<float *>(out), reinterpret_cast<float *>(scratch), tr0, tr1,
-                 c0, cols, accumulate != 0, ep);
-}
+#define KILN_WINOGRAD_ENTRY(name, chosen)                                                      \
+  extern "C" void name(int64_t in, int64_t u, int64_t out, int64_t scratch, int64_t H, int64_t W, \
+                       int64_t C, int64_t padT, int64_t padL, int64_t OH, int64_t OW, int64_t O, \
+                       int64_t tr0, int64_t tr1, int64_t c0, int64_t cols, int64_t accumulate,  \
+                       int64_t bias, float lo, float hi) {                                      \
+    Shape s{H, W, C, padT, padL, OH, OW, O};                                                    \
+    Epilogue ep = Epilogue::fromArgs(bias, lo, hi);                                             \
+    chosen(s, reinterpret_cast<const float *>(in), reinterpret_cast<const float *>(u),          \
+           reinterpret_cast<float *>(out), reinterpret_cast<float *>(scratch), tr0, tr1, c0,    \
+           cols, accumulate != 0, ep);                                                          \
+  }
+KILN_WINOGRAD_ENTRY(kiln_uk_winograd_f23, winograd23Chosen)
+KILN_WINOGRAD_ENTRY(kiln_uk_winograd_f43, winograd43Chosen)

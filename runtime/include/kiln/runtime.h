@@ -377,6 +377,15 @@ void kiln_uk_winograd_f23(int64_t in, int64_t u, int64_t out, int64_t scratch, i
                           int64_t OW, int64_t O, int64_t tr0, int64_t tr1, int64_t c0,
                           int64_t cols, int64_t accumulate, int64_t bias, float lo, float hi);
 
+/** As kiln_uk_winograd_f23 in the F(4x4, 3x3) form: tiles of 4x4 output
+ *  pixels ((OW + 3) / 4 tile columns), `u` per position xi = 6i + j of the
+ *  6x6 domain (G g G^T with Lavin and Gray's G), `scratch` 6 * T * C + C +
+ *  36 * T * cols floats, T = (tr1 - tr0) * ((OW + 3) / 4). */
+void kiln_uk_winograd_f43(int64_t in, int64_t u, int64_t out, int64_t scratch, int64_t H,
+                          int64_t W, int64_t C, int64_t padT, int64_t padL, int64_t OH,
+                          int64_t OW, int64_t O, int64_t tr0, int64_t tr1, int64_t c0,
+                          int64_t cols, int64_t accumulate, int64_t bias, float lo, float hi);
+
 /** Called by generated code for fp16 contractions on the CPU
  *  (--precision=fp16): as kiln_uk_sgemm with B IEEE half (binary16),
  *  row-major, ldb in half elements; B is widened to f32 as it is read, so
