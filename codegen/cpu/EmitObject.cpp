@@ -148,6 +148,49 @@ Value expandExpF32(OpBuilder &b, Location loc, Value x) {
   return arith::MulFOp::create(b, loc, p, scale);
 }
 
+/// erf(x) for f32 scalars and vectors as an odd rational function, x P(x^2)
+/// / Q(x^2) with P and Q of degree 5, fitted for relative error on [0, 3.925]
+/// (beyond which erf rounds to 1): at most 5.3 ulp and 3.2e-7 absolute, as
+/// MLIR's approximation (4.8 ulp, 2.9e-7), in 17 operations and a division
+/// where that took 46 (erf over 1.2M values 0.54 -> 0.33 ms on Zen 4). x is
+/// clamped to [-3.925, 3.925] (erf(+-inf) = +-1), the result to [-1, 1]
+/// (rounding takes it to 1.0000002 near 3.7); NaN passes through.
+Value expandErfF32(OpBuilder &b, Location loc, Value x) {
+  Type ty = x.getType();
+  auto vt = llvm::dyn_cast<VectorType>(ty);
+  auto f = [&](double v) -> Value {
+    auto a = b.getF32FloatAttr(float(v));
+    if (vt)
+      return arith::ConstantOp::create(b, loc, ty, DenseElementsAttr::get(vt, a));
+    return arith::ConstantOp::create(b, loc, ty, a);
+  };
+  auto clamp = [&](Value v, double bound) {
+    // select(v beyond +-bound, +-bound, v): false for NaN, which stays.
+    Value lo = f(-bound), hi = f(bound);
+    v = arith::SelectOp::create(
+        b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, v, lo), lo, v);
+    return arith::SelectOp::create(
+               b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, v, hi), hi, v)
+        .getResult();
+  };
+  auto horner = [&](llvm::ArrayRef<double> c, Value t) {
+    Value p = f(c.back());
+    for (double v : llvm::reverse(c.drop_back()))
+      p = math::FmaOp::create(b, loc, p, t, f(v));
+    return p;
+  };
+  static const double kP[] = {1.1283791065216064,     0.1905660331249237,
+                              0.0527661070227623,     0.003771493909880519,
+                              0.0002848430594895035,  2.0465456600504695e-06};
+  static const double kQ[] = {1.0,                    0.5022174715995789,
+                              0.11417169123888016,    0.014981059357523918,
+                              0.0011636452982202172,  3.805312007898465e-05};
+  Value xc = clamp(x, 3.925);
+  Value t = arith::MulFOp::create(b, loc, xc, xc);
+  Value num = arith::MulFOp::create(b, loc, xc, horner(kP, t));
+  return clamp(arith::DivFOp::create(b, loc, num, horner(kQ, t)), 1.0);
+}
+
 /// run(arena, inputs, outputs, pool): entry thunks `void entry(void *const
 /// *args, int64_t wg)` per launch, then the launch schedule.
 llvm::Function *emitCpuSchedule(Program &p, llvm::Module &m, llvm::GlobalVariable *weights) {
@@ -315,18 +358,22 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   ctx->appendDialectRegistry(registry);
 
   // exp, tanh, erf, log as polynomials (accurate to a few ulp): inline and
-  // vectorizable, where libm calls are neither. f32 exp in Kiln's leaner
-  // form (expandExpF32), the rest MLIR's.
+  // vectorizable, where libm calls are neither. f32 exp and erf in Kiln's
+  // leaner forms (expandExpF32, expandErfF32), the rest MLIR's.
   {
-    SmallVector<math::ExpOp> exps;
-    kernels.walk([&](math::ExpOp e) {
-      if (getElementTypeOrSelf(e.getType()).isF32())
-        exps.push_back(e);
+    SmallVector<Operation *> fns;
+    kernels.walk([&](Operation *op) {
+      if (isa<math::ExpOp, math::ErfOp>(op) &&
+          getElementTypeOrSelf(op->getResult(0).getType()).isF32())
+        fns.push_back(op);
     });
-    for (math::ExpOp e : exps) {
-      OpBuilder b(e);
-      e.replaceAllUsesWith(expandExpF32(b, e.getLoc(), e.getOperand()));
-      e.erase();
+    for (Operation *op : fns) {
+      OpBuilder b(op);
+      Value x = op->getOperand(0);
+      op->getResult(0).replaceAllUsesWith(isa<math::ExpOp>(op)
+                                              ? expandExpF32(b, op->getLoc(), x)
+                                              : expandErfF32(b, op->getLoc(), x));
+      op->erase();
     }
     RewritePatternSet patterns(ctx);
     populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {

@@ -11,6 +11,7 @@ reductions that cancel to near zero differ by accumulation order only.
 Prints 'N passed, N failed'.
 """
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -133,6 +134,12 @@ def draw(how, shape, onnx_type):
         return v.astype(t)
     if how == "bool":
         return np.asarray(rng.random(shape) > 0.5)
+    if how == "wide":  # [-100, 100], then the edges of exp's and erf's ranges
+        v = rng.uniform(-100, 100, shape).astype(t)
+        edges = [np.inf, -np.inf, np.nan, 0.0, -0.0, 88.7, 88.73, -87.0, -87.4, 87.4, -88.8,
+                 3.92, -3.93, 1e-30, -1e-6, 0.3466, -0.3466, 0.5, -2.0]
+        v.flat[:len(edges)] = edges
+        return v
     return rng.standard_normal(shape).astype(t)
 
 
@@ -629,6 +636,14 @@ CASES = {
         [("Mul", ["x", "ten"], {}), ("Floor", ["t0"], {}), ("Cast", ["t1"], {"to": TensorProto.INT32}),
          ("Cast", ["t2"], {"to": TensorProto.BOOL}), ("CastLike", ["t3", "x"], {}),
          ("Add", ["t4", "x"], {})], consts=[("ten", np.array(10, np.float32))]),
+    # exp, erf, sigmoid and SiLU over [-100, 100] with infinities, NaN and
+    # the edges of the CPU's approximations (EmitObject's expandExpF32 and
+    # expandErfF32): overflow to inf, the flush below 2^-125, erf's clamp.
+    "exp_wide": typed([("x", (4, 500), "f32", "wide")], [("Exp", ["x"], {})]),
+    "erf_wide": typed([("x", (4, 500), "f32", "wide")], [("Erf", ["x"], {})]),
+    "sigmoid_wide": typed([("x", (4, 500), "f32", "wide")], [("Sigmoid", ["x"], {})]),
+    "silu_wide": typed([("x", (4, 500), "f32", "wide")],
+                       [("Sigmoid", ["x"], {}), ("Mul", ["x", "t0"], {})]),
     "trig": typed([("x", (3, 200), "f32", "normal")], [
         ("Sin", ["x"], {}), ("Cos", ["x"], {}), ("Tan", ["x"], {}), ("Atan", ["x"], {}),
         ("Sinh", ["x"], {}), ("Cosh", ["x"], {}), ("Asinh", ["x"], {}), ("Sum", ["t0", "t1", "t2", "t3", "t4", "t5", "t6"], {})]),
@@ -1099,7 +1114,11 @@ TOLERANCES = {"tensor(float)": (RTOL, ATOL), "tensor(float16)": (2e-3, 2e-3),
 # reference does) in f64, so a product within an f32 rounding of a .5 tie
 # may round to the neighbouring integer.
 CASE_TOLERANCES = {"qlinearmatmul_u8_k300": (0.0, 1.0),
-                   "qlinearconv_per_channel_bias": (0.0, 1.0)}
+                   "qlinearconv_per_channel_bias": (0.0, 1.0),
+                   # unscaled (max|ref| is inf); exp's results under 2^-125
+                   # may flush to zero
+                   "exp_wide": (1e-5, 1e-37), "erf_wide": (1e-5, 1e-7),
+                   "sigmoid_wide": (1e-5, 1e-37), "silu_wide": (1e-5, 1e-35)}
 # Per case: kiln-compile flags added to every variant, and the tolerances
 # (rtol, atol * max(1, max|ref|)) they hold to. Winograd's F(4x4, 3x3)
 # (opt-in) rounds about 10x more than F(2x2, 3x3): errors to 2.2e-5 of
@@ -1112,9 +1131,31 @@ CASE_OPTIONS = {name: WINOGRAD43 for name in (
 # without AVX-512 VNNI, onnxruntime's u8 x s8 MatMulInteger adds pairs of
 # products in saturating int16 (vpmaddubsw), so full-range inputs come out
 # wrong there; ONNX defines the int32 sum.
+def _sigmoid64(x):
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x.astype(np.float64)))
+
+
+def _silu32(x):  # silu(-inf) = -inf * 0: NaN, as Kiln's -inf / inf
+    with np.errstate(invalid="ignore"):
+        return (x * _sigmoid64(x)).astype(np.float32)
+
+
+def _exp32(x):
+    with np.errstate(over="ignore"):
+        return np.exp(x.astype(np.float64)).astype(np.float32)
+
+
 NUMPY_REFERENCES = {
     "matmulinteger_batched_u8_i8":
         lambda f: np.matmul(f["a"].astype(np.int32), f["b"].astype(np.int32)),
+    # The wide-range cases against float64 (rounded to f32): onnxruntime's
+    # erf(NaN) is 1, and its sigmoid flushes results under about 1e-7 of
+    # their value's neighbourhood (0 for sigmoid(-80) = 1.8e-35).
+    "exp_wide": lambda f: _exp32(f["x"]),
+    "erf_wide": lambda f: np.vectorize(math.erf)(f["x"].astype(np.float64)).astype(np.float32),
+    "sigmoid_wide": lambda f: _sigmoid64(f["x"]).astype(np.float32),
+    "silu_wide": lambda f: _silu32(f["x"]),
 }
 
 
