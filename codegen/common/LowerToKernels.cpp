@@ -3596,16 +3596,28 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
           for (int64_t t = 0; t < KK; ++t)
             taps.push_back(weight(e, t, e.idx(0), c));
           Value bias = hasBias ? e.vload(2, c) : e.f32(0.0f);
+          // P pixels at a time: P independent chains of taps, and (stride 1)
+          // the input vectors that neighbouring pixels share loaded once.
+          auto group = [&](Value ow, int64_t P, bool edge) {
+            SmallVector<Value> acc(P, bias);
+            for (int64_t ky = 0; ky < KH; ++ky)
+              for (int64_t kx = 0; kx < KW; ++kx)
+                for (int64_t q = 0; q < P; ++q)
+                  acc[q] = e.fma(tap(ky, kx, q ? e.add(ow, e.idx(q)) : ow, c, edge),
+                                 taps[ky * KW + kx], acc[q]);
+            for (int64_t q = 0; q < P; ++q) {
+              Value owq = q ? e.add(ow, e.idx(q)) : ow;
+              Value pix = e.add(e.mul(oh, OW), owq);
+              e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, c, acc[q]), outBuf,
+                       e.add(e.add(outRow, e.mul(owq, O)), c));
+            }
+          };
           auto pixels = [&](int64_t from, int64_t to, bool edge) {
-            e.loop(from, to, [&](Value ow) {
-              Value acc = bias;
-              for (int64_t ky = 0; ky < KH; ++ky)
-                for (int64_t kx = 0; kx < KW; ++kx)
-                  acc = e.fma(tap(ky, kx, ow, c, edge), taps[ky * KW + kx], acc);
-              Value pix = e.add(e.mul(oh, OW), ow);
-              e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, c, acc), outBuf,
-                       e.add(e.add(outRow, e.mul(ow, O)), c));
-            });
+            constexpr int64_t P = 4;
+            int64_t mid = edge ? from : from + (to - from) / P * P;
+            if (mid > from)
+              e.loop(e.idx(from), e.idx(mid), [&](Value ow) { group(ow, P, false); }, P);
+            e.loop(mid, to, [&](Value ow) { group(ow, 1, edge); });
           };
           pixels(0, owLo, true);
           pixels(owLo, owHi, false);

@@ -319,6 +319,9 @@ CASES = {
     # bands of 2 (the last one row), 18 rows of a strided 5x5.
     "conv_depthwise_bands": conv(2, 16, 19, 9, 16, 3, group=16),
     "conv_depthwise_bands_s2_5x5": conv(1, 24, 35, 12, 24, 5, stride=2, group=24),
+    # NHWC rows of 4-pixel groups and a remainder (21 and 19 interior pixels)
+    "conv_depthwise_wide_rows": conv(1, 32, 6, 23, 32, 3, group=32),
+    "conv_depthwise_wide_rows_s2": conv(1, 40, 7, 41, 40, 3, stride=2, group=40),
     "conv_7x7_s2": conv(1, 3, 32, 32, 16, 7, stride=2),
     # Winograd F(2x2, 3x3) under --layout=nhwc (3x3, stride 1, >= 16
     # channels, >= 100 output pixels): odd sizes (partial tiles), a batch,
