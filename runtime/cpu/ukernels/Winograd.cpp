@@ -108,6 +108,41 @@ __attribute__((always_inline)) inline void inputTransform(const Shape &s, const 
     }
 }
 
+/// One tile's output transform over its `cols` channels, 16 at a time and
+/// then one by one: transform(at, put) reads product xi with at(xi) and
+/// hands output k to put(k, value); each output pixel y[k] (null: past the
+/// image) gets the value, plus what it held when accumulating, plus the
+/// bias, clamped, as it is stored.
+template <typename Transform>
+__attribute__((always_inline)) inline void
+storeTile(Transform transform, const float *mt, int64_t mStride, float *const *y, int64_t c0,
+          int64_t cols, bool accumulate, const Epilogue &ep) {
+  // (x < lo ? lo : x: a NaN compares false and is kept.)
+  V16 lo = ep.lo - V16{}, hi = ep.hi - V16{};
+  int64_t c = 0;
+  for (; c + 16 <= cols; c += 16)
+    transform([&](int xi) { return load16(mt + xi * mStride + c); },
+              [&](int k, V16 t) {
+                if (!y[k])
+                  return;
+                if (accumulate)
+                  t += load16(y[k] + c);
+                if (ep.bias)
+                  t += load16(ep.bias + c0 + c);
+                if (ep.clamp) {
+                  t = t < lo ? lo : t;
+                  t = t > hi ? hi : t;
+                }
+                store16(y[k] + c, t);
+              });
+  for (; c < cols; ++c)
+    transform([&](int xi) { return mt[xi * mStride + c]; },
+              [&](int k, float t) {
+                if (y[k])
+                  y[k][c] = ep.apply(accumulate ? y[k][c] + t : t, c0 + c);
+              });
+}
+
 /// Y = A^T M A for each tile from the 16 products (m + xi * mStride, rows
 /// of `cols` floats), into the output pixels the tile covers (adding to
 /// them when accumulating), the epilogue applied as each is stored.
@@ -137,30 +172,7 @@ outputTransform(const Shape &s, const float *m, int64_t mStride, int64_t tr0, in
           put(2 * a + 1, r[a][1] - r[a][2] - r[a][3]);
         }
       };
-      // (x < lo ? lo : x: a NaN compares false and is kept.)
-      V16 lo = ep.lo - V16{}, hi = ep.hi - V16{};
-      int64_t c = 0;
-      for (; c + 16 <= cols; c += 16)
-        transform([&](int xi) { return load16(mt + xi * mStride + c); },
-                  [&](int k, V16 t) {
-                    if (!y[k])
-                      return;
-                    if (accumulate)
-                      t += load16(y[k] + c);
-                    if (ep.bias)
-                      t += load16(ep.bias + c0 + c);
-                    if (ep.clamp) {
-                      t = t < lo ? lo : t;
-                      t = t > hi ? hi : t;
-                    }
-                    store16(y[k] + c, t);
-                  });
-      for (; c < cols; ++c)
-        transform([&](int xi) { return mt[xi * mStride + c]; },
-                  [&](int k, float t) {
-                    if (y[k])
-                      y[k][c] = ep.apply(accumulate ? y[k][c] + t : t, c0 + c);
-                  });
+      storeTile(transform, mt, mStride, y, c0, cols, accumulate, ep);
     }
 }
 
@@ -271,7 +283,6 @@ __attribute__((always_inline)) inline void
 outputTransform43(const Shape &s, const float *m, int64_t mStride, int64_t tr0, int64_t tr1,
                   float *out, int64_t c0, int64_t cols, bool accumulate, const Epilogue &ep) {
   int64_t TW = (s.OW + 3) / 4;
-  V16 lo = ep.lo - V16{}, hi = ep.hi - V16{};
   for (int64_t tr = tr0; tr < tr1; ++tr)
     for (int64_t tc = 0; tc < TW; ++tc) {
       const float *mt = m + ((tr - tr0) * TW + tc) * cols;
@@ -301,28 +312,7 @@ outputTransform43(const Shape &s, const float *m, int64_t mStride, int64_t tr0, 
             put(4 * a + b, o[b]);
         }
       };
-      int64_t c = 0;
-      for (; c + 16 <= cols; c += 16)
-        one([&](int xi) { return load16(mt + xi * mStride + c); },
-            [&](int k, V16 t) {
-              if (!y[k])
-                return;
-              if (accumulate)
-                t += load16(y[k] + c);
-              if (ep.bias)
-                t += load16(ep.bias + c0 + c);
-              if (ep.clamp) {
-                t = t < lo ? lo : t;
-                t = t > hi ? hi : t;
-              }
-              store16(y[k] + c, t);
-            });
-      for (; c < cols; ++c)
-        one([&](int xi) { return mt[xi * mStride + c]; },
-            [&](int k, float t) {
-              if (y[k])
-                y[k][c] = ep.apply(accumulate ? y[k][c] + t : t, c0 + c);
-            });
+      storeTile(one, mt, mStride, y, c0, cols, accumulate, ep);
     }
 }
 
