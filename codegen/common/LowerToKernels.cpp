@@ -1045,8 +1045,9 @@ private:
   MLIRContext *ctx;
   llvm::DenseMap<Value, int> bufferOf;
   int kernelCount = 0;
-  /// Blocks of 192 for the f32 products on packed weights (Program::kBlock).
-  bool deepK = false;
+  /// k blocks as deep as L2 holds for the f32 products on packed weights
+  /// (Program::kBlock).
+  bool deepK = true;
   /// The op being lowered: its position among the function's ops, the
   /// kTune* bits its lowering found so far (Launch::tunable) and whether its
   /// conv computes in Winograd's form.
@@ -1407,13 +1408,13 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   SmallVector<Value> bufs(entry->getArguments().drop_back());
   KernelEmitter e(b, bufs, entry->getArguments().back());
   OpTuning t = tuning();
-  bool deep = t.kBlock ? t.kBlock == 192 : deepK;
+  bool deep = t.kBlock ? t.kBlock == kKBlockL2 : deepK;
   e.packedBFlags = deep ? KILN_UK_DEEP_K : 0;
   body(e);
   func::ReturnOp::create(b);
   l.op = opIndex;
   l.tunable = opTunable | (e.usedKBlock ? kTuneKBlock : 0);
-  l.kBlock = l.tunable & kTuneKBlock ? (deep ? 192 : 128) : 0;
+  l.kBlock = l.tunable & kTuneKBlock ? (deep ? kKBlockL2 : kKBlock128) : 0;
   l.winograd = opWinograd;
   p.launches.push_back(std::move(l));
 }
@@ -5866,19 +5867,14 @@ LogicalResult Lowering::run() {
   p.kernels = ModuleOp::create(fn.getLoc());
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect,
                    scf::SCFDialect, func::FuncDialect, vector::VectorDialect>();
-  // k blocks of 192 when the weights stay in cache between runs (the
-  // model's constants, as imported, at most kDeepKWeightBytes).
+  // k blocks as deep as L2 holds unless told otherwise (--k-block).
   p.constantBytes = 0;
   fn.walk([&](kiln::ConstantOp c) {
     auto t = llvm::cast<RankedTensorType>(c.getType());
     p.constantBytes += t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
   });
-  if (p.kBlock == 0) {
-    deepK = p.constantBytes <= kDeepKWeightBytes;
-  } else {
-    deepK = p.kBlock == 192;
-  }
-  p.defaultKBlock = deepK ? 192 : 128;
+  deepK = p.kBlock != kKBlock128;
+  p.defaultKBlock = deepK ? kKBlockL2 : kKBlock128;
   {
     // The runtime's matrix-product ukernel (kiln/runtime.h).
     OpBuilder b(ctx);

@@ -109,8 +109,8 @@ struct Launch {
   /// kTune* bits: the choices --autotune may make for its op that change
   /// this kernel, and kTuneWinogradDefault where Winograd is the default.
   unsigned tunable = 0;
-  /// The choices it was built with (OpTuning; kBlock resolved: 128 or 192
-  /// where kTuneKBlock applies).
+  /// The choices it was built with (OpTuning; kBlock resolved: kKBlock128
+  /// or kKBlockL2 where kTuneKBlock applies).
   int kBlock = 0;
   bool winograd = false;
 };
@@ -125,7 +125,7 @@ enum : unsigned {
 /// --autotune's choices for one op (or, Program::tuneAll, for every op):
 /// 0 / -1 keep the default.
 struct OpTuning {
-  int kBlock = 0;    // 128 or 192: the f32 packed-B products' k blocks
+  int kBlock = 0;    // kKBlock128 or kKBlockL2: the f32 packed-B products' k blocks
   int winograd = -1; // 1: Winograd where it can (also below the default's
                      // pixel count); 0: the direct products
   bool operator==(const OpTuning &o) const {
@@ -149,7 +149,7 @@ struct AutotuneSummary {
     std::string what;
     unsigned tunable = 0;
     std::vector<double> ms;           // per variant (empty: from the cache)
-    OpTuning chosen;                  // resolved: kBlock 128/192, winograd 0/1
+    OpTuning chosen;                  // resolved: kBlock 128/L2, winograd 0/1
     bool changed = false;             // differs from the default
     bool cached = false;
   };
@@ -226,28 +226,31 @@ struct Program {
   /// (kiln_uk_winograd_f43; --winograd-f43): 1.78x fewer multiply-adds,
   /// about 10x the rounding error, so only when asked for.
   bool winograd43 = false;
-  /// The f32 ukernel's k blocks on packed weights (KILN_UK_DEEP_K,
-  /// kiln/runtime.h; --k-block): 0 chooses (192 when the model's constants
-  /// total at most kDeepKWeightBytes, which stay in cache from run to run;
-  /// 128 when they stream from memory), or 128 or 192.
+  /// The f32 ukernel's k blocks on packed weights (--k-block): 0 chooses
+  /// (kKBlockL2), or kKBlock128 or kKBlockL2.
   int kBlock = 0;
   /// --autotune: choices for every op (its trial builds), and per op (its
   /// position among the function's ops) over those.
   OpTuning tuneAll;
   std::map<int64_t, OpTuning> tuned;
   /// Set by the lowering: the k block the model's products take unless
-  /// tuned (kBlock resolved, 128 or 192), and the bytes of the model's
-  /// constants as imported (before packing; what --k-block=auto weighs).
+  /// tuned (kBlock resolved, kKBlock128 or kKBlockL2), and the bytes of the
+  /// model's constants as imported (before packing; part of --autotune's
+  /// cache key).
   int defaultKBlock = 0;
   int64_t constantBytes = 0;
   AutotuneSummary autotune;
 };
 
-/// The most constant bytes for which --k-block=auto picks blocks of 192:
-/// measured here, models of 14-36 MB gained or held (the BERT layer, the
-/// GPT-2 block, EfficientNet-B0, MobileNetV2) and models of 100 MB or more
-/// lost (ResNet-50, ViT-B/16).
-constexpr int64_t kDeepKWeightBytes = int64_t(64) << 20;
+/// The k blocks of the f32 products on packed weights (Program::kBlock,
+/// OpTuning::kBlock, Launch::kBlock; --k-block): 128 deep, a panel's block
+/// in L1; or as deep as the core's L2 holds (KILN_UK_DEEP_K, kiln/runtime.h:
+/// the whole K up to 2048 on 1 MiB of L2), the default.
+constexpr int kKBlock128 = 128, kKBlockL2 = 2;
+/// "128" or "l2" (--k-block's spelling; "auto" for 0).
+inline const char *kBlockName(int kBlock) {
+  return kBlock == kKBlock128 ? "128" : kBlock == kKBlockL2 ? "l2" : "auto";
+}
 
 /// Lowers `module` (func.func @main of kiln ops, static shapes) into kernels
 /// and a schedule. Emits diagnostics at the op's location on failure.

@@ -187,7 +187,8 @@ bool writeReport(const std::string &path, const codegen::Program &p,
         if (op.changed) {
           os << "  - " << llvm::join(op.kernels, ", ") << " (" << op.what << "):";
           if (op.chosen.kBlock)
-            os << " k blocks of " << op.chosen.kBlock;
+            os << (op.chosen.kBlock == codegen::kKBlockL2 ? " k blocks as deep as L2 holds"
+                                                           : " k blocks of 128");
           if (op.chosen.winograd >= 0)
             os << (op.chosen.kBlock ? "," : "") << (op.chosen.winograd ? " Winograd" : " direct products");
           os << "\n";
@@ -266,7 +267,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
                                          {"bytes_written", l.bytesWritten},
                                          {"op", l.op}};
     if (l.tunable & codegen::kTuneKBlock)
-      k["k_block"] = l.kBlock;
+      k["k_block"] = codegen::kBlockName(l.kBlock);
     if (l.tunable & codegen::kTuneWinograd)
       k["winograd"] = l.winograd;
     if (cuda) {
@@ -351,7 +352,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
                            {"changed", op.changed},
                            {"ms", std::move(ms)}};
       if (op.chosen.kBlock)
-        o["k_block"] = op.chosen.kBlock;
+        o["k_block"] = codegen::kBlockName(op.chosen.kBlock);
       if (op.chosen.winograd >= 0)
         o["winograd"] = op.chosen.winograd == 1;
       ops.push_back(std::move(o));

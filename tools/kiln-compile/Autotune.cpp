@@ -38,21 +38,27 @@ std::string hex(uint64_t v) {
 std::string variantName(const OpTuning &t) {
   std::string s;
   if (t.kBlock)
-    s += "kb" + std::to_string(t.kBlock);
+    s += std::string("kb") + codegen::kBlockName(t.kBlock);
   if (t.winograd >= 0)
     s += std::string(s.empty() ? "" : "+") + "wg" + std::to_string(t.winograd);
   return s;
 }
 
-/// "kb=192 wg=-1" <-> OpTuning (the cache's choice column).
+/// "kb=l2 wg=-1" <-> OpTuning (the cache's choice column; kb=auto: not
+/// tuned).
 std::string choiceText(const OpTuning &t) {
-  return "kb=" + std::to_string(t.kBlock) + " wg=" + std::to_string(t.winograd);
+  return std::string("kb=") + codegen::kBlockName(t.kBlock) + " wg=" + std::to_string(t.winograd);
 }
 bool parseChoice(llvm::StringRef text, OpTuning &t) {
-  int kb = 0, wg = -1;
-  if (std::sscanf(text.str().c_str(), "kb=%d wg=%d", &kb, &wg) != 2)
+  char name[8] = {};
+  int wg = -1;
+  if (std::sscanf(text.str().c_str(), "kb=%7s wg=%d", name, &wg) != 2 || wg < -1 || wg > 1)
     return false;
-  if ((kb != 0 && kb != 128 && kb != 192) || wg < -1 || wg > 1)
+  int kb = -1;
+  for (int v : {0, codegen::kKBlock128, codegen::kKBlockL2})
+    if (llvm::StringRef(name) == codegen::kBlockName(v))
+      kb = v;
+  if (kb < 0)
     return false;
   t.kBlock = kb;
   t.winograd = wg;
@@ -211,7 +217,8 @@ bool tune(const Options &o, const LowerFn &lower, const BuildFn &build,
   unsigned knobs = (o.kBlock ? codegen::kTuneKBlock : 0u) |
                    (o.winograd ? codegen::kTuneWinograd : 0u);
   std::vector<OpTuning> variants;
-  for (int kb : o.kBlock ? std::vector<int>{128, 192} : std::vector<int>{0})
+  for (int kb : o.kBlock ? std::vector<int>{codegen::kKBlock128, codegen::kKBlockL2}
+                        : std::vector<int>{0})
     for (int wg : o.winograd ? std::vector<int>{0, 1} : std::vector<int>{-1})
       variants.push_back({kb, wg});
   for (const OpTuning &v : variants)

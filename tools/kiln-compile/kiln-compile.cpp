@@ -141,8 +141,9 @@ static cl::opt<std::string> layoutOpt("layout",
     cl::init("auto"));
 static cl::opt<std::string> kBlockOpt("k-block",
     cl::cat(kilnCategory), cl::desc("k blocks of the f32 matrix-product ukernel on packed weights "
-                                    "(AVX-512): auto (192 when the model's weights total at most "
-                                    "64 MiB and stay in cache between runs, else 128), 128 or 192"),
+                                    "(AVX-512): auto (l2), l2 (the whole K while a 32-column panel "
+                                    "of it fits a quarter of the core's L2, else blocks of equal "
+                                    "depth) or 128 (a panel's block in L1)"),
     cl::init("auto"));
 static cl::opt<bool> winogradF43("winograd-f43",
     cl::cat(kilnCategory), cl::desc("f32 3x3 stride-1 convs of 400+ output pixels an image in "
@@ -560,9 +561,11 @@ int main(int argc, char **argv) {
     return fail("unknown --layout=" + layoutOpt + " (auto, nchw, nhwc)");
   if (ioLayout != "nchw" && ioLayout != "nhwc")
     return fail("unknown --io-layout=" + ioLayout + " (nchw, nhwc)");
-  if (kBlockOpt != "auto" && kBlockOpt != "128" && kBlockOpt != "192")
-    return fail("unknown --k-block=" + kBlockOpt + " (auto, 128, 192)");
-  int kBlock = kBlockOpt == "auto" ? 0 : std::stoi(kBlockOpt);
+  if (kBlockOpt != "auto" && kBlockOpt != "128" && kBlockOpt != "l2")
+    return fail("unknown --k-block=" + kBlockOpt + " (auto, l2, 128)");
+  int kBlock = kBlockOpt == "auto"  ? 0
+               : kBlockOpt == "128" ? kiln::codegen::kKBlock128
+                                    : kiln::codegen::kKBlockL2;
   if (cudaTarget && layoutOpt == "nhwc")
     return fail("--layout=nhwc: the CUDA targets compute convolutions in NCHW only (implicit "
                 "GEMMs); use --layout=auto or nchw, and --io-layout=nhwc for NHWC inputs and "

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -571,25 +572,42 @@ void sgemmPbPortable(int64_t M, int64_t N, int64_t K, ARows A, const float *B, i
 }
 
 #if defined(__x86_64__)
+/// The deepest k block kDeepK takes: a 32-column panel's block in a quarter
+/// of the core's L2 (2048 k for 1 MiB; 1 MiB where the size is unknown),
+/// the rest of L2 left to A's rows and C's tiles.
+int64_t deepKCap() {
+  static const int64_t cap = [] {
+    long l2 = 0;
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    if (l2 <= 0)
+      l2 = 1 << 20;
+    int64_t k = l2 / 4 / (32 * sizeof(float));
+    return k < 256 ? 256 : k > 4096 ? 4096 : k;
+  }();
+  return cap;
+}
+
 /// (ep: applied to the last k block's tiles as they are stored.)
 __attribute__((target("avx512f"))) void sgemmPbAvx512Ep(int64_t M, int64_t N, int64_t K, ARows A,
                                                         const float *B, int64_t ldb, float *C,
                                                         int64_t ldc, unsigned flags,
                                                         const Epilogue &ep) {
   bool acc = flags & kAccumulate;
-  // k blocks of KC so that a panel's block (16 KB) stays in L1 while every
-  // row tile of A streams through it (blocks of 256 left less of L1 to A's
-  // rows: 2-3% slower on a ViT's products).
-  // Up to 192 deep, one block (24 KB a panel): a ResNet stem's K = 147 as
-  // 128 + 19 paid a second pass over C for 19 products (the stem 2-4%
-  // slower).
-  // With kDeepK (the generated code's choice for a model whose weights
-  // fit in cache, kiln-compile's --k-block), blocks of 192: each tile's
-  // C loads and stores, addresses and loop setup spread over more
-  // products (hot 4-7% faster; the BERT layer's and GPT-2 block's matmuls
-  // 1-4%, EfficientNet-B0's convs 0-2.5%). Weights streaming from memory
-  // (ViT-B/16's 344 MB, ResNet-50's 102 MB) run 3% slower so.
-  const int64_t KC = K <= 192 ? K : (flags & kDeepK) ? 192 : 128;
+  // Without kDeepK, k blocks of 128 so that a panel's block (16 KB) stays
+  // in L1 while every row tile of A streams through it; up to 192 deep,
+  // one block (a ResNet stem's K = 147 as 128 + 19 paid a second pass over
+  // C for 19 products).
+  // With kDeepK (kiln-compile's default, --k-block), the whole K in one
+  // block while a panel's block fits a quarter of L2 (deepKCap), else
+  // blocks of equal depth: the panel streams from L2 at 2.5 lines per 16
+  // FMAs, which L2 sustains, and each tile loads and stores its C once
+  // instead of once per 128 k, with its setup and the pipeline's ramp at
+  // either end spread over K products (Zen 4, 1 thread: ViT-B/16 -9%,
+  // the MLP at batch 32 -7%, GPT-2 -6%, BERT -5%, ResNet-50 -4%).
+  const int64_t blocks = K <= 192 ? 1 : (flags & kDeepK) ? (K + deepKCap() - 1) / deepKCap() : 0;
+  const int64_t KC = blocks ? (K + blocks - 1) / blocks : 128;
   alignas(64) float discard[32];
   int mr = rowTile(M);
   for (int64_t k0 = 0; k0 < K; k0 += KC) {

@@ -19,7 +19,9 @@
 // transform adds the bias and clamps (ReLU, ReLU6) as it stores, or the
 // kernel runs the convolution's epilogue over the band's output rows
 // after it. U is packed at compile time by codegen: per xi, the 32-column
-// panels of kiln_uk_sgemm_pb over [C x O].
+// panels of kiln_uk_sgemm_pb over [C x O], multiplied in k blocks as deep as
+// L2 holds (KILN_UK_DEEP_K: all C channels in one; ResNet-50 on 1 thread
+// about 1% faster than blocks of 128).
 //
 // The transforms are additions and subtractions only (B^T and A^T hold 0
 // and +-1; G's halves live in U), so the results differ from the direct
@@ -192,7 +194,7 @@ winograd(const Shape &s, const float *in, const float *u, float *out, float *scr
     inputTransform(s, in, zeros, tr0, tr1, xi / 4, xi % 4, v);
     kiln_uk_sgemm_pb(T, cols, s.C, reinterpret_cast<int64_t>(v), s.C,
                      reinterpret_cast<int64_t>(u + xi * perXi + c0 / 32 * s.C * 32), 32 * s.C,
-                     reinterpret_cast<int64_t>(m + xi * T * cols), cols, 0);
+                     reinterpret_cast<int64_t>(m + xi * T * cols), cols, KILN_UK_DEEP_K);
   }
   outputTransform(s, m, T * cols, tr0, tr1, out, c0, cols, accumulate, ep);
 }
@@ -326,7 +328,7 @@ winograd43Row(const Shape &s, const float *in, const float *zeros, const float *
     int xi = 6 * I + j;
     kiln_uk_sgemm_pb(T, cols, s.C, reinterpret_cast<int64_t>(v + j * T * s.C), s.C,
                      reinterpret_cast<int64_t>(u + xi * perXi + c0 / 32 * s.C * 32), 32 * s.C,
-                     reinterpret_cast<int64_t>(m + xi * T * cols), cols, 0);
+                     reinterpret_cast<int64_t>(m + xi * T * cols), cols, KILN_UK_DEEP_K);
   }
 }
 

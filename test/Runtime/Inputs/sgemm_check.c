@@ -1,7 +1,9 @@
 /* The sgemm ukernels against a double-precision reference: shapes around
  * every tile edge (6-row groups, 6-8-row tiles, the 10-14-row tiles of a
  * panel's last 16 columns or fewer, 16/32-column panels, the 128- and
- * 256-deep k blocks and the single block up to 192; KILN_UK_DEEP_K's 192-deep ones), leading dimensions wider than the matrix, accumulate on and off,
+ * 256-deep k blocks and the single block up to 192; KILN_UK_DEEP_K's ones, the
+ * whole K or several blocks of equal depth), leading dimensions wider than the
+ * matrix, accumulate on and off,
  * A row-major and packed, B packed in 32-column panels (kiln_uk_sgemm_pb,
  * panels ldb apart with a gap); and the fp16 ones (kiln_uk_hgemm: B half;
  * kiln_uk_hgemm_pa: the packed A half) on the same shapes, the reference
@@ -41,7 +43,9 @@ static float from_half(uint16_t h) {
 int main(void) {
   const int64_t ms[] = {1, 5, 6, 7, 13, 24, 40};
   const int64_t ns[] = {1, 7, 8, 9, 16, 17, 31, 32, 33, 70};
-  const int64_t ks[] = {1, 3, 147, 193, 255, 256, 257, 600};
+  /* 4099: more than one deep block (KILN_UK_DEEP_K's blocks hold at most
+   * 4096 k), on a few shapes of the products on packed B. */
+  const int64_t ks[] = {1, 3, 147, 193, 255, 256, 257, 600, 4099};
   int passed = 0, failed = 0;
   for (int half = 0; half < 2; ++half)
   for (size_t mi = 0; mi < sizeof ms / sizeof *ms; ++mi)
@@ -50,10 +54,13 @@ int main(void) {
         for (int packed = 0; packed < (half ? 2 : 6); ++packed)
           for (int acc = 0; acc < 2; ++acc)
           /* deep: the products on packed B again with KILN_UK_DEEP_K (k
-           * blocks of 192 instead of 128 on AVX-512; ignored elsewhere). */
+           * blocks as deep as L2 holds instead of 128 on AVX-512; ignored
+           * elsewhere). */
           for (int deep = 0; deep < (packed >= 2 ? 2 : 1); ++deep) {
             int64_t M = ms[mi], N = ns[ni], K = ks[ki];
             int64_t flags = acc | (deep ? KILN_UK_DEEP_K : 0);
+            if (K > 1000 && (half || packed < 2 || (M != 7 && M != 40) || (N != 33 && N != 70)))
+              continue;
             int64_t lda = K + 3, ldb = N + 5, ldc = N + 2, groups = (M + 5) / 6;
             float *a = malloc(sizeof(float) * M * lda);
             float *ap = calloc(groups * 6 * K + 1, sizeof(float));
