@@ -9,8 +9,10 @@
 #ifndef KILN_RUNTIME_CPU_UKERNELS_ISA_H
 #define KILN_RUNTIME_CPU_UKERNELS_ISA_H
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 namespace kiln::rt {
 
@@ -40,6 +42,25 @@ inline Isa chooseIsa(bool avx2NeedsF16c = false) {
   (void)avx2NeedsF16c;
 #endif
   return Isa::Portable;
+}
+
+/// The deepest k block of the products on packed weights that ask for deep
+/// ones (KILN_UK_DEEP_K; the bf16 ones always): 128 bytes per k (f32) or
+/// per pair of k (bf16) of a 32-column panel, in a quarter of the core's
+/// L2 -- 2048 on 1 MiB, 1 MiB where the size is unknown -- the rest of L2
+/// left to A's rows and C's tiles.
+inline int64_t deepKCap() {
+  static const int64_t cap = [] {
+    long l2 = 0;
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    if (l2 <= 0)
+      l2 = 1 << 20;
+    int64_t k = l2 / 4 / 128;
+    return k < 256 ? 256 : k > 4096 ? 4096 : k;
+  }();
+  return cap;
 }
 
 } // namespace kiln::rt

@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
+#include "runtime/cpu/ukernels/Isa.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -260,8 +261,20 @@ KILN_AVX512 void panelRows(int64_t M, int64_t kp, const uint32_t *a0, int64_t st
   }
 }
 
-// Pairs of k per block: the B panel (KP x 32 pairs, 16 KiB) stays in L1.
+// Pairs of k per block where B's panel is copied (kiln_uk_sbgemm_pa: KP x
+// 32 pairs, 16 KiB, in L1).
 constexpr int64_t kPairs = 128;
+
+/// Pairs of k per block where the packed panels are read in place (_pb,
+/// _pb_a16): as deep as L2 holds (kiln::rt::deepKCap), in blocks of equal
+/// depth, as the f32 kernel's KILN_UK_DEEP_K blocks: each tile's C loaded
+/// and stored once (BERT layer, ResNet-50 at --precision=bf16: see
+/// docs/performance.md).
+inline int64_t deepPairs(int64_t K) {
+  int64_t pairs = (K + 1) / 2, cap = kiln::rt::deepKCap();
+  int64_t blocks = pairs <= cap ? 1 : (pairs + cap - 1) / cap;
+  return (pairs + blocks - 1) / blocks;
+}
 
 template <bool Dot>
 KILN_AVX512 void sbgemm512Pa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,
@@ -312,15 +325,16 @@ thread_local std::vector<uint32_t> packedRows;
 template <bool Dot>
 KILN_AVX512 void sbgemm512Pb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                              const uint16_t *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
-  // A's block as rows of bf16 pairs (kPairs apart), rounded: once per
-  // block, read by every panel.
-  packedRows.resize(M * kPairs + 16);
+  // A's block as rows of bf16 pairs (`stride` apart, whole 8-pair stores),
+  // rounded: once per block, read by every panel.
+  int64_t bp = deepPairs(K), stride = (bp + 7) / 8 * 8;
+  packedRows.resize(M * stride + 16);
   uint32_t *ap = packedRows.data();
-  for (int64_t k0 = 0; k0 < K; k0 += 2 * kPairs) {
-    int64_t kc = K - k0 < 2 * kPairs ? K - k0 : 2 * kPairs, kp = (kc + 1) / 2;
+  for (int64_t k0 = 0; k0 < K; k0 += 2 * bp) {
+    int64_t kc = K - k0 < 2 * bp ? K - k0 : 2 * bp, kp = (kc + 1) / 2;
     for (int64_t i = 0; i < M; ++i) {
       const float *row = A + i * lda + k0;
-      uint32_t *dst = ap + i * kPairs;
+      uint32_t *dst = ap + i * stride;
       // 16 floats (8 pairs) at a time: rounded into the low halves of 32-bit
       // lanes, narrowed to 16 bits in order (zero past the block).
       for (int64_t k = 0; k < kc; k += 16) {
@@ -329,7 +343,7 @@ KILN_AVX512 void sbgemm512Pb(int64_t M, int64_t N, int64_t K, const float *A, in
                             _mm512_cvtepi32_epi16(toBf16x16(x)));
       }
     }
-    panels512<Dot>(M, N, kp, ap, kPairs, B, ldb, k0, C, ldc, acc || k0 > 0);
+    panels512<Dot>(M, N, kp, ap, stride, B, ldb, k0, C, ldc, acc || k0 > 0);
   }
 }
 
@@ -340,8 +354,9 @@ KILN_AVX512 void sbgemm512PbA16(int64_t M, int64_t N, int64_t K, const uint16_t 
                                 int64_t lda, const uint16_t *B, int64_t ldb, float *C,
                                 int64_t ldc, bool acc) {
   const uint32_t *A32 = reinterpret_cast<const uint32_t *>(A);
-  for (int64_t k0 = 0; k0 < K; k0 += 2 * kPairs) {
-    int64_t kc = K - k0 < 2 * kPairs ? K - k0 : 2 * kPairs, kp = (kc + 1) / 2;
+  int64_t bp = deepPairs(K);
+  for (int64_t k0 = 0; k0 < K; k0 += 2 * bp) {
+    int64_t kc = K - k0 < 2 * bp ? K - k0 : 2 * bp, kp = (kc + 1) / 2;
     panels512<Dot>(M, N, kp, A32 + k0 / 2, lda / 2, B, ldb, k0, C, ldc, acc || k0 > 0);
   }
 }

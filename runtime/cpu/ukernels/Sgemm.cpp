@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -572,23 +571,6 @@ void sgemmPbPortable(int64_t M, int64_t N, int64_t K, ARows A, const float *B, i
 }
 
 #if defined(__x86_64__)
-/// The deepest k block kDeepK takes: a 32-column panel's block in a quarter
-/// of the core's L2 (2048 k for 1 MiB; 1 MiB where the size is unknown),
-/// the rest of L2 left to A's rows and C's tiles.
-int64_t deepKCap() {
-  static const int64_t cap = [] {
-    long l2 = 0;
-#if defined(_SC_LEVEL2_CACHE_SIZE)
-    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-    if (l2 <= 0)
-      l2 = 1 << 20;
-    int64_t k = l2 / 4 / (32 * sizeof(float));
-    return k < 256 ? 256 : k > 4096 ? 4096 : k;
-  }();
-  return cap;
-}
-
 /// (ep: applied to the last k block's tiles as they are stored.)
 __attribute__((target("avx512f"))) void sgemmPbAvx512Ep(int64_t M, int64_t N, int64_t K, ARows A,
                                                         const float *B, int64_t ldb, float *C,
@@ -606,7 +588,8 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512Ep(int64_t M, int64_t N, in
   // instead of once per 128 k, with its setup and the pipeline's ramp at
   // either end spread over K products (Zen 4, 1 thread: ViT-B/16 -9%,
   // the MLP at batch 32 -7%, GPT-2 -6%, BERT -5%, ResNet-50 -4%).
-  const int64_t blocks = K <= 192 ? 1 : (flags & kDeepK) ? (K + deepKCap() - 1) / deepKCap() : 0;
+  const int64_t cap = kiln::rt::deepKCap();
+  const int64_t blocks = K <= 192 ? 1 : (flags & kDeepK) ? (K + cap - 1) / cap : 0;
   const int64_t KC = blocks ? (K + blocks - 1) / blocks : 128;
   alignas(64) float discard[32];
   int mr = rowTile(M);
