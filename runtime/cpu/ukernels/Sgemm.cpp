@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -404,13 +405,25 @@ template <bool PackedA, typename TA, typename TB>
 __attribute__((target("avx512f"))) void
 sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
             const TB *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
-  // B is packed a KC x 32 panel at a time into a contiguous, L1-sized buffer
-  // that every 6-row tile of A then streams through (half B widens here).
-  constexpr int64_t KC = 256;
-  alignas(64) float panel[KC * 32];
+  // B is packed a KC x 32 panel at a time into a contiguous buffer that
+  // every row tile of A then streams through (half B widens here). KC: the
+  // whole K while the panel fits a quarter of L2 (deepKCap), else blocks of
+  // equal depth, as the packed-B kernel's KILN_UK_DEEP_K blocks -- each
+  // tile's C loaded and stored once (NCHW convs: DenseNet-121 and a UNet on
+  // 1 thread, see docs/performance.md).
+  const int64_t cap = kiln::rt::deepKCap();
+  const int64_t blocks = K <= cap ? 1 : (K + cap - 1) / cap;
+  const int64_t KC = (K + blocks - 1) / blocks;
+  thread_local std::vector<float> buffers;
+  // The panel, then (a half packed A) A's strip widened per tile (row-major
+  // A is f32 only); 64-byte aligned.
+  size_t need = static_cast<size_t>(KC * 32 + (PackedA ? KC * 6 + 16 : 0) + 16);
+  if (buffers.size() < need)
+    buffers.resize(need);
+  float *panel = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(buffers.data()) + 63) &
+                                           ~static_cast<uintptr_t>(63));
+  float *aBuf = panel + KC * 32;
   alignas(64) float discard[32];
-  // A half packed A's strip, widened per tile (row-major A is f32 only).
-  alignas(64) float aBuf[PackedA ? KC * 6 + 16 : 1];
   static_assert(PackedA || sizeof(TA) == 4, "row-major A is f32");
   int mr = rowTile(M);
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
