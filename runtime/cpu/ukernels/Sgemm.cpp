@@ -529,11 +529,18 @@ template <bool PackedA, typename TA, typename TB>
 __attribute__((target("avx2,fma,f16c"))) void
 sgemmAvx2(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda, const TB *B,
           int64_t ldb, float *C, int64_t ldc, bool acc) {
-  // B packed a KC x 16 panel at a time (L1-sized), as in sgemmAvx512.
-  constexpr int64_t KC = 256;
-  alignas(64) float panel[KC * 16];
+  // B packed a KC x 16 panel at a time, KC as in sgemmAvx512 (deep).
+  const int64_t cap = kiln::rt::deepKCap();
+  const int64_t blocks = K <= cap ? 1 : (K + cap - 1) / cap;
+  const int64_t KC = (K + blocks - 1) / blocks;
+  thread_local std::vector<float> buffers;
+  size_t need = static_cast<size_t>(KC * 16 + (PackedA ? KC * 6 + 8 : 0) + 16);
+  if (buffers.size() < need)
+    buffers.resize(need);
+  float *panel = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(buffers.data()) + 63) &
+                                           ~static_cast<uintptr_t>(63));
+  float *aBuf = panel + KC * 16;
   alignas(64) float discard[16];
-  alignas(64) float aBuf[PackedA ? KC * 6 + 8 : 1];
   static_assert(PackedA || sizeof(TA) == 4, "row-major A is f32");
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
     int64_t kc = K - k0 < KC ? K - k0 : KC;
@@ -645,7 +652,9 @@ __attribute__((target("avx2,fma,f16c"))) void sgemmPbAvx2(int64_t M, int64_t N, 
                                                           unsigned flags) {
   // As sgemmPbAvx512, on the panels' 16-column halves (rows 32 apart).
   bool acc = flags & kAccumulate;
-  constexpr int64_t KC = 256;
+  const int64_t cap = kiln::rt::deepKCap();
+  const int64_t blocks = !(flags & kDeepK) ? 0 : K <= cap ? 1 : (K + cap - 1) / cap;
+  const int64_t KC = blocks ? (K + blocks - 1) / blocks : 256;
   alignas(64) float discard[16];
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
     int64_t kc = K - k0 < KC ? K - k0 : KC;
