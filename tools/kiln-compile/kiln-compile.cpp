@@ -141,7 +141,7 @@ static cl::opt<std::string> layoutOpt("layout",
     cl::init("auto"));
 static cl::opt<std::string> kBlockOpt("k-block",
     cl::cat(kilnCategory), cl::desc("k blocks of the f32 matrix-product ukernel on packed weights "
-                                    "(AVX-512): auto (l2), l2 (the whole K while a 32-column panel "
+                                    "(AVX-512, AVX2): auto (l2), l2 (the whole K while a 32-column panel "
                                     "of it fits a quarter of the core's L2, else blocks of equal "
                                     "depth) or 128 (a panel's block in L1)"),
     cl::init("auto"));

@@ -321,8 +321,8 @@ void kiln_uk_sgemm_pa(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
  *  instead of overwriting it; bit 1 (kiln_uk_sgemm_pb, _pbr and their _ep
  *  forms) asks for k blocks as deep as L2 holds -- the whole K while a
  *  32-column panel of it fits a quarter of the core's L2, else blocks of
- *  equal depth -- instead of 128 where K > 192 (the AVX-512 kernel; the
- *  others ignore it). */
+ *  equal depth -- instead of 128 where K > 192 (AVX-512) or 256 (AVX2;
+ *  the portable kernel ignores it). */
 #define KILN_UK_ACCUMULATE 1
 #define KILN_UK_DEEP_K 2
 
