@@ -5138,6 +5138,37 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
       });
     });
   }
+  // The input's contiguous dimension lands just before a short last one
+  // (NCHW -> NHWC of an RGB image: rows of 3 channels): a line of the
+  // output along q, every short row of it at once -- the loop along q reads
+  // each input line contiguously and its stores interleave the inner
+  // elements, which LLVM vectorizes (a 224 x 224 RGB input on 1 thread:
+  // 0.060 -> 0.013 ms alone, 0.094 -> 0.060 inside MobileNetV2, whose input
+  // comes from memory). Rows one at a time decoded each row's coordinates
+  // to copy 3 elements.
+  if (q == rank - 2 && inner <= 16 && liveSym < 0 && out[q] >= 16) {
+    int64_t lines = outer / out[q];
+    int64_t perWg = std::max<int64_t>(1, rowsPerWorkgroup(inner) / out[q]);
+    return launch(op, {op.getInput()}, ceilDiv(lines, perWg), [&](KernelEmitter &e) {
+      auto [lo, hi] = e.share(lines, perWg);
+      e.loop(lo, hi, [&](Value line) {
+        Value off = e.idx(0), rest = line;
+        for (int64_t d = rank - 3; d >= 0; --d) {
+          Value coord = d == 0 ? rest : e.rem(rest, out[d]);
+          if (d > 0)
+            rest = e.div(rest, out[d]);
+          off = e.add(off, e.mul(coord, inStr[perm[d]]));
+        }
+        Value outBase = e.mul(line, out[q] * inner);
+        e.loop(0, out[q], [&](Value t) {
+          Value src = e.add(off, t), dst = e.add(outBase, e.mul(t, inner));
+          for (int64_t j = 0; j < inner; ++j)
+            e.store(e.load(0, e.add(src, e.idx(j * inStr[perm[rank - 1]]))), 1,
+                    e.add(dst, e.idx(j)));
+        });
+      });
+    });
+  }
   int64_t perWg = rowsPerWorkgroup(inner);
   liveShare(op.getResult(), outer, perWg);
   return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {

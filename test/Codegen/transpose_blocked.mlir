@@ -30,3 +30,23 @@ func.func @main(%x: tensor<2x5x7x20xf32> {kiln.name = "x"}) -> (tensor<2x20x5x7x
 // ROWS-LABEL: func.func @kiln_k0_transpose(
 // ROWS-NOT: arith.minui %c16
 // ROWS: memref.store
+
+// Short output rows (here 3) with the input's contiguous dimension just
+// before them (an RGB image to NHWC): a whole output line along it at a
+// time -- 2 images x 6 rows = 12 lines of 20 pixels, each pixel's 3
+// channels read 6 x 20 = 120 apart and stored side by side, so the loop
+// along the line reads each input line contiguously (LLVM vectorizes the
+// interleaved stores).
+// RUN: kiln-compile %S/Inputs/transpose_short_rows.mlir --emit=kernels | FileCheck %s --check-prefix=LINES
+// LINES-LABEL: func.func @kiln_k0_transpose(
+// LINES-NOT: arith.minui %c16
+// LINES: scf.for %{{.*}} = %{{.*}} to %c20{{.*}}
+// LINES: memref.load %arg0
+// LINES: memref.store {{.*}}, %arg1
+// LINES: arith.constant 120 : index
+// LINES: memref.load %arg0
+// LINES: memref.store {{.*}}, %arg1
+// LINES: arith.constant 240 : index
+// LINES: memref.load %arg0
+// LINES: memref.store {{.*}}, %arg1
+// LINES-NOT: memref.load

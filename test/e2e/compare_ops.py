@@ -408,6 +408,13 @@ CASES = {
     "tanh": model("Tanh", [("x", (3, 1000))], [], None),
     "sigmoid": model("Sigmoid", [("x", (3, 1000))], [], None),
     "transpose_nhwc": model("Transpose", [("x", (2, 3, 5, 7))], [], None, perm=[0, 2, 3, 1]),
+    # Short output rows, the input's contiguous dimension just before them:
+    # whole lines at a time (an RGB image to NHWC; a matrix; rank 5).
+    "transpose_nhwc_rgb": model("Transpose", [("x", (2, 3, 9, 37))], [], None,
+                                perm=[0, 2, 3, 1]),
+    "transpose_2d_short_rows": model("Transpose", [("x", (5, 40))], [], None, perm=[1, 0]),
+    "transpose_rank5_short_rows": model("Transpose", [("x", (2, 3, 4, 5, 17))], [], None,
+                                        perm=[0, 2, 3, 4, 1]),
     "batchnorm": model("BatchNormalization", [("x", (2, 6, 5, 5))],
                        [("s", (6,)), ("b", (6,)), ("m", (6,))], None),
     "exp": unary("Exp"),
