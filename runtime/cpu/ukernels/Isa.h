@@ -63,6 +63,13 @@ inline int64_t deepKCap() {
   return cap;
 }
 
+/// The depth of the deep k blocks over `depth` (k, or bf16 pairs of k): all
+/// of it up to deepKCap, else blocks of equal depth no deeper.
+inline int64_t deepBlock(int64_t depth) {
+  int64_t cap = deepKCap(), blocks = depth <= cap ? 1 : (depth + cap - 1) / cap;
+  return (depth + blocks - 1) / blocks;
+}
+
 } // namespace kiln::rt
 
 #endif // KILN_RUNTIME_CPU_UKERNELS_ISA_H

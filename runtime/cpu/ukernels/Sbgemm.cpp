@@ -270,11 +270,7 @@ constexpr int64_t kPairs = 128;
 /// depth, as the f32 kernel's KILN_UK_DEEP_K blocks: each tile's C loaded
 /// and stored once (BERT layer, ResNet-50 at --precision=bf16: see
 /// docs/performance.md).
-inline int64_t deepPairs(int64_t K) {
-  int64_t pairs = (K + 1) / 2, cap = kiln::rt::deepKCap();
-  int64_t blocks = pairs <= cap ? 1 : (pairs + cap - 1) / cap;
-  return (pairs + blocks - 1) / blocks;
-}
+inline int64_t deepPairs(int64_t K) { return kiln::rt::deepBlock((K + 1) / 2); }
 
 template <bool Dot>
 KILN_AVX512 void sbgemm512Pa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,

@@ -374,6 +374,18 @@ rowTiles16Any(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, fl
     rowTiles16<10>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
 }
 
+/// This thread's scratch of at least `floats` floats, 64-byte aligned: the
+/// panels the kernels on row-major or half B copy (deep k blocks: up to
+/// 256 KiB), kept from call to call.
+inline float *panelScratch(int64_t floats) {
+  thread_local std::vector<float> buffer;
+  size_t need = static_cast<size_t>(floats) + 16;
+  if (buffer.size() < need)
+    buffer.resize(need);
+  return reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) &
+                                   ~static_cast<uintptr_t>(63));
+}
+
 /// Lanes [0, n) of row `src` as f32, zeros past them (n in [0, 16]).
 __attribute__((target("avx512f"))) inline __m512 load16(const float *src, int64_t n) {
   __mmask16 m = n >= 16 ? 0xffff : n > 0 ? static_cast<__mmask16>((1u << n) - 1) : 0;
@@ -411,17 +423,10 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
   // equal depth, as the packed-B kernel's KILN_UK_DEEP_K blocks -- each
   // tile's C loaded and stored once (NCHW convs: DenseNet-121 and a UNet on
   // 1 thread, see docs/performance.md).
-  const int64_t cap = kiln::rt::deepKCap();
-  const int64_t blocks = K <= cap ? 1 : (K + cap - 1) / cap;
-  const int64_t KC = (K + blocks - 1) / blocks;
-  thread_local std::vector<float> buffers;
+  const int64_t KC = kiln::rt::deepBlock(K);
   // The panel, then (a half packed A) A's strip widened per tile (row-major
-  // A is f32 only); 64-byte aligned.
-  size_t need = static_cast<size_t>(KC * 32 + (PackedA ? KC * 6 + 16 : 0) + 16);
-  if (buffers.size() < need)
-    buffers.resize(need);
-  float *panel = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(buffers.data()) + 63) &
-                                           ~static_cast<uintptr_t>(63));
+  // A is f32 only).
+  float *panel = panelScratch(KC * 32 + (PackedA ? KC * 6 + 16 : 0));
   float *aBuf = panel + KC * 32;
   alignas(64) float discard[32];
   static_assert(PackedA || sizeof(TA) == 4, "row-major A is f32");
@@ -530,15 +535,8 @@ __attribute__((target("avx2,fma,f16c"))) void
 sgemmAvx2(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda, const TB *B,
           int64_t ldb, float *C, int64_t ldc, bool acc) {
   // B packed a KC x 16 panel at a time, KC as in sgemmAvx512 (deep).
-  const int64_t cap = kiln::rt::deepKCap();
-  const int64_t blocks = K <= cap ? 1 : (K + cap - 1) / cap;
-  const int64_t KC = (K + blocks - 1) / blocks;
-  thread_local std::vector<float> buffers;
-  size_t need = static_cast<size_t>(KC * 16 + (PackedA ? KC * 6 + 8 : 0) + 16);
-  if (buffers.size() < need)
-    buffers.resize(need);
-  float *panel = reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(buffers.data()) + 63) &
-                                           ~static_cast<uintptr_t>(63));
+  const int64_t KC = kiln::rt::deepBlock(K);
+  float *panel = panelScratch(KC * 16 + (PackedA ? KC * 6 + 8 : 0));
   float *aBuf = panel + KC * 16;
   alignas(64) float discard[16];
   static_assert(PackedA || sizeof(TA) == 4, "row-major A is f32");
@@ -608,9 +606,7 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512Ep(int64_t M, int64_t N, in
   // instead of once per 128 k, with its setup and the pipeline's ramp at
   // either end spread over K products (Zen 4, 1 thread: ViT-B/16 -9%,
   // the MLP at batch 32 -7%, GPT-2 -6%, BERT -5%, ResNet-50 -4%).
-  const int64_t cap = kiln::rt::deepKCap();
-  const int64_t blocks = K <= 192 ? 1 : (flags & kDeepK) ? (K + cap - 1) / cap : 0;
-  const int64_t KC = blocks ? (K + blocks - 1) / blocks : 128;
+  const int64_t KC = K <= 192 ? K : (flags & kDeepK) ? kiln::rt::deepBlock(K) : 128;
   alignas(64) float discard[32];
   int mr = rowTile(M);
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
@@ -652,9 +648,7 @@ __attribute__((target("avx2,fma,f16c"))) void sgemmPbAvx2(int64_t M, int64_t N, 
                                                           unsigned flags) {
   // As sgemmPbAvx512, on the panels' 16-column halves (rows 32 apart).
   bool acc = flags & kAccumulate;
-  const int64_t cap = kiln::rt::deepKCap();
-  const int64_t blocks = !(flags & kDeepK) ? 0 : K <= cap ? 1 : (K + cap - 1) / cap;
-  const int64_t KC = blocks ? (K + blocks - 1) / blocks : 256;
+  const int64_t KC = (flags & kDeepK) ? kiln::rt::deepBlock(K) : 256;
   alignas(64) float discard[16];
   for (int64_t k0 = 0; k0 < K; k0 += KC) {
     int64_t kc = K - k0 < KC ? K - k0 : KC;
