@@ -126,6 +126,9 @@ def SelectLayoutPass : Pass<"kiln-select-layout", "mlir::func::FuncOp"> {
            "auto (cost model), nchw or nhwc for every region">,
     Option<"ioLayout", "io-layout", "std::string", /*default=*/"\"nchw\"",
            "layout of the function's rank-4 inputs and results: nchw or nhwc">,
+    Option<"winograd", "winograd", "bool", /*default=*/"true",
+           "codegen computes f32 3x3 stride-1 NHWC convs in Winograd's form "
+           "(false: --disable-pass=kiln-winograd)">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

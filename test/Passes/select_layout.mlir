@@ -155,3 +155,26 @@ func.func @patch_embedding_channels_first(%x: tensor<1x3x224x224xf32>) -> tensor
   %r = kiln.reshape %c : tensor<1x768x14x14xf32> -> tensor<1x768x196xf32>
   return %r : tensor<1x768x196xf32>
 }
+
+// -----
+
+// A lone 3x3 stride-1 conv, 64 -> 64 channels at 16 x 16: in NHWC codegen
+// computes it in Winograd's form (about 1.9x the direct products' rate, no
+// gather), which pays for the two transposes; NCHW has only the direct
+// products. Without Winograd (winograd=false: kiln-compile
+// --disable-pass=kiln-winograd) NCHW keeps it.
+// RUN: kiln-opt --split-input-file --kiln-select-layout="winograd=false" --canonicalize %s | FileCheck %s --check-prefix=NOWINO
+// AUTO-LABEL: func @lone_conv3x3
+// AUTO: kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// AUTO: kiln.conv {{.*}}layout = "nhwc"{{.*}} -> tensor<1x16x16x64xf32>
+// AUTO: kiln.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
+// NOWINO-LABEL: func @lone_conv3x3
+// NOWINO-NOT: nhwc
+// NOWINO: return
+func.func @lone_conv3x3(%x: tensor<1x64x16x16xf32>) -> tensor<1x64x16x16xf32> {
+  %w = kiln.constant dense<0.5> : tensor<64x64x3x3xf32>
+  %b = kiln.constant dense<0.1> : tensor<64xf32>
+  %c = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x64x16x16xf32>, tensor<64x64x3x3xf32>, tensor<64xf32>) -> tensor<1x64x16x16xf32>
+  %r = kiln.relu %c : tensor<1x64x16x16xf32>
+  return %r : tensor<1x64x16x16xf32>
+}

@@ -645,6 +645,7 @@ int main(int argc, char **argv) {
     kiln::SelectLayoutPassOptions layoutOptions;
     layoutOptions.layout = chooseLayout ? layoutOpt.getValue() : "nchw";
     layoutOptions.ioLayout = ioLayout;
+    layoutOptions.winograd = !llvm::is_contained(disablePasses, "kiln-winograd");
     pm2.addNestedPass<func::FuncOp>(kiln::createSelectLayoutPass(layoutOptions));
     pm2.addPass(createCanonicalizerPass());
   }
