@@ -103,6 +103,15 @@ def _run(op, x, at):
             inp, begin = F.pad(inp, pad), [0] * k
         return F.conv2d(inp, w, x[2] if len(x) > 2 else None, at.get("strides", [1] * k), begin,
                         at.get("dilations", [1] * k), at.get("group", 1))
+    if op == "ConvTranspose":  # (a UNet's upsampling)
+        w = x[1]
+        k = w.dim() - 2
+        begin, end = _pads2d(at, k)
+        assert begin == end and "output_shape" not in at, "ConvTranspose: asymmetric pads"
+        return F.conv_transpose2d(x[0], w, x[2] if len(x) > 2 else None,
+                                  at.get("strides", [1] * k), begin,
+                                  at.get("output_padding", [0] * k), at.get("group", 1),
+                                  at.get("dilations", [1] * k))
     if op == "BatchNormalization":
         return F.batch_norm(x[0], x[3], x[4], x[1], x[2], False, 0.0, at.get("epsilon", 1e-5))
     if op == "Relu":

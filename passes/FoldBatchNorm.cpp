@@ -1,4 +1,4 @@
-//===- FoldBatchNorm.cpp - batch norm into the preceding convolution -------===//
+//===- FoldBatchNorm.cpp - batch norm into a convolution or a multiply-add ===//
 #include "passes/ConstantData.h"
 #include "passes/Passes.h"
 
@@ -65,12 +65,55 @@ bool foldPair(BatchNormOp bn) {
   return true;
 }
 
+/// A batch norm with constant parameters that no convolution absorbs (a
+/// pre-activation DenseNet's, one after a pool or a concat) becomes the
+/// per-channel multiply-add `x * a + b'`, with `a` and `b'` as above and
+/// shaped [C, 1, ...] to broadcast over dimension 1 (f32 models). Unlike
+/// kiln.batch_norm, which names dimension 1, elementwise ops do not care
+/// about the layout: kiln-select-layout keeps them inside NHWC regions, and
+/// the fusion pass joins them to the ops around them like any other.
+bool toMultiplyAdd(BatchNormOp bn) {
+  auto type = llvm::dyn_cast<RankedTensorType>(bn.getInput().getType());
+  auto scale = getFloatConstant(bn.getScale()), shift = getFloatConstant(bn.getBias());
+  auto mean = getFloatConstant(bn.getMean()), var = getFloatConstant(bn.getVariance());
+  // f32 only: f16 or bf16 constants would round `b'`, where `mean * a` can
+  // cancel most of `shift`, more than batch_norm's own arithmetic does.
+  if (!type || type.getRank() < 2 || !type.getElementType().isF32() || !scale || !shift ||
+      !mean || !var)
+    return false;
+  int64_t C = type.getDimSize(1);
+  if (ShapedType::isDynamic(C) || static_cast<int64_t>(scale->size()) != C ||
+      shift->size() != scale->size() || mean->size() != scale->size() ||
+      var->size() != scale->size())
+    return false;
+  float eps = bn.getEpsilon().convertToFloat();
+  std::vector<float> a(C), b(C);
+  for (int64_t c = 0; c < C; ++c) {
+    double f = (*scale)[c] / std::sqrt(static_cast<double>((*var)[c]) + eps);
+    a[c] = static_cast<float>(f);
+    b[c] = static_cast<float>((*shift)[c] - (*mean)[c] * f);
+  }
+  SmallVector<int64_t> shape(type.getRank() - 1, 1);
+  shape[0] = C;
+  auto paramType = RankedTensorType::get(shape, type.getElementType());
+  OpBuilder builder(bn);
+  std::string base = blobName(bn.getScale(), "batch_norm");
+  auto ca = makeFloatConstant(builder, bn.getLoc(), paramType, a, base + ".bn_scale");
+  auto cb = makeFloatConstant(builder, bn.getLoc(), paramType, b, base + ".bn_shift");
+  Value y = MulOp::create(builder, bn.getLoc(), bn.getInput(), ca.getResult());
+  y = AddOp::create(builder, bn.getLoc(), y, cb.getResult());
+  bn.getResult().replaceAllUsesWith(y);
+  bn.erase();
+  return true;
+}
+
 struct FoldBatchNormPass : impl::FoldBatchNormPassBase<FoldBatchNormPass> {
   void runOnOperation() override {
     SmallVector<BatchNormOp> bns;
     getOperation().walk([&](BatchNormOp bn) { bns.push_back(bn); });
     for (BatchNormOp bn : bns)
-      foldPair(bn);
+      if (!foldPair(bn))
+        toMultiplyAdd(bn);
     // Constants the folds left unused.
     getOperation().walk([](ConstantOp c) {
       if (c->use_empty())

@@ -14,7 +14,8 @@ include "mlir/Pass/PassBase.td"
 //===----------------------------------------------------------------------===//
 
 def FoldBatchNormPass : Pass<"kiln-fold-batchnorm", "mlir::func::FuncOp"> {
-  let summary = "folds inference batch normalization into the preceding convolution";
+  let summary = "folds inference batch normalization into the preceding convolution, or "
+                "into a per-channel multiply-add";
   let description = [{
     A `kiln.batch_norm` whose input is a `kiln.conv` with constant weights
     (and bias), used only by the batch norm, is folded into new constant
@@ -32,6 +33,12 @@ def FoldBatchNormPass : Pass<"kiln-fold-batchnorm", "mlir::func::FuncOp"> {
     %b2 = kiln.constant dense_resource<w.bn_bias> : tensor<8xf32>
     %y = kiln.conv %x, %w2, %b2 {...} : (...) -> tensor<1x8x4x4xf32>
     ```
+
+    Any other f32 batch norm with constant parameters (after a pool, a
+    concat, an activation) becomes `x * a + (bias - mean * a)`, constants
+    shaped `[C, 1, ...]`: elementwise ops, which kiln-select-layout keeps
+    inside NHWC regions (a DenseNet's pre-activation batch norms) and the
+    fusion pass joins to their neighbours.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

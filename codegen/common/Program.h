@@ -173,6 +173,7 @@ struct RematSummary {
   int64_t arenaWithout = 0; // the plan with nothing recomputed
   int64_t candidates = 0;   // values the pass could recompute
   int64_t applied = 0;      // those it did, cheapest first
+  bool nchwForMemory = false; // --layout=auto's NHWC regions could not meet the budget
 };
 
 /// --precision=auto (or a precision measured with --calibrate): what the

@@ -205,6 +205,9 @@ bool writeReport(const std::string &path, const codegen::Program &p,
          << " without; extra work " << llvm::formatv("{0:f3}", extra / 1e6) << " MFLOP ("
          << llvm::formatv("{0:f2}", 100.0 * extra / std::max<int64_t>(t.flops - extra, 1))
          << "% of the run's flops)\n";
+      if (p.remat.nchwForMemory)
+        os << "  - every region NCHW: the NHWC regions --layout=auto chose could not meet the "
+              "budget (no convolution prologues, no concats in place)\n";
       for (auto [i, l] : llvm::enumerate(p.launches))
         if (!l.recomputes.empty())
           os << "  - " << l.kernel << " (#" << i << ") recomputes " << l.recomputes
@@ -322,6 +325,7 @@ bool writeReport(const std::string &path, const codegen::Program &p,
         {"arena_bytes_without", p.remat.arenaWithout},
         {"candidates", p.remat.candidates},
         {"applied", p.remat.applied},
+        {"nchw_for_memory", p.remat.nchwForMemory},
         {"extra_flops", extraFlops},
         {"flops_without", t.flops - extraFlops}};
   if (const codegen::PrecisionSummary &ps = p.precision; !ps.mode.empty())

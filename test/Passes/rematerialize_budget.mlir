@@ -6,7 +6,8 @@
 // RUN: not kiln-compile %s --max-memory=8K --disable-pass=kiln-rematerialize -o %t.so 2>&1 | FileCheck %s --check-prefix=DISABLED
 // RUN: not kiln-compile %s --max-memory=12x -o %t.so 2>&1 | FileCheck %s --check-prefix=BAD
 // kiln-compile --max-memory: a DenseNet-like layer (features concatenated,
-// BN-ReLU, 1x1 conv into the output). Without rematerialization the arena
+// BN-ReLU, 1x1 conv into the output; the batch norm a per-channel
+// multiply-add, kiln-fold-batchnorm). Without rematerialization the arena
 // holds the concat (8 KiB, its inputs written into it) and the BN-ReLU copy
 // of it (8 KiB): 16 KiB. With the BN-ReLU recomputed inside the 1x1 conv
 // (kiln-rematerialize) it is the concat alone, 8 KiB; below that nothing
@@ -14,15 +15,15 @@
 
 // TOOSMALL: error: {{.*}}rematerialize_budget.mlir: --max-memory=1K (1024 bytes) cannot be met: the smallest arena kiln-rematerialize reaches is 8192 bytes (1 value recomputed; 16384 bytes without)
 // FITS: arena 8192 bytes: live peak 8192
-// FITS-NEXT: [0, 4096) buffer 7: 4096 bytes, kiln_k0_exp .. kiln_k1_conv (inside buffer 10)
-// FITS-NEXT: [0, 8192) buffer 10: 8192 bytes, kiln_k3_conv .. kiln_k3_conv
-// FITS-NEXT: [4096, 8192) buffer 9: 4096 bytes, kiln_k1_conv .. kiln_k1_conv (inside buffer 10)
+// FITS-NEXT: [0, 4096) buffer 5: 4096 bytes, kiln_k0_exp .. kiln_k1_conv (inside buffer 8)
+// FITS-NEXT: [0, 8192) buffer 8: 8192 bytes, kiln_k3_conv .. kiln_k3_conv
+// FITS-NEXT: [4096, 8192) buffer 7: 4096 bytes, kiln_k1_conv .. kiln_k1_conv (inside buffer 8)
 // FITS-NEXT: no kernel: kiln_k2_concat
-// REPORT: | kiln_k3_conv | batch_norm+relu+conv |
+// REPORT: | kiln_k3_conv | mul+add+relu+conv |
 // REPORT: rematerialization (kiln-rematerialize, --max-memory 0.01 MiB): 1 kernels recompute values, inside the kernels that read them or as copies next to them (1 of 1 candidates, cheapest first)
-// REPORT-NEXT: kiln_k3_conv (#2) recomputes batch_norm+relu on its input: +0.000 MFLOP
+// REPORT-NEXT: kiln_k3_conv (#2) recomputes mul+add+relu on its input: +0.000 MFLOP
 // ROOMY: arena 16384 bytes: live peak 16384
-// ROOMY: buffer 11: 8192 bytes, kiln_k3_fusion .. kiln_k4_conv
+// ROOMY: buffer 9: 8192 bytes, kiln_k3_fusion .. kiln_k4_conv
 // DISABLED: the smallest arena kiln-rematerialize reaches is 16384 bytes (0 values recomputed; 16384 bytes without)
 // BAD: error: --max-memory expects a byte count (suffix K, M or G allowed), got '12x'
 

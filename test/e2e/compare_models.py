@@ -34,6 +34,7 @@ RTOL, ATOL_SCALE = 1e-4, 1e-5
 # pixels, layers or channels; bench/ runs them full size).
 CONFIGS = {
     "efficientnet_b0": dict(size=64, classes=16),
+    "densenet121": dict(size=64, classes=16, blocks=(2, 3, 2)),
     "vit_b16": dict(size=64, hidden=192, heads=3, layers=2, mlp=384, classes=16),
     "mlp": dict(batch=8, sizes=(256, 512, 512, 100)),
 }
@@ -68,7 +69,7 @@ def main():
                     help="models also checked in float16 (comma-separated; empty: none)")
     ap.add_argument("models", nargs="*",
                     default=["small_cnn", "resnet18", "mobilenetv2", "efficientnet_b0",
-                             "bert_layer", "gpt2_block", "vit_b16", "mlp"])
+                             "densenet121", "bert_layer", "gpt2_block", "vit_b16", "mlp"])
     args = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:

@@ -537,6 +537,12 @@ CASES = {
     "fused_conv_bn_relu": chain([("x", (2, 8, 9, 9))], [("w", (16, 8, 3, 3))] + BN, [
         ("Conv", ["x", "w"], CONV3), ("BatchNormalization", ["t0", "s", "b", "m", "var"], {}),
         ("Relu", ["t1"], {})]),
+    # A DenseNet layer: the batch norm after the concat has no conv to fold
+    # into and becomes a per-channel multiply-add inside the conv's region.
+    "fused_preact_dense_layer": chain([("x", (1, 8, 11, 11)), ("f", (1, 8, 11, 11))],
+                                      [("w", (12, 16, 3, 3))] + BN, [
+        ("Concat", ["x", "f"], {"axis": 1}), ("BatchNormalization", ["t0", "s", "b", "m", "var"], {}),
+        ("Relu", ["t1"], {}), ("Conv", ["t2", "w"], CONV3), ("Concat", ["x", "t3"], {"axis": 1})]),
     "fused_conv_residual": chain([("x", (1, 16, 10, 10)), ("r", (1, 16, 10, 10))],
                                  [("w", (16, 16, 3, 3)), ("cb", (16,))], [
         ("Conv", ["x", "w", "cb"], CONV3), ("Add", ["r", "t0"], {}), ("Relu", ["t1"], {})]),
@@ -1175,6 +1181,8 @@ def main():
     ap.add_argument("--cuda-target", default="cuda-emu",
                     help="the CUDA variant of every case: cuda-emu here, cuda on a GPU machine")
     ap.add_argument("--only-cuda", action="store_true", help="run the CUDA variant only")
+    ap.add_argument("--no-cuda", action="store_true",
+                    help="skip the CUDA variant (a run that changes only the CPU ukernels)")
     ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = ap.parse_args()
     passed = failed = 0
@@ -1216,6 +1224,8 @@ def main():
                 variants += [["-O3", "--layout=nhwc"]]
             if args.only_cuda:
                 variants = [["-O3", "--target=" + args.cuda_target]]
+            if args.no_cuda:
+                variants = [v for v in variants if not any(f.startswith("--target=") for f in v)]
             for flags in variants:
                 run_cmd = cmd
                 if "--io-layout=nhwc" in flags:

@@ -641,98 +641,152 @@ int main(int argc, char **argv) {
   // stay NCHW unless the user asks for NHWC.
   bool chooseLayout = enabled("kiln-select-layout") && layoutOpt != "nchw" &&
                       !(cudaTarget && layoutOpt == "auto");
-  if (chooseLayout || ioLayout == "nhwc") {
-    kiln::SelectLayoutPassOptions layoutOptions;
-    layoutOptions.layout = chooseLayout ? layoutOpt.getValue() : "nchw";
-    layoutOptions.ioLayout = ioLayout;
-    layoutOptions.winograd = !llvm::is_contained(disablePasses, "kiln-winograd");
-    pm2.addNestedPass<func::FuncOp>(kiln::createSelectLayoutPass(layoutOptions));
-    pm2.addPass(createCanonicalizerPass());
-  }
-  pm2.addPass(createCSEPass());
   if (failed(pm2.run(*module)))
     return 1;
-  // The report states what fusion saved: lower an unfused copy as well.
+  // --max-memory with --layout=auto: NHWC regions have no convolution
+  // prologues to recompute and no concats written in place, so where their
+  // plan cannot meet the budget every region goes NCHW instead (from a copy
+  // of the module before the layout pass).
+  OwningOpRef<ModuleOp> beforeLayout;
+  if (budget >= 0 && chooseLayout && layoutOpt == "auto")
+    beforeLayout = module->clone();
+  auto selectLayout = [&](llvm::StringRef regionLayout) -> LogicalResult {
+    PassManager pm3(&ctx);
+    instrument(pm3);
+    if (chooseLayout || ioLayout == "nhwc") {
+      kiln::SelectLayoutPassOptions layoutOptions;
+      layoutOptions.layout = regionLayout.str();
+      layoutOptions.ioLayout = ioLayout;
+      layoutOptions.winograd = !llvm::is_contained(disablePasses, "kiln-winograd");
+      pm3.addNestedPass<func::FuncOp>(kiln::createSelectLayoutPass(layoutOptions));
+      pm3.addPass(createCanonicalizerPass());
+    }
+    pm3.addPass(createCSEPass());
+    return pm3.run(*module);
+  };
+  if (failed(selectLayout(chooseLayout ? layoutOpt.getValue() : "nchw")))
+    return 1;
+  if (beforeLayout) {
+    bool nhwc = false;
+    module->walk([&](Operation *op) {
+      auto l = op->getAttrOfType<StringAttr>("layout");
+      nhwc |= l && l.getValue() == "nhwc";
+    });
+    if (!nhwc)
+      beforeLayout = nullptr;
+  }
+  // Fusion, then --max-memory's search. 0: done; 1: failed (diagnosed); 2:
+  // the budget cannot be met and `mayFallBack` (the caller retries NCHW).
   kiln::codegen::Program unfused;
   bool haveUnfused = false;
-  if (!reportPath.empty() && enabled("kiln-fuse")) {
-    OwningOpRef<ModuleOp> copy = module->clone();
-    unfused.name = "unfused";
-    unfused.gpu = cudaTarget;
-    haveUnfused = succeeded(kiln::codegen::lowerToKernels(*copy, unfused));
-  }
-  if (enabled("kiln-fuse")) {
-    PassManager fuse(&ctx);
-    instrument(fuse);
-    fuse.addNestedPass<func::FuncOp>(kiln::createFusePass());
-    if (failed(fuse.run(*module)))
-      return 1;
-  }
-  // --max-memory: the fewest recomputations (cheapest first) whose plan
-  // fits. Each trial lowers and plans a copy of the module.
   kiln::codegen::RematSummary remat;
-  if (budget >= 0) {
-    remat.budget = budget;
-    auto arenaWith = [&](int64_t limit, int64_t &bytes) -> LogicalResult {
+  int64_t nhwcSmallest = 0; // the NHWC regions' smallest arena, when they did not fit
+  auto fuseAndFit = [&](bool mayFallBack) -> int {
+    // The report states what fusion saved: lower an unfused copy as well.
+    if (!reportPath.empty() && enabled("kiln-fuse")) {
       OwningOpRef<ModuleOp> copy = module->clone();
-      if (limit != 0) {
-        PassManager pm2(&ctx);
-        kiln::RematerializePassOptions o;
-        o.limit = limit;
-        pm2.addNestedPass<func::FuncOp>(kiln::createRematerializePass(o));
-        if (failed(pm2.run(*copy)))
-          return failure();
-      }
-      kiln::codegen::Program trial;
-      trial.name = "trial";
-      trial.gpu = cudaTarget;
-      setCodegenChoices(trial, kBlock);
-      if (failed(kiln::codegen::lowerToKernels(*copy, trial)))
-        return failure();
-      bytes = trial.arenaBytes;
-      return success();
-    };
-    int64_t without;
-    if (failed(arenaWith(0, without)))
-      return 1;
-    remat.arenaWithout = without;
-    int64_t available = 0;
-    // (The CUDA kernels have no convolution prologue.)
-    if (!cudaTarget && enabled("kiln-fuse") && enabled("kiln-rematerialize"))
-      module->walk([&](func::FuncOp fn) { available += kiln::countRematerializeCandidates(fn); });
-    if (without > budget) {
-      int64_t all = without;
-      if (available > 0 && failed(arenaWith(-1, all)))
-        return 1;
-      if (all > budget)
-        return fail(llvm::Twine(inputPath) + ": --max-memory=" + maxMemory + " (" +
-                    llvm::Twine(budget) + " bytes) cannot be met: the smallest arena "
-                    "kiln-rematerialize reaches is " + llvm::Twine(std::min(all, without)) +
-                    " bytes (" + llvm::Twine(available) + " value" +
-                    (available == 1 ? "" : "s") + " recomputed; " + llvm::Twine(without) +
-                    " bytes without)");
-      // The smallest prefix of the candidates (cheapest first) that fits.
-      int64_t lo = 1, hi = available;
-      while (lo < hi) {
-        int64_t mid = (lo + hi) / 2, bytes;
-        if (failed(arenaWith(mid, bytes)))
-          return 1;
-        if (bytes <= budget)
-          hi = mid;
-        else
-          lo = mid + 1;
-      }
-      PassManager pm2(&ctx);
-      instrument(pm2);
-      kiln::RematerializePassOptions o;
-      o.limit = lo;
-      pm2.addNestedPass<func::FuncOp>(kiln::createRematerializePass(o));
-      if (failed(pm2.run(*module)))
-        return 1;
-      remat.applied = lo;
+      unfused = kiln::codegen::Program();
+      unfused.name = "unfused";
+      unfused.gpu = cudaTarget;
+      haveUnfused = succeeded(kiln::codegen::lowerToKernels(*copy, unfused));
     }
-    remat.candidates = available;
+    if (enabled("kiln-fuse")) {
+      PassManager fuse(&ctx);
+      instrument(fuse);
+      fuse.addNestedPass<func::FuncOp>(kiln::createFusePass());
+      if (failed(fuse.run(*module)))
+        return 1;
+    }
+    // --max-memory: the fewest recomputations (cheapest first) whose plan
+    // fits. Each trial lowers and plans a copy of the module.
+    if (budget >= 0) {
+      remat.budget = budget;
+      auto arenaWith = [&](int64_t limit, int64_t &bytes) -> LogicalResult {
+        OwningOpRef<ModuleOp> copy = module->clone();
+        if (limit != 0) {
+          PassManager pm2(&ctx);
+          kiln::RematerializePassOptions o;
+          o.limit = limit;
+          pm2.addNestedPass<func::FuncOp>(kiln::createRematerializePass(o));
+          if (failed(pm2.run(*copy)))
+            return failure();
+        }
+        kiln::codegen::Program trial;
+        trial.name = "trial";
+        trial.gpu = cudaTarget;
+        setCodegenChoices(trial, kBlock);
+        if (failed(kiln::codegen::lowerToKernels(*copy, trial)))
+          return failure();
+        bytes = trial.arenaBytes;
+        return success();
+      };
+      int64_t without;
+      if (failed(arenaWith(0, without)))
+        return 1;
+      remat.arenaWithout = without;
+      int64_t available = 0;
+      // (The CUDA kernels have no convolution prologue.)
+      if (!cudaTarget && enabled("kiln-fuse") && enabled("kiln-rematerialize"))
+        module->walk([&](func::FuncOp fn) { available += kiln::countRematerializeCandidates(fn); });
+      if (without > budget) {
+        int64_t all = without;
+        if (available > 0 && failed(arenaWith(-1, all)))
+          return 1;
+        if (all > budget && mayFallBack) {
+          nhwcSmallest = std::min(all, without);
+          return 2;
+        }
+        if (all > budget) {
+          int64_t smallest = std::min(all, without);
+          std::string how = std::to_string(available) + " value" +
+                            (available == 1 ? "" : "s") + " recomputed; " +
+                            std::to_string(without) + " bytes without";
+          if (nhwcSmallest > 0) { // (this was the NCHW retry)
+            how = "NCHW regions: " + std::to_string(smallest) + " bytes, " + how +
+                  "; the NHWC regions --layout=auto chose: " + std::to_string(nhwcSmallest) +
+                  " bytes";
+            smallest = std::min(smallest, nhwcSmallest);
+          }
+          return fail(llvm::Twine(inputPath) + ": --max-memory=" + maxMemory + " (" +
+                      llvm::Twine(budget) + " bytes) cannot be met: the smallest arena "
+                      "kiln-rematerialize reaches is " + llvm::Twine(smallest) + " bytes (" +
+                      how + ")");
+        }
+        // The smallest prefix of the candidates (cheapest first) that fits.
+        int64_t lo = 1, hi = available;
+        while (lo < hi) {
+          int64_t mid = (lo + hi) / 2, bytes;
+          if (failed(arenaWith(mid, bytes)))
+            return 1;
+          if (bytes <= budget)
+            hi = mid;
+          else
+            lo = mid + 1;
+        }
+        PassManager pm2(&ctx);
+        instrument(pm2);
+        kiln::RematerializePassOptions o;
+        o.limit = lo;
+        pm2.addNestedPass<func::FuncOp>(kiln::createRematerializePass(o));
+        if (failed(pm2.run(*module)))
+          return 1;
+        remat.applied = lo;
+      }
+      remat.candidates = available;
+    }
+    return 0;
+  };
+  int fit = fuseAndFit(static_cast<bool>(beforeLayout));
+  if (fit == 2) {
+    module = std::move(beforeLayout);
+    remat = kiln::codegen::RematSummary();
+    remat.nchwForMemory = true;
+    if (failed(selectLayout("nchw")))
+      return 1;
+    fit = fuseAndFit(false);
   }
+  if (fit != 0)
+    return fit;
   if (emit == "mlir")
     return printTo([&](llvm::raw_ostream &os) { module->print(os); });
 
