@@ -90,6 +90,13 @@ def _pads2d(at, k):
     return p[:k], p[k:]
 
 
+def _bias(x):
+    """A conv's optional bias; one of a single channel arrives as a float (the
+    scalar initializers above)."""
+    b = x[2] if len(x) > 2 else None
+    return torch.tensor([b], dtype=x[0].dtype) if isinstance(b, float) else b
+
+
 def _run(op, x, at):
     if op == "Conv":
         w = x[1]
@@ -101,14 +108,14 @@ def _run(op, x, at):
             for b, e in zip(reversed(begin), reversed(end)):
                 pad += [b, e]
             inp, begin = F.pad(inp, pad), [0] * k
-        return F.conv2d(inp, w, x[2] if len(x) > 2 else None, at.get("strides", [1] * k), begin,
+        return F.conv2d(inp, w, _bias(x), at.get("strides", [1] * k), begin,
                         at.get("dilations", [1] * k), at.get("group", 1))
     if op == "ConvTranspose":  # (a UNet's upsampling)
         w = x[1]
         k = w.dim() - 2
         begin, end = _pads2d(at, k)
         assert begin == end and "output_shape" not in at, "ConvTranspose: asymmetric pads"
-        return F.conv_transpose2d(x[0], w, x[2] if len(x) > 2 else None,
+        return F.conv_transpose2d(x[0], w, _bias(x),
                                   at.get("strides", [1] * k), begin,
                                   at.get("output_padding", [0] * k), at.get("group", 1),
                                   at.get("dilations", [1] * k))
