@@ -6,6 +6,8 @@ raises NotImplementedError naming the op. Shape computations (Shape, Gather,
 Unsqueeze, Concat of known shapes) are evaluated in Python while tracing, so
 torch.compile sees a static graph.
 """
+import math
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -141,7 +143,7 @@ def _run(op, x, at):
         return x[0].mean(dim=tuple(range(2, x[0].dim())), keepdim=True)
     if op == "Flatten":
         a = at.get("axis", 1)
-        return x[0].reshape(int(np.prod(x[0].shape[:a])), -1)
+        return x[0].reshape(math.prod(x[0].shape[:a]), -1)  # (np.prod breaks dynamo's graph)
     if op == "Gemm":
         a = x[0].t() if at.get("transA", 0) else x[0]
         b = x[1].t() if at.get("transB", 0) else x[1]
