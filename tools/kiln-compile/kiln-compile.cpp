@@ -676,12 +676,13 @@ int main(int argc, char **argv) {
       beforeLayout = nullptr;
   }
   // Fusion, then --max-memory's search. 0: done; 1: failed (diagnosed); 2:
-  // the budget cannot be met and `mayFallBack` (the caller retries NCHW).
+  // the budget cannot be met with NHWC regions and beforeLayout is there to
+  // retry with NCHW ones.
   kiln::codegen::Program unfused;
   bool haveUnfused = false;
   kiln::codegen::RematSummary remat;
   int64_t nhwcSmallest = 0; // the NHWC regions' smallest arena, when they did not fit
-  auto fuseAndFit = [&](bool mayFallBack) -> int {
+  auto fuseAndFit = [&]() -> int {
     // The report states what fusion saved: lower an unfused copy as well.
     if (!reportPath.empty() && enabled("kiln-fuse")) {
       OwningOpRef<ModuleOp> copy = module->clone();
@@ -732,7 +733,7 @@ int main(int argc, char **argv) {
         int64_t all = without;
         if (available > 0 && failed(arenaWith(-1, all)))
           return 1;
-        if (all > budget && mayFallBack) {
+        if (all > budget && beforeLayout) {
           nhwcSmallest = std::min(all, without);
           return 2;
         }
@@ -776,14 +777,14 @@ int main(int argc, char **argv) {
     }
     return 0;
   };
-  int fit = fuseAndFit(static_cast<bool>(beforeLayout));
+  int fit = fuseAndFit();
   if (fit == 2) {
     module = std::move(beforeLayout);
     remat = kiln::codegen::RematSummary();
     remat.nchwForMemory = true;
     if (failed(selectLayout("nchw")))
       return 1;
-    fit = fuseAndFit(false);
+    fit = fuseAndFit();
   }
   if (fit != 0)
     return fit;
