@@ -556,6 +556,11 @@ CASES = {
     "fused_pointwise_relu6_tail": chain([("x", (1, 24, 9, 11))], [("w", (40, 24, 1, 1)), ("cb", (40,)),
                                                                   ("c_0", ()), ("c_6", ())], [
         ("Conv", ["x", "w", "cb"], {}), ("Clip", ["t0", "c_0", "c_6"], {})]),
+    # 24 output channels: a 24-column tile (zmm + ymm per row), here
+    # accumulating onto the residual.
+    "fused_pointwise_narrow24_residual": chain([("x", (1, 48, 9, 11)), ("r", (1, 24, 9, 11))],
+                                               [("w", (24, 48, 1, 1)), ("cb", (24,))], [
+        ("Conv", ["x", "w", "cb"], {}), ("Add", ["t0", "r"], {})]),
     "fused_pointwise_residual_relu": chain([("x", (2, 32, 7, 8)), ("r", (2, 64, 7, 8))],
                                            [("w", (64, 32, 1, 1))], [
         ("Conv", ["x", "w"], {}), ("Add", ["t0", "r"], {}), ("Relu", ["t1"], {})]),

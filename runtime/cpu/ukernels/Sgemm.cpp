@@ -374,6 +374,115 @@ rowTiles16Any(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, fl
     rowTiles16<10>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
 }
 
+/// One MR x 24 (Wide) or MR x 8 tile: a panel's last columns when 17-24 or
+/// at most 8 of them are real (n), the first 16 in a zmm and the rest in a
+/// ymm accumulator per row. An NHWC conv with 24 or 40 output channels
+/// (MobileNetV2's and EfficientNet's narrow projections) otherwise spends a
+/// quarter (24: 32 columns) or a sixth (40: 48 columns) of its products on
+/// zero columns. Where a 512-bit FMA issues as two 256-bit halves (Zen 4) a
+/// ymm product costs half of a zmm one, so the waste is time; elsewhere it
+/// costs the same as the masked zmm tiles. (AVX-512VL: ymm registers 16-31
+/// and the masked ymm loads and stores.)
+template <int MR, bool Wide>
+__attribute__((target("avx512f,avx512vl,fma"))) inline void
+tileRowsNarrow(int64_t K, const float *const a[14], const float *panel, float *const c[14],
+               bool acc, __mmask8 m, const Epilogue *ep) {
+  constexpr int Y = Wide ? 16 : 0; // the ymm part's first column
+  __m512 x[MR];
+  __m256 y[MR];
+  _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+    if constexpr (Wide)
+      x[r] = acc ? _mm512_loadu_ps(c[r]) : _mm512_setzero_ps();
+    y[r] = acc ? _mm256_maskz_loadu_ps(m, c[r] + Y) : _mm256_setzero_ps();
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 by = _mm256_loadu_ps(panel + k * 32 + Y);
+    if constexpr (Wide) {
+      __m512 bx = _mm512_loadu_ps(panel + k * 32);
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+        x[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r][k]), bx, x[r]);
+        y[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[r][k]), by, y[r]);
+      }
+    } else {
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
+        y[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[r][k]), by, y[r]);
+    }
+  }
+  if (ep) { // (as tileRows32's)
+    __m512 bx = ep->bias && Wide ? _mm512_loadu_ps(ep->bias) : _mm512_setzero_ps();
+    __m256 by = ep->bias ? _mm256_maskz_loadu_ps(m, ep->bias + Y) : _mm256_setzero_ps();
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+      if constexpr (Wide)
+        x[r] = _mm512_add_ps(x[r], bx);
+      y[r] = _mm256_add_ps(y[r], by);
+      if (ep->clamp) {
+        if constexpr (Wide)
+          x[r] = clampKeepNaN(x[r], _mm512_set1_ps(ep->lo), _mm512_set1_ps(ep->hi));
+        // (VMAXPS/VMINPS return the second operand when one is NaN: x.)
+        y[r] = _mm256_min_ps(_mm256_set1_ps(ep->hi), _mm256_max_ps(_mm256_set1_ps(ep->lo), y[r]));
+      }
+    }
+  }
+  _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+    if constexpr (Wide)
+      _mm512_storeu_ps(c[r], x[r]);
+    _mm256_mask_storeu_ps(c[r] + Y, m, y[r]);
+  }
+}
+
+/// Rows [0, M) of A times a panel's last n columns (n in 17-24, or 1-8),
+/// in tileRowsNarrow tiles of the height that wastes least on M's last tile.
+template <bool Wide>
+__attribute__((target("avx512f,avx512vl,fma"))) void
+rowTilesNarrow(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, float *C,
+               int64_t ldc, int64_t j, bool acc, int64_t n, float *discard,
+               const Epilogue *ep) {
+  __mmask8 m = static_cast<__mmask8>((1u << (Wide ? n - 16 : n)) - 1);
+  auto cost = [&](int mr) { return (M + mr - 1) / mr * (mr + 3); };
+  int mr = Wide ? (cost(12) <= cost(10) && cost(12) <= cost(8) ? 12 : cost(10) <= cost(8) ? 10 : 8)
+                : (cost(14) <= cost(12) && cost(14) <= cost(10) ? 14 : cost(12) <= cost(10) ? 12 : 10);
+  for (int64_t i = 0; i < M; i += mr) {
+    const float *a[14] = {};
+    float *c[14] = {};
+    tileRowAddresses(mr, i, M, A, k0, C, ldc, j, discard, a, c);
+    switch (mr) {
+    case 14: tileRowsNarrow<14, Wide>(kc, a, panel, c, acc, m, ep); break;
+    case 12: tileRowsNarrow<12, Wide>(kc, a, panel, c, acc, m, ep); break;
+    case 10: tileRowsNarrow<10, Wide>(kc, a, panel, c, acc, m, ep); break;
+    default: tileRowsNarrow<8, Wide>(kc, a, panel, c, acc, m, ep); break;
+    }
+  }
+}
+
+/// Whether the CPU has AVX-512VL (the narrow tiles'): all AVX-512 CPUs but
+/// the Xeon Phis.
+inline bool hasAvx512Vl() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vl") != 0;
+  }();
+  return has;
+}
+
+/// Rows [0, M) of A times one 32-column panel of which n columns are real,
+/// in the tiles that fit n: 32 columns (mr rows), 24 or 8 (narrow), or 16.
+__attribute__((target("avx512f"))) inline void
+panelTiles(int mr, int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, float *C,
+           int64_t ldc, int64_t j, bool acc, int64_t n, float *discard, Prefetch pf,
+           const Epilogue *ep) {
+  PanelMasks m(n);
+  if ((n <= 8 || (n > 16 && n <= 24)) && hasAvx512Vl()) {
+    if (n <= 8)
+      rowTilesNarrow<false>(M, A, k0, kc, panel, C, ldc, j, acc, n, discard, ep);
+    else
+      rowTilesNarrow<true>(M, A, k0, kc, panel, C, ldc, j, acc, n, discard, ep);
+  } else if (n <= 16) {
+    rowTiles16Any(M, A, k0, kc, panel, C, ldc, j, acc, m.m0, discard, ep);
+  } else {
+    rowTilesAny(mr, M, A, k0, kc, panel, C, ldc, j, acc, m.m0, m.m1, discard, pf, ep);
+  }
+}
+
 /// This thread's scratch of at least `floats` floats, 64-byte aligned: the
 /// panels the kernels on row-major or half B copy (deep k blocks: up to
 /// 256 KiB), kept from call to call.
@@ -443,8 +552,8 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
         _mm512_store_ps(panel + k * 32 + 16, load16(src + k * ldb + 16, n - 16));
       }
       if constexpr (!PackedA) {
-        rowTilesAny(mr, M, ARows{A, lda}, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1,
-                    discard);
+        panelTiles(mr, M, ARows{A, lda}, k0, kc, panel, C, ldc, j, accBlock, n, discard, {},
+                   nullptr);
       } else {
         for (int64_t i = 0; i < M; i += 6) {
           float *c[6];
@@ -613,7 +722,6 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512Ep(int64_t M, int64_t N, in
     int64_t kc = K - k0 < KC ? K - k0 : KC;
     bool accBlock = acc || k0 > 0;
     for (int64_t j = 0; j < N; j += 32) {
-      PanelMasks m(N - j < 32 ? N - j : 32);
       const float *panel = B + (j / 32) * ldb + k0 * 32;
       // The next block: the next panel's, or the first panel's next k block
       // (kc x 32 floats, two lines per k).
@@ -627,11 +735,8 @@ __attribute__((target("avx512f"))) void sgemmPbAvx512Ep(int64_t M, int64_t N, in
       if (here.bias)
         here.bias += j;
       const Epilogue *tileEp = ep.on() && k0 + KC >= K ? &here : nullptr;
-      if (N - j <= 16)
-        rowTiles16Any(M, A, k0, kc, panel, C, ldc, j, accBlock, m.m0, discard, tileEp);
-      else
-        rowTilesAny(mr, M, A, k0, kc, panel, C, ldc, j, accBlock, m.m0, m.m1, discard, pf,
-                    tileEp);
+      panelTiles(mr, M, A, k0, kc, panel, C, ldc, j, accBlock, N - j < 32 ? N - j : 32, discard,
+                 pf, tileEp);
     }
   }
 }

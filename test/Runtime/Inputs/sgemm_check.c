@@ -1,6 +1,7 @@
 /* The sgemm ukernels against a double-precision reference: shapes around
  * every tile edge (6-row groups, 6-8-row tiles, the 10-14-row tiles of a
- * panel's last 16 columns or fewer, 16/32-column panels, the 128- and
+ * panel's last 16 columns or fewer and the 8-14-row ones of its last 17-24
+ * or 1-8 (AVX-512VL), 16/32-column panels, the 128- and
  * 256-deep k blocks and the single block up to 192; KILN_UK_DEEP_K's ones, the
  * whole K or several blocks of equal depth), leading dimensions wider than the
  * matrix, accumulate on and off,
@@ -42,7 +43,7 @@ static float from_half(uint16_t h) {
 
 int main(void) {
   const int64_t ms[] = {1, 5, 6, 7, 13, 24, 40};
-  const int64_t ns[] = {1, 7, 8, 9, 16, 17, 31, 32, 33, 70};
+  const int64_t ns[] = {1, 7, 8, 9, 16, 17, 24, 31, 32, 33, 56, 70};
   /* 4099: more than one deep block (KILN_UK_DEEP_K's blocks, and those of
    * the kernels that copy B's panels, hold at most 4096 k), on a few shapes. */
   const int64_t ks[] = {1, 3, 147, 193, 255, 256, 257, 600, 4099};
@@ -164,30 +165,32 @@ int main(void) {
             free(ar), free(rows), free(bias);
           }
   /* The epilogue keeps a NaN (ReLU of NaN is NaN), and K = 0 is the bias
-   * and the clamp of zeros (or of C, accumulating). */
-  {
-    float a[3 * 4], bp[32 * 4] = {0}, c[3 * 5], bias[5] = {1, -2, 0.5f, 3, -1};
+   * and the clamp of zeros (or of C, accumulating): 5 columns (an 8-column
+   * narrow tile) and 21 (a 24-column one). */
+  for (int nn = 5; nn <= 21; nn += 16) {
+    float a[3 * 4], bp[32 * 4] = {0}, c[3 * 21], bias[21];
+    for (int j = 0; j < nn; ++j) bias[j] = 4.0f * uniform();
     for (int i = 0; i < 12; ++i) a[i] = uniform();
     for (int k = 0; k < 4; ++k)
-      for (int j = 0; j < 5; ++j) bp[k * 32 + j] = uniform();
+      for (int j = 0; j < nn; ++j) bp[k * 32 + j] = uniform();
     a[1 * 4 + 2] = NAN; /* row 1 */
-    kiln_uk_sgemm_pb_ep(3, 5, 4, (int64_t)(intptr_t)a, 4, (int64_t)(intptr_t)bp, 128,
-                        (int64_t)(intptr_t)c, 5, 0, (int64_t)(intptr_t)bias, 0.0f, 6.0f);
+    kiln_uk_sgemm_pb_ep(3, nn, 4, (int64_t)(intptr_t)a, 4, (int64_t)(intptr_t)bp, 128,
+                        (int64_t)(intptr_t)c, nn, 0, (int64_t)(intptr_t)bias, 0.0f, 6.0f);
     int ok = 1;
-    for (int j = 0; j < 5; ++j) {
-      ok &= isnan(c[5 + j]);
-      ok &= c[j] >= 0.0f && c[j] <= 6.0f && c[10 + j] >= 0.0f && c[10 + j] <= 6.0f;
+    for (int j = 0; j < nn; ++j) {
+      ok &= isnan(c[nn + j]);
+      ok &= c[j] >= 0.0f && c[j] <= 6.0f && c[2 * nn + j] >= 0.0f && c[2 * nn + j] <= 6.0f;
     }
-    for (int i = 0; i < 15; ++i) c[i] = -5.0f + i;
-    kiln_uk_sgemm_pb_ep(3, 5, 0, (int64_t)(intptr_t)a, 4, (int64_t)(intptr_t)bp, 128,
-                        (int64_t)(intptr_t)c, 5, 1, (int64_t)(intptr_t)bias, 0.0f, 6.0f);
-    for (int i = 0; i < 15; ++i) {
-      float want = -5.0f + i + bias[i % 5];
+    for (int i = 0; i < 3 * nn; ++i) c[i] = -5.0f + i;
+    kiln_uk_sgemm_pb_ep(3, nn, 0, (int64_t)(intptr_t)a, 4, (int64_t)(intptr_t)bp, 128,
+                        (int64_t)(intptr_t)c, nn, 1, (int64_t)(intptr_t)bias, 0.0f, 6.0f);
+    for (int i = 0; i < 3 * nn; ++i) {
+      float want = -5.0f + i + bias[i % nn];
       want = want < 0.0f ? 0.0f : want > 6.0f ? 6.0f : want;
       ok &= c[i] == want;
     }
     if (!ok)
-      printf("FAIL sgemm_pb_ep: NaN kept, K = 0\n");
+      printf("FAIL sgemm_pb_ep: NaN kept, K = 0, N = %d\n", nn);
     passed += ok;
     failed += !ok;
   }
