@@ -25,18 +25,19 @@
 #ifndef KILN_CUDA_EMU_H
 #define KILN_CUDA_EMU_H
 
-#include <algorithm>
-#include <atomic>
+// (Only light headers: every model's emulation build includes this one,
+// and <atomic>, <memory>, <thread> and <functional> cost each build about
+// 0.07 s apiece of template instantiation even precompiled.)
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <memory>
-#include <thread>
 #include <type_traits>
 #include <vector>
+
+#include <pthread.h>
+#include <unistd.h>
 
 #include <ucontext.h>
 
@@ -78,12 +79,22 @@ struct Block {
   std::vector<char> dynamicShared;
   // Warp exchange slots: one 8-byte value per thread.
   std::vector<uint64_t> lanes;
-  std::function<void()> body;
+  // The kernel call with its arguments: fn(ctx) (no std::function, whose
+  // instantiation per kernel cost the emulation build most of its time).
+  void (*fn)(void *) = nullptr;
+  void *ctx = nullptr;
   bool direct = false; // threads run one after another on the host stack
 };
 
 /// Fiber stacks, kept per host thread across blocks and launches.
-inline thread_local std::vector<std::unique_ptr<char[]>> tlsStacks;
+struct StackPool {
+  std::vector<char *> stacks;
+  ~StackPool() {
+    for (char *s : stacks)
+      delete[] s;
+  }
+};
+inline thread_local StackPool tlsStacks;
 
 inline thread_local Block *tlsBlock = nullptr;
 
@@ -108,7 +119,7 @@ inline void yieldAt(int why) {
 }
 
 inline void fiberEntry() {
-  block().body();
+  block().fn(block().ctx);
   fiber().done = true;
   setcontext(&block().scheduler);
 }
@@ -136,7 +147,7 @@ inline void schedule(Block &b) {
     // Open warp barriers whose live lanes all wait there.
     bool opened = false;
     for (unsigned w = 0; w * kWarpSize < n; ++w) {
-      unsigned lo = w * kWarpSize, hi = std::min(n, lo + kWarpSize);
+      unsigned lo = w * kWarpSize, hi = lo + kWarpSize < n ? lo + kWarpSize : n;
       bool ready = true, any = false;
       for (unsigned i = lo; i < hi; ++i) {
         Fiber &f = b.fibers[i];
@@ -189,21 +200,22 @@ inline void initBlock(Block &b, dim3 blockIdx, dim3 grid, dim3 blockDim, size_t 
                                  i / (blockDim.x * blockDim.y));
 }
 
-/// Runs one block of `body` (the kernel call with its arguments).
+/// Runs one block of fn(ctx) (the kernel call with its arguments).
 inline void runBlock(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes,
-                     const std::function<void()> &body) {
+                     void (*fn)(void *), void *ctx) {
   constexpr size_t kStack = 64 * 1024;
   Block b;
   initBlock(b, blockIdx, grid, blockDim, sharedBytes);
-  b.body = body;
+  b.fn = fn;
+  b.ctx = ctx;
   unsigned n = b.fibers.size();
   Block *saved = tlsBlock;
   tlsBlock = &b;
-  while (tlsStacks.size() < n)
-    tlsStacks.emplace_back(new char[kStack]);
+  while (tlsStacks.stacks.size() < n)
+    tlsStacks.stacks.push_back(new char[kStack]);
   for (unsigned i = 0; i < n; ++i) {
     Fiber &f = b.fibers[i];
-    f.stack = tlsStacks[i].get();
+    f.stack = tlsStacks.stacks[i];
     getcontext(&f.ctx);
     f.ctx.uc_stack.ss_sp = f.stack;
     f.ctx.uc_stack.ss_size = kStack;
@@ -219,11 +231,10 @@ inline void runBlock(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes
 /// run one after another on the host thread's own stack; the others are
 /// fibers switched at barriers. Kiln's runtime calls this once per block
 /// from its thread pool (the generated `<kernel>_block` entry points).
-template <typename F>
-void runBlockOf(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes, bool independent,
-                F &&body) {
+inline void runBlockCall(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes,
+                         bool independent, void (*fn)(void *), void *ctx) {
   if (!independent) {
-    runBlock(blockIdx, grid, blockDim, sharedBytes, std::function<void()>(body));
+    runBlock(blockIdx, grid, blockDim, sharedBytes, fn, ctx);
     return;
   }
   Block b;
@@ -233,35 +244,54 @@ void runBlockOf(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes, boo
   tlsBlock = &b;
   for (unsigned i = 0; i < b.fibers.size(); ++i) {
     b.current = i;
-    body();
+    fn(ctx);
   }
   tlsBlock = saved;
 }
+/// (Per kernel only this thunk is instantiated.)
+template <typename F>
+void runBlockOf(dim3 blockIdx, dim3 grid, dim3 blockDim, size_t sharedBytes, bool independent,
+                F &&body) {
+  using Body = std::remove_reference_t<F>;
+  runBlockCall(blockIdx, grid, blockDim, sharedBytes, independent,
+               [](void *p) { (*static_cast<Body *>(p))(); },
+               const_cast<void *>(static_cast<const void *>(&body)));
+}
 
 /// Launches kernel<<<grid, block, sharedBytes>>>(args...) and waits: blocks
-/// are claimed by up to hardware_concurrency host threads.
+/// are claimed by up to one host thread per online CPU.
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 blockDim, size_t sharedBytes,
             Args... args) {
   if (blockDim.x * blockDim.y * blockDim.z == 0 || blockDim.x * blockDim.y * blockDim.z > 1024)
     fail("block size must be 1..1024 threads");
-  size_t blocks = size_t(grid.x) * grid.y * grid.z;
-  std::function<void()> body = [=] { kernel(args...); };
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < blocks;) {
-      dim3 idx(i % grid.x, (i / grid.x) % grid.y, i / (size_t(grid.x) * grid.y));
-      runBlock(idx, grid, blockDim, sharedBytes, body);
+  auto call = [=] { kernel(args...); };
+  struct State {
+    dim3 grid, blockDim;
+    size_t sharedBytes, blocks, next;
+    decltype(call) *body;
+  } st{grid, blockDim, sharedBytes, size_t(grid.x) * grid.y * grid.z, 0, &call};
+  auto worker = [](void *p) -> void * {
+    State &s = *static_cast<State *>(p);
+    for (size_t i; (i = __atomic_fetch_add(&s.next, 1, __ATOMIC_SEQ_CST)) < s.blocks;) {
+      dim3 idx(i % s.grid.x, (i / s.grid.x) % s.grid.y, i / (size_t(s.grid.x) * s.grid.y));
+      runBlock(idx, s.grid, s.blockDim, s.sharedBytes,
+               [](void *c) { (*static_cast<decltype(call) *>(c))(); }, s.body);
     }
+    return nullptr;
   };
-  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  unsigned nThreads = static_cast<unsigned>(std::min<size_t>(hw, blocks));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < nThreads; ++t)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread &t : pool)
-    t.join();
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nThreads = cpus < 1 ? 1 : static_cast<size_t>(cpus);
+  nThreads = nThreads < st.blocks ? nThreads : st.blocks;
+  std::vector<pthread_t> pool;
+  for (size_t t = 1; t < nThreads; ++t) {
+    pthread_t th;
+    if (pthread_create(&th, nullptr, worker, &st) == 0)
+      pool.push_back(th);
+  }
+  worker(&st);
+  for (pthread_t th : pool)
+    pthread_join(th, nullptr);
 }
 
 /// The lane's slot, for warp exchanges.
@@ -333,7 +363,7 @@ inline unsigned __ballot_sync(unsigned, int pred) {
   b.lanes[me] = pred ? 1 : 0;
   kiln_emu::yieldAt(2);
   unsigned bits = 0;
-  for (unsigned i = base; i < std::min<size_t>(base + 32, b.fibers.size()); ++i)
+  for (unsigned i = base; i < base + 32 && i < b.fibers.size(); ++i)
     if (!b.fibers[i].done && b.lanes[i])
       bits |= 1u << (i - base);
   kiln_emu::yieldAt(2);
@@ -344,36 +374,50 @@ inline int __all_sync(unsigned m, int pred) {
   unsigned me = kiln_emu::linearTid(), base = me / 32 * 32;
   unsigned live = 0;
   auto &b = kiln_emu::block();
-  for (unsigned i = base; i < std::min<size_t>(base + 32, b.fibers.size()); ++i)
+  for (unsigned i = base; i < base + 32 && i < b.fibers.size(); ++i)
     if (!b.fibers[i].done)
       live |= 1u << (i - base);
   return __ballot_sync(m, pred) == live;
 }
 
-// Atomics: blocks run on several host threads.
+// Atomics: blocks run on several host threads. (GCC's and Clang's generic
+// __atomic builtins, which take any trivially copyable T: floats too.)
 template <typename T> T atomicAdd(T *p, T v) {
-  return std::atomic_ref<T>(*p).fetch_add(v);
+  if constexpr (std::is_integral_v<T>)
+    return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+  T old, want;
+  __atomic_load(p, &old, __ATOMIC_SEQ_CST);
+  do
+    want = old + v;
+  while (!__atomic_compare_exchange(p, &old, &want, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+  return old;
 }
 template <typename T> T atomicMax(T *p, T v) {
-  std::atomic_ref<T> r(*p);
-  T old = r.load();
-  while (old < v && !r.compare_exchange_weak(old, v)) {
+  T old;
+  __atomic_load(p, &old, __ATOMIC_SEQ_CST);
+  while (old < v &&
+         !__atomic_compare_exchange(p, &old, &v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
   }
   return old;
 }
 template <typename T> T atomicMin(T *p, T v) {
-  std::atomic_ref<T> r(*p);
-  T old = r.load();
-  while (v < old && !r.compare_exchange_weak(old, v)) {
+  T old;
+  __atomic_load(p, &old, __ATOMIC_SEQ_CST);
+  while (v < old &&
+         !__atomic_compare_exchange(p, &old, &v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
   }
   return old;
 }
-template <typename T> T atomicExch(T *p, T v) { return std::atomic_ref<T>(*p).exchange(v); }
+template <typename T> T atomicExch(T *p, T v) {
+  T old;
+  __atomic_exchange(p, &v, &old, __ATOMIC_SEQ_CST);
+  return old;
+}
 template <typename T> T atomicCAS(T *p, T cmp, T v) {
-  std::atomic_ref<T>(*p).compare_exchange_strong(cmp, v);
+  __atomic_compare_exchange(p, &cmp, &v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return cmp;
 }
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 /// Dynamic shared memory: `extern __shared__ T name[];` becomes
 /// `KILN_EMU_DYNAMIC_SHARED(T, name);` in emulated sources -- host C++ has no
