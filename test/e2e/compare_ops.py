@@ -561,6 +561,11 @@ CASES = {
     "fused_pointwise_narrow24_residual": chain([("x", (1, 48, 9, 11)), ("r", (1, 24, 9, 11))],
                                                [("w", (24, 48, 1, 1)), ("cb", (24,))], [
         ("Conv", ["x", "w", "cb"], {}), ("Add", ["t0", "r"], {})]),
+    # 128 output channels over 72 pixel rows: 6 x 64 tiles (two panels at a
+    # time), accumulating onto the residual.
+    "fused_pointwise_wide_residual_relu": chain([("x", (1, 48, 6, 12)), ("r", (1, 128, 6, 12))],
+                                                [("w", (128, 48, 1, 1)), ("cb", (128,))], [
+        ("Conv", ["x", "w", "cb"], {}), ("Add", ["t0", "r"], {}), ("Relu", ["t1"], {})]),
     "fused_pointwise_residual_relu": chain([("x", (2, 32, 7, 8)), ("r", (2, 64, 7, 8))],
                                            [("w", (64, 32, 1, 1))], [
         ("Conv", ["x", "w"], {}), ("Add", ["t0", "r"], {}), ("Relu", ["t1"], {})]),

@@ -1,8 +1,8 @@
 /* The sgemm ukernels against a double-precision reference: shapes around
  * every tile edge (6-row groups, 6-8-row tiles, the 10-14-row tiles of a
  * panel's last 16 columns or fewer and the 8-14-row ones of its last 17-24
- * or 1-8 (AVX-512VL), 16/32-column panels, the 128- and
- * 256-deep k blocks and the single block up to 192; KILN_UK_DEEP_K's ones, the
+ * or 1-8 (AVX-512VL), the 6 x 64 tiles of two full panels (K <= 512),
+ * 16/32-column panels, the 128- and 256-deep k blocks and the single block up to 192; KILN_UK_DEEP_K's ones, the
  * whole K or several blocks of equal depth), leading dimensions wider than the
  * matrix, accumulate on and off,
  * A row-major and packed, B packed in 32-column panels (kiln_uk_sgemm_pb,
@@ -43,7 +43,7 @@ static float from_half(uint16_t h) {
 
 int main(void) {
   const int64_t ms[] = {1, 5, 6, 7, 13, 24, 40};
-  const int64_t ns[] = {1, 7, 8, 9, 16, 17, 24, 31, 32, 33, 56, 70};
+  const int64_t ns[] = {1, 7, 8, 9, 16, 17, 24, 31, 32, 33, 56, 70, 128};
   /* 4099: more than one deep block (KILN_UK_DEEP_K's blocks, and those of
    * the kernels that copy B's panels, hold at most 4096 k), on a few shapes. */
   const int64_t ks[] = {1, 3, 147, 193, 255, 256, 257, 600, 4099};
