@@ -143,6 +143,17 @@ tilePacked6x32(int64_t K, const float *a, const float *panel, float *const c[6],
 #undef KILN_STORE
 }
 
+/// A tile's share of the next block's prefetch at k step k: PF lines (of
+/// pfLines from pf) into L2.
+template <int PF>
+__attribute__((always_inline)) inline void prefetchStep(const char *pf, int64_t pfLines,
+                                                        int64_t k) {
+  if constexpr (PF > 0)
+    if (PF * k < pfLines)
+      for (int l = 0; l < PF; ++l)
+        _mm_prefetch(pf + (PF * k + l) * 64, _MM_HINT_T1);
+}
+
 /// The masks of a 32-column panel's two 16-lane halves when n of its
 /// columns are real.
 struct PanelMasks {
@@ -186,10 +197,7 @@ tileRows32(int64_t K, const float *const a[8], const float *panel, float *const 
   // 8 no more than 4).
 #pragma GCC unroll 4
   for (int64_t k = 0; k < K; ++k) {
-    if constexpr (PF > 0)
-      if (PF * k < pfLines)
-        for (int l = 0; l < PF; ++l)
-          _mm_prefetch(pf + (PF * k + l) * 64, _MM_HINT_T1);
+    prefetchStep<PF>(pf, pfLines, k);
     __m512 b0 = _mm512_loadu_ps(panel + k * 32);
     __m512 b1 = _mm512_loadu_ps(panel + k * 32 + 16);
 #define KILN_FMA(r)                                                            \
@@ -358,10 +366,7 @@ tileRows64(int64_t K, const float *const a[8], const float *p0, const float *p1,
   }
 #pragma GCC unroll 2
   for (int64_t k = 0; k < K; ++k) {
-    if constexpr (PF > 0)
-      if (PF * k < pfLines)
-        for (int l = 0; l < PF; ++l)
-          _mm_prefetch(pf + (PF * k + l) * 64, _MM_HINT_T1);
+    prefetchStep<PF>(pf, pfLines, k);
     __m512 b0 = _mm512_loadu_ps(p0 + k * 32), b1 = _mm512_loadu_ps(p0 + k * 32 + 16);
     __m512 b2 = _mm512_loadu_ps(p1 + k * 32), b3 = _mm512_loadu_ps(p1 + k * 32 + 16);
     _Pragma("GCC unroll 6") for (int r = 0; r < MR; ++r) {
