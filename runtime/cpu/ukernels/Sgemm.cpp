@@ -3,7 +3,9 @@
 // C[M x N] (+)= A[M x K] * B[K x N], row-major with leading dimensions, on
 // one thread (a kernel's workgroup calls it on its tile). The AVX-512 path
 // keeps a 6 x 32 tile of C in 12 zmm registers (7 or 8 rows, 14 or 16, where
-// a row-major A's row count divides better) and streams B rows; the
+// a row-major A's row count divides better) and streams B rows; on packed B
+// also 6 x 64 tiles over two panels (short k blocks), and for a panel's last
+// columns 16-, 24- or 8-column tiles (the last two zmm + ymm, AVX-512VL); the
 // AVX2+FMA path a 6 x 16 tile in 12 ymm registers; one is chosen at run time
 // from cpuid, with a portable path for other CPUs (KILN_UKERNEL=portable,
 // avx2 or avx512 forces one the CPU has; kiln_uk_sgemm_impl() names it).
