@@ -3091,14 +3091,15 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     if (winograd) {
       // U = G g G^T per (c, o); per position xi = a * i + j of the a x a
       // domain, panels of [C x O]. F(2x2, 3x3): G = [1 0 0; .5 .5 .5;
-      // .5 -.5 .5; 0 0 1]; F(4x4, 3x3): Lavin and Gray's G.
+      // .5 -.5 .5; 0 0 1]; F(4x4, 3x3): the G of the points 0, 1, -1, 1/2,
+      // -2 and infinity, rows scaled as kiln_uk_winograd_f43's B^T is.
       static const double kG2[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
-      static const double kG4[6][3] = {{1.0 / 4, 0, 0},
-                                       {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+      static const double kG4[6][3] = {{1.0 / 2, 0, 0},
+                                       {1.0 / 6, 1.0 / 6, 1.0 / 6},
                                        {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                       {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                       {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                       {0, 0, 1}};
+                                       {-16.0 / 15, -8.0 / 15, -4.0 / 15},
+                                       {1.0 / 30, -1.0 / 15, 2.0 / 15},
+                                       {0, 0, 1.0 / 2}};
       const double(*kG)[3] = wino43 ? kG4 : kG2;
       int64_t a = wm + 2;
       wBuf = addConstantData(weightBytes(

@@ -5,7 +5,7 @@
 // stride-1 NHWC conv runs in Winograd's F(4x4, 3x3) form
 // (kiln_uk_winograd_f43; below that, F(2x2, 3x3), as the second conv here:
 // 12 x 10 = 120 pixels). Without the flag both take F(2x2, 3x3): F(4x4)
-// rounds about 10x more. 20 x 24
+// rounds about 6x more. 20 x 24
 // output pixels are 5 x 6 tiles of 4x4; bands of one tile row (5
 // workgroups, the most bands there are) over all 48 channels, each with
 // 6 * (6 * 32 + 36 * 48) + 32 = 11552 floats of scratch (V for six of the

@@ -148,8 +148,8 @@ static cl::opt<std::string> kBlockOpt("k-block",
 static cl::opt<bool> winogradF43("winograd-f43",
     cl::cat(kilnCategory), cl::desc("f32 3x3 stride-1 convs of 400+ output pixels an image in "
              "Winograd's F(4x4, 3x3) form on the CPU: 1.78x fewer multiply-adds than F(2x2, 3x3) "
-             "(ResNet-50's 56x56 and 28x28 convs about 35% faster), about 10x its rounding error "
-             "(some 3e-6 of the sum of the terms' magnitudes; may exceed 1e-4 relative where the "
+             "(ResNet-50's 56x56 and 28x28 convs about 35% faster), about 6x its rounding error "
+             "(up to 2e-6 of the sum of the terms' magnitudes; may exceed 1e-4 relative where the "
              "terms cancel)"));
 static cl::opt<bool> autotuneOpt("autotune",
     cl::cat(kilnCategory), cl::desc("measure choices per op on this machine and keep the fastest "

@@ -28,13 +28,15 @@
 // convolution by a few roundings of the sums (the e2e tests compare both
 // against onnxruntime).
 //
-// kiln_uk_winograd_f43 is the F(4x4, 3x3) form (Lavin and Gray's
-// matrices, points 0, +-1, +-2): 4x4 output tiles from 6x6 patches, 36
-// products for 16 pixels (4x fewer multiply-adds than direct, where
-// F(2x2, 3x3) has 2.25x), at the cost of transforms with coefficients up to
-// 8 and G's 1/6 and 1/24 (about 10x the rounding error: some 3e-6 of the
-// terms' magnitudes, so codegen uses it only with --winograd-f43) and U
-// 36/9 times the weights' size. Its input
+// kiln_uk_winograd_f43 is the F(4x4, 3x3) form: 4x4 output tiles from 6x6
+// patches, 36 products for 16 pixels (4x fewer multiply-adds than direct,
+// where F(2x2, 3x3) has 2.25x), at the cost of transforms with
+// coefficients up to 8 (more rounding: codegen uses it only with
+// --winograd-f43) and U 36/9 times the weights' size. Its interpolation
+// points are 0, +-1, 1/2, -2 (and infinity): simulated against float64,
+// its error is 6.9x a direct fp32 conv's where Lavin and Gray's 0, +-1,
+// +-2 give 12x (docs/performance.md, twelfth session). B^T's rows are
+// scaled to integers, G's by the inverse. Its input
 // transform takes one row i of B^T at a time: the six row sums of the patch
 // (per patch column), then the six positions (i, j) from them, then the six
 // products of that row, so V holds 6 positions, not 36.
@@ -203,45 +205,46 @@ winograd(const Shape &s, const float *in, const float *u, float *out, float *scr
 // F(4x4, 3x3)
 //===----------------------------------------------------------------------===//
 
-/// Row i of B^T (6x6) applied to d(0..5):
-///   4 d0 - 5 d2 + d4,  (d3 + d4) - 4 (d1 + d2),  (d4 - d3) + 4 (d1 - d2),
-///   (d4 - d2) + 2 (d3 - d1),  (d4 - d2) - 2 (d3 - d1),  4 d1 - 5 d3 + d5.
+/// Row i of B^T (6x6; points 0, 1, -1, 1/2, -2, infinity, rows scaled to
+/// integers) applied to d(0..5):
+///   2 d0 - 3 d1 - 4 d2 + 3 d3 + 2 d4,   -2 d1 + d2 + 5 d3 + 2 d4,
+///   2 d1 - 5 d2 + d3 + 2 d4,            -2 d1 - d2 + 2 d3 + d4,
+///   d1 - 2 d2 - d3 + 2 d4,              2 d1 - 3 d2 - 4 d3 + 3 d4 + 2 d5.
 template <int I, typename D> __attribute__((always_inline)) inline auto inRow(D d) {
   if constexpr (I == 0)
-    return 4.0f * d(0) - 5.0f * d(2) + d(4);
+    return 2.0f * (d(0) + d(4)) + 3.0f * (d(3) - d(1)) - 4.0f * d(2);
   else if constexpr (I == 1)
-    return (d(3) + d(4)) - 4.0f * (d(1) + d(2));
+    return 2.0f * (d(4) - d(1)) + d(2) + 5.0f * d(3);
   else if constexpr (I == 2)
-    return (d(4) - d(3)) + 4.0f * (d(1) - d(2));
+    return 2.0f * (d(1) + d(4)) - 5.0f * d(2) + d(3);
   else if constexpr (I == 3)
-    return (d(4) - d(2)) + 2.0f * (d(3) - d(1));
+    return 2.0f * (d(3) - d(1)) + (d(4) - d(2));
   else if constexpr (I == 4)
-    return (d(4) - d(2)) - 2.0f * (d(3) - d(1));
+    return 2.0f * (d(4) - d(2)) + (d(1) - d(3));
   else
-    return 4.0f * d(1) - 5.0f * d(3) + d(5);
+    return 2.0f * (d(1) + d(5)) + 3.0f * (d(4) - d(2)) - 4.0f * d(3);
 }
 
-/// All six rows of B^T applied to t[0..5], sharing the sums.
+/// All six rows of B^T applied to t[0..5].
 template <typename T> __attribute__((always_inline)) inline void inAll(const T (&t)[6], T (&v)[6]) {
-  T s12 = t[1] + t[2], d12 = t[1] - t[2], s34 = t[3] + t[4], d43 = t[4] - t[3];
-  T d42 = t[4] - t[2], d31 = t[3] - t[1];
-  v[0] = 4.0f * t[0] - 5.0f * t[2] + t[4];
-  v[1] = s34 - 4.0f * s12;
-  v[2] = d43 + 4.0f * d12;
-  v[3] = d42 + 2.0f * d31;
-  v[4] = d42 - 2.0f * d31;
-  v[5] = 4.0f * t[1] - 5.0f * t[3] + t[5];
+  auto d = [&](int i) { return t[i]; };
+  v[0] = inRow<0>(d);
+  v[1] = inRow<1>(d);
+  v[2] = inRow<2>(d);
+  v[3] = inRow<3>(d);
+  v[4] = inRow<4>(d);
+  v[5] = inRow<5>(d);
 }
 
 /// A^T (4x6) applied to m[0..5]:
-///   m0 + (m1 + m2) + (m3 + m4),  (m1 - m2) + 2 (m3 - m4),
-///   (m1 + m2) + 4 (m3 + m4),     (m1 - m2) + 8 (m3 - m4) + m5.
+///   m0 + (m1 + m2) + (m3 + m4),       (m1 - m2) + (m3 / 2 - 2 m4),
+///   (m1 + m2) + (m3 / 4 + 4 m4),      (m1 - m2) + (m3 / 8 - 8 m4) + m5.
 template <typename T> __attribute__((always_inline)) inline void outAll(const T (&m)[6], T (&y)[4]) {
-  T s12 = m[1] + m[2], d12 = m[1] - m[2], s34 = m[3] + m[4], d34 = m[3] - m[4];
-  y[0] = m[0] + s12 + s34;
-  y[1] = d12 + 2.0f * d34;
-  y[2] = s12 + 4.0f * s34;
-  y[3] = d12 + 8.0f * d34 + m[5];
+  T s12 = m[1] + m[2], d12 = m[1] - m[2];
+  y[0] = m[0] + s12 + (m[3] + m[4]);
+  y[1] = d12 + (0.5f * m[3] - 2.0f * m[4]);
+  y[2] = s12 + (0.25f * m[3] + 4.0f * m[4]);
+  y[3] = d12 + (0.125f * m[3] - 8.0f * m[4]) + m[5];
 }
 
 /// V for positions (I, 0..5) of the tiles of tile rows [tr0, tr1): row t
