@@ -79,8 +79,8 @@ struct Block {
   std::vector<char> dynamicShared;
   // Warp exchange slots: one 8-byte value per thread.
   std::vector<uint64_t> lanes;
-  // The kernel call with its arguments: fn(ctx) (no std::function, whose
-  // instantiation per kernel cost the emulation build most of its time).
+  // The kernel call with its arguments: fn(ctx) (a plain pointer: this
+  // header does without <functional>).
   void (*fn)(void *) = nullptr;
   void *ctx = nullptr;
   bool direct = false; // threads run one after another on the host stack
