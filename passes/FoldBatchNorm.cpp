@@ -23,30 +23,51 @@ std::string blobName(Value v, StringRef fallback) {
   return fallback.str();
 }
 
+/// A batch norm's constant parameters, C of each.
+struct BatchNormConstants {
+  std::vector<float> scale, shift, mean, var;
+  float eps;
+  /// Channel c's factor scale / sqrt(var + eps), in double precision as a
+  /// float reference would compute it.
+  double factor(int64_t c) const {
+    return scale[c] / std::sqrt(static_cast<double>(var[c]) + eps);
+  }
+};
+
+/// `bn`'s parameters when all four are constants of C values.
+std::optional<BatchNormConstants> constantsOf(BatchNormOp bn, int64_t C) {
+  auto scale = getFloatConstant(bn.getScale()), shift = getFloatConstant(bn.getBias());
+  auto mean = getFloatConstant(bn.getMean()), var = getFloatConstant(bn.getVariance());
+  if (!scale || !shift || !mean || !var)
+    return std::nullopt;
+  for (const auto *v : {&*scale, &*shift, &*mean, &*var})
+    if (static_cast<int64_t>(v->size()) != C)
+      return std::nullopt;
+  return BatchNormConstants{std::move(*scale), std::move(*shift), std::move(*mean),
+                            std::move(*var), bn.getEpsilon().convertToFloat()};
+}
+
 /// Folds one conv + batch_norm pair; false when the pattern does not apply.
 bool foldPair(BatchNormOp bn) {
   auto conv = bn.getInput().getDefiningOp<ConvOp>();
   if (!conv || !conv->hasOneUse())
     return false;
+  auto wType = llvm::cast<RankedTensorType>(conv.getWeight().getType());
+  int64_t O = wType.getDimSize(0), per = wType.getNumElements() / O;
   auto w = getFloatConstant(conv.getWeight());
-  auto scale = getFloatConstant(bn.getScale()), shift = getFloatConstant(bn.getBias());
-  auto mean = getFloatConstant(bn.getMean()), var = getFloatConstant(bn.getVariance());
-  if (!w || !scale || !shift || !mean || !var)
+  auto k = constantsOf(bn, O);
+  if (!w || !k)
     return false;
   std::optional<std::vector<float>> bias;
   if (conv.getBias() && !(bias = getFloatConstant(conv.getBias())))
     return false;
-  auto wType = llvm::cast<RankedTensorType>(conv.getWeight().getType());
-  int64_t O = wType.getDimSize(0), per = wType.getNumElements() / O;
-  float eps = bn.getEpsilon().convertToFloat();
   std::vector<float> newBias(O);
   for (int64_t o = 0; o < O; ++o) {
-    // Double precision for the folded factors, as a float reference would.
-    double a = (*scale)[o] / std::sqrt(static_cast<double>((*var)[o]) + eps);
+    double a = k->factor(o);
     for (int64_t i = 0; i < per; ++i)
       (*w)[o * per + i] = static_cast<float>((*w)[o * per + i] * a);
     double b0 = bias ? (*bias)[o] : 0.0;
-    newBias[o] = static_cast<float>((b0 - (*mean)[o]) * a + (*shift)[o]);
+    newBias[o] = static_cast<float>((b0 - k->mean[o]) * a + k->shift[o]);
   }
   OpBuilder b(conv);
   std::string base = blobName(conv.getWeight(), "conv_weight");
@@ -74,24 +95,20 @@ bool foldPair(BatchNormOp bn) {
 /// the fusion pass joins them to the ops around them like any other.
 bool toMultiplyAdd(BatchNormOp bn) {
   auto type = llvm::dyn_cast<RankedTensorType>(bn.getInput().getType());
-  auto scale = getFloatConstant(bn.getScale()), shift = getFloatConstant(bn.getBias());
-  auto mean = getFloatConstant(bn.getMean()), var = getFloatConstant(bn.getVariance());
   // f32 only: f16 or bf16 constants would round `b'`, where `mean * a` can
   // cancel most of `shift`, more than batch_norm's own arithmetic does.
-  if (!type || type.getRank() < 2 || !type.getElementType().isF32() || !scale || !shift ||
-      !mean || !var)
+  if (!type || type.getRank() < 2 || !type.getElementType().isF32() ||
+      ShapedType::isDynamic(type.getDimSize(1)))
     return false;
   int64_t C = type.getDimSize(1);
-  if (ShapedType::isDynamic(C) || static_cast<int64_t>(scale->size()) != C ||
-      shift->size() != scale->size() || mean->size() != scale->size() ||
-      var->size() != scale->size())
+  auto k = constantsOf(bn, C);
+  if (!k)
     return false;
-  float eps = bn.getEpsilon().convertToFloat();
   std::vector<float> a(C), b(C);
   for (int64_t c = 0; c < C; ++c) {
-    double f = (*scale)[c] / std::sqrt(static_cast<double>((*var)[c]) + eps);
+    double f = k->factor(c);
     a[c] = static_cast<float>(f);
-    b[c] = static_cast<float>((*shift)[c] - (*mean)[c] * f);
+    b[c] = static_cast<float>(k->shift[c] - k->mean[c] * f);
   }
   SmallVector<int64_t> shape(type.getRank() - 1, 1);
   shape[0] = C;

@@ -733,12 +733,12 @@ int main(int argc, char **argv) {
         int64_t all = without;
         if (available > 0 && failed(arenaWith(-1, all)))
           return 1;
-        if (all > budget && beforeLayout) {
-          nhwcSmallest = std::min(all, without);
-          return 2;
-        }
         if (all > budget) {
           int64_t smallest = std::min(all, without);
+          if (beforeLayout) {
+            nhwcSmallest = smallest;
+            return 2;
+          }
           std::string how = std::to_string(available) + " value" +
                             (available == 1 ? "" : "s") + " recomputed; " +
                             std::to_string(without) + " bytes without";
