@@ -2927,6 +2927,16 @@ static bool bf16Readers(Value v) {
 
 /// Applies an NHWC conv epilogue at (image n, pixel pix, channel oc): sites
 /// are full-size or broadcast over both spatial dims (st[1] == OW * st[2]).
+/// Whether an epilogue is a few vector operations per element (a bias, a
+/// residual, a clamp): no exp, division or polynomial among its ops.
+static bool lightEpilogue(const Epilogue *epi) {
+  return !epi || llvm::all_of(epi->ops, [](Operation *op) {
+    return isa<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::ReluOp, kiln::ClipOp, kiln::MaxOp,
+               kiln::MinOp, kiln::LeakyReluOp, kiln::HardSigmoidOp, kiln::HardSwishOp,
+               kiln::NegOp, kiln::AbsOp, kiln::ExpandOp>(op);
+  });
+}
+
 static Value convEpilogueNhwc(KernelEmitter &e, const Epilogue *epi, int firstSite,
                               Value n, Value pix, Value oc, Value x) {
   if (!epi)
@@ -3572,9 +3582,14 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
   // Depthwise with packed weights: the KH input rows this output row reads
   // are copied, zero-padded, into a stack buffer; then every output pixel's
   // taps accumulate in registers (16 channels at a time, taps unrolled, no
-  // bounds checks) and the epilogue applies before the one store.
+  // bounds checks) and a light epilogue applies before the one store. A
+  // costly one (a SiLU's exp and division) runs over the finished row
+  // instead, while it is in L1: inside the tap loop its temporaries and
+  // constants would push the taps' weights out of the registers (a 5x5
+  // conv's 25 weights, 4 accumulators), spilling them every pixel.
   int64_t padL = pad[1], Wp = W + pad[1] + pad[3];
   bool dwRegisters = packed && Cg == 1 && Og == 1 && KH * KW <= 64 && KH * Wp * C <= 65536;
+  const Epilogue *tapEpi = lightEpilogue(epi) ? epi : nullptr;
   // Depthwise: a band of output rows per workgroup (about 8 per image),
   // so the input rows that consecutive output rows share stay in the
   // core's caches.
@@ -3610,7 +3625,7 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
             for (int64_t q = 0; q < P; ++q) {
               Value owq = q ? e.add(ow, e.idx(q)) : ow;
               Value pix = e.add(e.mul(oh, OW), owq);
-              e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, c, acc[q]), outBuf,
+              e.vstore(convEpilogueNhwc(e, tapEpi, firstSite, n, pix, c, acc[q]), outBuf,
                        e.add(e.add(outRow, e.mul(owq, O)), c));
             }
           };
@@ -3673,6 +3688,15 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
           return e.vloadM(rows, at);
         });
       });
+      if (epi && !tapEpi)
+        e.loop(0, OW, [&](Value ow) {
+          Value pix = e.add(e.mul(oh, OW), ow), dst = e.add(outRow, e.mul(ow, O));
+          e.vecLoop(0, O, [&](Value c) {
+            Value at = e.add(dst, c);
+            e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, c, e.vload(outBuf, at)),
+                     outBuf, at);
+          });
+        });
       });
       return;
     }

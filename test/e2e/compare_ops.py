@@ -592,6 +592,16 @@ CASES = {
     "fused_depthwise_bn_sub": chain([("x", (1, 16, 8, 8))], [("w", (16, 1, 3, 3))] + BN + [("c", (16, 1, 1))], [
         ("Conv", ["x", "w"], dict(CONV3, group=16)), ("BatchNormalization", ["t0", "s", "b", "m", "var"], {}),
         ("Sub", ["c", "t1"], {})]),
+    # A costly epilogue (an exp, a division) on a depthwise conv runs over
+    # each finished output row, not among the taps: SiLU on a 5x5 conv, and
+    # a per-channel scale before a sigmoid on a strided one (40 channels:
+    # a partial vector at each pixel's end).
+    "fused_depthwise5_silu": chain([("x", (1, 40, 13, 11))], [("w", (40, 1, 5, 5)), ("b", (40,))], [
+        ("Conv", ["x", "w", "b"], dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2], group=40)),
+        ("Sigmoid", ["t0"], {}), ("Mul", ["t0", "t1"], {})]),
+    "fused_depthwise_s2_scale_sigmoid": chain([("x", (2, 32, 15, 12))], [("w", (32, 1, 3, 3)), ("k", (32, 1, 1))], [
+        ("Conv", ["x", "w"], dict(CONV3, strides=[2, 2], group=32)), ("Mul", ["t0", "k"], {}),
+        ("Sigmoid", ["t1"], {})]),
     "fused_conv_row_broadcast": chain([("x", (1, 8, 6, 6))], [("w", (16, 8, 3, 3)), ("row", (1, 1, 6))], [
         ("Conv", ["x", "w"], CONV3), ("Mul", ["t0", "row"], {}), ("Tanh", ["t1"], {})]),
     "fused_gemm_add_tanh": chain([("a", (4, 64))], [("w", (32, 64)), ("c", (32,)), ("d", (4, 32))], [
