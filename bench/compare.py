@@ -20,14 +20,20 @@ which Kiln compiles through kiln.export (.pt2) and torch.compile takes as
 they are (no onnxruntime there).
 
 After warm-up (at least 5 calls and 2 s), rounds alternate between the engines; each round is the
-median of --runs calls; the table shows the median over rounds, each
+median of --runs calls. With --sessions N every engine's worker is started
+N times per model and thread count (fresh processes, the engines' order
+rotated each time), each session's engine time being the median of its
+rounds: an engine's speed can depend on where a process's memory lands
+(onnxruntime's times on this VM differ by up to 1.7x between runs of this
+script), which rounds inside one process cannot show. The table shows the
+median over rounds (over the sessions' medians with --sessions), each
 engine's ratio to Kiln (time / Kiln's time: above 1 means Kiln is faster),
 Kiln / best other, and every worker's peak RSS. Outputs are checked to
 agree (rtol 1e-4, atol 1e-5 * max|ref|) before timing.
 
 usage: bench/compare.py --bindir build/bin [--threads 1,2] [--batch 1,8]
                         [--engines kiln,ort,torch] [--suite onnx|torch]
-                        [--runs 20] [--rounds 5] [MODEL ...]
+                        [--runs 20] [--rounds 5] [--sessions 1] [MODEL ...]
 """
 import argparse
 import json
@@ -194,6 +200,47 @@ def agree(got, ref):
 
 # --- the driver ---------------------------------------------------------------
 
+def session(a, engines, arts, x_path, threads, name, tmp, index):
+    """One session: a fresh worker per engine (their order rotated by
+    `index`), the outputs checked, `a.rounds` alternating rounds. Returns
+    each engine's median over its rounds (ms), the rounds' medians by engine
+    (rounds_ms: each round's times, as a median per engine), the checks,
+    peak RSS, ready times and Kiln / best other."""
+    order = engines[index % len(engines):] + engines[:index % len(engines)]
+    ws = {}
+    for e in order:
+        ws[e] = Worker(["--engine", e, "--artifact", arts[e], "--input", x_path,
+                        "--threads", str(threads), "--suite", a.suite, "--model", name])
+    outs = {}
+    for e, w in ws.items():
+        path = os.path.join(tmp, "out_%s.npy" % e)
+        w.ask("out " + path)
+        outs[e] = np.load(path)
+    ref_engine = next((e for e in ("ort", "eager", "torch") if e in outs), None)
+    checks = {e: agree(outs[e], outs[ref_engine]) for e in outs
+              if ref_engine and e != ref_engine}
+    times = {e: [] for e in ws}
+    for _ in range(a.rounds):
+        for e, w in ws.items():
+            # A pause first: the previous engine's worker threads
+            # (onnxruntime's and OpenMP's spin after a run) must not take
+            # this engine's cores.
+            time.sleep(0.5)
+            times[e].append(w.ask("run %d" % a.runs)["ms"])
+    med = {e: statistics.median(times[e]) for e in engines}
+    rss = {e: ws[e].close() for e in engines}
+    others = [med[e] for e in med if e != "kiln"]
+    return {"ms": med, "rounds_ms": {e: times[e] for e in engines}, "checks": checks,
+            "rss": rss, "ready_s": {e: ws[e].ready_s for e in engines},
+            "kiln_vs_best": med["kiln"] / min(others) if others else None}
+
+
+def spread(row):
+    """' (0.85-0.91)': Kiln / best other's range over sessions (several)."""
+    per = row.get("kiln_vs_best_sessions") or []
+    return " (%.2f-%.2f)" % (min(per), max(per)) if len(per) > 1 else ""
+
+
 def prepare(a, name, batch, tmp):
     """Writes the model (ONNX or .pt2), compiles it with Kiln; returns
     (artifacts by engine, input path, Kiln's compile seconds)."""
@@ -233,6 +280,9 @@ def main():
     ap.add_argument("--suite", choices=["onnx", "torch"], default="onnx")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--sessions", type=int, default=1,
+                    help="fresh worker processes per model and thread count; the table gives "
+                    "the median of their medians and the range of Kiln / best other")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("models", nargs="*")
     # worker mode
@@ -265,41 +315,28 @@ def main():
                     continue
                 arts, x_path, compile_s, real_batch = prepare(a, name, batch, tmp)
                 for threads in [int(t) for t in a.threads.split(",")]:
-                    ws = {}
-                    for e in engines:
-                        ws[e] = Worker(["--engine", e, "--artifact", arts[e], "--input", x_path,
-                                        "--threads", str(threads), "--suite", a.suite,
-                                        "--model", name])
-                    outs = {}
-                    for e, w in ws.items():
-                        path = os.path.join(tmp, "out_%s.npy" % e)
-                        w.ask("out " + path)
-                        outs[e] = np.load(path)
-                    ref_engine = next((e for e in ("ort", "eager", "torch") if e in outs), None)
-                    checks = {e: agree(outs[e], outs[ref_engine]) for e in outs
-                              if ref_engine and e != ref_engine}
-                    times = {e: [] for e in ws}
-                    for _ in range(a.rounds):
-                        for e, w in ws.items():
-                            # A pause first: the previous engine's worker
-                            # threads (onnxruntime's and OpenMP's spin after
-                            # a run) must not take this engine's cores.
-                            time.sleep(0.5)
-                            times[e].append(w.ask("run %d" % a.runs)["ms"])
-                    med = {e: statistics.median(t) for e, t in times.items()}
-                    rss = {e: w.close() for e, w in ws.items()}
+                    sessions = [session(a, engines, arts, x_path, threads, name, tmp, i)
+                                for i in range(max(1, a.sessions))]
+                    first = sessions[0]
+                    med = {e: statistics.median(s["ms"][e] for s in sessions) for e in engines}
                     others = [med[e] for e in med if e != "kiln"]
+                    checks = first["checks"]
                     row = {"model": name, "batch": real_batch, "setting": batch,
-                           "threads": threads, "ms": med, "rounds_ms": times,
-                           "rss_mib": rss, "kiln_compile_s": compile_s,
-                           "ready_s": {e: w.ready_s for e, w in ws.items()},
-                           "agree": {e: c[0] for e, c in checks.items()},
-                           "max_abs_err": {e: c[1] for e, c in checks.items()},
-                           "kiln_vs_best": med["kiln"] / min(others) if others else None}
+                           "threads": threads, "ms": med,
+                           "rounds_ms": [s["rounds_ms"] for s in sessions],
+                           "sessions_ms": [s["ms"] for s in sessions],
+                           "rss_mib": first["rss"], "kiln_compile_s": compile_s,
+                           "ready_s": first["ready_s"],
+                           "agree": {e: all(s["checks"][e][0] for s in sessions) for e in checks},
+                           "max_abs_err": {e: max(s["checks"][e][1] for s in sessions)
+                                           for e in checks},
+                           "kiln_vs_best": med["kiln"] / min(others) if others else None,
+                           "kiln_vs_best_sessions": [s["kiln_vs_best"] for s in sessions]
+                           if others else None}
                     rows.append(row)
-                    bad = [e for e, c in checks.items() if not c[0]]
-                    print("%s b%d t%d: %s%s" % (name, real_batch, threads, ", ".join(
-                        "%s %.3f ms" % (e, med[e]) for e in med),
+                    bad = [e for e, ok in row["agree"].items() if not ok]
+                    print("%s b%d t%d: %s%s%s" % (name, real_batch, threads, ", ".join(
+                        "%s %.3f ms" % (e, med[e]) for e in med), spread(row),
                         "  OUTPUTS DISAGREE: %s" % bad if bad else ""), flush=True)
     print()
     hdr = "| model | batch | threads | " + " | ".join("%s (ms)" % e for e in engines) + \
@@ -312,7 +349,7 @@ def main():
         print("| %s | %d | %d | %s | %s | %s | %s |" % (
             r["model"], r["batch"], r["threads"], " | ".join("%.3f" % ms[e] for e in engines),
             " | ".join("%.2fx" % (ms[e] / ms["kiln"]) for e in engines if e != "kiln"),
-            "%.2f" % r["kiln_vs_best"] if r["kiln_vs_best"] else "-",
+            "%.2f%s" % (r["kiln_vs_best"], spread(r)) if r["kiln_vs_best"] else "-",
             " / ".join("%.0f" % r["rss_mib"][e] for e in engines)))
     for threads in sorted({r["threads"] for r in rows}):
         for batch in sorted({r["setting"] for r in rows}):
@@ -324,11 +361,19 @@ def main():
                 if e == "kiln":
                     continue
                 g = math.exp(statistics.mean(math.log(r["ms"]["kiln"] / r["ms"][e]) for r in sel))
-                parts.append("%s %.2f" % (e, g))
+                part = "%s %.2f" % (e, g)
+                if a.sessions > 1:
+                    # Session i of every model, paired: the range of the mean.
+                    per = [math.exp(statistics.mean(
+                        math.log(r["sessions_ms"][i]["kiln"] / r["sessions_ms"][i][e]) for r in sel))
+                        for i in range(a.sessions)]
+                    part += " (sessions %.2f-%.2f)" % (min(per), max(per))
+                parts.append(part)
             print("geomean Kiln / other, %d thread(s), --batch %d (%d models): %s" % (
                 threads, batch, len(sel), ", ".join(parts)))
-    print("\nruns=%d per round (after %d untimed), rounds=%d; medians; fp32; all engines "
-          "called from Python, each in its own process" % (a.runs, ROUND_WARMUP, a.rounds))
+    print("\nruns=%d per round (after %d untimed), rounds=%d, sessions=%d; medians; fp32; all "
+          "engines called from Python, each in its own process" % (
+              a.runs, ROUND_WARMUP, a.rounds, a.sessions))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
