@@ -3803,11 +3803,54 @@ template <typename PoolOp> LogicalResult Lowering::poolNhwc(PoolOp op, bool isMa
       }
       return t;
     };
+    // Max pooling's inner windows (every tap inside the input): the taps
+    // read where they are, no clamps or selects, and reduce with VMAXPS
+    // (x > acc ? x : acc, one instruction where maximumf is a max, a
+    // compare and a blend), their NaNs tracked on the side (an unordered
+    // compare, OR-ed) so that a NaN anywhere in the window still makes
+    // the result NaN.
+    auto rangeOf = [&](int64_t kk, int64_t outSize, int64_t st, int64_t dl, int64_t p0,
+                       int64_t size) {
+      int64_t lo = 0, hi = outSize;
+      for (int64_t t = 0; t < kk; ++t) {
+        auto [a, b] = validRange(outSize, st, t * dl - p0, size);
+        lo = std::max(lo, a);
+        hi = std::min(hi, b);
+      }
+      return std::pair<int64_t, int64_t>{lo, std::max(lo, hi)};
+    };
+    auto [ohLo, ohHi] = rangeOf(k[0], OH, s[0], d[0], pad[0], H);
+    auto [owLo, owHi] = rangeOf(k[1], OW, s[1], d[1], pad[1], W);
+    auto innerMax = [&](Value oh, Value ow, Value dst) {
+      Value ih0 = signedSub(e, e.mul(oh, s[0]), pad[0]);
+      Value iw0 = signedSub(e, e.mul(ow, s[1]), pad[1]);
+      Value corner = e.add(inImg, e.mul(e.add(e.mul(ih0, W), iw0), C));
+      e.vecLoop(0, C, [&](Value c) {
+        Value acc, nan;
+        for (int64_t ky = 0; ky < k[0]; ++ky)
+          for (int64_t kx = 0; kx < k[1]; ++kx) {
+            Value at = e.add(corner, e.idx((ky * d[0] * W + kx * d[1]) * C));
+            Value x = asF32(e, e.vload(0, e.add(at, c)));
+            Value isNan = arith::CmpFOp::create(e.b, arith::CmpFPredicate::UNO, x, x);
+            if (!acc) {
+              acc = x, nan = isNan;
+              continue;
+            }
+            Value gt = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OGT, x, acc);
+            acc = arith::SelectOp::create(e.b, gt, x, acc);
+            nan = arith::OrIOp::create(e.b, nan, isNan);
+          }
+        acc = arith::SelectOp::create(e.b, nan, e.f32(std::nanf("")), acc);
+        e.vstore(acc, 1, e.add(dst, c));
+      });
+    };
+    bool innerPath = isMax && ohHi > ohLo && owHi > owLo;
     e.loop(oh0, e.minI(e.add(oh0, e.idx(band)), e.idx(OH)), [&](Value oh) {
       Value outRow = e.mul(e.add(e.mul(n, OH), oh), OW * C);
       auto rowTaps = taps(oh, k[0], s[0], d[0], pad[0], H);
       Value rowsIn = isMax ? Value() : count1(oh, k[0], s[0], d[0], pad[0], H, pad[2]);
-      e.loop(0, OW, [&](Value ow) {
+      auto pixels = [&](Value from, Value to) {
+      e.loop(from, to, [&](Value ow) {
         auto colTaps = taps(ow, k[1], s[1], d[1], pad[1], W);
         Value scale;
         if (!isMax) {
@@ -3833,6 +3876,16 @@ template <typename PoolOp> LogicalResult Lowering::poolNhwc(PoolOp op, bool isMa
           e.vstore(acc, 1, e.add(dst, c));
         });
       });
+      };
+      if (!innerPath) {
+        pixels(e.idx(0), e.idx(OW));
+        return;
+      }
+      ifElse(e, inRangeS(e, oh, ohLo, ohHi), [&] {
+        pixels(e.idx(0), e.idx(owLo));
+        e.loop(owLo, owHi, [&](Value ow) { innerMax(oh, ow, e.add(outRow, e.mul(ow, C))); });
+        pixels(e.idx(owHi), e.idx(OW));
+      }, [&] { pixels(e.idx(0), e.idx(OW)); });
     });
   });
   if (succeeded(r))

@@ -87,7 +87,7 @@ def typed(inputs, nodes, opset=17, consts=()):
     """A graph over inputs of any type: (name, shape, type, values) with type
     a key of ONNX_TYPES and values how the fresh random inputs are drawn
     (normal, unit: (-0.99, 0.99), ge1: [1, 4), int: [-40, 40), nonzero: no 0,
-    small: [0, 9), bool). `consts` are (name, numpy array) initializers; the
+    small: [0, 9), bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
     last node's output is y."""
     ins = [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t, _ in inputs]
     made = []
@@ -134,6 +134,13 @@ def draw(how, shape, onnx_type):
         return v.astype(t)
     if how == "bool":
         return np.asarray(rng.random(shape) > 0.5)
+    if how == "specials":  # normal, with 2% each of NaN, +inf and -inf in random places
+        v = rng.standard_normal(shape).astype(t)
+        pick = rng.random(shape)
+        v[pick < 0.02] = np.nan
+        v[(pick >= 0.02) & (pick < 0.04)] = np.inf
+        v[(pick >= 0.04) & (pick < 0.06)] = -np.inf
+        return v
     if how == "wide":  # [-100, 100], then the edges of exp's and erf's ranges
         v = rng.uniform(-100, 100, shape).astype(t)
         edges = [np.inf, -np.inf, np.nan, 0.0, -0.0, 88.7, 88.73, -87.0, -87.4, 87.4, -88.8,
@@ -1040,6 +1047,14 @@ CASES = {
         [("MaxPool", ["x"], {"kernel_shape": [2, 2], "strides": [2, 2]}, ["v", "i"]),
          ("MaxUnpool", ["v", "i", "os"], {"kernel_shape": [2, 2], "strides": [2, 2]})],
         opset=11, consts=[("os", np.array([2, 2, 5, 5], np.int64))]),
+    # ResNet's max pool (3x3, stride 2, padding 1) over 64 channels, and
+    # over 20 with NaNs and infinities: NHWC pooling reads its inner
+    # windows without bounds checks and tracks their NaNs on the side.
+    "maxpool_3x3_s2_pad": model("MaxPool", [("x", (1, 64, 15, 16))], [], None,
+                                kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    "maxpool_specials": typed([("x", (2, 20, 13, 12), "f32", "specials")],
+                              [("MaxPool", ["x"], {"kernel_shape": [3, 3], "strides": [2, 2],
+                                                   "pads": [1, 1, 1, 1]})]),
     "maxpool_uint8": typed([("x", (1, 2, 6, 6), "u8", "full")],
                            [("MaxPool", ["x"], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})],
                            opset=12),
@@ -1183,6 +1198,18 @@ def _exp32(x):
         return np.exp(x.astype(np.float64)).astype(np.float32)
 
 
+def _maxpool_3x3_s2_pad1(x):
+    """NCHW max pooling, 3x3, stride 2, padding 1, a NaN in a window making
+    its maximum NaN (as numpy's max and PyTorch's max_pool2d; onnxruntime's
+    drops NaNs)."""
+    n, c, h, w = x.shape
+    xp = np.full((n, c, h + 2, w + 2), -np.inf, np.float32)
+    xp[:, :, 1:h + 1, 1:w + 1] = x
+    oh, ow = (h - 1) // 2 + 1, (w - 1) // 2 + 1
+    win = [xp[:, :, ky:ky + 2 * oh - 1:2, kx:kx + 2 * ow - 1:2] for ky in range(3) for kx in range(3)]
+    return np.max(np.stack(win), axis=0)
+
+
 NUMPY_REFERENCES = {
     "matmulinteger_batched_u8_i8":
         lambda f: np.matmul(f["a"].astype(np.int32), f["b"].astype(np.int32)),
@@ -1193,6 +1220,7 @@ NUMPY_REFERENCES = {
     "erf_wide": lambda f: np.vectorize(math.erf)(f["x"].astype(np.float64)).astype(np.float32),
     "sigmoid_wide": lambda f: _sigmoid64(f["x"]).astype(np.float32),
     "silu_wide": lambda f: _silu32(f["x"]),
+    "maxpool_specials": lambda f: _maxpool_3x3_s2_pad1(f["x"]),
 }
 
 
