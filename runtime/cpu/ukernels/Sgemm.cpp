@@ -167,9 +167,23 @@ struct PanelMasks {
 
 /// min(max(x, lo), hi) with a NaN x kept (VMAXPS/VMINPS return their
 /// second operand when one is NaN; the masked forms avoid GCC's
-/// uninitialized-source warning).
-__attribute__((target("avx512f"))) inline __m512 clampKeepNaN(__m512 x, __m512 lo, __m512 hi) {
-  return _mm512_maskz_min_ps(0xffff, hi, _mm512_maskz_max_ps(0xffff, lo, x));
+/// uninitialized-source warning), each bound only where `ep` clamps to it.
+__attribute__((target("avx512f"))) inline __m512 clampKeepNaN(__m512 x, __m512 lo, __m512 hi,
+                                                             const Epilogue &ep) {
+  if (ep.clampLo)
+    x = _mm512_maskz_max_ps(0xffff, lo, x);
+  if (ep.clampHi)
+    x = _mm512_maskz_min_ps(0xffff, hi, x);
+  return x;
+}
+__attribute__((target("avx512f,avx512vl"))) inline __m256 clampKeepNaN(__m256 x, __m256 lo,
+                                                                      __m256 hi,
+                                                                      const Epilogue &ep) {
+  if (ep.clampLo)
+    x = _mm256_max_ps(lo, x);
+  if (ep.clampHi)
+    x = _mm256_min_ps(hi, x);
+  return x;
 }
 
 /// One MR x 32 tile (MR = 6, 7 or 8) on row-major A: as tilePacked6x32, rows
@@ -216,11 +230,13 @@ tileRows32(int64_t K, const float *const a[8], const float *panel, float *const 
     __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
 #define KILN_EPI(r)                                                            \
   if constexpr (r < MR) {                                                      \
-    x##r = _mm512_add_ps(x##r, b0);                                            \
-    y##r = _mm512_add_ps(y##r, b1);                                            \
+    if (ep->bias) {                                                            \
+      x##r = _mm512_add_ps(x##r, b0);                                          \
+      y##r = _mm512_add_ps(y##r, b1);                                          \
+    }                                                                          \
     if (ep->clamp) {                                                           \
-      x##r = clampKeepNaN(x##r, lo, hi);                                       \
-      y##r = clampKeepNaN(y##r, lo, hi);                                       \
+      x##r = clampKeepNaN(x##r, lo, hi, *ep);                                  \
+      y##r = clampKeepNaN(y##r, lo, hi, *ep);                                  \
     }                                                                          \
   }
     KILN_ROWS(KILN_EPI)
@@ -276,9 +292,10 @@ tileRows16(int64_t K, const float *const a[14], const float *panel, float *const
     __m512 b = ep->bias ? _mm512_maskz_loadu_ps(m0, ep->bias) : _mm512_setzero_ps();
     __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
     _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
-      x[r] = _mm512_add_ps(x[r], b);
+      if (ep->bias)
+        x[r] = _mm512_add_ps(x[r], b);
       if (ep->clamp)
-        x[r] = clampKeepNaN(x[r], lo, hi);
+        x[r] = clampKeepNaN(x[r], lo, hi, *ep);
     }
   }
   _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
@@ -398,15 +415,17 @@ tileRows64(int64_t K, const float *const a[8], const float *p0, const float *p1,
     }
     __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
     _Pragma("GCC unroll 6") for (int r = 0; r < MR; ++r) {
-      x[r] = _mm512_add_ps(x[r], e0);
-      y[r] = _mm512_add_ps(y[r], e1);
-      z[r] = _mm512_add_ps(z[r], e2);
-      w[r] = _mm512_add_ps(w[r], e3);
+      if (ep->bias) {
+        x[r] = _mm512_add_ps(x[r], e0);
+        y[r] = _mm512_add_ps(y[r], e1);
+        z[r] = _mm512_add_ps(z[r], e2);
+        w[r] = _mm512_add_ps(w[r], e3);
+      }
       if (ep->clamp) {
-        x[r] = clampKeepNaN(x[r], lo, hi);
-        y[r] = clampKeepNaN(y[r], lo, hi);
-        z[r] = clampKeepNaN(z[r], lo, hi);
-        w[r] = clampKeepNaN(w[r], lo, hi);
+        x[r] = clampKeepNaN(x[r], lo, hi, *ep);
+        y[r] = clampKeepNaN(y[r], lo, hi, *ep);
+        z[r] = clampKeepNaN(z[r], lo, hi, *ep);
+        w[r] = clampKeepNaN(w[r], lo, hi, *ep);
       }
     }
   }
@@ -532,14 +551,15 @@ tileRowsNarrow(int64_t K, const float *const a[14], const float *panel, float *c
     __m512 bx = ep->bias && Wide ? _mm512_loadu_ps(ep->bias) : _mm512_setzero_ps();
     __m256 by = ep->bias ? _mm256_maskz_loadu_ps(m, ep->bias + Y) : _mm256_setzero_ps();
     _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
-      if constexpr (Wide)
-        x[r] = _mm512_add_ps(x[r], bx);
-      y[r] = _mm256_add_ps(y[r], by);
+      if (ep->bias) {
+        if constexpr (Wide)
+          x[r] = _mm512_add_ps(x[r], bx);
+        y[r] = _mm256_add_ps(y[r], by);
+      }
       if (ep->clamp) {
         if constexpr (Wide)
-          x[r] = clampKeepNaN(x[r], _mm512_set1_ps(ep->lo), _mm512_set1_ps(ep->hi));
-        // (VMAXPS/VMINPS return the second operand when one is NaN: x.)
-        y[r] = _mm256_min_ps(_mm256_set1_ps(ep->hi), _mm256_max_ps(_mm256_set1_ps(ep->lo), y[r]));
+          x[r] = clampKeepNaN(x[r], _mm512_set1_ps(ep->lo), _mm512_set1_ps(ep->hi), *ep);
+        y[r] = clampKeepNaN(y[r], _mm256_set1_ps(ep->lo), _mm256_set1_ps(ep->hi), *ep);
       }
     }
   }

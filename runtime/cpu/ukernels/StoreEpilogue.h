@@ -19,13 +19,18 @@ struct StoreEpilogue {
   const float *bias = nullptr;
   float lo = 0, hi = 0;
   bool clamp = false;
+  // Which bounds clamp (a ReLU: lo only), so that vector code skips the
+  // other's VMINPS or VMAXPS.
+  bool clampLo = false, clampHi = false;
 
   /// From a ukernel's arguments.
   static StoreEpilogue fromArgs(int64_t bias, float lo, float hi) {
     StoreEpilogue ep;
     ep.bias = reinterpret_cast<const float *>(bias);
     ep.lo = lo, ep.hi = hi;
-    ep.clamp = !(lo == -INFINITY && hi == INFINITY);
+    ep.clampLo = !(lo == -INFINITY);
+    ep.clampHi = !(hi == INFINITY);
+    ep.clamp = ep.clampLo || ep.clampHi;
     return ep;
   }
   bool on() const { return bias || clamp; }

@@ -133,10 +133,10 @@ storeTile(Transform transform, const float *mt, int64_t mStride, float *const *y
                   t += load16(y[k] + c);
                 if (ep.bias)
                   t += load16(ep.bias + c0 + c);
-                if (ep.clamp) {
+                if (ep.clampLo)
                   t = t < lo ? lo : t;
+                if (ep.clampHi)
                   t = t > hi ? hi : t;
-                }
                 store16(y[k] + c, t);
               });
   for (; c < cols; ++c)

@@ -78,12 +78,13 @@ int main(void) {
             int64_t *rows = malloc(sizeof(int64_t) * M);
             double *ref = malloc(sizeof(double) * M * N);
             /* packed == 4, 5: kiln_uk_sgemm_pb_ep / _pbr_ep, by shape: a bias
-             * and [-0.3, 0.4]; no bias and [-0.2, inf); a bias, no clamp. */
-            int mode = (int)((mi + ni + ki) % 3);
+             * and [-0.3, 0.4]; no bias and [-0.2, inf); a bias, no clamp; a
+             * bias and (-inf, 0.25] (each bound clamps on its own). */
+            int mode = (int)((mi + ni + ki) % 4);
             float *bias = malloc(sizeof(float) * N);
             for (int64_t j = 0; j < N; ++j) bias[j] = uniform();
             float lo = mode == 0 ? -0.3f : mode == 1 ? -0.2f : -INFINITY;
-            float hi = mode == 0 ? 0.4f : INFINITY;
+            float hi = mode == 0 ? 0.4f : mode == 3 ? 0.25f : INFINITY;
             int64_t biasAt = mode == 1 ? 0 : (int64_t)(intptr_t)bias;
             for (int64_t i = 0; i < M * lda; ++i) a[i] = uniform();
             for (int64_t i = 0; i < K * ldb; ++i) b[i] = uniform();

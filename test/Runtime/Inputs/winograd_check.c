@@ -43,7 +43,7 @@ int main(void) {
   for (int form = 0; form < 2; ++form)
   for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ++ci)
     for (int acc = 0; acc < 2; ++acc)
-    for (int ep = 0; ep < 3; ++ep) {
+    for (int ep = 0; ep < 4; ++ep) {
       /* m: the tile's output pixels per side; a = m + 2: the domain's. */
       int m = form ? 4 : 2, a = m + 2;
       const float(*G)[3] = form ? G4 : G2;
@@ -62,7 +62,8 @@ int main(void) {
       float *bias = malloc(sizeof(float) * O);
       for (int64_t o = 0; o < O; ++o) bias[o] = uniform();
       int64_t biasAt = ep == 1 ? (int64_t)(intptr_t)bias : 0;
-      float lo = ep == 1 ? -0.5f : ep == 2 ? 0.0f : -INFINITY, hi = ep == 1 ? 0.7f : INFINITY;
+      float lo = ep == 1 ? -0.5f : ep == 2 ? 0.0f : -INFINITY;
+      float hi = ep == 1 ? 0.7f : ep == 3 ? 0.3f : INFINITY;
       /* U = G g G^T per (c, o), packed per xi = a * i + j as 32-column
        * panels of [C x O]. */
       int64_t panels = (O + 31) / 32, perXi = panels * C * 32;
