@@ -3380,14 +3380,21 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
                    e.addr(0, e.add(e.mul(e.add(e.mul(g, Kdim), k0), Og), c0)), Og, cAddr, ldc,
                    acc);
     };
-    if (acc0)
-      e.loop(e.idx(0), rows, [&](Value r) {
-        Value rowOff = e.add(outOff, e.mul(r, O));
-        e.vecLoop(e.idx(0), cols, [&](Value j) {
-          Value at = e.add(rowOff, j);
-          e.vstore(e.vload(firstSite + accSite, at), o, at);
+    // The tile starts from the added tensor: copied in, unless
+    // kiln-plan-memory put the output in its place (the same address).
+    if (acc0) {
+      Value apart = arith::CmpIOp::create(e.b, arith::CmpIPredicate::ne, e.addr(o, e.idx(0)),
+                                          e.addr(firstSite + accSite, e.idx(0)));
+      ifElse(e, apart, [&] {
+        e.loop(e.idx(0), rows, [&](Value r) {
+          Value rowOff = e.add(outOff, e.mul(r, O));
+          e.vecLoop(e.idx(0), cols, [&](Value j) {
+            Value at = e.add(rowOff, j);
+            e.vstore(e.vload(firstSite + accSite, at), o, at);
+          });
         });
       });
+    }
     if (winograd) {
       Value scratch = e.scratch(winogradScratch());
       func::CallOp::create(

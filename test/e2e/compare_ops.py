@@ -609,6 +609,14 @@ CASES = {
     "fused_depthwise_s2_scale_sigmoid": chain([("x", (2, 32, 15, 12))], [("w", (32, 1, 3, 3)), ("k", (32, 1, 1))], [
         ("Conv", ["x", "w"], dict(CONV3, strides=[2, 2], group=32)), ("Mul", ["t0", "k"], {}),
         ("Sigmoid", ["t1"], {})]),
+    # The added tensor computed in the model and dead after the add:
+    # kiln-plan-memory puts the conv's output in its place, and the tile
+    # starts from it where it lies (no copy).
+    "fused_pointwise_inplace_residual": chain([("x", (2, 24, 9, 11)), ("z", (2, 16, 9, 11))],
+                                              [("w", (40, 24, 1, 1)), ("b", (40,)),
+                                               ("v", (40, 16, 3, 3))], [
+        ("Conv", ["z", "v"], CONV3), ("Conv", ["x", "w", "b"], {}), ("Add", ["t1", "t0"], {}),
+        ("Relu", ["t2"], {})]),
     "fused_conv_row_broadcast": chain([("x", (1, 8, 6, 6))], [("w", (16, 8, 3, 3)), ("row", (1, 1, 6))], [
         ("Conv", ["x", "w"], CONV3), ("Mul", ["t0", "row"], {}), ("Tanh", ["t1"], {})]),
     "fused_gemm_add_tanh": chain([("a", (4, 64))], [("w", (32, 64)), ("c", (32,)), ("d", (4, 32))], [
