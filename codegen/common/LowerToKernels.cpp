@@ -2925,8 +2925,6 @@ static bool bf16Readers(Value v) {
   return true;
 }
 
-/// Applies an NHWC conv epilogue at (image n, pixel pix, channel oc): sites
-/// are full-size or broadcast over both spatial dims (st[1] == OW * st[2]).
 /// Whether an epilogue is a few vector operations per element (a bias, a
 /// residual, a clamp): no exp, division or polynomial among its ops.
 static bool lightEpilogue(const Epilogue *epi) {
@@ -2937,6 +2935,8 @@ static bool lightEpilogue(const Epilogue *epi) {
   });
 }
 
+/// Applies an NHWC conv epilogue at (image n, pixel pix, channel oc): sites
+/// are full-size or broadcast over both spatial dims (st[1] == OW * st[2]).
 static Value convEpilogueNhwc(KernelEmitter &e, const Epilogue *epi, int firstSite,
                               Value n, Value pix, Value oc, Value x) {
   if (!epi)
