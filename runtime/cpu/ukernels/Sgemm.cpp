@@ -263,7 +263,13 @@ tileRows32(int64_t K, const float *const a[8], const float *panel, float *const 
 /// rows are 7 tiles of 7, 32 rows 4 of 8.
 inline int rowTile(int64_t M) {
   int best = 6;
-  auto cost = [&](int mr) { return (M + mr - 1) / mr * (10 * mr + 13); };
+  // Whole tiles, then one tile of the rows left (rowTiles): 197 rows are
+  // 24 tiles of 8 and one of 5, not 25 of 8 (the last three rows wasted).
+  // (The tail's extra 1 keeps exact tilings on a tie: 49 rows, 7 x 7.)
+  auto cost = [&](int mr) {
+    int64_t rem = M % mr;
+    return M / mr * (10 * mr + 13) + (rem ? 10 * rem + 14 : 0);
+  };
   for (int mr = 7; mr <= 8; ++mr)
     if (cost(mr) <= cost(best))
       best = mr;
@@ -339,6 +345,39 @@ inline void prefetchRows(const float *C, int64_t ldc, int64_t j, int64_t from, i
       _mm_prefetch(reinterpret_cast<const char *>(C + r * ldc + j + q), _MM_HINT_T0);
 }
 
+/// One tile of the last `rows` (1-7) rows of a row sweep, from row i: as
+/// a sweep's tile, `rows` tall, its share of the prefetch `pf`.
+template <int R>
+__attribute__((target("avx512f"))) inline void
+oneTile(int64_t i, int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, float *C,
+        int64_t ldc, int64_t j, bool acc, __mmask16 m0, __mmask16 m1, float *discard,
+        Prefetch pf, const Epilogue *ep) {
+  const float *a[8] = {};
+  float *c[8] = {};
+  tileRowAddresses(R, i, M, A, k0, C, ldc, j, discard, a, c);
+  if (pf.lines <= 0)
+    tileRows32<R>(kc, a, panel, c, acc, m0, m1, ep);
+  else if (pf.lines <= kc)
+    tileRows32<R, 1>(kc, a, panel, c, acc, m0, m1, ep, pf.next, pf.lines);
+  else
+    tileRows32<R, 2>(kc, a, panel, c, acc, m0, m1, ep, pf.next, pf.lines);
+}
+
+__attribute__((target("avx512f"))) inline void
+tailTile(int64_t rows, int64_t i, int64_t M, ARows A, int64_t k0, int64_t kc,
+         const float *panel, float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0,
+         __mmask16 m1, float *discard, Prefetch pf, const Epilogue *ep) {
+  switch (rows) {
+  case 1: return oneTile<1>(i, M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf, ep);
+  case 2: return oneTile<2>(i, M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf, ep);
+  case 3: return oneTile<3>(i, M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf, ep);
+  case 4: return oneTile<4>(i, M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf, ep);
+  case 5: return oneTile<5>(i, M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf, ep);
+  case 6: return oneTile<6>(i, M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf, ep);
+  default: return oneTile<7>(i, M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard, pf, ep);
+  }
+}
+
 /// Rows [0, M) of A (from column k0, kc deep) times a 32-column panel into
 /// C's columns [j, j + 32) (masks m0, m1), in MR-row tiles. The row tiles
 /// share the prefetch of the next block, a slice each, one or two lines per
@@ -351,8 +390,9 @@ __attribute__((target("avx512f"))) inline void
 rowTiles(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel,
          float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0, __mmask16 m1,
          float *discard, Prefetch pf, const Epilogue *ep) {
-  int64_t tiles = (M + MR - 1) / MR, per = (pf.lines + tiles - 1) / tiles;
-  for (int64_t i = 0, t = 0; i < M; i += MR, ++t) {
+  int64_t full = M / MR * MR, tiles = (M + MR - 1) / MR, per = (pf.lines + tiles - 1) / tiles;
+  int64_t t = 0;
+  for (int64_t i = 0; i < full; i += MR, ++t) {
     const float *a[8] = {};
     float *c[8] = {};
     tileRowAddresses(MR, i, M, A, k0, C, ldc, j, discard, a, c);
@@ -366,6 +406,10 @@ rowTiles(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel,
     else
       tileRows32<MR, 2>(kc, a, panel, c, acc, m0, m1, ep, at, n);
   }
+  // The rows left: one tile of exactly that height.
+  if (full < M)
+    tailTile(M - full, full, M, A, k0, kc, panel, C, ldc, j, acc, m0, m1, discard,
+             prefetchShare(pf, per, t), ep);
 }
 
 /// One 6 x 64 tile over two full panels (p0: columns 0-31, p1: 32-63), 24
