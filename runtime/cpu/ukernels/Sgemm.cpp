@@ -186,10 +186,10 @@ __attribute__((target("avx512f,avx512vl"))) inline __m256 clampKeepNaN(__m256 x,
   return x;
 }
 
-/// One MR x 32 tile (MR = 6, 7 or 8) on row-major A: as tilePacked6x32, rows
-/// a[0..MR). The row count of a call picks MR (rowTile), so that 49 pixel
-/// rows are seven tiles of 7 and 32 batch rows four tiles of 8, not ten
-/// and six tiles of 6 with the last one mostly waste.
+/// One MR x 32 tile (MR = 6, 7 or 8; 1-7 for a sweep's last rows) on
+/// row-major A: as tilePacked6x32, rows a[0..MR). The row count of a call
+/// picks MR (rowTile), so that 49 pixel rows are seven tiles of 7 and 32
+/// batch rows four tiles of 8, not ten and six tiles of 6.
 /// PF > 0: the tile also prefetches `pfLines` cache lines from `pf` into L2,
 /// PF per k step (the next panel block, while this one is in L1).
 template <int MR, int PF = 0>
@@ -258,14 +258,13 @@ tileRows32(int64_t K, const float *const a[8], const float *panel, float *const 
 
 /// The tile height (6, 7 or 8 rows) that computes M rows fastest. A tile's
 /// k step costs about its rows plus 1.3 rows' worth of loads and loop (a
-/// 6-row tile is about 5% slower per row than an 8-row one), so 102 rows
-/// are 13 tiles of 8 (the last with 6 real rows) rather than 17 of 6; 49
-/// rows are 7 tiles of 7, 32 rows 4 of 8.
+/// 6-row tile is about 5% slower per row than an 8-row one). The rows left
+/// after the whole tiles take one tile of their own height (rowTiles), so
+/// 102 rows are 12 tiles of 8 and one of 6 rather than 17 of 6, and 197
+/// are 24 of 8 and one of 5; 49 rows are 7 tiles of 7 (the tail's cost is
+/// one unit higher, so that an exact tiling wins a tie), 32 rows 4 of 8.
 inline int rowTile(int64_t M) {
   int best = 6;
-  // Whole tiles, then one tile of the rows left (rowTiles): 197 rows are
-  // 24 tiles of 8 and one of 5, not 25 of 8 (the last three rows wasted).
-  // (The tail's extra 1 keeps exact tilings on a tie: 49 rows, 7 x 7.)
   auto cost = [&](int mr) {
     int64_t rem = M % mr;
     return M / mr * (10 * mr + 13) + (rem ? 10 * rem + 14 : 0);
