@@ -200,12 +200,17 @@ def agree(got, ref):
 
 # --- the driver ---------------------------------------------------------------
 
+def vs_best(ms):
+    """Kiln's time over the fastest other engine's (None: no other)."""
+    others = [t for e, t in ms.items() if e != "kiln"]
+    return ms["kiln"] / min(others) if others else None
+
+
 def session(a, engines, arts, x_path, threads, name, tmp, index):
     """One session: a fresh worker per engine (their order rotated by
     `index`), the outputs checked, `a.rounds` alternating rounds. Returns
-    each engine's median over its rounds (ms), the rounds' medians by engine
-    (rounds_ms: each round's times, as a median per engine), the checks,
-    peak RSS, ready times and Kiln / best other."""
+    each engine's median over its rounds (ms), its rounds' times (each a
+    median of --runs calls), the checks, peak RSS and ready times."""
     order = engines[index % len(engines):] + engines[:index % len(engines)]
     ws = {}
     for e in order:
@@ -229,10 +234,8 @@ def session(a, engines, arts, x_path, threads, name, tmp, index):
             times[e].append(w.ask("run %d" % a.runs)["ms"])
     med = {e: statistics.median(times[e]) for e in engines}
     rss = {e: ws[e].close() for e in engines}
-    others = [med[e] for e in med if e != "kiln"]
     return {"ms": med, "rounds_ms": {e: times[e] for e in engines}, "checks": checks,
-            "rss": rss, "ready_s": {e: ws[e].ready_s for e in engines},
-            "kiln_vs_best": med["kiln"] / min(others) if others else None}
+            "rss": rss, "ready_s": {e: ws[e].ready_s for e in engines}}
 
 
 def spread(row):
@@ -292,6 +295,8 @@ def main():
     ap.add_argument("--input", help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.sessions < 1:
+        ap.error("--sessions takes 1 or more")
     if a.worker:
         a.threads = int(a.threads)
         return worker(a)
@@ -316,10 +321,9 @@ def main():
                 arts, x_path, compile_s, real_batch = prepare(a, name, batch, tmp)
                 for threads in [int(t) for t in a.threads.split(",")]:
                     sessions = [session(a, engines, arts, x_path, threads, name, tmp, i)
-                                for i in range(max(1, a.sessions))]
+                                for i in range(a.sessions)]
                     first = sessions[0]
                     med = {e: statistics.median(s["ms"][e] for s in sessions) for e in engines}
-                    others = [med[e] for e in med if e != "kiln"]
                     checks = first["checks"]
                     row = {"model": name, "batch": real_batch, "setting": batch,
                            "threads": threads, "ms": med,
@@ -330,9 +334,9 @@ def main():
                            "agree": {e: all(s["checks"][e][0] for s in sessions) for e in checks},
                            "max_abs_err": {e: max(s["checks"][e][1] for s in sessions)
                                            for e in checks},
-                           "kiln_vs_best": med["kiln"] / min(others) if others else None,
-                           "kiln_vs_best_sessions": [s["kiln_vs_best"] for s in sessions]
-                           if others else None}
+                           "kiln_vs_best": vs_best(med),
+                           "kiln_vs_best_sessions": [vs_best(s["ms"]) for s in sessions]
+                           if len(engines) > 1 else None}
                     rows.append(row)
                     bad = [e for e, ok in row["agree"].items() if not ok]
                     print("%s b%d t%d: %s%s%s" % (name, real_batch, threads, ", ".join(

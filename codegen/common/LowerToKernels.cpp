@@ -3597,6 +3597,17 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
   int64_t padL = pad[1], Wp = W + pad[1] + pad[3];
   bool dwRegisters = packed && Cg == 1 && Og == 1 && KH * KW <= 64 && KH * Wp * C <= 65536;
   const Epilogue *tapEpi = lightEpilogue(epi) ? epi : nullptr;
+  // The epilogue over output row oh of image n (at outRow), finished.
+  auto epilogueOverRow = [&](KernelEmitter &e, Value n, Value oh, Value outRow) {
+    e.loop(0, OW, [&](Value ow) {
+      Value pix = e.add(e.mul(oh, OW), ow), dst = e.add(outRow, e.mul(ow, O));
+      e.vecLoop(0, O, [&](Value oc) {
+        Value at = e.add(dst, oc);
+        e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, oc, e.vload(outBuf, at)), outBuf,
+                 at);
+      });
+    });
+  };
   // Depthwise: a band of output rows per workgroup (about 8 per image),
   // so the input rows that consecutive output rows share stay in the
   // core's caches.
@@ -3696,14 +3707,7 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
         });
       });
       if (epi && !tapEpi)
-        e.loop(0, OW, [&](Value ow) {
-          Value pix = e.add(e.mul(oh, OW), ow), dst = e.add(outRow, e.mul(ow, O));
-          e.vecLoop(0, O, [&](Value c) {
-            Value at = e.add(dst, c);
-            e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, c, e.vload(outBuf, at)),
-                     outBuf, at);
-          });
-        });
+        epilogueOverRow(e, n, oh, outRow);
       });
       return;
     }
@@ -3754,15 +3758,7 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi) {
       });
     }
     if (epi)
-      e.loop(0, OW, [&](Value ow) {
-        Value pix = e.add(e.mul(oh, OW), ow);
-        Value dst = e.add(outRow, e.mul(ow, O));
-        e.vecLoop(0, O, [&](Value oc) {
-          Value at = e.add(dst, oc);
-          e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, oc, e.vload(outBuf, at)),
-                   outBuf, at);
-        });
-      });
+      epilogueOverRow(e, n, oh, outRow);
   });
   if (failed(r))
     return r;

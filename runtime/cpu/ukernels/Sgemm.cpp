@@ -344,8 +344,10 @@ inline void prefetchRows(const float *C, int64_t ldc, int64_t j, int64_t from, i
       _mm_prefetch(reinterpret_cast<const char *>(C + r * ldc + j + q), _MM_HINT_T0);
 }
 
-/// One tile of the last `rows` (1-7) rows of a row sweep, from row i: as
-/// a sweep's tile, `rows` tall, its share of the prefetch `pf`.
+/// One R-row tile (R = 1-7: the rows left after a sweep's whole tiles), from
+/// row i, with its share `pf` of the next block's prefetch. (The sweep's
+/// own loop spells its tiles out: calling this for them measured 1% slower
+/// on a 197-row product.)
 template <int R>
 __attribute__((target("avx512f"))) inline void
 oneTile(int64_t i, int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, float *C,
@@ -362,6 +364,7 @@ oneTile(int64_t i, int64_t M, ARows A, int64_t k0, int64_t kc, const float *pane
     tileRows32<R, 2>(kc, a, panel, c, acc, m0, m1, ep, pf.next, pf.lines);
 }
 
+/// The tile of the `rows` (1-7) rows left at the end of a sweep.
 __attribute__((target("avx512f"))) inline void
 tailTile(int64_t rows, int64_t i, int64_t M, ARows A, int64_t k0, int64_t kc,
          const float *panel, float *C, int64_t ldc, int64_t j, bool acc, __mmask16 m0,
