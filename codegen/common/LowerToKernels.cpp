@@ -748,16 +748,20 @@ Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
         Value pos = arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, v[0], e.f32(0.0f));
         return arith::SelectOp::create(b, pos, v[0], neg);
       })
-      .Case<kiln::GeluOp>([&](auto g) {
-        Value t;
+      .Case<kiln::GeluOp>([&](auto g) -> Value {
         if (g.getApproximate()) {
-          Value x3 = e.fmul(e.fmul(v[0], v[0]), v[0]);
-          Value in = e.fmul(e.f32(0.7978845608028654f),
-                            e.fadd(v[0], e.fmul(e.f32(0.044715f), x3)));
-          t = math::TanhOp::create(b, in);
-        } else {
-          t = math::ErfOp::create(b, e.fmul(v[0], e.f32(0.7071067811865476f)));
+          // 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), is
+          // x * sigmoid(2u) = x / (1 + exp(-2u)): Kiln's exp and a division
+          // where a rational tanh took twice the operations (GPT-2's fc1
+          // epilogue), and no 1 + tanh(u) cancelling where x is very
+          // negative (exp overflows to inf there: x / inf = -0, GELU's limit).
+          Value x2 = e.fmul(v[0], v[0]);
+          Value m2u = e.fmul(v[0], e.fadd(e.fmul(x2, e.f32(-0.0713548162726f)),
+                                          e.f32(-1.5957691216057308f)));
+          return arith::DivFOp::create(b, v[0],
+                                       e.fadd(e.f32(1.0f), math::ExpOp::create(b, m2u)));
         }
+        Value t = math::ErfOp::create(b, e.fmul(v[0], e.f32(0.7071067811865476f)));
         return e.fmul(e.fmul(v[0], e.f32(0.5f)), e.fadd(e.f32(1.0f), t));
       })
       .Case<kiln::SinOp>([&](auto) { return math::SinOp::create(b, v[0]); })

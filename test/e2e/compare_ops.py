@@ -695,6 +695,11 @@ CASES = {
     "sigmoid_wide": typed([("x", (4, 500), "f32", "wide")], [("Sigmoid", ["x"], {})]),
     "silu_wide": typed([("x", (4, 500), "f32", "wide")],
                        [("Sigmoid", ["x"], {}), ("Mul", ["x", "t0"], {})]),
+    # tanh-GELU as x * sigmoid(2u): exact down to GELU(-10) = -1e-37, where
+    # 0.5 x (1 + tanh(u)) cancels (onnxruntime's is off by 4x of its value
+    # below x = -5; checked against float64).
+    "gelu_tanh_wide": typed([("x", (4, 500), "f32", "wide")],
+                            [("Gelu", ["x"], {"approximate": "tanh"})], opset=20),
     "trig": typed([("x", (3, 200), "f32", "normal")], [
         ("Sin", ["x"], {}), ("Cos", ["x"], {}), ("Tan", ["x"], {}), ("Atan", ["x"], {}),
         ("Sinh", ["x"], {}), ("Cosh", ["x"], {}), ("Asinh", ["x"], {}), ("Sum", ["t0", "t1", "t2", "t3", "t4", "t5", "t6"], {})]),
@@ -1177,7 +1182,8 @@ CASE_TOLERANCES = {"qlinearmatmul_u8_k300": (0.0, 1.0),
                    # unscaled (max|ref| is inf); exp's results under 2^-125
                    # may flush to zero
                    "exp_wide": (1e-5, 1e-37), "erf_wide": (1e-5, 1e-7),
-                   "sigmoid_wide": (1e-5, 1e-37), "silu_wide": (1e-5, 1e-35)}
+                   "sigmoid_wide": (1e-5, 1e-37), "silu_wide": (1e-5, 1e-35),
+                   "gelu_tanh_wide": (1e-5, 1e-35)}
 # Per case: kiln-compile flags added to every variant, and the tolerances
 # (rtol, atol * max(1, max|ref|)) they hold to. Winograd's F(4x4, 3x3)
 # (opt-in) rounds about 6x more than F(2x2, 3x3) (10x with Lavin and
@@ -1199,6 +1205,13 @@ def _sigmoid64(x):
 def _silu32(x):  # silu(-inf) = -inf * 0: NaN, as Kiln's -inf / inf
     with np.errstate(invalid="ignore"):
         return (x * _sigmoid64(x)).astype(np.float32)
+
+
+def _gelu_tanh32(x):  # x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (x64 * _sigmoid64(2 * np.sqrt(2 / np.pi) * (x64 + 0.044715 * x64**3))).astype(
+            np.float32)
 
 
 def _exp32(x):
@@ -1228,6 +1241,7 @@ NUMPY_REFERENCES = {
     "erf_wide": lambda f: np.vectorize(math.erf)(f["x"].astype(np.float64)).astype(np.float32),
     "sigmoid_wide": lambda f: _sigmoid64(f["x"]).astype(np.float32),
     "silu_wide": lambda f: _silu32(f["x"]),
+    "gelu_tanh_wide": lambda f: _gelu_tanh32(f["x"]),
     "maxpool_specials": lambda f: _maxpool_3x3_s2_pad1(f["x"]),
 }
 
