@@ -275,12 +275,12 @@ inline int rowTile(int64_t M) {
   return best;
 }
 
-/// One MR x 16 tile (MR <= 14): a panel's last 16 columns or fewer (mask
-/// m0), one accumulator per row. An NHWC conv with 16 or 24 output channels
-/// (MobileNetV2's and EfficientNet's narrow pointwise convs) would otherwise
-/// spend half or a quarter of the 32-column tiles' products on zero
-/// columns; per k step this tile issues MR products for MR + 1 loads, near
-/// the 32-column tiles' rate.
+/// One MR x 16 tile (MR 6-8, rowTiles16Any): a panel's last 16 columns or
+/// fewer (mask m0), one accumulator per row. An NHWC conv with 16 or 24
+/// output channels (MobileNetV2's and EfficientNet's narrow pointwise convs)
+/// would otherwise spend half or a quarter of the 32-column tiles' products
+/// on zero columns; per k step this tile issues MR products for MR + 1
+/// loads, near the 32-column tiles' rate.
 template <int MR>
 __attribute__((target("avx512f"))) inline void
 tileRows16(int64_t K, const float *const a[14], const float *panel, float *const c[14], bool acc,
@@ -544,19 +544,26 @@ rowTiles16(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, float
   }
 }
 
-/// rowTiles16 with the tile height that wastes least on M's last tile (a k
-/// step costs about MR + 3 loads' worth).
+/// rowTiles16 with the tile height, 6 to 8 rows, that wastes least on M's
+/// last tile (a k step costs about MR + 3 loads' worth). Taller tiles keep
+/// more row addresses than x86's 16 general registers hold: at 10-14 rows
+/// the k loop reloaded spilled ones every step, and MobileNetV2's 1x1 conv
+/// from 32 to 16 channels at 112 x 112 took 0.134-0.151 ms on 12-row tiles
+/// against 0.121 on 8 (Zen 4, 1 thread; 0.034-0.037 -> 0.030 at 56 x 56, and
+/// 480 -> 112 channels at 14 x 14 0.188 -> 0.183). Eight accumulators keep
+/// two FMA pipes of 4-cycle latency busy, which 4-row tiles (as fast on
+/// Zen 4's one 512-bit FMA a cycle) would not.
 __attribute__((target("avx512f"))) inline void
 rowTiles16Any(int64_t M, ARows A, int64_t k0, int64_t kc, const float *panel, float *C,
               int64_t ldc, int64_t j, bool acc, __mmask16 m0, float *discard,
               const Epilogue *ep) {
   auto cost = [&](int mr) { return (M + mr - 1) / mr * (mr + 3); };
-  if (cost(14) <= cost(12) && cost(14) <= cost(10))
-    rowTiles16<14>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
-  else if (cost(12) <= cost(10))
-    rowTiles16<12>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
+  if (cost(8) <= cost(7) && cost(8) <= cost(6))
+    rowTiles16<8>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
+  else if (cost(7) <= cost(6))
+    rowTiles16<7>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
   else
-    rowTiles16<10>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
+    rowTiles16<6>(M, A, k0, kc, panel, C, ldc, j, acc, m0, discard, ep);
 }
 
 /// One MR x 24 (Wide) or MR x 8 tile: a panel's last columns when 17-24 or

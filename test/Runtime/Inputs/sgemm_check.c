@@ -1,5 +1,5 @@
 /* The sgemm ukernels against a double-precision reference: shapes around
- * every tile edge (6-row groups, 6-8-row tiles, the 10-14-row tiles of a
+ * every tile edge (6-row groups, 6-8-row tiles, the 6-8-row tiles of a
  * panel's last 16 columns or fewer and the 8-14-row ones of its last 17-24
  * or 1-8 (AVX-512VL), the 6 x 64 tiles of two full panels (K <= 512),
  * 16/32-column panels, the 128- and 256-deep k blocks and the single block up to 192; KILN_UK_DEEP_K's ones, the
