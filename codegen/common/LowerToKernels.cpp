@@ -1924,8 +1924,12 @@ constexpr int64_t kTileRows = 144, kTileCols = 512;
 /// and output channels and output pixels per image; about kWinogradTiles
 /// tiles (rows of the 16 products) per workgroup, whose scratch (the
 /// transformed input and the products) stays within kWinogradScratch
-/// floats of stack.
-constexpr int64_t kWinogradMinChannels = 16, kWinogradMinPixels = 100;
+/// floats of stack. From 7 x 7 on: ResNet-50's stage-4 3x3 convs (512
+/// channels, 16 tiles) 2.13 -> 1.64 ms each on 1 thread, their 16.8 MB of
+/// transformed weights streaming behind the products since the panels'
+/// next blocks are prefetched (before that, the fifth session measured
+/// them 1-3% slower inside the model and kept 100 pixels).
+constexpr int64_t kWinogradMinChannels = 16, kWinogradMinPixels = 49;
 /// With --winograd-f43 (Program::winograd43), the F(4x4, 3x3) form
 /// (kiln_uk_winograd_f43: 36 products per 16 output pixels, 1.78x fewer
 /// than F(2x2, 3x3)) from this many output pixels per image on (ResNet-50's
@@ -3042,9 +3046,9 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   // pair instead of 36, as 16 matrix products over the channels, one per
   // position of the 4x4 transform domain, with the tiles as rows.
   // Workgroups are bands of tile rows of one image by column ranges (whole
-  // panels). Convolutions of few pixels are left to the direct products:
-  // their weights (16/9 as many bytes transformed) stream from memory at
-  // batch 1, and few tiles reuse them.
+  // panels). Convolutions of fewer pixels than a 7 x 7 image are left to
+  // the direct products: their weights (16/9 as many bytes transformed)
+  // stream from memory at batch 1, and few tiles reuse them.
   // With --winograd-f43, larger convs take F(4x4, 3x3)
   // (kiln_uk_winograd_f43): 4x4 tiles, a 6x6 domain (36 products), V held
   // for 6 positions at a time.

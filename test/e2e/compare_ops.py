@@ -331,12 +331,15 @@ CASES = {
     "conv_depthwise_wide_rows_s2": conv(1, 40, 7, 41, 40, 3, stride=2, group=40),
     "conv_7x7_s2": conv(1, 3, 32, 32, 16, 7, stride=2),
     # Winograd F(2x2, 3x3) under --layout=nhwc (3x3, stride 1, >= 16
-    # channels, >= 100 output pixels): odd sizes (partial tiles), a batch,
+    # channels, >= 49 output pixels): odd sizes (partial tiles), a batch,
     # a partial panel; asymmetric pads; output channels in several column
     # tiles; a residual added in place, then ReLU.
     "conv_winograd_odd_batch2": conv(2, 24, 13, 11, 40, 3),
     "conv_winograd_asym_pads": conv(1, 20, 12, 15, 33, 3, pad=[0, 2, 1, 0]),
     "conv_winograd_column_tiles": conv(1, 64, 10, 12, 160, 3),
+    # 7 x 7, the fewest pixels that take Winograd (ResNet-50's stage 4):
+    # 4 x 4 tiles, the last row and column of each half outside the image.
+    "conv_winograd_7x7": conv(1, 96, 7, 7, 64, 3),
     # --winograd-f43: F(4x4, 3x3) from 400 output pixels an image on
     # (CASE_OPTIONS): partial 4x4 tiles at the bottom and right, a batch, a
     # partial panel; asymmetric pads; several column tiles.
