@@ -338,7 +338,7 @@ CASES = {
     "conv_winograd_asym_pads": conv(1, 20, 12, 15, 33, 3, pad=[0, 2, 1, 0]),
     "conv_winograd_column_tiles": conv(1, 64, 10, 12, 160, 3),
     # 7 x 7, the fewest pixels that take Winograd (ResNet-50's stage 4):
-    # 4 x 4 tiles, the last row and column of each half outside the image.
+    # 4 x 4 tiles, the last tile row and column half outside the image.
     "conv_winograd_7x7": conv(1, 96, 7, 7, 64, 3),
     # --winograd-f43: F(4x4, 3x3) from 400 output pixels an image on
     # (CASE_OPTIONS): partial 4x4 tiles at the bottom and right, a batch, a
@@ -698,9 +698,9 @@ CASES = {
     "sigmoid_wide": typed([("x", (4, 500), "f32", "wide")], [("Sigmoid", ["x"], {})]),
     "silu_wide": typed([("x", (4, 500), "f32", "wide")],
                        [("Sigmoid", ["x"], {}), ("Mul", ["x", "t0"], {})]),
-    # tanh-GELU as x * sigmoid(2u): exact down to GELU(-10) = -1e-37, where
-    # 0.5 x (1 + tanh(u)) cancels (onnxruntime's is off by 4x of its value
-    # below x = -5; checked against float64).
+    # tanh-GELU as x * sigmoid(2u), against float64: within 1e-5 down to
+    # GELU(-10) = -1e-37, where 0.5 x (1 + tanh(u)) cancels (onnxruntime's
+    # is off by up to 4x of its value below x = -5).
     "gelu_tanh_wide": typed([("x", (4, 500), "f32", "wide")],
                             [("Gelu", ["x"], {"approximate": "tanh"})], opset=20),
     "trig": typed([("x", (3, 200), "f32", "normal")], [
