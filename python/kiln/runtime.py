@@ -3,6 +3,7 @@ or torch tensors through the runtime's C API (runtime/include/kiln/runtime.h)
 with ctypes. Contiguous CPU inputs are passed in place and outputs are
 written straight into the arrays or tensors returned: no copies."""
 import ctypes
+import functools
 import os
 
 import numpy as np
@@ -15,11 +16,17 @@ _NP = {1: np.float32, 2: np.float64, 3: np.int64, 4: np.int32, 5: np.int8, 6: np
 _NP_CODE = {np.dtype(v): k for k, v in _NP.items()}
 
 
+@functools.lru_cache(maxsize=None)
 def _torch_codes():
     import torch
     return {torch.float32: 1, torch.float64: 2, torch.int64: 3, torch.int32: 4, torch.int8: 5,
             torch.uint8: 6, torch.float16: 7, torch.bfloat16: 8, torch.int16: 9,
             torch.uint16: 10, torch.uint32: 11, torch.uint64: 12, torch.bool: 13}
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_dtypes():
+    return {v: k for k, v in _torch_codes().items()}
 
 
 class _TensorDesc(ctypes.Structure):
@@ -135,7 +142,7 @@ class Model:
         if use_torch:
             import torch
             codes = _torch_codes()
-            torch_dtypes = {v: k for k, v in codes.items()}
+            torch_dtypes = _torch_dtypes()
             for i, a in enumerate(args):
                 if a.device.type != "cpu":
                     raise KilnError("kiln: CPU artifacts take CPU tensors (got %s)" % a.device)
