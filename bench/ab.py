@@ -72,7 +72,10 @@ def main():
             t[k] = (time.perf_counter() - t0) * 1e3
             times[k].append(t[k])
         ratios.append(t[1] / t[0])
-    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    # (inclusive: within the pairs' range; the default extrapolates past it
+    # for few pairs, to a negative quartile for 2 pairs 0.1 and 3.)
+    q = (statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1
+         else [ratios[0]] * 3)
     print("A %s: %.3f ms" % (args.a, statistics.median(times[0])))
     print("B %s: %.3f ms" % (args.b, statistics.median(times[1])))
     print("B / A: median %.4f (quartiles %.4f-%.4f, %d pairs, %d thread%s)"
