@@ -106,7 +106,6 @@ class Model:
         if lib.kiln_instance_create(desc_ptr, ctypes.byref(opts), ctypes.byref(self._inst)) != 0:
             raise KilnError("kiln: cannot create an instance of %s: %s"
                             % (path, lib.kiln_last_error().decode()))
-        self._dynamic = any(any(s.dynamic) for s in self.outputs)
         # The run's tensor arrays, filled in place on every call (_set).
         self._in_ts = (_Tensor * max(len(self.inputs), 1))()
         self._out_ts = (_Tensor * max(len(self.outputs), 1))()
