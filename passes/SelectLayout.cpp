@@ -82,7 +82,7 @@ constexpr double kPoolNhwc = 4.0, kPoolNchw = 2.0;
 /// Codegen's F(2x2, 3x3) Winograd convs (NHWC, f32) against the direct
 /// products' rate: 2.25x fewer multiply-adds, less the transforms (ResNet-50's
 /// and a lone 64 -> 64 conv at 56 x 56: 195-200 direct-equivalent GFLOP/s
-/// against 100). Its conditions mirror codegen's (LowerToKernels.cpp,
+/// against 100). Its conditions mirror codegen's (codegen/kernels/ConvNhwc.cpp,
 /// kWinogradMinChannels, kWinogradMinPixels).
 constexpr double kWinogradSpeedup = 1.9;
 constexpr int64_t kWinogradMinChannels = 16, kWinogradMinPixels = 100;

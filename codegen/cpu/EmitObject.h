@@ -2,7 +2,7 @@
 #ifndef KILN_CODEGEN_CPU_EMITOBJECT_H
 #define KILN_CODEGEN_CPU_EMITOBJECT_H
 
-#include "codegen/common/Program.h"
+#include "codegen/program/Program.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/IR/LLVMContext.h"

@@ -14,7 +14,7 @@
 #ifndef KILN_CODEGEN_CUDA_EMITCUDA_H
 #define KILN_CODEGEN_CUDA_EMITCUDA_H
 
-#include "codegen/common/Program.h"
+#include "codegen/program/Program.h"
 
 #include <string>
 

@@ -17,8 +17,8 @@
 //    their inputs, stay at the bound.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_CODEGEN_COMMON_LIVEROWS_H
-#define KILN_CODEGEN_COMMON_LIVEROWS_H
+#ifndef KILN_CODEGEN_PROGRAM_LIVEROWS_H
+#define KILN_CODEGEN_PROGRAM_LIVEROWS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -31,4 +31,4 @@ llvm::DenseMap<mlir::Operation *, int> liveRowOps(mlir::func::FuncOp fn);
 
 } // namespace kiln::codegen
 
-#endif // KILN_CODEGEN_COMMON_LIVEROWS_H
+#endif // KILN_CODEGEN_PROGRAM_LIVEROWS_H

@@ -1,6 +1,6 @@
 //===- PlanMemory.cpp - kiln-plan-memory: the static activation arena ------===//
 
-#include "codegen/common/PlanMemory.h"
+#include "codegen/program/PlanMemory.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/STLExtras.h"

@@ -19,10 +19,10 @@
 // Disabled (Program::planMemory false): every buffer its own bytes.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_CODEGEN_COMMON_PLANMEMORY_H
-#define KILN_CODEGEN_COMMON_PLANMEMORY_H
+#ifndef KILN_CODEGEN_PROGRAM_PLANMEMORY_H
+#define KILN_CODEGEN_PROGRAM_PLANMEMORY_H
 
-#include "codegen/common/Program.h"
+#include "codegen/program/Program.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -39,4 +39,4 @@ void printMemoryPlan(const Program &program, llvm::raw_ostream &os);
 
 } // namespace kiln::codegen
 
-#endif // KILN_CODEGEN_COMMON_PLANMEMORY_H
+#endif // KILN_CODEGEN_PROGRAM_PLANMEMORY_H

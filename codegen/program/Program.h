@@ -6,8 +6,8 @@
 // CPU backend turns it into an object file.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_CODEGEN_COMMON_PROGRAM_H
-#define KILN_CODEGEN_COMMON_PROGRAM_H
+#ifndef KILN_CODEGEN_PROGRAM_PROGRAM_H
+#define KILN_CODEGEN_PROGRAM_PROGRAM_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -266,4 +266,4 @@ int64_t estimateFlops(mlir::Operation *op);
 
 } // namespace kiln::codegen
 
-#endif // KILN_CODEGEN_COMMON_PROGRAM_H
+#endif // KILN_CODEGEN_PROGRAM_PROGRAM_H

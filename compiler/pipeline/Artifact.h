@@ -2,7 +2,7 @@
 #ifndef KILN_COMPILER_PIPELINE_ARTIFACT_H
 #define KILN_COMPILER_PIPELINE_ARTIFACT_H
 
-#include "codegen/common/Program.h"
+#include "codegen/program/Program.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

@@ -2,7 +2,7 @@
 #ifndef KILN_COMPILER_PIPELINE_REPORT_H
 #define KILN_COMPILER_PIPELINE_REPORT_H
 
-#include "codegen/common/Program.h"
+#include "codegen/program/Program.h"
 
 #include <map>
 #include <string>

@@ -13,7 +13,7 @@
 #ifndef KILN_TOOLS_KILN_COMPILE_AUTOTUNE_H
 #define KILN_TOOLS_KILN_COMPILE_AUTOTUNE_H
 
-#include "codegen/common/Program.h"
+#include "codegen/program/Program.h"
 
 #include <functional>
 #include <map>

@@ -1,7 +1,7 @@
 //===- Calibrate.cpp - --precision=auto: measure builds, choose per region ===//
 #include "Calibrate.h"
 
-#include "codegen/common/Program.h"
+#include "codegen/program/Program.h"
 
 #include "../kiln-run/TensorFile.h"
 #include "kiln/runtime.h"

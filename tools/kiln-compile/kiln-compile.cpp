@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "Autotune.h"
 #include "Calibrate.h"
-#include "codegen/common/Program.h"
-#include "codegen/common/PlanMemory.h"
+#include "codegen/program/Program.h"
+#include "codegen/program/PlanMemory.h"
 #include "codegen/cpu/EmitObject.h"
 #include "codegen/cuda/EmitCuda.h"
 #include "codegen/cuda/Nvrtc.h"

@@ -1,0 +1,319 @@
+//===- Elementwise.cpp - elementwise ops and kiln.fusion ------------------===//
+//
+// Elementwise ops as vector loops over the output (broadcast operands by
+// strides, in place where the plan allows), and kiln.fusion: one kernel per
+// fused region, its anchor's builder applying the epilogue as it stores.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/Lowering.h"
+
+#include "llvm/ADT/ScopeExit.h"
+
+#include <functional>
+
+using namespace mlir;
+
+namespace kiln::codegen::kernels {
+
+LogicalResult Lowering::elementwise(
+    Operation *op, ArrayRef<Value> ins,
+    const std::function<Value(KernelEmitter &, ArrayRef<Value>)> &fn,
+    std::optional<int> outBuffer, ArrayRef<std::vector<int64_t>> siteStrides) {
+  SmallVector<int64_t> outShape(shape(op->getResult(0)));
+  if (outShape.empty())
+    outShape.push_back(1);
+  int64_t rank = outShape.size();
+  int64_t inner = outShape.back();
+  int64_t outer = 1;
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    outer *= outShape[i];
+  // Per-input strides in output coordinates (0 where broadcast): given, or
+  // numpy broadcasting.
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<bool> dense;
+  auto contiguous = stridesOf(outShape);
+  for (auto [k, v] : llvm::enumerate(ins)) {
+    std::vector<int64_t> st = k < siteStrides.size() ? siteStrides[k]
+                                                     : numpyStrides(shape(v), outShape);
+    if (static_cast<int64_t>(st.size()) < rank) // a rank-0 result's sites
+      st.insert(st.begin(), rank - st.size(), 0);
+    for (int64_t i = 0; i < rank; ++i)
+      if (outShape[i] == 1)
+        st[i] = 0; // size-1 dims never move
+    std::vector<int64_t> c = contiguous;
+    for (int64_t i = 0; i < rank; ++i)
+      if (outShape[i] == 1)
+        c[i] = 0;
+    dense.push_back(st == c);
+    strides.push_back(st);
+  }
+  // Inputs read only at the element written, of the output's type: the
+  // output may take one's memory (kiln-plan-memory).
+  std::vector<int> inPlace;
+  for (size_t k = 0; k < ins.size(); ++k)
+    if (dense[k] && elemType(ins[k]) == elemType(op->getResult(0)))
+      inPlace.push_back(static_cast<int>(k));
+  auto markInPlace = [&](LogicalResult r) {
+    if (succeeded(r))
+      p.launches.back().inPlace = inPlace;
+    return r;
+  };
+  if (p.gpu) {
+    // A grid-stride loop over the output, consecutive threads on
+    // consecutive elements (coalesced); 16-byte accesses (4 lanes) when
+    // every operand is dense or a single broadcast element.
+    int64_t total = outer * inner;
+    auto scalarSite = [&](size_t k) {
+      return llvm::all_of(strides[k], [](int64_t v) { return v == 0; });
+    };
+    // (float4 when every buffer and value is f32; other element types one
+    // at a time.)
+    bool vec = total % 4 == 0 && elemType(op->getResult(0)).isF32();
+    if (auto f = dyn_cast<kiln::FusionOp>(op))
+      f.getBody().walk([&](Operation *inner) {
+        for (Type t : inner->getResultTypes())
+          vec = vec && llvm::cast<RankedTensorType>(t).getElementType().isF32();
+      });
+    for (size_t k = 0; k < ins.size(); ++k)
+      vec = vec && (dense[k] || scalarSite(k)) && elemType(ins[k]).isF32();
+    int64_t lanes = vec ? 4 : 1, n = total / lanes;
+    int64_t blocks = std::clamp<int64_t>(ceilDiv(n, kGpuThreads), 1, kGpuMaxBlocks);
+    return markInPlace(gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
+      Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
+      e.loop(first, e.idx(n), [&](Value i) {
+        Value at = e.mul(i, lanes);
+        SmallVector<Value> offs(ins.size());
+        for (size_t k = 0; k < ins.size(); ++k) {
+          if (dense[k] || scalarSite(k)) {
+            offs[k] = dense[k] ? at : e.idx(0);
+            continue;
+          }
+          offs[k] = e.offsetOf(at, outShape, strides[k], e.idx(0));
+        }
+        e.lanes = lanes;
+        SmallVector<Value> vals;
+        for (size_t k = 0; k < ins.size(); ++k)
+          vals.push_back(scalarSite(k) && !dense[k] ? e.splat(e.load(k, offs[k]))
+                                                    : e.vload(k, offs[k]));
+        e.vstore(fn(e, vals), ins.size(), at);
+        e.lanes = 1;
+      }, blocks * kGpuThreads);
+    }, outBuffer));
+  }
+  int64_t rows = rowsPerWorkgroup(inner);
+  liveShare(op->getResult(0), outer, rows);
+  return markInPlace(launch(op, ins, ceilDiv(outer, rows), [&](KernelEmitter &e) {
+    auto [lo, hi] = e.share(outer, rows);
+    e.loop(lo, hi, [&](Value r) {
+      // Base offset of row r in every input.
+      SmallVector<Value> base;
+      for (size_t k = 0; k < ins.size(); ++k) {
+        if (dense[k]) {
+          base.push_back(e.mul(r, inner));
+          continue;
+        }
+        base.push_back(e.offsetOf(r, ArrayRef<int64_t>(outShape).drop_back(), strides[k],
+                                  e.idx(0)));
+      }
+      Value outBase = e.mul(r, inner);
+      e.loop(0, inner, [&](Value j) {
+        SmallVector<Value> vals;
+        for (size_t k = 0; k < ins.size(); ++k)
+          vals.push_back(e.load(k, e.add(base[k], e.mul(j, strides[k][rank - 1]))));
+        e.store(fn(e, vals), ins.size(), e.add(outBase, j));
+      });
+    });
+  }, outBuffer));
+}
+
+LogicalResult Lowering::fusion(kiln::FusionOp op) {
+  loweringFusion = op;
+  auto reset = llvm::make_scope_exit([&] { loweringFusion = nullptr; });
+  Block &body = op.getBody().front();
+  for (auto [arg, in] : llvm::zip(body.getArguments(), op.getInputs()))
+    bufferOf[arg] = bufferOf.lookup(in);
+  SmallVector<Operation *> ops;
+  for (Operation &o : body.without_terminator())
+    ops.push_back(&o);
+  if (ops.empty())
+    return op.emitError("empty kiln.fusion");
+  // Attention with the head transposes around it.
+  auto attIt = llvm::find_if(ops, [](Operation *o) { return isa<kiln::AttentionOp>(o); });
+  if (attIt != ops.end()) {
+    auto att = cast<kiln::AttentionOp>(*attIt);
+    SmallVector<Value> srcs;
+    SmallVector<MatrixView> views;
+    // Q, K and V in place: through the transposes, reshapes and slices
+    // that kiln-fuse put in the body.
+    for (Value v : {att.getQuery(), att.getKey(), att.getValue()}) {
+      auto view = kiln::stridedViewOf(v);
+      if (!view)
+        return att.emitError("attention operand is not a strided view of a kernel input");
+      srcs.push_back(view->base);
+      views.push_back(MatrixView::of(*view));
+    }
+    if (att.getMask())
+      srcs.push_back(att.getMask());
+    MatrixView outView = MatrixView::contiguous(shape(att.getResult()));
+    if (att->hasOneUse())
+      if (auto t = dyn_cast<kiln::TransposeOp>(*att->getUsers().begin())) {
+        // Output dim i lands at result dim j with perm[j] == i.
+        auto perm = t.getPerm();
+        auto st = stridesOf(shape(t.getResult()));
+        SmallVector<int64_t> strideOf(perm.size());
+        for (size_t j = 0; j < perm.size(); ++j)
+          strideOf[perm[j]] = st[j];
+        outView.batch.assign(strideOf.begin(), strideOf.end() - 2);
+        outView.row = strideOf[perm.size() - 2];
+        outView.col = strideOf.back();
+      }
+    if (failed(attention(att, srcs, views, outView)))
+      return failure();
+    bufferOf[op.getResult()] = bufferOf.lookup(att.getResult());
+    Launch &l = p.launches.back();
+    l.nodes.clear();
+    collectNodeNames(op.getLoc(), l.nodes);
+    l.what.clear();
+    for (Operation *o : ops)
+      l.what += (l.what.empty() ? "" : "+") + o->getName().stripDialect().str();
+    return success();
+  }
+
+  // A reduction with its elementwise prologue (computing its input) and
+  // epilogue.
+  auto redIt = llvm::find_if(ops, [](Operation *o) {
+    return isa<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp,
+                 kiln::ReduceProdOp>(o);
+  });
+  if (redIt != ops.end()) {
+    Operation *red = *redIt;
+    Epilogue pro, post;
+    pro.ops.assign(ops.begin(), redIt);
+    pro.yielded = red->getOperand(0);
+    post.ops.assign(redIt + 1, ops.end());
+    post.start = red->getResult(0);
+    post.yielded = body.getTerminator()->getOperand(0);
+    for (Operation *o : pro.ops)
+      if (!kiln::isElementwise(o) || o->getResult(0).getType() != red->getOperand(0).getType())
+        return o->emitError("cannot be fused here: a reduction's prologue holds elementwise "
+                            "ops of its input's shape");
+    for (Operation *o : post.ops)
+      if (!kiln::isElementwise(o) || o->getResult(0).getType() != op.getType())
+        return o->emitError("cannot be fused here: a reduction's epilogue holds elementwise "
+                            "ops of its result's shape");
+    pro.collect();
+    post.collect();
+    // A prologue that casts, or reads masks/indices (where, compare on
+    // integer sites), computes in its ops' own types.
+    typedKernel = llvm::any_of(pro.ops, [](Operation *o) { return isa<kiln::CastOp>(o); }) ||
+                  llvm::any_of(pro.siteArgs, [](Value v) {
+                    Type et = llvm::cast<RankedTensorType>(v.getType()).getElementType();
+                    return !et.isF32() && !et.isF64();
+                  });
+    LogicalResult reduced = reduce(red, pro.ops.empty() ? nullptr : &pro,
+                                   post.ops.empty() ? nullptr : &post);
+    typedKernel = false;
+    if (failed(reduced))
+      return failure();
+    bufferOf[op.getResult()] = bufferOf.lookup(red->getResult(0));
+    Launch &l = p.launches.back();
+    l.nodes.clear();
+    collectNodeNames(op.getLoc(), l.nodes);
+    l.what.clear();
+    for (Operation *o : ops)
+      l.what += (l.what.empty() ? "" : "+") + o->getName().stripDialect().str();
+    return success();
+  }
+
+  Epilogue epi;
+  epi.yielded = body.getTerminator()->getOperand(0);
+  // A convolution may follow a prologue (kiln-rematerialize): elementwise
+  // ops computing its input, evaluated per element it gathers.
+  Epilogue pro;
+  SmallVector<Operation *> allOps = ops;
+  auto convIt = llvm::find_if(ops, [](Operation *o) { return isa<kiln::ConvOp>(o); });
+  if (convIt != ops.end() && convIt != ops.begin()) {
+    auto conv = cast<kiln::ConvOp>(*convIt);
+    pro.ops.assign(ops.begin(), convIt);
+    pro.yielded = conv.getInput();
+    for (Operation *o : pro.ops) {
+      if (!(kiln::isElementwise(o) || isa<kiln::BatchNormOp>(o)) ||
+          o->getResult(0).getType() != conv.getInput().getType())
+        return o->emitError("cannot be fused here: a convolution's prologue holds "
+                            "elementwise ops of its input's shape");
+      for (Value v : o->getOperands())
+        if (v.getType() == conv.getInput().getType() && llvm::isa<BlockArgument>(v))
+          pro.start = v; // the one full-size input (Rematerialize.cpp)
+    }
+    if (!pro.start)
+      return op.emitError("a convolution prologue reads no input of the convolution's shape");
+    pro.collect();
+    for (auto &st : pro.siteStrides)
+      if (st[2] != 0 || st[3] != 0)
+        return op.emitError("convolution prologue operands must be per channel");
+    ops.erase(ops.begin(), convIt);
+  }
+  Operation *anchor = isa<kiln::ConvOp, kiln::GemmOp, kiln::MatMulOp>(ops.front())
+                          ? ops.front()
+                          : nullptr;
+  epi.ops.assign(ops.begin() + (anchor ? 1 : 0), ops.end());
+  auto shapeOnly = [](Type t) { return llvm::cast<RankedTensorType>(t).getShape(); };
+  // (An anchor's epilogue may round: f32 -> bf16/f16 -> f32, in registers.)
+  auto roundingHalf = [&](Operation *o) {
+    auto c = dyn_cast<kiln::CastOp>(o);
+    Type et = llvm::cast<RankedTensorType>(o->getResult(0).getType()).getElementType();
+    return c && (et.isBF16() || et.isF16()) && c->hasOneUse() &&
+           isa<kiln::CastOp>(*c->getUsers().begin()) &&
+           c->getUsers().begin()->getResult(0).getType() == op.getType();
+  };
+  for (Operation *o : epi.ops)
+    if (!(kiln::isElementwise(o) || isa<kiln::BatchNormOp>(o)) ||
+        (anchor ? o->getResult(0).getType() != op.getType() && !roundingHalf(o)
+                : shapeOnly(o->getResult(0).getType()) != shapeOnly(op.getType())))
+      return o->emitError("cannot be fused here: a kiln.fusion holds an anchor "
+                          "and elementwise ops of the result's shape");
+  if (anchor)
+    epi.start = anchor->getResult(0);
+  epi.collect();
+  LogicalResult r = success();
+  if (!anchor) {
+    // A pure elementwise chain: every site is an input of the kernel.
+    r = elementwise(op, epi.siteArgs, [&](KernelEmitter &e, ArrayRef<Value> vals) {
+      return epi.apply(e, Value(), [&](int k) { return vals[k]; });
+    }, std::nullopt, epi.siteStrides);
+    if (succeeded(r)) {
+      Launch &l = p.launches.back();
+      l.what.clear();
+      for (Operation *o : ops)
+        l.what += (l.what.empty() ? "" : "+") + o->getName().stripDialect().str();
+    }
+    return r;
+  }
+  if (auto conv = dyn_cast<kiln::ConvOp>(anchor)) {
+    auto out = shape(conv.getResult());
+    bool nhwc = conv.getLayout() == "nhwc";
+    for (auto &st : epi.siteStrides)
+      if (nhwc ? st[1] != st[2] * out[2] : st[2] != st[3] * out[3])
+        return op.emitError("conv epilogue operands must be full-size or "
+                            "broadcast over both spatial dimensions");
+    r = this->conv(conv, &epi, pro.ops.empty() ? nullptr : &pro);
+  } else if (auto g = dyn_cast<kiln::GemmOp>(anchor)) {
+    r = gemm(g, &epi);
+  } else {
+    r = matmul(cast<kiln::MatMulOp>(anchor), &epi);
+  }
+  if (failed(r))
+    return r;
+  bufferOf[op.getResult()] = bufferOf.lookup(anchor->getResult(0));
+  // The anchor's kernel computes the whole fusion.
+  Launch &l = p.launches.back();
+  l.nodes.clear();
+  collectNodeNames(op.getLoc(), l.nodes);
+  l.flops = estimateFlops(op) + l.extraFlops;
+  l.what.clear();
+  for (Operation *o : allOps)
+    l.what += (l.what.empty() ? "" : "+") + o->getName().stripDialect().str();
+  return success();
+}
+
+} // namespace kiln::codegen::kernels

@@ -1,0 +1,193 @@
+//===- Indexing.cpp - gathers and scatters --------------------------------===//
+//
+// Gather and GatherElements (indices bounded and wrapped like ONNX's), and
+// the scatters: a copy of the data, then one kernel applying the updates in
+// order.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/Lowering.h"
+
+#include <algorithm>
+#include <functional>
+
+using namespace mlir;
+
+namespace kiln::codegen::kernels {
+
+/// A run-time index (an integer element) as an in-bounds position along a
+/// dimension of size `dim`: negative counts from the end, the rest clamps.
+static Value boundedIndex(KernelEmitter &e, Value raw, int64_t dim) {
+  ImplicitLocOpBuilder &b = e.b;
+  Value v = raw;
+  if (v.getType().getIntOrFloatBitWidth() < 64)
+    v = arith::ExtSIOp::create(b, b.getI64Type(), v);
+  Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, v, e.i64(0));
+  v = arith::SelectOp::create(b, neg, arith::AddIOp::create(b, v, e.i64(dim)), v);
+  v = arith::MaxSIOp::create(b, v, e.i64(0));
+  v = arith::MinSIOp::create(b, v, e.i64(std::max<int64_t>(dim - 1, 0)));
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+
+LogicalResult Lowering::gather(kiln::GatherOp op) {
+  auto data = shape(op.getData()), ids = shape(op.getIndices()), out = shape(op.getResult());
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= data[d];
+  for (int64_t d = axis + 1; d < static_cast<int64_t>(data.size()); ++d) inner *= data[d];
+  int64_t n = 1;
+  for (int64_t d : ids) n *= d;
+  int64_t dim = data[axis];
+  (void)out;
+  return forEach(op, {op.getData(), op.getIndices()}, elems(op.getResult()),
+                 [&](KernelEmitter &e, Value i) {
+                   // i = (o * n + k) * inner + r
+                   Value r = e.rem(i, inner), rest = e.div(i, inner);
+                   Value k = e.rem(rest, n), o = e.div(rest, n);
+                   Value at = boundedIndex(e, e.load(1, k), dim);
+                   Value src = e.add(e.mul(e.add(e.mul(o, dim), at), inner), r);
+                   e.store(e.load(0, src), 2, i);
+                 });
+}
+
+LogicalResult Lowering::gatherElements(kiln::GatherElementsOp op) {
+  auto data = shape(op.getData()), out = shape(op.getResult());
+  int64_t axis = static_cast<int64_t>(op.getAxis()), rank = out.size();
+  auto dataStr = stridesOf(data);
+  return forEach(op, {op.getData(), op.getIndices()}, elems(op.getResult()),
+                 [&](KernelEmitter &e, Value i) {
+                   Value src = e.idx(0), rest = i;
+                   for (int64_t d = rank - 1; d >= 0; --d) {
+                     Value coord = d == 0 ? rest : e.rem(rest, out[d]);
+                     if (d > 0)
+                       rest = e.div(rest, out[d]);
+                     if (d != axis)
+                       src = e.add(src, e.mul(coord, dataStr[d]));
+                   }
+                   Value at = boundedIndex(e, e.load(1, i), data[axis]);
+                   src = e.add(src, e.mul(at, dataStr[axis]));
+                   e.store(e.load(0, src), 2, i);
+                 });
+}
+
+LogicalResult Lowering::forEachInto(Operation *op, ArrayRef<Value> ins, int64_t total, int out,
+                                    const std::function<void(KernelEmitter &, Value)> &body) {
+  if (p.gpu) {
+    int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
+    return gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
+      Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
+      e.loop(first, e.idx(total), [&](Value i) { body(e, i); }, blocks * kGpuThreads);
+    }, out);
+  }
+  return launch(op, ins, ceilDiv(std::max<int64_t>(total, 1), kWorkgroupElems),
+                [&](KernelEmitter &e) {
+                  auto [lo, hi] = e.share(total, kWorkgroupElems);
+                  e.loop(lo, hi, [&](Value i) { body(e, i); });
+                }, out);
+}
+
+/// `old` combined with `upd` by a scatter's reduction (f16/bf16 in f32,
+/// integers signless with `t`'s signedness).
+static Value scatterCombine(KernelEmitter &e, StringRef reduction, Value old, Value upd,
+                            Type t) {
+  ImplicitLocOpBuilder &b = e.b;
+  if (reduction == "none")
+    return upd;
+  if (llvm::isa<FloatType>(old.getType())) {
+    // (f16/bf16 in f32; f32 and f64 as they are)
+    Type ct = old.getType().getIntOrFloatBitWidth() < 32 ? b.getF32Type() : old.getType();
+    Value x = convertElements(b, old, old.getType(), ct);
+    Value y = convertElements(b, upd, upd.getType(), ct);
+    Value r = reduction == "add"   ? arith::AddFOp::create(b, x, y).getResult()
+              : reduction == "mul" ? arith::MulFOp::create(b, x, y).getResult()
+              : reduction == "max" ? arith::MaximumFOp::create(b, x, y).getResult()
+                                   : arith::MinimumFOp::create(b, x, y).getResult();
+    return convertElements(b, r, ct, old.getType());
+  }
+  bool uns = t.isUnsignedInteger() || t.isInteger(1);
+  if (reduction == "add")
+    return t.isInteger(1) ? arith::OrIOp::create(b, old, upd).getResult()
+                          : arith::AddIOp::create(b, old, upd).getResult();
+  if (reduction == "mul")
+    return t.isInteger(1) ? arith::AndIOp::create(b, old, upd).getResult()
+                          : arith::MulIOp::create(b, old, upd).getResult();
+  if (reduction == "max")
+    return uns ? arith::MaxUIOp::create(b, old, upd).getResult()
+               : arith::MaxSIOp::create(b, old, upd).getResult();
+  return uns ? arith::MinUIOp::create(b, old, upd).getResult()
+             : arith::MinSIOp::create(b, old, upd).getResult();
+}
+
+/// A scatter's result buffer holding a copy of `data` (its updates follow).
+FailureOr<int> Lowering::copyForScatter(Operation *op, Value data) {
+  if (failed(forEach(op, {data}, elems(op->getResult(0)),
+                     [&](KernelEmitter &e, Value i) { e.store(e.load(0, i), 1, i); })))
+    return failure();
+  return bufferOf.lookup(op->getResult(0));
+}
+
+LogicalResult Lowering::scatterElements(kiln::ScatterElementsOp op) {
+  auto data = shape(op.getData()), ix = shape(op.getIndices());
+  int64_t axis = static_cast<int64_t>(op.getAxis()), rank = data.size();
+  auto dataStr = stridesOf(data), ixStr = stridesOf(ix);
+  Type t = elemType(op.getData());
+  std::string red = op.getReduction().str();
+  // The copy of the data, then per line of the indices along the axis (lines
+  // write disjoint lines of the data) the updates in order.
+  FailureOr<int> out = copyForScatter(op, op.getData());
+  if (failed(out))
+    return failure();
+  int64_t dim = ix[axis], lines = dim ? elems(op.getIndices()) / dim : 0;
+  SmallVector<int64_t> lineShape(ix);
+  lineShape[axis] = 1;
+  return forEachInto(op, {op.getIndices(), op.getUpdates()}, lines, *out,
+                     [&](KernelEmitter &e, Value l) {
+    // The line's coordinates: its offsets in the indices and in the data.
+    Value ixBase = e.idx(0), dataBase = e.idx(0), rest = l;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      Value coord = d == 0 ? rest : e.rem(rest, lineShape[d]);
+      if (d > 0)
+        rest = e.div(rest, lineShape[d]);
+      if (d == axis)
+        continue;
+      ixBase = e.add(ixBase, e.mul(coord, ixStr[d]));
+      dataBase = e.add(dataBase, e.mul(coord, dataStr[d]));
+    }
+    e.loop(0, dim, [&](Value k) {
+      Value at = e.add(ixBase, e.mul(k, ixStr[axis]));
+      Value pos = boundedIndex(e, e.load(0, at), data[axis]);
+      Value dst = e.add(dataBase, e.mul(pos, dataStr[axis]));
+      e.store(scatterCombine(e, red, e.load(2, dst), e.load(1, at), t), 2, dst);
+    });
+  });
+}
+
+LogicalResult Lowering::scatterND(kiln::ScatterNDOp op) {
+  auto data = shape(op.getData()), ix = shape(op.getIndices());
+  int64_t q = ix.back(), tuples = 1, slice = 1;
+  for (size_t d = 0; d + 1 < ix.size(); ++d)
+    tuples *= ix[d];
+  for (size_t d = q; d < data.size(); ++d)
+    slice *= data[d];
+  auto dataStr = stridesOf(data);
+  Type t = elemType(op.getData());
+  std::string red = op.getReduction().str();
+  FailureOr<int> out = copyForScatter(op, op.getData());
+  if (failed(out))
+    return failure();
+  // Per element of the slice (in parallel), the tuples in order: two
+  // tuples naming one slice never race.
+  return forEachInto(op, {op.getIndices(), op.getUpdates()}, slice, *out,
+                     [&](KernelEmitter &e, Value s) {
+    e.loop(0, tuples, [&](Value k) {
+      Value dst = s;
+      for (int64_t j = 0; j < q; ++j) {
+        Value raw = e.load(0, e.add(e.mul(k, q), e.idx(j)));
+        dst = e.add(dst, e.mul(boundedIndex(e, raw, data[j]), dataStr[j]));
+      }
+      Value src = e.add(e.mul(k, slice), s);
+      e.store(scatterCombine(e, red, e.load(2, dst), e.load(1, src), t), 2, dst);
+    });
+  });
+}
+
+} // namespace kiln::codegen::kernels
