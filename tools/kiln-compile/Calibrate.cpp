@@ -3,7 +3,7 @@
 
 #include "codegen/program/Program.h"
 
-#include "../kiln-run/TensorFile.h"
+#include "support/TensorFile.h"
 #include "kiln/runtime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -60,12 +60,12 @@ bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
     auto type = llvm::dyn_cast<mlir::RankedTensorType>(main.getArgument(i).getType());
     if (zerosForOthers && type && type.hasStaticShape() && !type.getElementType().isF32() &&
         codegen::dtypeCode(type.getElementType())) {
-      tools::HostArray a;
+      support::HostArray a;
       a.dtype = codegen::dtypeCode(type.getElementType());
       a.shape.assign(type.getShape().begin(), type.getShape().end());
       a.data.assign(a.bytes(), 0);
       std::string path = dir + "/calib_" + std::to_string(i) + ".npy";
-      if (!tools::writeNpy(path, a, error))
+      if (!support::writeNpy(path, a, error))
         return false;
       runArgs.push_back("--input");
       runArgs.push_back(name + "=" + path);
@@ -76,7 +76,7 @@ bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
               "give it with --calibrate " + name + "=FILE";
       return false;
     }
-    tools::HostArray a;
+    support::HostArray a;
     a.dtype = KILN_F32;
     a.shape.assign(type.getShape().begin(), type.getShape().end());
     a.data.resize(type.getNumElements() * sizeof(float));
@@ -84,7 +84,7 @@ bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
     for (int64_t e = 0; e < type.getNumElements(); ++e)
       v[e] = normal(rng);
     std::string path = dir + "/calib_" + std::to_string(i) + ".npy";
-    if (!tools::writeNpy(path, a, error))
+    if (!support::writeNpy(path, a, error))
       return false;
     runArgs.push_back("--input");
     runArgs.push_back(name + "=" + path);
@@ -157,8 +157,8 @@ bool runBuilt(const std::string &kilnRun, const std::vector<std::string> &runArg
   std::sort(files.begin(), files.end());
   t.outputs = {};
   for (const std::string &f : files) {
-    tools::HostArray a;
-    if (!tools::readTensorFile(f, a, error))
+    support::HostArray a;
+    if (!support::readTensorFile(f, a, error))
       return false;
     std::vector<double> v(a.numElements());
     for (int64_t e = 0; e < a.numElements(); ++e)

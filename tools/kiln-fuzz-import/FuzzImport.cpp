@@ -9,9 +9,9 @@
 // (`make fuzz`, CMake -DKILN_FUZZ=ON with clang); test/fuzz runs it.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/onnx/Importer.h"
+#include "frontends/onnx/Importer.h"
 #ifdef KILN_FUZZ_TORCH
-#include "compiler/torch/TorchImporter.h"
+#include "frontends/torch/TorchImporter.h"
 #endif
 
 #include "mlir/IR/Diagnostics.h"

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
-#include "tools/kiln-run/TensorFile.h"
+#include "support/TensorFile.h"
 
 #include <dlfcn.h>
 
@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <vector>
 
-using kiln::tools::HostArray;
+using kiln::support::HostArray;
 
 namespace {
 struct Api {
@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
                                              std::to_string(t.shape[k])
                                        : std::to_string(t.shape[k]));
       std::printf("  %s %s: %s %s\n", j < m->num_inputs ? "input" : "output", t.name,
-                  kiln::tools::dtypeName(t.dtype), shape.empty() ? "scalar" : shape.c_str());
+                  kiln::support::dtypeName(t.dtype), shape.empty() ? "scalar" : shape.c_str());
     }
     if (const kiln_device_program *d = m->device) {
       for (uint32_t j = 0; j < d->num_images; ++j)
@@ -184,25 +184,25 @@ int main(int argc, char **argv) {
       return fail("the model has no input '" + name + "' (inputs: " + names + ")");
     }
     std::string err;
-    if (!kiln::tools::readTensorFile(file, in[idx], err))
+    if (!kiln::support::readTensorFile(file, in[idx], err))
       return fail(err);
     // numpy has no bfloat16: a float32 array feeds a bf16 input rounded, a
     // uint16 one (the ONNX test data's spelling) as bit patterns.
     if (m->inputs[idx].dtype == KILN_BF16 && in[idx].dtype == KILN_F32)
-      kiln::tools::toBf16(in[idx]);
+      kiln::support::toBf16(in[idx]);
     if (m->inputs[idx].dtype == KILN_BF16 && in[idx].dtype == KILN_U16)
       in[idx].dtype = KILN_BF16;
     // Nor float8/float4/int4/int2: a numeric .npy feeds such an input
     // rounded (nearest even, saturated) or wrapped, packed.
     if (kiln_dtype_carrier(m->inputs[idx].dtype) != m->inputs[idx].dtype &&
         in[idx].dtype != m->inputs[idx].dtype)
-      kiln::tools::toNarrow(in[idx], m->inputs[idx].dtype);
+      kiln::support::toNarrow(in[idx], m->inputs[idx].dtype);
     given[idx] = true;
   }
   for (uint32_t j = 0; j < m->num_inputs; ++j)
     if (!given[j])
       return fail(std::string("missing --input for '") + m->inputs[j].name + "' (" +
-                  kiln::tools::dtypeName(m->inputs[j].dtype) + " " +
+                  kiln::support::dtypeName(m->inputs[j].dtype) + " " +
                   shapeStr(std::vector<int64_t>(m->inputs[j].shape,
                                                 m->inputs[j].shape + m->inputs[j].rank)) + ")");
 
@@ -247,7 +247,7 @@ int main(int argc, char **argv) {
       std::string err, name = m->outputs[j].name;
       for (char &c : name)
         if (c == '/' || c == '\\') c = '_';
-      if (!kiln::tools::writeNpy(outDir + "/" + name + ".npy", out[j], err))
+      if (!kiln::support::writeNpy(outDir + "/" + name + ".npy", out[j], err))
         status = fail(err);
     }
   }
@@ -262,7 +262,7 @@ int main(int argc, char **argv) {
     }
     HostArray ref;
     std::string err;
-    if (!kiln::tools::readTensorFile(file, ref, err)) {
+    if (!kiln::support::readTensorFile(file, ref, err)) {
       status = fail(err);
       continue;
     }

@@ -1,0 +1,1406 @@
+//===- Importer.cpp - ONNX graph walk, initializers, graph signature -------===//
+//
+// Parses the ModelProto, checks opsets, lists every unsupported op at once,
+// turns initializers into host tensors (materialized as resource-blob
+// constants only when a real op consumes them) and calls one converter per
+// node.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/Importer.h"
+#include "frontends/onnx/ImporterImpl.h"
+#include "frontends/onnx/OnnxSchemas.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <functional>
+
+#include "kiln/narrow.h"
+#include "kiln/runtime.h"
+#include "support/TensorFile.h"
+
+using namespace mlir;
+namespace kiln::onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Tensor protos
+//===----------------------------------------------------------------------===//
+
+Type elementTypeOf(MLIRContext *ctx, int32_t t) {
+  Builder b(ctx);
+  switch (t) {
+  case onnx::TensorProto::FLOAT: return b.getF32Type();
+  case onnx::TensorProto::DOUBLE: return b.getF64Type();
+  case onnx::TensorProto::FLOAT16: return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
+  case onnx::TensorProto::INT64: return b.getIntegerType(64);
+  case onnx::TensorProto::INT32: return b.getIntegerType(32);
+  case onnx::TensorProto::INT16: return b.getIntegerType(16);
+  case onnx::TensorProto::INT8: return b.getIntegerType(8);
+  case onnx::TensorProto::UINT8: return b.getIntegerType(8, false);
+  case onnx::TensorProto::UINT16: return b.getIntegerType(16, false);
+  case onnx::TensorProto::UINT32: return b.getIntegerType(32, false);
+  case onnx::TensorProto::UINT64: return b.getIntegerType(64, false);
+  case onnx::TensorProto::BOOL: return b.getI1Type();
+  // Narrow types (onnx 1.14 to 1.20; codes past libonnx 1.12's enum):
+  // kiln-widen-narrow-types carries them in f32 or i8/ui8.
+  case kOnnxFloat8E4M3FN: return b.getType<Float8E4M3FNType>();
+  case kOnnxFloat8E4M3FNUZ: return b.getType<Float8E4M3FNUZType>();
+  case kOnnxFloat8E5M2: return b.getType<Float8E5M2Type>();
+  case kOnnxFloat8E5M2FNUZ: return b.getType<Float8E5M2FNUZType>();
+  case kOnnxUint4: return b.getIntegerType(4, false);
+  case kOnnxInt4: return b.getIntegerType(4);
+  case kOnnxFloat4E2M1: return b.getType<Float4E2M1FNType>();
+  case kOnnxFloat8E8M0: return b.getType<Float8E8M0FNUType>();
+  case kOnnxUint2: return b.getIntegerType(2, false);
+  case kOnnxInt2: return b.getIntegerType(2);
+  default: return {};
+  }
+}
+
+static size_t byteWidth(Type t) {
+  return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+/// Reads the raw bytes of a tensor (inline raw_data or external file).
+LogicalResult Importer::tensorBytes(const onnx::TensorProto &t,
+                                    std::string &bytes, const Twine &what) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto &kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::atoll(kv.value().c_str());
+      else if (kv.key() == "length") length = std::atoll(kv.value().c_str());
+    }
+    if (location.empty() || llvm::sys::path::is_absolute(location))
+      return fileError(what + ": external data location '" + location +
+                       "' must be a path relative to the model's folder");
+    SmallString<256> dir(llvm::sys::path::parent_path(path));
+    if (dir.empty()) dir = ".";
+    SmallString<256> full(dir);
+    llvm::sys::path::append(full, location);
+    SmallString<256> realDir, realFull;
+    if (llvm::sys::fs::real_path(dir, realDir) ||
+        llvm::sys::fs::real_path(full, realFull))
+      return fileError(what + ": cannot open external data file '" + full + "'");
+    if (!StringRef(realFull).starts_with(StringRef(realDir.str().str() + "/")))
+      return fileError(what + ": external data file '" + location +
+                       "' lies outside the model's folder");
+    auto buf = llvm::MemoryBuffer::getFile(realFull, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf)
+      return fileError(what + ": cannot read external data file '" + full + "'");
+    int64_t size = (*buf)->getBufferSize();
+    if (length < 0) length = size - offset;
+    if (offset < 0 || offset + length > size)
+      return fileError(what + ": external data range [" + Twine(offset) + ", " +
+                       Twine(offset + length) + ") exceeds file '" + location +
+                       "' of " + Twine(size) + " bytes");
+    bytes.assign((*buf)->getBufferStart() + offset, length);
+    return success();
+  }
+  if (t.has_raw_data()) {
+    bytes = t.raw_data();
+    return success();
+  }
+  // Typed fields.
+  auto put = [&](const auto &field, auto tag) {
+    using T = decltype(tag);
+    bytes.resize(field.size() * sizeof(T));
+    for (int i = 0; i < field.size(); ++i) {
+      T v = static_cast<T>(field.Get(i));
+      std::memcpy(&bytes[i * sizeof(T)], &v, sizeof(T));
+    }
+  };
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT: put(t.float_data(), float{}); break;
+  case onnx::TensorProto::DOUBLE: put(t.double_data(), double{}); break;
+  case onnx::TensorProto::INT64: put(t.int64_data(), int64_t{}); break;
+  case onnx::TensorProto::UINT64: put(t.uint64_data(), uint64_t{}); break;
+  case onnx::TensorProto::UINT32: put(t.uint64_data(), uint32_t{}); break;
+  case onnx::TensorProto::INT32: put(t.int32_data(), int32_t{}); break;
+  case onnx::TensorProto::INT16: put(t.int32_data(), int16_t{}); break;
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: put(t.int32_data(), uint16_t{}); break;
+  case onnx::TensorProto::INT8: put(t.int32_data(), int8_t{}); break;
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::BOOL: put(t.int32_data(), uint8_t{}); break;
+  default:
+    // Narrow types: int32_data holds their bytes (packed for 4 and 2 bits).
+    if (kiln::narrowDtype(elementTypeOf(ctx, t.data_type()))) {
+      put(t.int32_data(), uint8_t{});
+      break;
+    }
+    return fileError(what + ": unsupported tensor data type " +
+                     Twine(t.data_type()));
+  }
+  return success();
+}
+
+FailureOr<HostTensor> Importer::hostTensorFromProto(const onnx::TensorProto &t,
+                                                    const Twine &what) {
+  HostTensor h;
+  h.elementType = elementTypeOf(ctx, t.data_type());
+  if (!h.elementType)
+    return fileError(what + ": tensor data type " + Twine(t.data_type()) +
+                     " is not supported yet");
+  for (int64_t d : t.dims()) {
+    if (d < 0)
+      return fileError(what + ": negative dimension");
+    h.shape.push_back(d);
+  }
+  std::string bytes;
+  if (failed(tensorBytes(t, bytes, what)))
+    return failure();
+  size_t w = byteWidth(h.elementType);
+  if (!h.evaluable())
+    return fileError(what + ": more than 2^27 elements (Kiln's limit for a constant)");
+  int64_t n = h.numElements();
+  int32_t narrow = kiln::narrowDtype(h.elementType);
+  int64_t need = narrow ? static_cast<int64_t>(kiln_tensor_bytes(narrow, n))
+                        : n * static_cast<int64_t>(w);
+  if (static_cast<int64_t>(bytes.size()) != need)
+    return fileError(what + ": holds " + Twine(bytes.size()) +
+                     " bytes, its shape needs " + Twine(need));
+  h.values.resize(n);
+  if (narrow) {
+    for (int64_t i = 0; i < n; ++i)
+      h.values[i] = kiln_narrow_decode(narrow, kiln_narrow_get(narrow, bytes.data(), i));
+    return h;
+  }
+  const char *p = bytes.data();
+  for (int64_t i = 0; i < n; ++i, p += w) {
+    switch (t.data_type()) {
+#define KILN_CASE(E, T)                                                        \
+  case onnx::TensorProto::E: {                                                 \
+    T v;                                                                       \
+    std::memcpy(&v, p, sizeof(T));                                             \
+    h.values[i] = static_cast<double>(v);                                      \
+    break;                                                                     \
+  }
+      KILN_CASE(FLOAT, float)
+      KILN_CASE(DOUBLE, double)
+      KILN_CASE(INT64, int64_t)
+      KILN_CASE(UINT64, uint64_t)
+      KILN_CASE(INT32, int32_t)
+      KILN_CASE(UINT32, uint32_t)
+      KILN_CASE(INT16, int16_t)
+      KILN_CASE(UINT16, uint16_t)
+      KILN_CASE(INT8, int8_t)
+      KILN_CASE(UINT8, uint8_t)
+      KILN_CASE(BOOL, uint8_t)
+#undef KILN_CASE
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: {
+      uint16_t bits;
+      std::memcpy(&bits, p, 2);
+      APFloat f(llvm::cast<FloatType>(h.elementType).getFloatSemantics(), APInt(16, bits));
+      h.values[i] = f.convertToDouble();
+      break;
+    }
+    default: break;
+    }
+  }
+  if (llvm::isa<FloatType>(h.elementType))
+    h.raw = std::move(bytes);
+  return h;
+}
+
+/// Builds a kiln.constant for a host tensor. Floating-point data goes into a
+/// resource blob (no attribute text); integers into a dense attribute.
+Value Importer::materialize(OpBuilder &b, const HostTensor &h, StringRef name) {
+  auto type = RankedTensorType::get(h.shape, h.elementType);
+  ElementsAttr attr;
+  if (kiln::narrowDtype(h.elementType) && llvm::isa<FloatType>(h.elementType)) {
+    // (Widened to f32 by kiln-widen-narrow-types; the values are exact.)
+    SmallVector<APFloat> fs;
+    for (double v : h.values) {
+      APFloat f(v);
+      bool lost;
+      f.convert(llvm::cast<FloatType>(h.elementType).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      fs.push_back(f);
+    }
+    attr = DenseElementsAttr::get(type, fs);
+  } else if (auto ft = llvm::dyn_cast<FloatType>(h.elementType)) {
+    std::string raw = h.raw;
+    size_t w = byteWidth(ft);
+    if (raw.empty()) {
+      raw.resize(h.values.size() * w);
+      for (size_t i = 0; i < h.values.size(); ++i) {
+        APFloat f(h.values[i]);
+        bool lost;
+        f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        uint64_t bits = f.bitcastToAPInt().getZExtValue();
+        std::memcpy(&raw[i * w], &bits, w);
+      }
+    }
+    auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+        ArrayRef<char>(raw.data(), raw.size()), w);
+    std::string key = name.empty() ? std::string("cst") : sanitize(name);
+    attr = DenseResourceElementsAttr::get(type, key, std::move(blob));
+  } else if (h.elementType.isInteger()) {
+    SmallVector<APInt> ints;
+    unsigned w = h.elementType.getIntOrFloatBitWidth();
+    for (double v : h.values)
+      ints.push_back(APInt(w, static_cast<uint64_t>(hostInt(v)),
+                           /*isSigned=*/true, /*implicitTrunc=*/true));
+    attr = DenseElementsAttr::get(type, ints);
+  }
+  return kiln::ConstantOp::create(b, b.getUnknownLoc(), attr);
+}
+
+std::string Importer::sanitize(StringRef name) {
+  std::string s;
+  for (char c : name)
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    s = "_" + s;
+  return s;
+}
+
+LogicalResult Importer::fileError(const Twine &msg) {
+  emitError(FileLineColLoc::get(ctx, path, 0, 0)) << msg;
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// The graph
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::parse() {
+  if (given) {
+    model = *given;
+    return checkOpset();
+  }
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return fileError("cannot open the model file: " + buf.getError().message());
+  google::protobuf::io::ArrayInputStream raw((*buf)->getBufferStart(),
+                                             (*buf)->getBufferSize());
+  google::protobuf::io::CodedInputStream in(&raw);
+  in.SetTotalBytesLimit(INT32_MAX);
+  if (!model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+    return fileError("is not a valid ONNX model (the protobuf does not parse; "
+                     "is the file truncated?)");
+  if (!model.has_graph())
+    return fileError("the model has no graph");
+  return checkOpset();
+}
+
+LogicalResult Importer::checkOpset() {
+  opset = -1;
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = o.version();
+  if (opset < 0)
+    opset = 1;
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return fileError("uses default-domain opset " + Twine(opset) +
+                     "; Kiln supports opsets " + Twine(kMinOpset) + " to " +
+                     Twine(kMaxOpset) + " (convert the model with "
+                     "onnx.version_converter)");
+  return success();
+}
+
+Location Importer::nodeLoc(const onnx::NodeProto &node, int index, StringRef scope) {
+  std::string name = node.name().empty()
+                         ? node.op_type() + "_" + std::to_string(index)
+                         : node.name();
+  if (!scope.empty())
+    name = scope.str() + "/" + name;
+  return NameLoc::get(StringAttr::get(ctx, name),
+                      FileLineColLoc::get(ctx, path, 0, 0));
+}
+
+LogicalResult Importer::checkSupported(const llvm::StringMap<Converter> &table) {
+  std::map<std::string, std::vector<std::string>> missing;
+  // The graph's nodes and those of its subgraphs (If branches, Loop and
+  // Scan bodies), at any depth.
+  std::function<void(const onnx::GraphProto &, const std::string &, int)> walk =
+      [&](const onnx::GraphProto &g, const std::string &scope, int depth) {
+        for (int i = 0; i < g.node_size(); ++i) {
+          const auto &n = g.node(i);
+          std::string name =
+              scope + (n.name().empty() ? "#" + std::to_string(i) : n.name());
+          bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
+          if (!defaultDomain || !table.count(n.op_type())) {
+            std::string op = defaultDomain ? n.op_type() : n.domain() + "." + n.op_type();
+            missing[op].push_back(name);
+          }
+          if (depth >= kMaxSubgraphDepth)
+            continue;
+          for (const auto &a : n.attribute()) {
+            if (a.has_g())
+              walk(a.g(), name + "/", depth + 1);
+            for (const auto &sg : a.graphs())
+              walk(sg, name + "/", depth + 1);
+          }
+        }
+      };
+  walk(model.graph(), "", 0);
+  if (missing.empty())
+    return success();
+  std::string msg = "the model uses " + std::to_string(missing.size()) +
+                    " op(s) Kiln does not support:";
+  for (auto &[op, nodes] : missing) {
+    msg += "\n  " + op + " (" + std::to_string(nodes.size()) + " node(s): ";
+    for (size_t i = 0; i < nodes.size() && i < 5; ++i)
+      msg += (i ? ", '" : "'") + nodes[i] + "'";
+    if (nodes.size() > 5)
+      msg += ", ...";
+    msg += ")";
+  }
+  return fileError(msg);
+}
+
+/// The symbol of dimension `d` of a graph input: its dim_param, or
+/// "input[d]" for a dimension left unknown.
+static std::string symbolNameOf(const onnx::ValueInfoProto &vi, int d) {
+  const auto &dim = vi.type().tensor_type().shape().dim(d);
+  if (dim.has_dim_param() && !dim.dim_param().empty())
+    return dim.dim_param();
+  return vi.name() + "[" + std::to_string(d) + "]";
+}
+
+/// The shape a graph input is compiled at and the symbols its axes carry:
+/// --shape specializes; a dynamic dimension becomes a symbol compiled at its
+/// bound (--max-shape, kDefaultSymbolBound otherwise).
+LogicalResult Importer::inputSymbols(const onnx::ValueInfoProto &vi,
+                                     const ImportOptions &options,
+                                     SmallVectorImpl<int64_t> &shape, AxisSymbols &axes) {
+  const auto &tt = vi.type().tensor_type();
+  auto ov = options.inputShapes.find(vi.name());
+  if (ov != options.inputShapes.end()) {
+    if (tt.has_shape() && tt.shape().dim_size() != (int)ov->second.size())
+      return fileError("--shape " + vi.name() + " gives " +
+                       Twine(ov->second.size()) + " dimensions; the input has " +
+                       Twine(tt.shape().dim_size()));
+    shape.assign(ov->second.begin(), ov->second.end());
+    axes.assign(shape.size(), -1);
+    return success();
+  }
+  if (!tt.has_shape())
+    return fileError("input '" + vi.name() + "' has no shape; give one with "
+                     "--shape " + vi.name() + "=D0xD1x...");
+  for (int d = 0; d < tt.shape().dim_size(); ++d) {
+    const auto &dim = tt.shape().dim(d);
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+      axes.push_back(-1);
+      continue;
+    }
+    std::string sym = symbolNameOf(vi, d), given0 = sym;
+    for (auto a = aliases.find(sym); a != aliases.end(); a = aliases.find(sym))
+      sym = a->second;
+    if (auto f = fixedSizes.find(sym); f != fixedSizes.end()) {
+      shape.push_back(f->second); // the model fixes it (SymbolTracker::Fix)
+      axes.push_back(-1);
+      continue;
+    }
+    auto it = llvm::find(symbols.names, sym);
+    int32_t id = it - symbols.names.begin();
+    if (it == symbols.names.end()) {
+      auto given = givenBounds.find(sym);
+      if (given == givenBounds.end())
+        given = givenBounds.find(given0);
+      symbols.addSymbol(sym, given != givenBounds.end() ? given->second : kDefaultSymbolBound);
+    }
+    shape.push_back(symbols.bounds[id]);
+    axes.push_back(id);
+  }
+  return success();
+}
+
+/// The symbols of the axes a Shape node reads ([start, end) of its input's).
+static AxisSymbols shapeSymbols(NodeContext &nc, const AxisSymbols &a) {
+  int64_t rank = a.size();
+  auto clampAxis = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  int64_t start = clampAxis(nc.attrInt("start", 0)), end = clampAxis(nc.attrInt("end", rank));
+  return AxisSymbols(a.begin() + start, a.begin() + std::max(start, end));
+}
+
+/// After a node with symbolic or symbol-derived inputs: derives the symbols
+/// of the ops it built (failing where one mixes positions along a symbolic
+/// axis) and marks host values it computed from symbolic sizes.
+LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
+  const char *hint = " (a dynamic dimension compiles at its bound and smaller runs are "
+                     "padded to it; give the inputs static sizes with --shape)";
+  // Shape with start/end reading only static axes computes a static value.
+  bool staticShape = false;
+  if (nc.node.op_type() == "Shape" && !taintedIn) {
+    Value in = nc.input(0);
+    staticShape = llvm::none_of(shapeSymbols(nc, symbols.of(in)),
+                                [](int32_t sym) { return sym >= 0; });
+  }
+  // Host results that depend on no symbolic size: CastLike reads only its
+  // second input's element type; Shape and Size of a host tensor read its
+  // (static) shape, not its tainted values.
+  const std::string &opType = nc.node.op_type();
+  auto hostTainted = [&](size_t i) {
+    const HostTensor *h = nc.hostInput(i);
+    return h && h->fromSymbolicShape;
+  };
+  if (opType == "CastLike")
+    staticShape = !hostTainted(0);
+  if ((opType == "Shape" || opType == "Size") && nc.hostInput(0) &&
+      !nc.hostInput(0)->shapeFromSymbolicShape)
+    staticShape = true;
+  // Whether the results' shapes may depend on a symbolic size: Shape's
+  // never (its length is the rank); ops whose result shape follows from
+  // their inputs' shapes (and the values of inputs from `valuesFrom` on:
+  // Unsqueeze's axes, Slice's starts...) only when one of those does.
+  auto shapeDependent = [&]() {
+    if (opType == "Shape" || opType == "Size")
+      return false;
+    size_t valuesFrom;
+    if (opType == "Gather" || opType == "Concat" || opType == "Cast" || opType == "Identity" ||
+        opType == "Neg" || opType == "Abs")
+      valuesFrom = nc.numInputs();
+    else if (opType == "Unsqueeze" || opType == "Squeeze" || opType == "Slice")
+      valuesFrom = 1;
+    else
+      return true;
+    for (size_t i = 0; i < nc.numInputs(); ++i) {
+      const HostTensor *h = nc.hostInput(i);
+      if (h && (h->shapeFromSymbolicShape || (i >= valuesFrom && h->fromSymbolicShape)))
+        return true;
+    }
+    return false;
+  };
+  bool shapeDep = !staticShape && shapeDependent();
+  bool runtimeOut = false;
+  for (int o = 0; o < nc.node.output_size(); ++o) {
+    auto it = slots.find(nc.node.output(o));
+    if (nc.node.output(o).empty() || it == slots.end())
+      continue; // (an output the converter left unset is reported after)
+    if (it->second.host) {
+      it->second.host->fromSymbolicShape = !staticShape;
+      it->second.host->shapeFromSymbolicShape = shapeDep;
+    } else
+      runtimeOut = true;
+  }
+  if (opType == "CastLike" && !hostTainted(0))
+    taintedIn = false;
+  tagHostOutputs(nc, taintedIn);
+
+  // Run-time results may use such values only where an exact one (every
+  // element static or a symbol's size) stands for a shape: Reshape and
+  // Expand targets, ConstantOfShape results (axisSymbols).
+  auto exact = [](const HostTensor *h) {
+    return h && (!h->fromSymbolicShape ||
+                 (!h->symbolTags.empty() && llvm::all_of(h->symbolTags, [](int32_t t) {
+                   return t >= -1;
+                 })));
+  };
+  bool expandTarget = opType == "Expand" && runtimeOut && exact(nc.hostInput(1));
+  bool blocking = false;
+  for (size_t i = 0; i < nc.numInputs(); ++i) {
+    const HostTensor *h = nc.hostInput(i);
+    if (!h || !h->fromSymbolicShape || !h->axisSymbols.empty())
+      continue;
+    if ((opType == "Reshape" && i == 1) || (expandTarget && i == 1))
+      continue;
+    blocking = true;
+  }
+  if (blocking && runtimeOut)
+    return nc.error("uses a value computed from the size of a dynamic dimension as a "
+                    "compile-time constant; only Reshape targets may depend on dynamic "
+                    "sizes" + Twine(hint));
+  std::string why;
+  if (failed(deriveSymbols(why)))
+    return why.empty() ? failure() : nc.error(why + hint);
+  if (expandTarget) {
+    // The result's axes where the target names a symbol carry it.
+    const HostTensor *t = nc.hostInput(1);
+    Value res = slots[nc.node.output(0)].value;
+    AxisSymbols out = symbols.of(res);
+    int64_t rank = out.size(), n = t->symbolTags.size();
+    for (int64_t i = 0; i < n && i < rank; ++i) {
+      int32_t tag = t->symbolTags[n - 1 - i];
+      int32_t &have = out[rank - 1 - i];
+      if (tag < 0)
+        continue;
+      if (have >= 0 && have != tag)
+        return nc.error("dynamic dimensions '" + symbols.names[have] + "' and '" +
+                        symbols.names[tag] + "' meet on one axis (Kiln cannot prove they "
+                        "are equal)" + Twine(hint));
+      have = tag;
+    }
+    symbols.setSymbols(res, out);
+  }
+  return success();
+}
+
+/// The symbolTags of a node's host results: Shape names its input's
+/// symbols; data movement (Gather, Slice, Concat, ...) moves its inputs'
+/// tags as it moves their values -- found by running the converter once
+/// more on the tags themselves; ConstantOfShape of an exact shape gets the
+/// shape's symbols on its axes.
+void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
+  const onnx::NodeProto &node = nc.node;
+  const std::string &opType = node.op_type();
+  auto outHost = [&](int o) -> HostTensor * {
+    if (o >= node.output_size() || node.output(o).empty())
+      return nullptr;
+    auto it = slots.find(node.output(o));
+    return it == slots.end() || !it->second.host ? nullptr : &*it->second.host;
+  };
+  // Positional results shaped like a run-time input (EyeLike's identity,
+  // Dropout's all-true mask): element (i, j, ...) depends only on its
+  // position, so the padded layout is exact.
+  if ((opType == "EyeLike" || opType == "Dropout") && !nc.hostInput(0)) {
+    Value in = nc.input(0);
+    for (int o = 0; o < node.output_size(); ++o)
+      if (HostTensor *h = outHost(o); h && h->fromSymbolicShape &&
+          llvm::ArrayRef<int64_t>(h->shape) ==
+              llvm::cast<RankedTensorType>(in.getType()).getShape()) {
+        AxisSymbols a = symbols.of(in);
+        h->axisSymbols.assign(a.begin(), a.end());
+      }
+    return;
+  }
+  HostTensor *out = outHost(0);
+  if (!out || !out->fromSymbolicShape)
+    return;
+  auto tagsOf = [](const HostTensor &h) {
+    if (!h.symbolTags.empty())
+      return h.symbolTags;
+    return std::vector<int32_t>(h.values.size(), h.fromSymbolicShape ? -2 : -1);
+  };
+  if (opType == "Shape" && !nc.hostInput(0)) {
+    AxisSymbols a = symbols.of(nc.input(0));
+    AxisSymbols read = shapeSymbols(nc, a);
+    out->symbolTags.assign(read.begin(), read.end());
+    return;
+  }
+  if (opType == "Size" && !nc.hostInput(0)) {
+    // One symbolic axis: the size is that symbol's times the static rest
+    // (a derived symbol the runtime computes); more: not one symbol's size.
+    Value in = nc.input(0);
+    AxisSymbols a = symbols.of(in);
+    auto t = llvm::cast<RankedTensorType>(in.getType());
+    int32_t sym = -1, count = 0;
+    int64_t rest = 1;
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      if (a[d] >= 0) {
+        sym = a[d];
+        ++count;
+      } else {
+        rest *= t.getDimSize(d);
+      }
+    }
+    out->symbolTags = {count == 1 && rest > 0 ? symbols.product(sym, rest) : -2};
+    return;
+  }
+  if (opType == "Expand" && nc.hostInput(0) && !nc.hostInput(0)->fromSymbolicShape) {
+    // A static tensor broadcast to an exact shape: copies along the symbols.
+    const HostTensor *shape = nc.hostInput(1);
+    if (shape && !shape->symbolTags.empty() &&
+        llvm::all_of(shape->symbolTags, [](int32_t t) { return t >= -1; })) {
+      size_t rank = out->shape.size(), n = shape->symbolTags.size();
+      out->axisSymbols.assign(rank, -1);
+      for (size_t i = 0; i < n && i < rank; ++i)
+        out->axisSymbols[rank - 1 - i] = shape->symbolTags[n - 1 - i];
+    }
+    return;
+  }
+  if (opType == "ConstantOfShape") {
+    const HostTensor *shape = nc.hostInput(0);
+    if (shape && !shape->symbolTags.empty() &&
+        llvm::all_of(shape->symbolTags, [](int32_t t) { return t >= -1; }) &&
+        llvm::any_of(shape->symbolTags, [](int32_t t) { return t >= 0; }))
+      out->axisSymbols = shape->symbolTags;
+    return;
+  }
+  if (opType == "Slice" && nc.hostInput(0) && !nc.hostInput(0)->fromSymbolicShape) {
+    // A static tensor sliced from 0 to a symbol's size (torch's pos[:seq]):
+    // at the bound it is the model's own value, and its axis carries the
+    // symbol (the rows past a run's size are the padding).
+    const HostTensor *starts = nc.hostInput(1), *ends = nc.hostInput(2);
+    const HostTensor *axes = nc.numInputs() > 3 ? nc.hostInput(3) : nullptr;
+    const HostTensor *steps = nc.numInputs() > 4 ? nc.hostInput(4) : nullptr;
+    if (!starts || starts->fromSymbolicShape || !ends || ends->symbolTags.empty() ||
+        (nc.numInputs() > 3 && nc.hasInput(3) && (!axes || axes->fromSymbolicShape)) ||
+        (nc.numInputs() > 4 && nc.hasInput(4) && (!steps || steps->fromSymbolicShape)))
+      return;
+    int64_t rank = int64_t(out->shape.size());
+    std::vector<int32_t> carried(rank, -1);
+    for (size_t k = 0; k < ends->symbolTags.size(); ++k) {
+      int32_t tag = ends->symbolTags[k];
+      if (tag == -1)
+        continue;
+      int64_t axis = axes && k < axes->values.size() ? hostInt(axes->values[k]) : int64_t(k);
+      if (axis < 0)
+        axis += rank;
+      bool fromZero = k < starts->values.size() && starts->values[k] == 0;
+      bool unitStep = !steps || (k < steps->values.size() && steps->values[k] == 1);
+      if (tag < 0 || axis < 0 || axis >= rank || !fromZero || !unitStep)
+        return;
+      carried[axis] = tag;
+    }
+    out->axisSymbols = carried;
+    return;
+  }
+  static const llvm::StringSet<> moves = {"Identity", "Gather", "Slice", "Concat", "Squeeze",
+                                          "Unsqueeze", "Reshape", "Flatten", "Transpose", "Cast"};
+  if (!taintedIn || !moves.contains(opType) || node.output_size() != 1 ||
+      (opType == "Cast" && out->elementType.isInteger(1)))
+    return;
+  // Swap the moved inputs' values for their tags, convert again, swap back.
+  size_t moved = opType == "Concat" ? node.input_size() : 1;
+  std::vector<std::pair<std::string, HostTensor>> saved;
+  for (size_t i = 0; i < moved; ++i) {
+    if (node.input(i).empty() || !slots[node.input(i)].host)
+      return;
+  }
+  for (size_t i = 0; i < moved; ++i) {
+    HostTensor &h = *slots[node.input(i)].host;
+    saved.emplace_back(node.input(i), h);
+    std::vector<int32_t> tags = tagsOf(h);
+    h.values.assign(tags.begin(), tags.end());
+    h.raw.clear();
+  }
+  HostTensor real = *out;
+  bool ok;
+  {
+    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+    NodeContext shadow(*this, node, opset, nc.builder, nc.loc);
+    ok = succeeded(table.lookup(opType)(shadow));
+  }
+  std::vector<int32_t> tags;
+  if (HostTensor *t = outHost(0); ok && t && t->values.size() == real.values.size())
+    for (double v : t->values)
+      tags.push_back(static_cast<int32_t>(v));
+  for (auto it = saved.rbegin(); it != saved.rend(); ++it)
+    *slots[it->first].host = std::move(it->second);
+  slots[node.output(0)].value = {};
+  slots[node.output(0)].host = std::move(real);
+  slots[node.output(0)].host->symbolTags = std::move(tags);
+}
+
+LogicalResult Importer::deriveSymbols(std::string &why) {
+  for (Operation *op = derivedUpTo ? derivedUpTo->getNextNode()
+                                   : (entryBlock->empty() ? nullptr : &entryBlock->front());
+       op;) {
+    // Reductions over a symbolic axis read masked inputs: derive the masks
+    // (inserted before the op) and then the op.
+    auto masked = maskAlongSymbols(op);
+    if (failed(masked))
+      return failure();
+    if (*masked) {
+      op = *masked;
+      continue;
+    }
+    if (failed(symbols.visit(op, why)))
+      return failure();
+    derivedUpTo = op;
+    op = op->getNextNode();
+  }
+  return success();
+}
+
+LogicalResult Importer::run(const ImportOptions &options,
+                            OwningOpRef<ModuleOp> &out) {
+  if (failed(parse()))
+    return failure();
+  table.clear();
+  registerElementwiseConverters(table);
+  registerNNConverters(table);
+  registerShapeConverters(table);
+  registerReduceConverters(table);
+  registerLogicConverters(table);
+  registerCompositeConverters(table);
+  registerLossConverters(table);
+  registerQuantConverters(table);
+  registerIndexMapConverters(table);
+  registerAttentionConverters(table);
+  registerEinsumConverters(table);
+  registerRecurrentConverters(table);
+  registerControlFlowConverters(table);
+  if (failed(checkSupported(table)))
+    return failure();
+
+  const auto &g = model.graph();
+  // Initializers: host tensors; consumers materialize them on demand.
+  for (const auto &init : g.initializer()) {
+    auto h = hostTensorFromProto(init, "initializer '" + init.name() + "'");
+    if (failed(h))
+      return failure();
+    slots[init.name()].host = std::move(*h);
+  }
+
+  // Bound inputs: constants from files.
+  for (auto &[name, file] : options.bindings) {
+    if (slots.count(name) || llvm::none_of(g.input(), [&](const onnx::ValueInfoProto &vi) {
+          return vi.name() == name;
+        }))
+      return fileError("--bind names '" + name + "', which is not a graph input");
+    kiln::support::HostArray a;
+    std::string err;
+    if (!kiln::support::readTensorFile(file, a, err))
+      return fileError("--bind " + name + ": " + err);
+    Builder b(ctx);
+    HostTensor h;
+    switch (a.dtype) {
+    case KILN_F32: h.elementType = b.getF32Type(); break;
+    case KILN_F64: h.elementType = b.getF64Type(); break;
+    case KILN_F16: h.elementType = b.getF16Type(); break;
+    case KILN_BF16: h.elementType = b.getBF16Type(); break;
+    case KILN_I64: h.elementType = b.getIntegerType(64); break;
+    case KILN_I32: h.elementType = b.getIntegerType(32); break;
+    case KILN_I16: h.elementType = b.getIntegerType(16); break;
+    case KILN_I8: h.elementType = b.getIntegerType(8); break;
+    case KILN_U8: h.elementType = b.getIntegerType(8, false); break;
+    case KILN_U16: h.elementType = b.getIntegerType(16, false); break;
+    case KILN_U32: h.elementType = b.getIntegerType(32, false); break;
+    case KILN_U64: h.elementType = b.getIntegerType(64, false); break;
+    case KILN_BOOL: h.elementType = b.getI1Type(); break;
+    case KILN_F8E4M3FN: h.elementType = elementTypeOf(ctx, kOnnxFloat8E4M3FN); break;
+    case KILN_F8E4M3FNUZ: h.elementType = elementTypeOf(ctx, kOnnxFloat8E4M3FNUZ); break;
+    case KILN_F8E5M2: h.elementType = elementTypeOf(ctx, kOnnxFloat8E5M2); break;
+    case KILN_F8E5M2FNUZ: h.elementType = elementTypeOf(ctx, kOnnxFloat8E5M2FNUZ); break;
+    case KILN_F8E8M0: h.elementType = elementTypeOf(ctx, kOnnxFloat8E8M0); break;
+    case KILN_F4E2M1: h.elementType = elementTypeOf(ctx, kOnnxFloat4E2M1); break;
+    case KILN_I4: h.elementType = elementTypeOf(ctx, kOnnxInt4); break;
+    case KILN_U4: h.elementType = elementTypeOf(ctx, kOnnxUint4); break;
+    case KILN_I2: h.elementType = elementTypeOf(ctx, kOnnxInt2); break;
+    case KILN_U2: h.elementType = elementTypeOf(ctx, kOnnxUint2); break;
+    default: return fileError("--bind " + name + ": unsupported element type");
+    }
+    h.shape = a.shape;
+    for (int64_t i = 0; i < a.numElements(); ++i)
+      h.values.push_back(a.at(i));
+    slots[name].host = std::move(h);
+  }
+
+  for (auto &[name, _] : options.inputShapes)
+    if (slots.count(name) || llvm::none_of(g.input(), [&](const onnx::ValueInfoProto &vi) {
+          return vi.name() == name;
+        }))
+      return fileError("--shape names '" + name + "', which is not a graph input");
+
+  // Graph inputs (those that are not initializers).
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  SmallVector<AxisSymbols> argSymbols;
+  for (auto &[name, _] : options.maxShapes)
+    if (slots.count(name) || llvm::none_of(g.input(), [&](const onnx::ValueInfoProto &vi) {
+          return vi.name() == name;
+        }))
+      return fileError("--max-shape names '" + name + "', which is not a graph input");
+  // Bounds the user gave, by symbol name (one symbol may appear in several
+  // inputs: their bounds must agree).
+  for (const auto &vi : g.input()) {
+    auto mx = options.maxShapes.find(vi.name());
+    if (mx == options.maxShapes.end() || options.inputShapes.count(vi.name()))
+      continue;
+    const auto &tt = vi.type().tensor_type();
+    if (!tt.has_shape() || tt.shape().dim_size() != (int)mx->second.size())
+      return fileError("--max-shape " + vi.name() + " gives " + Twine(mx->second.size()) +
+                       " dimensions; the input has " +
+                       Twine(tt.has_shape() ? tt.shape().dim_size() : 0));
+    for (int d = 0; d < tt.shape().dim_size(); ++d) {
+      const auto &dim = tt.shape().dim(d);
+      int64_t want = mx->second[d];
+      if (dim.has_dim_value() && dim.dim_value() >= 0) {
+        if (want != dim.dim_value())
+          return fileError("--max-shape " + vi.name() + ": dimension " + Twine(d) +
+                           " is static (" + Twine(dim.dim_value()) + ") in the model, not " +
+                           Twine(want));
+        continue;
+      }
+      if (want < 1)
+        return fileError("--max-shape " + vi.name() + ": dimension " + Twine(d) +
+                         " needs a bound of at least 1");
+      std::string sym = symbolNameOf(vi, d);
+      auto [it, fresh] = givenBounds.try_emplace(sym, want);
+      if (!fresh && it->second != want)
+        return fileError("--max-shape bounds dimension '" + sym + "' by both " +
+                         Twine(it->second) + " and " + Twine(want));
+    }
+  }
+  for (const auto &vi : g.input()) {
+    if (slots.count(vi.name()))
+      continue;
+    if (!vi.type().has_tensor_type())
+      return fileError("input '" + vi.name() + "' is not a tensor");
+    const auto &tt = vi.type().tensor_type();
+    Type et = elementTypeOf(ctx, tt.elem_type());
+    if (!et)
+      return fileError("input '" + vi.name() + "' has unsupported element type " +
+                       Twine(tt.elem_type()));
+    SmallVector<int64_t> shape;
+    AxisSymbols axes;
+    if (failed(inputSymbols(vi, options, shape, axes)))
+      return failure();
+    if (checkedElements(shape) < 0)
+      return fileError("input '" + vi.name() + "' has a negative dimension or more than "
+                       "2^40 elements");
+    argTypes.push_back(RankedTensorType::get(shape, et));
+    argNames.push_back(vi.name());
+    argSymbols.push_back(axes);
+  }
+
+  OpBuilder b(ctx);
+  out = ModuleOp::create(FileLineColLoc::get(ctx, path, 0, 0));
+  b.setInsertionPointToEnd(out->getBody());
+  auto funcType = b.getFunctionType(argTypes, {});
+  auto func = func::FuncOp::create(b, FileLineColLoc::get(ctx, path, 0, 0),
+                                   "main", funcType);
+  Block *entry = func.addEntryBlock();
+  entryBlock = entry;
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "kiln.name", b.getStringAttr(name));
+    slots[name].value = entry->getArgument(i);
+    symbols.setSymbols(entry->getArgument(i), argSymbols[i]);
+    if (symbols.carriesSymbol(entry->getArgument(i)))
+      func.setArgAttr(i, "kiln.symbols", b.getDenseI32ArrayAttr(argSymbols[i]));
+  }
+  b.setInsertionPointToEnd(entry);
+
+  // Nodes, in order (ONNX graphs are topologically sorted).
+  if (failed(convertNodes(g, b, "")))
+    return failure();
+
+  // Outputs.
+  SmallVector<Value> results;
+  for (const auto &vi : g.output()) {
+    auto it = slots.find(vi.name());
+    if (it == slots.end())
+      return fileError("graph output '" + vi.name() + "' is never produced");
+    Value v;
+    if (it->second.host && it->second.host->fromSymbolicShape &&
+        it->second.host->axisSymbols.empty()) {
+      // A shape value as an output: computed at run time from the symbols'
+      // sizes when every element is static or exactly one symbol's size.
+      v = materializeSymbolSizes(b, *it->second.host);
+      if (v)
+        it->second.host->fromSymbolicShape = false; // (checked below)
+    }
+    results.push_back(v ? v : valueOf(b, vi.name()));
+  }
+  func::ReturnOp::create(b, func.getLoc(), results);
+  // Hidden inputs after the graph's: the sizes of the symbols masks need.
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i = 0; i < argTypes.size(); ++i)
+    argAttrs.push_back(func.getArgAttrDict(i) ? func.getArgAttrDict(i) : b.getDictionaryAttr({}));
+  argAttrs.resize(entry->getNumArguments(), b.getDictionaryAttr({}));
+  for (auto [sym, arg] : symbolArgs) {
+    unsigned i = llvm::cast<BlockArgument>(arg).getArgNumber();
+    argAttrs[i] = b.getDictionaryAttr(
+        {b.getNamedAttr("kiln.name", b.getStringAttr("__kiln_size_" + symbols.names[sym])),
+         b.getNamedAttr("kiln.symbol_input", b.getI32IntegerAttr(sym))});
+  }
+  for (unsigned i = argTypes.size(); i < entry->getNumArguments(); ++i)
+    argTypes.push_back(entry->getArgument(i).getType());
+  SmallVector<Type> resultTypes;
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  func.setType(b.getFunctionType(argTypes, resultTypes));
+  func.setAllArgAttrs(argAttrs);
+  // The symbols (after the nodes: reshapes may have derived some).
+  if (!symbols.empty()) {
+    SmallVector<Attribute> names;
+    for (const std::string &n : symbols.names)
+      names.push_back(b.getStringAttr(n));
+    func->setAttr("kiln.symbol_names", b.getArrayAttr(names));
+    func->setAttr("kiln.symbol_bounds", b.getDenseI64ArrayAttr(symbols.bounds));
+    if (llvm::any_of(symbols.derived, [](auto d) { return d.op != KILN_SYM_INPUT; })) {
+      SmallVector<int64_t> derived;
+      for (auto d : symbols.derived)
+        derived.append({d.op, d.a, d.b});
+      func->setAttr("kiln.symbol_derived", b.getDenseI64ArrayAttr(derived));
+    }
+  }
+  if (!symbols.pins.empty()) {
+    SmallVector<int64_t> pins(symbols.names.size(), 0);
+    for (auto [sym, k] : symbols.pins)
+      pins[sym] = k;
+    func->setAttr("kiln.symbol_pins", b.getDenseI64ArrayAttr(pins));
+  }
+  for (auto [i, vi] : llvm::enumerate(g.output())) {
+    func.setResultAttr(i, "kiln.name", b.getStringAttr(vi.name()));
+    const Slot &s = slots[vi.name()];
+    if (s.host && s.host->fromSymbolicShape && s.host->axisSymbols.empty())
+      return fileError("graph output '" + vi.name() + "' is computed from the size of a "
+                       "dynamic dimension, which Kiln knows only at run time; give the "
+                       "inputs static sizes with --shape");
+    // A static axis where the model declares another static size: with
+    // dynamic inputs, a size computed from a bound that lost its symbol.
+    auto rt = llvm::dyn_cast<RankedTensorType>(results[i].getType());
+    if (!symbols.empty() && rt && vi.type().has_tensor_type() &&
+        vi.type().tensor_type().has_shape() &&
+        vi.type().tensor_type().shape().dim_size() == rt.getRank()) {
+      AxisSymbols a = symbols.of(results[i]);
+      for (int64_t d = 0; d < rt.getRank(); ++d) {
+        const auto &dim = vi.type().tensor_type().shape().dim(d);
+        if (a[d] < 0 && dim.has_dim_value() && dim.dim_value() != rt.getDimSize(d))
+          return fileError("graph output '" + vi.name() + "' has size " +
+                           Twine(rt.getDimSize(d)) + " along axis " + Twine(d) +
+                           " where the model declares " + Twine(dim.dim_value()) +
+                           ": it depends on a dynamic dimension in a way Kiln does not "
+                           "track; give the inputs static sizes with --shape");
+      }
+    }
+    if (symbols.carriesSymbol(results[i]))
+      func.setResultAttr(i, "kiln.symbols",
+                         b.getDenseI32ArrayAttr(symbols.of(results[i])));
+  }
+  if (failed(mlir::verify(*out)))
+    return failure();
+  return success();
+}
+
+/// Converts the nodes of `g` in order (ONNX graphs are topologically
+/// sorted): the main graph, or a subgraph inlined by If, Loop or Scan
+/// (`scope`: the names of the nodes that inline it, for locations).
+LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, StringRef scope) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto &node = g.node(i);
+    if (++inlinedNodes > kMaxConvertedNodes)
+      return fileError("the model converts more than " + Twine(kMaxConvertedNodes) +
+                       " nodes (loops and scans are unrolled at compile time)");
+    Location loc = nodeLoc(node, i, scope);
+    for (const auto &in : node.input())
+      if (!in.empty() && !slots.count(in))
+        return emitError(loc)
+                   << "node '" << llvm::cast<NameLoc>(loc).getName().str() << "' ("
+                   << node.op_type() << "): input '" << in << "' is not produced by any "
+                   << "earlier node, initializer or graph input";
+    NodeContext nc(*this, node, opset, b, loc);
+    currentNode = "node '" + llvm::cast<NameLoc>(nc.loc).getName().str() + "' (" +
+                  node.op_type() + ")";
+    int required = requiredInputs(node.op_type(), opset);
+    for (int r = 0; r < required; ++r)
+      if (r >= node.input_size() ||
+          (node.input(r).empty() && !inputIsOptional(node.op_type(), opset, r)))
+        return nc.error("input " + Twine(r) + " is required (the op takes at least " +
+                        Twine(required) + " input(s); the node has " +
+                        Twine(node.input_size()) + ")");
+    bool taintedIn = false, symbolicIn = false;
+    for (const auto &in : node.input()) {
+      if (in.empty())
+        continue;
+      const Slot &s = slots[in];
+      taintedIn |= s.host && s.host->fromSymbolicShape;
+      symbolicIn |= !s.host && s.value && symbols.carriesSymbol(s.value);
+    }
+    // A node's outputs are fresh values (a subgraph inlined again rebinds
+    // its names), unless a malformed node also reads the name.
+    for (const auto &o : node.output())
+      if (!o.empty() && !llvm::is_contained(node.input(), o))
+        slots.erase(o);
+    if (failed(table.lookup(node.op_type())(nc)))
+      return failure();
+    if ((taintedIn || symbolicIn) &&
+        failed(trackSymbols(nc, taintedIn)))
+      return failure();
+    for (int o = 0; o < node.output_size(); ++o)
+      if (!node.output(o).empty() && !slots.count(node.output(o)))
+        return nc.error("output " + Twine(o) + " ('" + node.output(o) +
+                        "') is not supported by Kiln");
+  }
+  return success();
+}
+
+FailureOr<SmallVector<Slot>> Importer::inlineGraph(const onnx::GraphProto &g,
+                                                   ArrayRef<Slot> inputs, OpBuilder &b,
+                                                   StringRef scope) {
+  if (subgraphDepth >= kMaxSubgraphDepth)
+    return fileError("subgraphs nest deeper than " + Twine(kMaxSubgraphDepth) + " levels");
+  if (static_cast<size_t>(g.input_size()) != inputs.size())
+    return fileError("the subgraph of " + scope + " takes " + Twine(g.input_size()) +
+                     " input(s); it is given " + Twine(inputs.size()));
+  for (const auto &init : g.initializer()) {
+    auto h = hostTensorFromProto(init, "initializer '" + init.name() + "'");
+    if (failed(h))
+      return failure();
+    slots[init.name()] = Slot{Value(), std::move(*h)};
+  }
+  for (auto [vi, in] : llvm::zip(g.input(), inputs))
+    slots[vi.name()] = in;
+  ++subgraphDepth;
+  LogicalResult r = convertNodes(g, b, scope);
+  --subgraphDepth;
+  if (failed(r))
+    return failure();
+  SmallVector<Slot> outs;
+  for (const auto &vi : g.output()) {
+    auto it = slots.find(vi.name());
+    if (it == slots.end())
+      return fileError("the subgraph of " + scope + " never produces its output '" +
+                       vi.name() + "'");
+    outs.push_back(it->second);
+  }
+  return outs;
+}
+
+Value Importer::materializeSymbolSizes(OpBuilder &b, const HostTensor &h) {
+  if (h.shapeFromSymbolicShape || h.symbolTags.empty() ||
+      static_cast<int64_t>(h.symbolTags.size()) != h.numElements() ||
+      !llvm::all_of(h.symbolTags, [](int32_t t) { return t >= -1; }) ||
+      !(h.elementType.isInteger(64) || h.elementType.isInteger(32)) ||
+      h.values.size() != h.symbolTags.size())
+    return {};
+  Location loc = b.getUnknownLoc();
+  Type i64 = b.getIntegerType(64);
+  SmallVector<Value> pieces;
+  for (size_t k = 0; k < h.symbolTags.size();) {
+    if (h.symbolTags[k] >= 0) {
+      pieces.push_back(symbolInput(h.symbolTags[k]));
+      ++k;
+      continue;
+    }
+    HostTensor run{i64, {0}, {}, {}};
+    for (; k < h.symbolTags.size() && h.symbolTags[k] < 0; ++k)
+      run.values.push_back(h.values[k]);
+    run.shape[0] = static_cast<int64_t>(run.values.size());
+    pieces.push_back(materialize(b, run, "shape"));
+  }
+  int64_t n = static_cast<int64_t>(h.symbolTags.size());
+  auto flat = RankedTensorType::get({n}, i64);
+  Value v = pieces.size() == 1
+                ? pieces[0]
+                : kiln::ConcatOp::create(b, loc, flat, pieces, b.getI64IntegerAttr(0)).getResult();
+  if (h.elementType != i64)
+    v = kiln::CastOp::create(b, loc, RankedTensorType::get({n}, h.elementType), v).getResult();
+  if (h.shape.size() != 1)
+    v = kiln::ReshapeOp::create(b, loc, RankedTensorType::get(h.shape, h.elementType), v)
+            .getResult();
+  return v;
+}
+
+Value Importer::valueOf(OpBuilder &b, const std::string &name) {
+  return valueOf(b, slots[name], name);
+}
+
+Value Importer::valueOf(OpBuilder &b, Slot &s, StringRef name) {
+  if (!s.value && s.host) {
+    OpBuilder::InsertionGuard guard(b);
+    s.value = materialize(b, *s.host, name);
+    if (!s.host->axisSymbols.empty())
+      symbols.setSymbols(s.value, AxisSymbols(s.host->axisSymbols.begin(),
+                                              s.host->axisSymbols.end()));
+  }
+  return s.value;
+}
+
+namespace {
+/// A diagnostic held back until the attempt that emitted it is known to be
+/// the last (see importOnnxFile).
+struct HeldDiagnostic {
+  Location loc;
+  DiagnosticSeverity severity;
+  std::string message;
+  std::vector<std::pair<Location, std::string>> notes;
+};
+} // namespace
+
+static OwningOpRef<ModuleOp> importModel(MLIRContext &ctx, StringRef path,
+                                         const onnx::ModelProto *given,
+                                         const ImportOptions &options) {
+  ctx.loadDialect<kiln::KilnDialect, func::FuncDialect>();
+  // An import that finds a symbol the model fixes (a weight's channel
+  // count, a product's inner dimension: SymbolTracker::Fix) starts again
+  // with the symbol static or renamed; each attempt removes one symbol.
+  std::map<std::string, int64_t> fixedSizes;
+  std::map<std::string, std::string> aliases;
+  std::vector<std::string> fixNotes;
+  // (Each fix removes a symbol of the inputs; the cap only guards a bug.)
+  for (int attempt = 0;; ++attempt) {
+    Importer imp(ctx, path);
+    imp.given = given;
+    imp.fixedSizes = fixedSizes;
+    imp.aliases = aliases;
+    std::vector<HeldDiagnostic> held;
+    OwningOpRef<ModuleOp> module;
+    LogicalResult ok = failure();
+    {
+      ScopedDiagnosticHandler hold(&ctx, [&](Diagnostic &d) {
+        HeldDiagnostic h{d.getLocation(), d.getSeverity(), d.str(), {}};
+        for (Diagnostic &n : d.getNotes())
+          h.notes.emplace_back(n.getLocation(), n.str());
+        held.push_back(std::move(h));
+        return success();
+      });
+      ok = imp.run(options, module);
+    }
+    auto &fix = imp.symbols.fix;
+    if (failed(ok) && fix && attempt < 256) {
+      const std::string &name = imp.symbols.names[fix->symbol];
+      if (fix->other >= 0) {
+        const std::string &other = imp.symbols.names[fix->other];
+        aliases[name] = other;
+        fixNotes.push_back("dynamic dimensions '" + name + "' and '" + other +
+                           "' are taken as one: " + imp.currentNode +
+                           " needs them equal");
+      } else {
+        fixedSizes[name] = fix->size;
+        fixNotes.push_back("dynamic dimension '" + name + "' is fixed to " +
+                           std::to_string(fix->size) + ": " + imp.currentNode +
+                           " needs that size; inputs must have it");
+      }
+      continue;
+    }
+    for (HeldDiagnostic &h : held) {
+      InFlightDiagnostic d = h.severity == DiagnosticSeverity::Error     ? emitError(h.loc)
+                             : h.severity == DiagnosticSeverity::Warning ? emitWarning(h.loc)
+                                                                         : emitRemark(h.loc);
+      d << h.message;
+      for (auto &[loc, msg] : h.notes)
+        d.attachNote(loc) << msg;
+    }
+    if (failed(ok))
+      return nullptr;
+    for (const std::string &n : fixNotes)
+      emitWarning(FileLineColLoc::get(&ctx, path, 0, 0)) << n;
+    return module;
+  }
+}
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &ctx, StringRef path,
+                                     const ImportOptions &options) {
+  return importModel(ctx, path, nullptr, options);
+}
+
+OwningOpRef<ModuleOp> importOnnxModel(MLIRContext &ctx, const onnx::ModelProto &model,
+                                      StringRef path, const ImportOptions &options) {
+  return importModel(ctx, path, &model, options);
+}
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+Value NodeContext::input(size_t i) {
+  return hasInput(i) ? imp.valueOf(builder, node.input(i)) : Value();
+}
+
+const HostTensor *NodeContext::hostInput(size_t i) {
+  if (!hasInput(i))
+    return nullptr;
+  auto &s = imp.slots[node.input(i)];
+  return s.host ? &*s.host : nullptr;
+}
+
+RankedTensorType NodeContext::inputType(size_t i) {
+  if (const HostTensor *h = hostInput(i))
+    return RankedTensorType::get(h->shape, h->elementType);
+  return llvm::cast<RankedTensorType>(input(i).getType());
+}
+
+const onnx::AttributeProto *NodeContext::attr(StringRef name) const {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+int64_t NodeContext::attrInt(StringRef name, int64_t dflt) const {
+  const auto *a = attr(name);
+  return a ? a->i() : dflt;
+}
+float NodeContext::attrFloat(StringRef name, float dflt) const {
+  const auto *a = attr(name);
+  return a ? a->f() : dflt;
+}
+std::string NodeContext::attrString(StringRef name, StringRef dflt) const {
+  const auto *a = attr(name);
+  return a ? a->s() : dflt.str();
+}
+std::optional<std::vector<int64_t>> NodeContext::attrInts(StringRef name) const {
+  const auto *a = attr(name);
+  if (!a)
+    return std::nullopt;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+void NodeContext::setOutput(size_t i, Value v) {
+  if (i < static_cast<size_t>(node.output_size()) && !node.output(i).empty()) {
+    Slot &s = imp.slots[node.output(i)];
+    s.value = v;
+    s.host.reset();
+  }
+}
+void NodeContext::setHostOutput(size_t i, HostTensor t) {
+  if (i < static_cast<size_t>(node.output_size()) && !node.output(i).empty()) {
+    Slot &s = imp.slots[node.output(i)];
+    s.value = {};
+    s.host = std::move(t);
+  }
+}
+
+void NodeContext::pinBroadcast(SmallVectorImpl<Value> &operands) {
+  SymbolTracker &st = imp.symbols;
+  if (st.empty())
+    return;
+  // The symbols of the operands this node built so far (a failure there is
+  // reported when the node's ops are checked).
+  std::string why;
+  if (failed(imp.deriveSymbols(why)))
+    return;
+  auto typeOf = [](Value v) { return llvm::dyn_cast<RankedTensorType>(v.getType()); };
+  int64_t rank = 0;
+  for (Value v : operands) {
+    if (!typeOf(v))
+      return;
+    rank = std::max<int64_t>(rank, typeOf(v).getRank());
+  }
+  for (int64_t r = 0; r < rank; ++r) {
+    // The static size (> 1) other operands have on this axis.
+    int64_t k = 1;
+    for (Value v : operands) {
+      int64_t d = r - (rank - typeOf(v).getRank());
+      if (d < 0 || st.of(v)[d] >= 0 || typeOf(v).getDimSize(d) == 1)
+        continue;
+      if (k != 1 && k != typeOf(v).getDimSize(d))
+        return; // the shapes do not broadcast anyway
+      k = typeOf(v).getDimSize(d);
+    }
+    if (k == 1)
+      continue;
+    for (Value &v : operands) {
+      auto t = typeOf(v);
+      int64_t d = r - (rank - t.getRank());
+      int32_t sym = d < 0 ? -1 : st.of(v)[d];
+      if (sym < 0 || t.getDimSize(d) < k)
+        continue;
+      v = pinAxis(v, d, k);
+    }
+  }
+}
+
+bool NodeContext::boundsMeet(ValueRange operands) {
+  SymbolTracker &st = imp.symbols;
+  if (st.empty())
+    return false;
+  int64_t rank = 0;
+  for (Value v : operands)
+    if (auto t = llvm::dyn_cast<RankedTensorType>(v.getType()))
+      rank = std::max<int64_t>(rank, t.getRank());
+  for (int64_t r = 0; r < rank; ++r) {
+    int32_t seen = -1;
+    for (Value v : operands) {
+      AxisSymbols a = st.of(v);
+      int64_t d = r - (rank - (int64_t)a.size());
+      if (d < 0 || a[d] < 0)
+        continue;
+      if (seen >= 0 && st.bounds[seen] != st.bounds[a[d]]) {
+        boundsMeetWhy = "dynamic dimensions '" + st.names[seen] + "' (bound " +
+                        std::to_string(st.bounds[seen]) + ") and '" + st.names[a[d]] +
+                        "' (bound " + std::to_string(st.bounds[a[d]]) +
+                        ") meet on one axis; give them one bound (--max-shape) or "
+                        "static sizes (--shape)";
+        return true;
+      }
+      seen = a[d];
+    }
+  }
+  return false;
+}
+
+Value NodeContext::pinAxis(Value v, int64_t d, int64_t k) {
+  SymbolTracker &st = imp.symbols;
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  int32_t sym = st.of(v)[d];
+  auto pin = st.pins.find(sym);
+  if (sym < 0 || t.getDimSize(d) < k || (pin != st.pins.end() && pin->second != k))
+    return v; // pinned to another size: the verifier reports it
+  st.pins[sym] = k;
+  SmallVector<int64_t> offsets(t.getRank(), 0), strides(t.getRank(), 1);
+  SmallVector<int64_t> sizes(t.getShape());
+  sizes[d] = k;
+  OpBuilder::InsertionGuard guard(builder);
+  auto slice = kiln::SliceOp::create(builder, loc, v, builder.getDenseI64ArrayAttr(offsets),
+                                     builder.getDenseI64ArrayAttr(sizes),
+                                     builder.getDenseI64ArrayAttr(strides));
+  slice->setAttr("kiln.pins_symbol", builder.getI32IntegerAttr(sym));
+  return slice.getResult();
+}
+
+bool NodeContext::requireSize(Value v, int64_t d, int64_t size) {
+  std::string why;
+  if (imp.symbols.empty() || failed(imp.deriveSymbols(why)))
+    return false;
+  return imp.symbols.requireSize(v, d, size);
+}
+
+bool NodeContext::requireEqual(Value a, int64_t da, Value b, int64_t db) {
+  std::string why;
+  if (imp.symbols.empty() || failed(imp.deriveSymbols(why)))
+    return false;
+  return imp.symbols.requireEqual(a, da, b, db);
+}
+
+bool NodeContext::constrainSymbols(OperationState &state, DictionaryAttr attrs) {
+  std::string why;
+  if (imp.symbols.empty() || failed(imp.deriveSymbols(why)))
+    return false;
+  return imp.symbols.constrain(state.name.getStringRef(), state.operands, attrs);
+}
+
+LogicalResult NodeContext::error(const Twine &msg) {
+  std::string name = node.name().empty()
+                         ? llvm::cast<NameLoc>(loc).getName().str()
+                         : node.name();
+  emitError(loc) << "node '" << name << "' (" << node.op_type() << "): " << msg;
+  return failure();
+}
+
+FailureOr<int64_t> normalizeAxis(NodeContext &ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return ctx.error("axis " + Twine(axis) + " is out of range for rank " +
+                     Twine(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+FailureOr<std::vector<int64_t>> windowPads(NodeContext &ctx,
+                                           ArrayRef<int64_t> in,
+                                           ArrayRef<int64_t> k,
+                                           ArrayRef<int64_t> s,
+                                           ArrayRef<int64_t> d) {
+  size_t n = in.size();
+  for (size_t i = 0; i < n; ++i)
+    if (s[i] < 1 || d[i] < 1 || k[i] < 1)
+      return ctx.error("kernel sizes, strides and dilations must be positive");
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  std::vector<int64_t> pads(2 * n, 0);
+  if (autoPad == "NOTSET") {
+    if (auto p = ctx.attrInts("pads")) {
+      if (p->size() != 2 * n)
+        return ctx.error("expects " + Twine(2 * n) + " pads, got " +
+                         Twine(p->size()));
+      pads = *p;
+    }
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t out = (in[i] + s[i] - 1) / s[i];
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in[i]);
+      int64_t small = total / 2, big = total - small;
+      pads[i] = autoPad == "SAME_UPPER" ? small : big;
+      pads[i + n] = autoPad == "SAME_UPPER" ? big : small;
+    }
+  } else if (autoPad != "VALID") {
+    return ctx.error("unknown auto_pad '" + autoPad + "'");
+  }
+  return pads;
+}
+
+} // namespace kiln::onnx_import

@@ -1,0 +1,131 @@
+//===- ImporterImpl.h - the importer's state (private) ----------*- C++ -*-===//
+#ifndef KILN_FRONTENDS_ONNX_IMPORTERIMPL_H
+#define KILN_FRONTENDS_ONNX_IMPORTERIMPL_H
+
+#include "frontends/onnx/DynamicDims.h"
+#include "frontends/onnx/Importer.h"
+#include "frontends/onnx/NodeContext.h"
+
+#include <map>
+#include <string>
+
+namespace kiln::onnx_import {
+
+class Importer {
+public:
+  Importer(mlir::MLIRContext &ctx, llvm::StringRef path)
+      : ctx(&ctx), path(path.str()) {}
+
+  mlir::LogicalResult run(const ImportOptions &options,
+                          mlir::OwningOpRef<mlir::ModuleOp> &out);
+  /// The kiln value of a graph value, materializing host tensors.
+  mlir::Value valueOf(mlir::OpBuilder &b, const std::string &name);
+  /// The same for a slot held apart (a subgraph's output, an iteration's
+  /// value): a host tensor is materialized once and cached in the slot.
+  mlir::Value valueOf(mlir::OpBuilder &b, Slot &s, llvm::StringRef name);
+  /// A host value computed from symbolic sizes whose every element is
+  /// static or exactly one symbol's size (Shape and data movement on it),
+  /// built at run time from the symbols' sizes; null for any other value.
+  mlir::Value materializeSymbolSizes(mlir::OpBuilder &b, const HostTensor &h);
+  static mlir::Value materialize(mlir::OpBuilder &b, const HostTensor &h,
+                                 llvm::StringRef name);
+  mlir::FailureOr<HostTensor> hostTensorFromProto(const onnx::TensorProto &t,
+                                                  const llvm::Twine &what);
+  mlir::LogicalResult fileError(const llvm::Twine &msg);
+
+  mlir::MLIRContext *ctx;
+  std::string path;
+  /// Symbols an earlier attempt found fixed by the model (SymbolTracker::
+  /// Fix), by name: to a static size, or renamed to another symbol.
+  std::map<std::string, int64_t> fixedSizes;
+  std::map<std::string, std::string> aliases;
+  /// The node being converted ("node 'n' (Op)"), for notes on fixes.
+  std::string currentNode;
+  onnx::ModelProto model;
+  /// A model given in memory (importOnnxModel): parse() copies it instead
+  /// of reading `path`.
+  const onnx::ModelProto *given = nullptr;
+  int64_t opset = 0;
+  std::map<std::string, Slot> slots;
+  /// Which axes of each value carry a symbolic dimension.
+  SymbolTracker symbols;
+  /// --max-shape bounds by symbol name.
+  std::map<std::string, int64_t> givenBounds;
+  /// The function body, and the hidden i64[1] inputs holding symbols'
+  /// run-time sizes (for masks; MaskSymbols.cpp), by symbol.
+  mlir::Block *entryBlock = nullptr;
+  /// The last op whose result symbols are derived (null: none yet).
+  mlir::Operation *derivedUpTo = nullptr;
+  /// Derives the symbols of the ops after derivedUpTo (masking reductions
+  /// over symbolic axes); stops at the first op that mixes positions along
+  /// one, with the reason in `why`.
+  mlir::LogicalResult deriveSymbols(std::string &why);
+  std::map<int32_t, mlir::Value> symbolArgs;
+  mlir::Value symbolInput(int32_t sym);
+  /// A run-time size as an i64[1] value (SymbolTracker::SymSize).
+  mlir::Value sizeValue(mlir::OpBuilder &b, mlir::Location loc, SymbolTracker::SymSize x);
+  /// An i64 constant of `shape` whose element at flat position i is
+  /// value(i) (run-time index arithmetic: iotas, strides, scalars).
+  static mlir::Value indexConstant(mlir::OpBuilder &b, llvm::ArrayRef<int64_t> shape,
+                                   llvm::function_ref<int64_t(int64_t)> value);
+  /// The last real position along an axis of run-time size `x`, i.e.
+  /// max(x - 1, 0), as an i64[1] value (the position padding repeats).
+  mlir::Value lastPosition(mlir::OpBuilder &b, mlir::Location loc, SymbolTracker::SymSize x);
+  /// One piece of an axis repackAxis lays out: `size` real elements, read
+  /// from position `from` of the packed value on, `step` apart.
+  struct RepackPiece {
+    SymbolTracker::SymSize size, from;
+    int64_t step = 1;
+  };
+  /// Ops along a symbolic axis whose real elements do not stay a prefix at
+  /// the bound (a concat, a slice): `packed` gathered along `axis` (to
+  /// `outSize` positions) so that the pieces' real elements lie one after
+  /// another from position 0 and the rest repeats the last of them (the
+  /// padding a run pads with); the axis carries the symbol of their total
+  /// size. `repeat` lays the pieces out that many times (a tile). Built at
+  /// `b`'s insertion point.
+  mlir::Value repackAxis(mlir::OpBuilder &b, mlir::Location loc, mlir::Value packed,
+                         int64_t axis, llvm::ArrayRef<RepackPiece> pieces, int64_t outSize,
+                         int64_t repeat = 1);
+  /// Masks the padding of a reduction or contraction over a symbolic axis;
+  /// returns the first op it inserted (null when `op` needs none).
+  mlir::FailureOr<mlir::Operation *> maskAlongSymbols(mlir::Operation *op);
+
+  /// Control flow (ConvertControlFlow.cpp) inlines subgraphs: binds `g`'s
+  /// inputs to `inputs` (positionally), converts its nodes at the builder's
+  /// insertion point, and returns its outputs. Names inside a subgraph are
+  /// rebound each time it is inlined (a loop's iterations).
+  mlir::FailureOr<llvm::SmallVector<Slot>> inlineGraph(const onnx::GraphProto &g,
+                                                       llvm::ArrayRef<Slot> inputs,
+                                                       mlir::OpBuilder &b,
+                                                       llvm::StringRef scope);
+  /// How deep subgraphs may nest, and how many nodes one import converts
+  /// in all (unrolled loops count each iteration): bounds for hostile models.
+  static constexpr int kMaxSubgraphDepth = 8;
+  static constexpr int64_t kMaxConvertedNodes = 200000;
+
+private:
+  mlir::LogicalResult parse();
+  mlir::LogicalResult checkOpset();
+  mlir::LogicalResult checkSupported(const llvm::StringMap<Converter> &table);
+  mlir::LogicalResult tensorBytes(const onnx::TensorProto &t, std::string &bytes,
+                                  const llvm::Twine &what);
+  mlir::Location nodeLoc(const onnx::NodeProto &node, int index, llvm::StringRef scope = "");
+  mlir::LogicalResult convertNodes(const onnx::GraphProto &g, mlir::OpBuilder &b,
+                                   llvm::StringRef scope);
+  int subgraphDepth = 0;
+  int64_t inlinedNodes = 0;
+  mlir::LogicalResult inputSymbols(const onnx::ValueInfoProto &vi,
+                                   const ImportOptions &options,
+                                   llvm::SmallVectorImpl<int64_t> &shape,
+                                   AxisSymbols &axes);
+  mlir::LogicalResult trackSymbols(NodeContext &nc, bool taintedIn);
+  void tagHostOutputs(NodeContext &nc, bool taintedIn);
+  /// The converters, by op_type.
+  llvm::StringMap<Converter> table;
+  static std::string sanitize(llvm::StringRef name);
+};
+
+} // namespace kiln::onnx_import
+
+#endif // KILN_FRONTENDS_ONNX_IMPORTERIMPL_H
