@@ -17,6 +17,9 @@ Configurations (each on every model it names):
   O1          -O1 (the graph passes, LLVM's -O1)
   cuda-emu    --target=cuda-emu (the CUDA C++ kernels, run on the CPU), and
               the CUDA source text (--emit=cuda-src) compared too
+  auto        --precision=auto (the calibration's trial builds and search)
+  max-memory  --max-memory=6M on DenseNet-121 (the rematerialization search
+              and the NCHW retry)
 
 Outputs are compared as the .npy files kiln-run writes; the compiled code as
 the object file (`-o model.o`: the kernels, weights and descriptor; the .so
@@ -53,10 +56,13 @@ CONFIGS = {
     "fp16-model": ([], True, ["resnet18", "gpt2_block"]),
     "O1": (["-O1"], False, ["small_cnn", "efficientnet_b0", "bert_layer"]),
     "cuda-emu": (["--target=cuda-emu"], False, ["small_cnn", "gpt2_block"]),
+    "auto": (["--precision=auto"], False, ["small_cnn", "mobilenetv2"]),
+    "max-memory": (["--max-memory=6M"], False, ["densenet121"]),
 }
 QUICK = {"fp32": ["small_cnn", "resnet18", "mobilenetv2", "bert_layer", "mlp"],
          "nchw": ["mobilenetv2"], "bf16": ["bert_layer"], "fp16-model": ["resnet18"],
-         "O1": ["small_cnn"], "cuda-emu": ["small_cnn"]}
+         "O1": ["small_cnn"], "cuda-emu": ["small_cnn"],
+         "auto": ["small_cnn"], "max-memory": ["densenet121"]}
 # Smaller builds of the large models for --quick.
 QUICK_ARGS = {"mlp": {"batch": 4}, "bert_layer": {"seq": 32}}
 

@@ -1,5 +1,5 @@
 //===- Calibrate.cpp - --precision=auto: measure builds, choose per region ===//
-#include "Calibrate.h"
+#include "driver/Calibrate.h"
 
 #include "codegen/program/Program.h"
 

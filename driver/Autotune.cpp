@@ -1,5 +1,5 @@
 //===- Autotune.cpp - --autotune: measured choices per op, cached ----------===//
-#include "Autotune.h"
+#include "driver/Autotune.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/OperationSupport.h"

@@ -10,8 +10,8 @@
 // the model measures nothing.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_TOOLS_KILN_COMPILE_AUTOTUNE_H
-#define KILN_TOOLS_KILN_COMPILE_AUTOTUNE_H
+#ifndef KILN_DRIVER_AUTOTUNE_H
+#define KILN_DRIVER_AUTOTUNE_H
 
 #include "codegen/program/Program.h"
 

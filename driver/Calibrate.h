@@ -8,8 +8,8 @@
 // gemm, matmul: the regions a kernel is anchored on) compute in bf16.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_TOOLS_KILN_COMPILE_CALIBRATE_H
-#define KILN_TOOLS_KILN_COMPILE_CALIBRATE_H
+#ifndef KILN_DRIVER_CALIBRATE_H
+#define KILN_DRIVER_CALIBRATE_H
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -1,0 +1,232 @@
+//===- CompileOptions.cpp - parsing and checking the options once ---------===//
+#include "driver/CompileOptions.h"
+#include "codegen/program/Program.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+
+namespace kiln::driver {
+namespace {
+
+/// "1048576", "1024K", "1.5M", "2G" -> bytes (powers of 1024); -1 if malformed.
+int64_t parseBytes(llvm::StringRef text) {
+  text = text.trim();
+  double scale = 1;
+  if (!text.empty()) {
+    char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+    if (unit == 'K' || unit == 'M' || unit == 'G') {
+      scale = unit == 'K' ? 1024.0 : unit == 'M' ? 1048576.0 : 1073741824.0;
+      text = text.drop_back();
+    }
+  }
+  double v;
+  if (text.empty() || text.getAsDouble(v) || !(v >= 0) || v * scale > 9e18)
+    return -1;
+  return static_cast<int64_t>(v * scale);
+}
+
+/// The graph passes and codegen switches --disable-pass accepts.
+constexpr const char *kDisablePasses[] = {
+    "kiln-fold-batchnorm", "kiln-recognize-patterns", "kiln-select-layout", "kiln-fuse",
+    "kiln-live-rows",      "kiln-plan-memory",        "kiln-rematerialize", "kiln-winograd"};
+
+} // namespace
+
+bool CompileOptions::wantSharedObject() const { return llvm::StringRef(output).ends_with(".so"); }
+bool CompileOptions::wantObject() const { return llvm::StringRef(output).ends_with(".o"); }
+bool CompileOptions::disabled(const std::string &pass) const {
+  return llvm::is_contained(disabledPasses, pass);
+}
+
+const char *targetName(Target t) {
+  switch (t) {
+  case Target::Cpu: return "cpu";
+  case Target::Cuda: return "cuda";
+  case Target::CudaEmu: return "cuda-emu";
+  }
+  return "cpu";
+}
+
+const char *emitName(Emit e) {
+  switch (e) {
+  case Emit::Artifact: return "";
+  case Emit::MlirImport: return "mlir-import";
+  case Emit::Mlir: return "mlir";
+  case Emit::Kernels: return "kernels";
+  case Emit::MemoryPlan: return "memory-plan";
+  case Emit::Llvm: return "llvm";
+  case Emit::CudaSrc: return "cuda-src";
+  }
+  return "";
+}
+
+const char *precisionName(Precision p) {
+  switch (p) {
+  case Precision::Fp32: return "fp32";
+  case Precision::Bf16: return "bf16";
+  case Precision::Fp16: return "fp16";
+  case Precision::Auto: return "auto";
+  }
+  return "fp32";
+}
+
+const char *layoutName(Layout l) {
+  switch (l) {
+  case Layout::Auto: return "auto";
+  case Layout::Nchw: return "nchw";
+  case Layout::Nhwc: return "nhwc";
+  }
+  return "auto";
+}
+
+const char *ioLayoutName(IoLayout l) { return l == IoLayout::Nhwc ? "nhwc" : "nchw"; }
+
+bool parseCompileFlags(const CompileFlags &f, CompileOptions &o, std::string &error) {
+  using llvm::StringSwitch;
+  auto target = StringSwitch<std::optional<Target>>(f.target)
+                    .Case("cpu", Target::Cpu)
+                    .Case("cuda", Target::Cuda)
+                    .Case("cuda-emu", Target::CudaEmu)
+                    .Default(std::nullopt);
+  if (!target) {
+    error = "unknown --target=" + f.target + " (cpu, cuda, cuda-emu)";
+    return false;
+  }
+  o.target = *target;
+  auto emit = StringSwitch<std::optional<Emit>>(f.emit)
+                  .Case("", Emit::Artifact)
+                  .Case("mlir-import", Emit::MlirImport)
+                  .Case("mlir", Emit::Mlir)
+                  .Case("kernels", Emit::Kernels)
+                  .Case("memory-plan", Emit::MemoryPlan)
+                  .Case("llvm", Emit::Llvm)
+                  .Case("cuda-src", Emit::CudaSrc)
+                  .Default(std::nullopt);
+  if (!emit) {
+    error = "unknown --emit=" + f.emit + " (mlir-import, mlir, kernels, memory-plan, llvm, cuda-src)";
+    return false;
+  }
+  o.emit = *emit;
+  auto precision = StringSwitch<std::optional<Precision>>(f.precision)
+                       .Case("fp32", Precision::Fp32)
+                       .Case("bf16", Precision::Bf16)
+                       .Case("fp16", Precision::Fp16)
+                       .Case("auto", Precision::Auto)
+                       .Default(std::nullopt);
+  if (!precision) {
+    error = "unknown --precision=" + f.precision + " (fp32, bf16, fp16, auto)";
+    return false;
+  }
+  o.precision = *precision;
+  auto layout = StringSwitch<std::optional<Layout>>(f.layout)
+                    .Case("auto", Layout::Auto)
+                    .Case("nchw", Layout::Nchw)
+                    .Case("nhwc", Layout::Nhwc)
+                    .Default(std::nullopt);
+  if (!layout) {
+    error = "unknown --layout=" + f.layout + " (auto, nchw, nhwc)";
+    return false;
+  }
+  o.layout = *layout;
+  if (f.ioLayout != "nchw" && f.ioLayout != "nhwc") {
+    error = "unknown --io-layout=" + f.ioLayout + " (nchw, nhwc)";
+    return false;
+  }
+  o.ioLayout = f.ioLayout == "nhwc" ? IoLayout::Nhwc : IoLayout::Nchw;
+  if (f.kBlock != "auto" && f.kBlock != "128" && f.kBlock != "l2") {
+    error = "unknown --k-block=" + f.kBlock + " (auto, l2, 128)";
+    return false;
+  }
+  o.kBlock = f.kBlock == "auto"  ? 0
+             : f.kBlock == "128" ? codegen::kKBlock128
+                                 : codegen::kKBlockL2;
+  o.maxMemoryText = f.maxMemory;
+  if (!f.maxMemory.empty() && (o.maxMemory = parseBytes(f.maxMemory)) < 0) {
+    error = "--max-memory expects a byte count (suffix K, M or G allowed), got '" + f.maxMemory +
+            "'";
+    return false;
+  }
+  return true;
+}
+
+bool checkCompileOptions(const CompileOptions &o, std::string &error) {
+  auto no = [&](const std::string &msg) {
+    error = msg;
+    return false;
+  };
+  if (o.input.empty())
+    return no("no model given (kiln-compile MODEL -o OUT; --help lists the options)");
+  if (o.emit == Emit::CudaSrc && !o.cudaTarget())
+    return no("--emit=cuda-src needs --target=cuda or --target=cuda-emu");
+  if (o.emit == Emit::Artifact && !o.wantSharedObject() && !o.wantObject())
+    return no("the output must end in .so or .o (or pass --emit=...)");
+  for (const std::string &name : o.disabledPasses)
+    if (!llvm::is_contained(kDisablePasses, llvm::StringRef(name)))
+      return no("--disable-pass: unknown graph pass '" + name +
+                "' (kiln-fold-batchnorm, kiln-recognize-patterns, kiln-select-layout, "
+                "kiln-fuse, kiln-live-rows, kiln-plan-memory, kiln-rematerialize, "
+                "kiln-winograd)");
+  if (o.cudaTarget() && o.layout == Layout::Nhwc)
+    return no("--layout=nhwc: the CUDA targets compute convolutions in NCHW only (implicit "
+              "GEMMs); use --layout=auto or nchw, and --io-layout=nhwc for NHWC inputs and "
+              "outputs");
+  if (!o.keepFp32.empty() && o.precision == Precision::Fp32)
+    return no("--keep-fp32 needs --precision=bf16, fp16 or auto");
+  if (!o.calibrate.empty() && o.precision == Precision::Fp32 && !o.autotune)
+    return no("--calibrate needs --precision=bf16, fp16 or auto (fp32 is the reference), or "
+              "--autotune");
+  if (o.autotune && o.cudaTarget())
+    return no(std::string("--autotune measures CPU kernels on this machine; it does not apply "
+                          "to --target=") +
+              targetName(o.target));
+  if (o.autotuneThreads < 0)
+    return no("--autotune-threads must be at least 1 (or 0: one per core)");
+  if (!(o.tolerance > 0))
+    return no("--tolerance must be positive");
+  return true;
+}
+
+std::vector<std::string> trialArguments(const CompileOptions &o, Precision precision,
+                                        const std::set<int64_t> &keep) {
+  std::vector<std::string> a{o.input};
+  for (const std::string &s : o.shapes)
+    a.push_back("--shape=" + s);
+  for (const std::string &s : o.maxShapes)
+    a.push_back("--max-shape=" + s);
+  for (const std::string &s : o.bindings)
+    a.push_back("--bind=" + s);
+  for (const std::string &s : o.disabledPasses)
+    a.push_back("--disable-pass=" + s);
+  if (precision != Precision::Fp32) // (the reference keeps everything)
+    for (const std::string &s : o.keepFp32)
+      a.push_back("--keep-fp32=" + s);
+  if (!o.maxMemoryText.empty())
+    a.push_back("--max-memory=" + o.maxMemoryText);
+  a.push_back("--mcpu=" + o.mcpu);
+  // (The graph passes of -O1 and up are the same; LLVM's -O1 compiles in
+  // half the time of -O3, with the same arithmetic.)
+  a.push_back("-O" + std::to_string(std::min(1u, o.optLevel)));
+  a.push_back(std::string("--layout=") + layoutName(o.layout));
+  a.push_back(std::string("--k-block=") + (o.kBlock == 0                     ? "auto"
+                                           : o.kBlock == codegen::kKBlock128 ? "128"
+                                                                             : "l2"));
+  if (o.winogradF43)
+    a.push_back("--winograd-f43");
+  a.push_back(std::string("--io-layout=") + ioLayoutName(o.ioLayout));
+  a.push_back(std::string("--target=") + (o.target == Target::Cpu ? "cpu" : "cuda-emu"));
+  a.push_back(std::string("--precision=") + precisionName(precision));
+  if (!keep.empty()) {
+    std::string list;
+    for (int64_t i : keep)
+      list += (list.empty() ? "" : ",") + std::to_string(i);
+    a.push_back("--keep-fp32-index=" + list);
+  }
+  return a;
+}
+
+} // namespace kiln::driver

@@ -1,0 +1,800 @@
+//===- Pipeline.cpp - a model file through every stage to its artifact ----===//
+#include "driver/Pipeline.h"
+#include "codegen/cpu/EmitObject.h"
+#include "codegen/cuda/EmitCuda.h"
+#include "codegen/cuda/Nvrtc.h"
+#include "codegen/program/PlanMemory.h"
+#include "codegen/program/Program.h"
+#include "dialects/kiln/KilnDialect.h"
+#include "driver/Artifact.h"
+#include "driver/Autotune.h"
+#include "driver/Calibrate.h"
+#include "driver/Report.h"
+#include "frontends/onnx/Importer.h"
+#include "frontends/torch/TorchImporter.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
+
+using namespace mlir;
+
+namespace kiln::driver {
+namespace {
+
+int fail(const llvm::Twine &msg) {
+  llvm::errs() << "kiln-compile: error: " << msg << "\n";
+  return 1;
+}
+
+/// A stage's result: carry on, or stop with this exit code (0: the IR
+/// --emit asked for is written).
+constexpr int kContinue = -1;
+
+/// The codegen choices of the options (--disable-pass, --winograd-f43,
+/// --k-block), for the model's Program and every trial build.
+void setCodegenChoices(codegen::Program &p, const CompileOptions &o) {
+  p.liveRows = !o.disabled("kiln-live-rows");
+  p.planMemory = !o.disabled("kiln-plan-memory");
+  p.winograd = !o.disabled("kiln-winograd");
+  p.winograd43 = o.winogradF43;
+  p.kBlock = o.kBlock;
+}
+
+bool parseBindings(const CompileOptions &o, onnx_import::ImportOptions &opts) {
+  for (const std::string &s : o.bindings) {
+    auto [name, file] = llvm::StringRef(s).split('=');
+    if (name.empty() || file.empty()) {
+      fail("--bind expects NAME=FILE (.npy or TensorProto .pb), got '" + s + "'");
+      return false;
+    }
+    opts.bindings[name.str()] = file.str();
+  }
+  return true;
+}
+
+bool parseShapeList(const std::vector<std::string> &list, const char *flag,
+                    std::map<std::string, std::vector<int64_t>> &out) {
+  for (const std::string &s : list) {
+    auto [name, dims] = llvm::StringRef(s).rsplit('=');
+    if (name.empty() || dims.empty()) {
+      fail(llvm::Twine(flag) + " expects NAME=D0xD1x..., got '" + s + "'");
+      return false;
+    }
+    std::vector<int64_t> v;
+    llvm::SmallVector<llvm::StringRef> parts;
+    dims.split(parts, 'x');
+    for (llvm::StringRef p : parts) {
+      int64_t d;
+      if (p.getAsInteger(10, d) || d < 0) {
+        fail(llvm::Twine(flag) + " " + s + ": '" + p + "' is not a dimension");
+        return false;
+      }
+      v.push_back(d);
+    }
+    out[name.str()] = v;
+  }
+  return true;
+}
+
+/// model.o -> model.h
+std::string headerPath(llvm::StringRef obj) {
+  llvm::SmallString<256> h(obj);
+  llvm::sys::path::replace_extension(h, ".h");
+  return h.str().str();
+}
+
+bool writeFile(llvm::StringRef path, llvm::StringRef data) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    fail("cannot write " + path + ": " + ec.message());
+    return false;
+  }
+  os << data;
+  return true;
+}
+
+/// One compilation's state as it goes through the stages.
+class Compilation {
+public:
+  Compilation(const CompileOptions &o, const std::string &toolPath)
+      : o(o), toolPath(toolPath), ctx(registry()), diagHandler(sourceMgr, &ctx) {
+    ctx.loadAllAvailableDialects();
+    // Diagnostics name the node and op; the generic dump of the op adds noise.
+    ctx.printOpOnDiagnostic(false);
+  }
+
+  int run() {
+    for (auto stage : {&Compilation::importModel, &Compilation::graphPasses,
+                       &Compilation::precisionAndTypes, &Compilation::layoutFusionMemory,
+                       &Compilation::lower, &Compilation::emitArtifact})
+      if (int rc = (this->*stage)(); rc != kContinue)
+        return rc;
+    return 0;
+  }
+
+private:
+  static DialectRegistry registry() {
+    DialectRegistry r;
+    r.insert<kiln::KilnDialect, func::FuncDialect>();
+    return r;
+  }
+
+  // The stages, in order.
+  int importModel();
+  int graphPasses();
+  int precisionAndTypes();
+  int layoutFusionMemory();
+  int lower();
+  int emitArtifact();
+
+  // Their parts.
+  int calibratePrecision();
+  int runAutotune(std::map<int64_t, codegen::OpTuning> &tuned,
+                  codegen::AutotuneSummary &summary);
+  LogicalResult selectLayout(Layout regionLayout);
+  int fuseAndFit();
+  int compileCuda(codegen::CpuOptions &cpu);
+  int link(llvm::StringRef object);
+  bool writeReport(const pipeline::CudaReport *cuda);
+
+  bool enabled(llvm::StringRef pass) const {
+    return o.optLevel >= 1 && !o.disabled(pass.str());
+  }
+  /// Passes print the IR after themselves as --print-ir-after asks.
+  void instrument(PassManager &manager) {
+    if (o.printAfter.empty())
+      return;
+    ctx.disableMultithreading();
+    const std::vector<std::string> &after = o.printAfter;
+    manager.enableIRPrinting(
+        [](Pass *, Operation *) { return false; },
+        [&after](Pass *pass, Operation *) {
+          return llvm::is_contained(after, "all") ||
+                 llvm::is_contained(after, pass->getArgument());
+        },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+  }
+  template <typename Print> int printTo(Print &&print) {
+    std::string err;
+    auto file = openOutputFile(o.output, &err);
+    if (!file)
+      return fail(err);
+    print(file->os());
+    file->keep();
+    return 0;
+  }
+
+  const CompileOptions &o;
+  std::string toolPath;
+  llvm::SourceMgr sourceMgr;
+  MLIRContext ctx;
+  SourceMgrDiagnosticHandler diagHandler;
+  OwningOpRef<ModuleOp> module;
+
+  // What the stages decide.
+  Precision precision = Precision::Fp32; // after --precision=auto: fp32 or bf16
+  std::vector<int64_t> keepIndex;
+  codegen::PrecisionSummary precisionSummary;
+  bool chooseLayout = false;
+  /// --max-memory with --layout=auto: the module before the layout pass, for
+  /// the NCHW retry.
+  OwningOpRef<ModuleOp> beforeLayout;
+  codegen::Program unfused; // the report's build without fusion
+  bool haveUnfused = false;
+  codegen::RematSummary remat;
+  int64_t nhwcSmallest = 0; // the NHWC regions' smallest arena, when they did not fit
+  codegen::Program program;
+  std::string cudaSource;
+};
+
+int Compilation::importModel() {
+  if (llvm::StringRef(o.input).ends_with(".mlir")) {
+    module = parseSourceFile<ModuleOp>(o.input, sourceMgr, ParserConfig(&ctx));
+    if (!module)
+      return 1;
+  } else {
+    onnx_import::ImportOptions opts;
+    if (!parseShapeList(o.shapes, "--shape", opts.inputShapes) ||
+        !parseShapeList(o.maxShapes, "--max-shape", opts.maxShapes) || !parseBindings(o, opts))
+      return 1;
+    module = torch_import::isTorchArchive(o.input)
+                 ? torch_import::importTorchFile(ctx, o.input, opts)
+                 : onnx_import::importOnnxFile(ctx, o.input, opts);
+    if (!module)
+      return 1;
+  }
+  if (o.emit == Emit::MlirImport)
+    return printTo([&](llvm::raw_ostream &os) { module->print(os); });
+  return kContinue;
+}
+
+int Compilation::graphPasses() {
+  PassManager pm(&ctx);
+  instrument(pm);
+  // Narrow storage types (float8, int4, ...) into their carriers first: the
+  // folders and passes after see only the types kernels compute in.
+  pm.addNestedPass<func::FuncOp>(kiln::createWidenNarrowTypesPass());
+  pm.addPass(createCanonicalizerPass());
+  if (enabled("kiln-fold-batchnorm"))
+    pm.addNestedPass<func::FuncOp>(kiln::createFoldBatchNormPass());
+  if (enabled("kiln-recognize-patterns")) {
+    pm.addNestedPass<func::FuncOp>(kiln::createRecognizePatternsPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+  if (failed(pm.run(*module)))
+    return 1;
+  return kContinue;
+}
+
+int Compilation::precisionAndTypes() {
+  // --precision=auto, or a precision measured with --calibrate: trial builds
+  // of this same model run on the calibration inputs against the fp32 build.
+  precision = o.precision;
+  keepIndex = o.keepFp32Index;
+  if (precision == Precision::Auto || (!o.calibrate.empty() && precision != Precision::Fp32)) {
+    if (int rc = calibratePrecision())
+      return rc;
+  }
+
+  PassManager pm2(&ctx);
+  instrument(pm2);
+  if (precision != Precision::Fp32) {
+    kiln::LowerPrecisionPassOptions lp;
+    lp.precision = precisionName(precision);
+    lp.tensorCores = o.cudaTarget();
+    lp.keepFp32.assign(o.keepFp32.begin(), o.keepFp32.end());
+    lp.keepIndex.assign(keepIndex.begin(), keepIndex.end());
+    PassManager lowerPass(&ctx);
+    instrument(lowerPass);
+    lowerPass.addNestedPass<func::FuncOp>(kiln::createLowerPrecisionPass(lp));
+    if (failed(lowerPass.run(*module)))
+      return 1;
+    // (Counted before the canonicalizer merges products that became equal.)
+    if (!precisionSummary.mode.empty()) {
+      precisionSummary.lowered = 0;
+      module->walk([&](Operation *op) {
+        precisionSummary.lowered += op->hasAttr("kiln.precision");
+      });
+    }
+    pm2.addPass(createCanonicalizerPass());
+  }
+  // f16/bf16 arithmetic in f32 between casts, at every level, after the
+  // patterns have seen the model's own ops (the CUDA target keeps f16/bf16
+  // contractions for its tensor cores).
+  kiln::LegalizeTypesPassOptions typeOptions;
+  typeOptions.tensorCores = o.cudaTarget();
+  pm2.addNestedPass<func::FuncOp>(kiln::createLegalizeTypesPass(typeOptions));
+  pm2.addPass(createCanonicalizerPass());
+  if (failed(pm2.run(*module)))
+    return 1;
+  return kContinue;
+}
+
+/// --precision=auto: chooses which contractions compute in bf16 (the rest
+/// fp32) so that every output stays within --tolerance of the fp32 build on
+/// the calibration inputs; with bf16/fp16 and --calibrate, measures that
+/// build. The module is after the passes before kiln-lower-precision (its
+/// contractions are the ones the pass counts). Returns an exit code.
+int Compilation::calibratePrecision() {
+  int64_t contractions = 0;
+  module->walk([&](func::FuncOp fn) {
+    for (Operation &op : fn.getBody().getOps())
+      if (kiln::isLowerableContraction(&op, o.cudaTarget()))
+        ++contractions;
+  });
+  std::string run = (llvm::sys::path::parent_path(toolPath) + "/kiln-run").str();
+  llvm::SmallString<128> dir;
+  if (llvm::sys::fs::createUniqueDirectory("kiln-calibrate", dir))
+    return fail("--precision: cannot create a temporary directory");
+  std::string tmp = dir.str().str(), error;
+  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tmp); });
+  std::vector<std::string> runArgs;
+  if (!calibrate::prepareInputs(*module, o.calibrate, tmp, runArgs, precisionSummary.inputs,
+                                error))
+    return fail(o.input + ": " + error);
+  // The fp32 reference and the first configuration (everything lowered
+  // that may be) build side by side.
+  Precision low = precision == Precision::Fp16 ? Precision::Fp16 : Precision::Bf16;
+  std::set<int64_t> keep(keepIndex.begin(), keepIndex.end());
+  std::vector<calibrate::Trial> first{{trialArguments(o, Precision::Fp32, {}), "fp32", {}},
+                                      {trialArguments(o, low, keep), "trial0", {}}};
+  if (!calibrate::runTrials(toolPath, run, first, runArgs, tmp, error))
+    return fail(o.input + ": a calibration build: " + error);
+  const calibrate::Outputs &reference = first[0].outputs;
+  std::map<std::set<int64_t>, calibrate::Error> measured{
+      {keep, calibrate::compare(first[1].outputs, reference)}};
+  precisionSummary.mode = precisionName(precision);
+  precisionSummary.tolerance = precision == Precision::Auto ? o.tolerance : 0.0;
+  precisionSummary.contractions = contractions;
+  precisionSummary.trials = 2;
+  int trial = 1;
+  auto measure = [&](const std::set<int64_t> &k) -> std::optional<calibrate::Error> {
+    if (auto it = measured.find(k); it != measured.end())
+      return it->second;
+    calibrate::Outputs got;
+    ++precisionSummary.trials;
+    if (!calibrate::runTrial(toolPath, run, trialArguments(o, low, k), runArgs, tmp,
+                             "trial" + std::to_string(trial++), got, error))
+      return std::nullopt;
+    return measured[k] = calibrate::compare(got, reference);
+  };
+  calibrate::Error chosen;
+  if (precision == Precision::Auto) {
+    auto r = calibrate::search(contractions, o.tolerance, o.autoTrials, measure);
+    if (r.failed)
+      return fail(o.input + ": a --precision=auto trial build: " + error);
+    keep = r.keep;
+    chosen = r.chosen;
+    precision = static_cast<int64_t>(keep.size()) == contractions ? Precision::Fp32
+                                                                  : Precision::Bf16;
+  } else {
+    std::optional<calibrate::Error> e = measure(keep);
+    if (!e)
+      return fail(o.input + ": the " + precisionName(precision) + " calibration build: " + error);
+    chosen = *e;
+  }
+  keepIndex.assign(keep.begin(), keep.end());
+  precisionSummary.lowered = contractions - static_cast<int64_t>(keep.size());
+  precisionSummary.relError = chosen.rel;
+  precisionSummary.maxAbsError = chosen.maxAbs;
+  precisionSummary.top1Agree = chosen.top1Agree;
+  precisionSummary.top1Rows = chosen.top1Rows;
+  return 0;
+}
+
+LogicalResult Compilation::selectLayout(Layout regionLayout) {
+  PassManager pm3(&ctx);
+  instrument(pm3);
+  if (chooseLayout || o.ioLayout == IoLayout::Nhwc) {
+    kiln::SelectLayoutPassOptions layoutOptions;
+    layoutOptions.layout = layoutName(regionLayout);
+    layoutOptions.ioLayout = ioLayoutName(o.ioLayout);
+    layoutOptions.winograd = !o.disabled("kiln-winograd");
+    pm3.addNestedPass<func::FuncOp>(kiln::createSelectLayoutPass(layoutOptions));
+    pm3.addPass(createCanonicalizerPass());
+  }
+  pm3.addPass(createCSEPass());
+  return pm3.run(*module);
+}
+
+int Compilation::layoutFusionMemory() {
+  // The interface layout is a contract and holds at every level; the
+  // regions' layout is an optimization.
+  // The CUDA target's convolutions are NCHW implicit GEMMs: its regions
+  // stay NCHW unless the user asks for NHWC.
+  chooseLayout = enabled("kiln-select-layout") && o.layout != Layout::Nchw &&
+                 !(o.cudaTarget() && o.layout == Layout::Auto);
+  // --max-memory with --layout=auto: NHWC regions have no convolution
+  // prologues to recompute and no concats written in place, so where their
+  // plan cannot meet the budget every region goes NCHW instead (from a copy
+  // of the module before the layout pass).
+  if (o.maxMemory >= 0 && chooseLayout && o.layout == Layout::Auto)
+    beforeLayout = module->clone();
+  if (failed(selectLayout(chooseLayout ? o.layout : Layout::Nchw)))
+    return 1;
+  if (beforeLayout) {
+    bool nhwc = false;
+    module->walk([&](Operation *op) {
+      auto l = op->getAttrOfType<StringAttr>("layout");
+      nhwc |= l && l.getValue() == "nhwc";
+    });
+    if (!nhwc)
+      beforeLayout = nullptr;
+  }
+  int fit = fuseAndFit();
+  if (fit == 2) {
+    module = std::move(beforeLayout);
+    remat = codegen::RematSummary();
+    remat.nchwForMemory = true;
+    if (failed(selectLayout(Layout::Nchw)))
+      return 1;
+    fit = fuseAndFit();
+  }
+  if (fit != 0)
+    return fit;
+  if (o.emit == Emit::Mlir)
+    return printTo([&](llvm::raw_ostream &os) { module->print(os); });
+  return kContinue;
+}
+
+/// Fusion, then --max-memory's search. 0: done; 1: failed (diagnosed); 2:
+/// the budget cannot be met with NHWC regions and beforeLayout is there to
+/// retry with NCHW ones.
+int Compilation::fuseAndFit() {
+  // The report states what fusion saved: lower an unfused copy as well.
+  if (!o.report.empty() && enabled("kiln-fuse")) {
+    OwningOpRef<ModuleOp> copy = module->clone();
+    unfused = codegen::Program();
+    unfused.name = "unfused";
+    unfused.gpu = o.cudaTarget();
+    haveUnfused = succeeded(codegen::lowerToKernels(*copy, unfused));
+  }
+  if (enabled("kiln-fuse")) {
+    PassManager fuse(&ctx);
+    instrument(fuse);
+    fuse.addNestedPass<func::FuncOp>(kiln::createFusePass());
+    if (failed(fuse.run(*module)))
+      return 1;
+  }
+  int64_t budget = o.maxMemory;
+  if (budget < 0)
+    return 0;
+  // --max-memory: the fewest recomputations (cheapest first) whose plan
+  // fits. Each trial lowers and plans a copy of the module.
+  remat.budget = budget;
+  auto arenaWith = [&](int64_t limit, int64_t &bytes) -> LogicalResult {
+    OwningOpRef<ModuleOp> copy = module->clone();
+    if (limit != 0) {
+      PassManager pm(&ctx);
+      kiln::RematerializePassOptions ro;
+      ro.limit = limit;
+      pm.addNestedPass<func::FuncOp>(kiln::createRematerializePass(ro));
+      if (failed(pm.run(*copy)))
+        return failure();
+    }
+    codegen::Program trial;
+    trial.name = "trial";
+    trial.gpu = o.cudaTarget();
+    setCodegenChoices(trial, o);
+    if (failed(codegen::lowerToKernels(*copy, trial)))
+      return failure();
+    bytes = trial.arenaBytes;
+    return success();
+  };
+  int64_t without;
+  if (failed(arenaWith(0, without)))
+    return 1;
+  remat.arenaWithout = without;
+  int64_t available = 0;
+  // (The CUDA kernels have no convolution prologue.)
+  if (!o.cudaTarget() && enabled("kiln-fuse") && enabled("kiln-rematerialize"))
+    module->walk([&](func::FuncOp fn) { available += kiln::countRematerializeCandidates(fn); });
+  if (without > budget) {
+    int64_t all = without;
+    if (available > 0 && failed(arenaWith(-1, all)))
+      return 1;
+    if (all > budget) {
+      int64_t smallest = std::min(all, without);
+      if (beforeLayout) {
+        nhwcSmallest = smallest;
+        return 2;
+      }
+      std::string how = std::to_string(available) + " value" + (available == 1 ? "" : "s") +
+                        " recomputed; " + std::to_string(without) + " bytes without";
+      if (nhwcSmallest > 0) { // (this was the NCHW retry)
+        how = "NCHW regions: " + std::to_string(smallest) + " bytes, " + how +
+              "; the NHWC regions --layout=auto chose: " + std::to_string(nhwcSmallest) +
+              " bytes";
+        smallest = std::min(smallest, nhwcSmallest);
+      }
+      return fail(llvm::Twine(o.input) + ": --max-memory=" + o.maxMemoryText + " (" +
+                  llvm::Twine(budget) + " bytes) cannot be met: the smallest arena "
+                  "kiln-rematerialize reaches is " + llvm::Twine(smallest) + " bytes (" + how +
+                  ")");
+    }
+    // The smallest prefix of the candidates (cheapest first) that fits.
+    int64_t lo = 1, hi = available;
+    while (lo < hi) {
+      int64_t mid = (lo + hi) / 2, bytes;
+      if (failed(arenaWith(mid, bytes)))
+        return 1;
+      if (bytes <= budget)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    PassManager pm(&ctx);
+    instrument(pm);
+    kiln::RematerializePassOptions ro;
+    ro.limit = lo;
+    pm.addNestedPass<func::FuncOp>(kiln::createRematerializePass(ro));
+    if (failed(pm.run(*module)))
+      return 1;
+    remat.applied = lo;
+  }
+  remat.candidates = available;
+  return 0;
+}
+
+/// Builds a lowered `program` into a .so at `path` (LLVM, object, link):
+/// --autotune's trial builds.
+bool buildSharedObject(const CompileOptions &o, codegen::Program &program,
+                       const std::string &path, std::string &error) {
+  codegen::CpuOptions cpu;
+  cpu.mcpu = o.mcpu;
+  cpu.optLevel = o.optLevel;
+  cpu.exportGenericEntry = true;
+  cpu.device = codegen::CpuOptions::Device::Cpu;
+  llvm::LLVMContext llvmCtx;
+  auto llvmModule = codegen::buildLLVMModule(program, llvmCtx, cpu, error);
+  if (!llvmModule)
+    return false;
+  llvm::SmallVector<char, 0> object;
+  if (!codegen::emitObject(*llvmModule, cpu, object, error))
+    return false;
+  std::string obj = path + ".o";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(obj, ec, llvm::sys::fs::OF_None);
+    if (ec) {
+      error = "cannot write " + obj + ": " + ec.message();
+      return false;
+    }
+    os.write(object.data(), object.size());
+  }
+  bool ok = pipeline::linkSharedLibrary(obj, path, error);
+  llvm::sys::fs::remove(obj);
+  return ok;
+}
+
+/// --autotune (Autotune.h): the module is ready for the final lowering;
+/// `tuned` gets the ops whose measured choice is not the default. Returns
+/// an exit code.
+int Compilation::runAutotune(std::map<int64_t, codegen::OpTuning> &tuned,
+                             codegen::AutotuneSummary &summary) {
+  autotune::Options ao;
+  ao.kilnRun = (llvm::sys::path::parent_path(toolPath) + "/kiln-run").str();
+  llvm::SmallString<128> dir;
+  if (llvm::sys::fs::createUniqueDirectory("kiln-autotune", dir))
+    return fail("--autotune: cannot create a temporary directory");
+  ao.dir = dir.str().str();
+  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(ao.dir); });
+  std::string error, what;
+  if (!calibrate::prepareInputs(*module, o.calibrate, ao.dir, ao.runArgs, what, error,
+                                /*zerosForOthers=*/true))
+    return fail(o.input + ": --autotune: " + error);
+  ao.cachePath = o.autotuneCache == "none" ? ""
+                 : o.autotuneCache.empty() ? autotune::defaultCachePath()
+                                           : o.autotuneCache;
+  ao.cpuKey = autotune::cpuKey(o.mcpu);
+  ao.threads = o.autotuneThreads > 0 ? o.autotuneThreads
+                                     : std::max(1u, std::thread::hardware_concurrency());
+  ao.kBlock = o.kBlock == 0;
+  ao.winograd = !o.disabled("kiln-winograd");
+  if (!ao.kBlock && !ao.winograd) {
+    llvm::errs() << "kiln-compile: autotune: nothing to choose (--k-block and "
+                    "--disable-pass=kiln-winograd fix both choices)\n";
+    return 0;
+  }
+  auto lowerTrial = [&](const codegen::OpTuning &all, codegen::Program &out, std::string &err) {
+    OwningOpRef<ModuleOp> copy = module->clone();
+    out.name = "autotune";
+    setCodegenChoices(out, o);
+    out.tuneAll = all;
+    if (failed(codegen::lowerToKernels(*copy, out))) {
+      err = "lowering a trial build failed";
+      return false;
+    }
+    return true;
+  };
+  auto build = [&](codegen::Program &p, const std::string &path, std::string &err) {
+    return buildSharedObject(o, p, path, err);
+  };
+  if (!autotune::tune(ao, lowerTrial, build, tuned, summary, error))
+    return fail(o.input + ": --autotune: " + error);
+  int changed = 0, cached = 0;
+  for (const auto &op : summary.ops) {
+    changed += op.changed;
+    cached += op.cached;
+  }
+  llvm::errs() << "kiln-compile: autotune: " << summary.ops.size() << " ops to choose for ("
+               << cached << " from the cache), " << changed << " changed from the default; "
+               << summary.variants.size() << " variants";
+  if (summary.runs)
+    llvm::errs() << " x " << summary.rounds << " rounds of " << summary.runs << " runs on "
+                 << summary.threads << " thread" << (summary.threads == 1 ? "" : "s");
+  llvm::errs() << ", " << llvm::formatv("{0:f1}", summary.seconds) << " s\n";
+  return 0;
+}
+
+bool Compilation::writeReport(const pipeline::CudaReport *cuda) {
+  std::string error;
+  if (!o.report.empty() &&
+      !pipeline::writeReport(o.report, program, haveUnfused ? &unfused : nullptr, error, cuda))
+    return fail(error) == 0;
+  return true;
+}
+
+int Compilation::lower() {
+  // --autotune: trial builds of this module, one per combination of the
+  // choices, timed here; the final lowering takes each op's fastest.
+  std::map<int64_t, codegen::OpTuning> tuned;
+  codegen::AutotuneSummary autotuneSummary;
+  if (o.autotune) {
+    if (int rc = runAutotune(tuned, autotuneSummary))
+      return rc;
+  }
+  program.tuned = std::move(tuned);
+  program.remat = remat;
+  program.precision = precisionSummary;
+  program.name = o.name.empty() ? (o.emit == Emit::Artifact
+                                       ? pipeline::modelNameFromPath(o.output)
+                                       : "model")
+                                : pipeline::modelNameFromPath(o.name + ".x");
+  program.gpu = o.cudaTarget();
+  setCodegenChoices(program, o);
+  if (failed(codegen::lowerToKernels(*module, program)))
+    return 1;
+  if (autotuneSummary.on) {
+    program.autotune = std::move(autotuneSummary);
+    autotune::nameKernels(program.autotune, program);
+  }
+  if (failed(verify(*program.kernels)))
+    return fail("internal error: the generated kernels do not verify");
+  if (o.maxMemory >= 0 && program.arenaBytes > o.maxMemory) // (the search's own plan)
+    return fail(llvm::Twine(o.input) + ": internal error: the arena (" +
+                llvm::Twine(program.arenaBytes) + " bytes) exceeds --max-memory");
+  if ((!o.cudaTarget() || o.emit == Emit::Kernels) && !writeReport(nullptr))
+    return 1;
+  if (o.emit == Emit::Kernels)
+    return printTo([&](llvm::raw_ostream &os) { program.kernels->print(os); });
+  if (o.emit == Emit::MemoryPlan)
+    return printTo([&](llvm::raw_ostream &os) { codegen::printMemoryPlan(program, os); });
+  return kContinue;
+}
+
+/// The CUDA targets: the kernels as CUDA C++, compiled by NVRTC for each
+/// architecture (the images go into `cpu` for --target=cuda), ptxas's
+/// resources into the report.
+int Compilation::compileCuda(codegen::CpuOptions &cpu) {
+  std::string error;
+  cudaSource = cuda::emitCudaSource(program, error);
+  if (cudaSource.empty())
+    return fail(o.input + ": " + error);
+  std::vector<std::string> archs(o.cudaArchs.begin(), o.cudaArchs.end());
+  if (archs.empty() && o.target == Target::Cuda && o.emit == Emit::Artifact) {
+    archs = {"sm_80", "sm_86", "sm_89", "sm_90", "compute_80"};
+    if (const char *env = std::getenv("KILN_CUDA_ARCH"); env && *env) {
+      archs.clear();
+      llvm::SmallVector<llvm::StringRef> parts;
+      llvm::StringRef(env).split(parts, ',', -1, false);
+      for (llvm::StringRef a : parts)
+        archs.push_back(a.trim().str());
+    }
+  }
+  std::vector<uint32_t> archNumbers;
+  for (const std::string &a : archs) {
+    llvm::StringRef digits(a);
+    unsigned n = 0;
+    if (!(digits.consume_front("sm_") || digits.consume_front("compute_")) ||
+        digits.getAsInteger(10, n) || n < 50)
+      return fail("--cuda-arch: '" + a + "' is not sm_XY or compute_XY (e.g. sm_80, compute_80)");
+    archNumbers.push_back(n);
+  }
+  // ptxas resources for the report come from a CUBIN: sm_90 (H100) when
+  // none was asked for.
+  bool reportOnly = false;
+  if (!o.report.empty() && llvm::none_of(archs, [](const std::string &a) {
+        return llvm::StringRef(a).starts_with("sm_");
+      })) {
+    archs.push_back("sm_90");
+    archNumbers.push_back(90);
+    reportOnly = true;
+  }
+  auto results = cuda::compileAll(cudaSource, program.name + ".cu", archs);
+  pipeline::CudaReport report;
+  report.target = targetName(o.target);
+  for (auto [i, r] : llvm::enumerate(results)) {
+    if (!r.ok)
+      return fail("NVRTC failed for " + archs[i] + " (the generated CUDA C++ is written "
+                  "by --emit=cuda-src):\n" + r.log);
+    bool spilled = false;
+    for (const cuda::KernelResources &k : r.kernels)
+      if (k.spillStores || k.spillLoads) {
+        llvm::errs() << "kiln-compile: " << (o.cudaNoSpills ? "error" : "warning") << ": "
+                     << archs[i] << ": kernel " << k.name << " spills (" << k.spillStores
+                     << " bytes stored, " << k.spillLoads << " loaded)\n";
+        spilled = true;
+      }
+    if (spilled && o.cudaNoSpills)
+      return 1;
+    if (report.resourcesArch.empty() && !r.kernels.empty()) {
+      report.resourcesArch = archs[i];
+      for (const cuda::KernelResources &k : r.kernels)
+        report.resources[k.name] = {k.registers, k.spillStores, k.spillLoads, k.stackBytes,
+                                    k.sharedBytes};
+    }
+    if (o.target == Target::Cuda && !(reportOnly && i + 1 == results.size()))
+      cpu.cudaImages.push_back({archNumbers[i], llvm::StringRef(archs[i]).starts_with("compute_"),
+                                std::string(r.binary.begin(), r.binary.end())});
+  }
+  if (!writeReport(&report))
+    return 1;
+  if (o.emit == Emit::CudaSrc)
+    return printTo([&](llvm::raw_ostream &os) { os << cudaSource; });
+  if (o.wantObject() && o.target == Target::CudaEmu)
+    return fail("--target=cuda-emu builds a .so (the emulation needs the host C++ "
+                "compiler's object linked in)");
+  return kContinue;
+}
+
+int Compilation::emitArtifact() {
+  codegen::CpuOptions cpu;
+  if (o.cudaTarget())
+    if (int rc = compileCuda(cpu); rc != kContinue)
+      return rc;
+  cpu.mcpu = o.mcpu;
+  cpu.optLevel = o.optLevel;
+  cpu.exportGenericEntry = o.wantSharedObject();
+  using Device = codegen::CpuOptions::Device;
+  cpu.device = o.target == Target::Cuda      ? Device::Cuda
+               : o.target == Target::CudaEmu ? Device::CudaEmu
+                                             : Device::Cpu;
+  llvm::LLVMContext llvmCtx;
+  std::string error;
+  auto llvmModule = codegen::buildLLVMModule(program, llvmCtx, cpu, error);
+  if (!llvmModule)
+    return fail(error);
+  llvm::SmallVector<char, 0> object;
+  if (!codegen::emitObject(*llvmModule, cpu, object, error))
+    return fail(error);
+  if (o.emit == Emit::Llvm)
+    return printTo([&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
+  llvm::StringRef bytes(object.data(), object.size());
+  if (o.wantObject()) {
+    if (!writeFile(o.output, bytes) ||
+        !writeFile(headerPath(o.output), pipeline::generateHeader(program)))
+      return 1;
+    return 0;
+  }
+  return link(bytes);
+}
+
+/// The .so: a temporary object beside the output (and, for cuda-emu, the
+/// kernels compiled by the host compiler against the emulation header),
+/// linked with the runtime archive, then removed.
+int Compilation::link(llvm::StringRef object) {
+  std::string out = o.output, error;
+  std::string tmpObj = out + ".tmp.o";
+  if (!writeFile(tmpObj, object))
+    return 1;
+  std::vector<std::string> extra;
+  if (o.target == Target::CudaEmu) {
+    std::string src = out + ".emu.cpp", obj = out + ".emu.o";
+    if (!writeFile(src, cuda::emitEmulationSource(program, cudaSource)))
+      return 1;
+    bool built = pipeline::compileEmulation(src, obj, o.optLevel, error);
+    llvm::sys::fs::remove(src);
+    if (!built) {
+      llvm::sys::fs::remove(tmpObj);
+      return fail(error);
+    }
+    extra.push_back(obj);
+  }
+  bool ok = pipeline::linkSharedLibrary(tmpObj, out, error, extra);
+  llvm::sys::fs::remove(tmpObj);
+  for (const std::string &e : extra)
+    llvm::sys::fs::remove(e);
+  if (!ok)
+    return fail(error);
+  return 0;
+}
+
+} // namespace
+
+int compileModel(const CompileOptions &o, const std::string &toolPath) {
+  return Compilation(o, toolPath).run();
+}
+
+} // namespace kiln::driver
