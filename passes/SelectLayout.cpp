@@ -69,7 +69,7 @@ bool isLayoutAgnostic(Operation *op) {
 //===----------------------------------------------------------------------===//
 // Cost model: estimated nanoseconds of a kernel or a transpose on one core.
 // The constants come from kernels measured on an AVX-512 machine
-// (docs/performance.md); only their ratios matter.
+// (docs/performance-history.md); only their ratios matter.
 //===----------------------------------------------------------------------===//
 
 constexpr double kGemmFlopsPerNs = 100.0;    // the sgemm ukernel, either layout

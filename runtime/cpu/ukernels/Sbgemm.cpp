@@ -269,7 +269,7 @@ constexpr int64_t kPairs = 128;
 /// _pb_a16): as deep as L2 holds (kiln::rt::deepKCap), in blocks of equal
 /// depth, as the f32 kernel's KILN_UK_DEEP_K blocks: each tile's C loaded
 /// and stored once (BERT layer, ResNet-50 at --precision=bf16: see
-/// docs/performance.md).
+/// docs/performance-history.md).
 inline int64_t deepPairs(int64_t K) { return kiln::rt::deepBlock((K + 1) / 2); }
 
 template <bool Dot>

@@ -724,7 +724,7 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
   // whole K while the panel fits a quarter of L2 (deepKCap), else blocks of
   // equal depth, as the packed-B kernel's KILN_UK_DEEP_K blocks -- each
   // tile's C loaded and stored once (NCHW convs: DenseNet-121 and a UNet on
-  // 1 thread, see docs/performance.md).
+  // 1 thread, see docs/performance-history.md).
   const int64_t KC = kiln::rt::deepBlock(K);
   // The panel, then (a half packed A) A's strip widened per tile (row-major
   // A is f32 only).
