@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/ConstantData.h"
+#include "dialects/kiln/ConvStrategy.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -245,7 +246,7 @@ SmallVector<Candidate> candidates(func::FuncOp fn) {
       int64_t G = static_cast<int64_t>(conv.getGroup());
       // The matrix-product kernel (codegen's conv gathers its input); the
       // direct one (few channels per group) has no prologue.
-      if (!in.getElementType().isF32() || w[1] * w[2] * w[3] < 16 || out4[1] / G < 4)
+      if (!in.getElementType().isF32() || conv_strategy::isDirect(w[1] * w[2] * w[3], out4[1] / G))
         continue;
       // The outer value the convolution reads as its input.
       Value v = conv.getInput();

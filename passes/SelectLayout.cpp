@@ -8,6 +8,7 @@
 // dimensions.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/kiln/ConvStrategy.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -82,10 +83,8 @@ constexpr double kPoolNhwc = 4.0, kPoolNchw = 2.0;
 /// Codegen's F(2x2, 3x3) Winograd convs (NHWC, f32) against the direct
 /// products' rate: 2.25x fewer multiply-adds, less the transforms (ResNet-50's
 /// and a lone 64 -> 64 conv at 56 x 56: 195-200 direct-equivalent GFLOP/s
-/// against 100). Its conditions mirror codegen's (codegen/kernels/ConvNhwc.cpp,
-/// kWinogradMinChannels, kWinogradMinPixels).
+/// against 100). Which convs take it: ConvStrategy.h.
 constexpr double kWinogradSpeedup = 1.9;
-constexpr int64_t kWinogradMinChannels = 16, kWinogradMinPixels = 100;
 
 /// N, C, H, W of an op's rank-4 result, whatever its current layout.
 std::array<int64_t, 4> nchwDims(Operation *op) {
@@ -118,7 +117,7 @@ double convCost(ConvOp op, bool nhwc, bool winograd) {
   bool constWeight = static_cast<bool>(op.getWeight().getDefiningOp<ConstantOp>());
   if (nhwc && !constWeight)
     return flops;
-  if (Cg * KK < 16 || Og < 4) {
+  if (conv_strategy::isDirect(Cg * KK, Og)) {
     if (nhwc)
       return flops / (kDepthwiseNhwc * std::min<double>(1.0, O / 16.0));
     return flops / (op.getStrides()[0] == 1 ? kDepthwiseNchwS1 : kDepthwiseNchwS2);
@@ -137,9 +136,9 @@ double convCost(ConvOp op, bool nhwc, bool winograd) {
   // products (a UNet, NCHW before this term, is 40% faster in NHWC).
   auto d = op.getDilations();
   bool f16 = precision && precision.getValue() == "f16";
-  if (nhwc && winograd && !bf16 && !f16 && G == 1 && w[2] == 3 && w[3] == 3 && s[0] == 1 &&
-      s[1] == 1 && d[0] == 1 && d[1] == 1 && Cg >= kWinogradMinChannels &&
-      O >= kWinogradMinChannels && P >= kWinogradMinPixels &&
+  if (nhwc && winograd && !bf16 && !f16 &&
+      conv_strategy::winogradShape(G, w[2], w[3], s, d, Cg, O) &&
+      P >= conv_strategy::kWinogradLayoutMinPixels &&
       tensorOf(op.getResult()).getElementType().isF32())
     return cost / kWinogradSpeedup;
   if (!nhwc) {

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Lowering.h"
+#include "dialects/kiln/ConvStrategy.h"
 #include "codegen/kernels/Packing.h"
 #include "codegen/kernels/Precision.h"
 #include "codegen/kernels/Tiling.h"
@@ -78,10 +79,11 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
   int64_t KK = KH * KW, P = OH * OW, Kdim = Cg * KK;
   // Depthwise-like convolutions (few channels per group) have too little
   // reduction and too few rows for a matrix product: the direct loop nest is
-  // better there.
-  if ((Kdim < 16 || Og < 4) && pro)
+  // better there (ConvStrategy.h).
+  bool direct = conv_strategy::isDirect(Kdim, Og);
+  if (direct && pro)
     return op.emitError("internal error: a convolution prologue on the direct path");
-  if (Kdim < 16 || Og < 4)
+  if (direct)
     return p.gpu ? gpuConvDirect(op, epi) : convDirect(op, epi);
   if (p.gpu)
     return gpuConv(op, epi);

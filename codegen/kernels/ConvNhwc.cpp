@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Lowering.h"
+#include "dialects/kiln/ConvStrategy.h"
 #include "codegen/kernels/Packing.h"
 #include "codegen/kernels/Precision.h"
 #include "codegen/kernels/Tiling.h"
@@ -19,27 +20,14 @@ using namespace mlir;
 
 namespace kiln::codegen::kernels {
 
-/// Winograd F(2x2, 3x3) convolutions (convNhwc): at least this many input
-/// and output channels and output pixels per image; about kWinogradTiles
-/// tiles (rows of the 16 products) per workgroup, whose scratch (the
-/// transformed input and the products) stays within kWinogradScratch
-/// floats of stack. From 7 x 7 on: ResNet-50's stage-4 3x3 convs (512
-/// channels, 16 tiles) 2.13 -> 1.64 ms each on 1 thread, their 16.8 MB of
-/// transformed weights streaming behind the products since the panels'
-/// next blocks are prefetched (before that, the fifth session measured
-/// them 1-3% slower inside the model and kept 100 pixels).
-constexpr int64_t kWinogradMinChannels = 16, kWinogradMinPixels = 49;
-
-/// With --winograd-f43 (Program::winograd43), the F(4x4, 3x3) form
-/// (kiln_uk_winograd_f43: 36 products per 16 output pixels, 1.78x fewer
-/// than F(2x2, 3x3)) from this many output pixels per image on (ResNet-50's
-/// 56x56 and 28x28 convs; its 14x14 ones would pad to 16x16 and stream
-/// 2.25x the transformed weights of F(2x2, 3x3) for 16 tiles an image).
-constexpr int64_t kWinograd43MinPixels = 400;
-
-/// The fewest output pixels per image --autotune tries Winograd on.
-constexpr int64_t kWinogradTunePixels = 16;
-
+/// Winograd F(2x2, 3x3) convolutions: which convs take it is ConvStrategy.h's
+/// (kWinogradMinChannels, kWinogradMinPixels, kWinogradTunePixels,
+/// kWinograd43MinPixels); here, about kWinogradTiles tiles (rows of the 16
+/// products) per workgroup, whose scratch (the transformed input and the
+/// products) stays within kWinogradScratch floats of stack.
+using conv_strategy::kWinograd43MinPixels;
+using conv_strategy::kWinogradMinPixels;
+using conv_strategy::kWinogradTunePixels;
 constexpr int64_t kWinogradTiles = 96, kWinogradScratch = 98304;
 
 LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
@@ -50,7 +38,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   int64_t KK = KH * KW, P = OH * OW, Kdim = Cg * KK, M = N * P;
   int wBuf = bufferOf.lookup(op.getWeight());
   bool constWeight = p.buffers[wBuf].kind == Buffer::Constant;
-  if (Kdim < 16 || Og < 4 || !constWeight)
+  if (conv_strategy::isDirect(Kdim, Og) || !constWeight)
     return convNhwcDirect(op, epi);
   if (failed(checkF32(op, {op.getInput(), op.getWeight(), op.getResult()})))
     return failure();
@@ -142,9 +130,8 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   // (--autotune measures Winograd on convs down to kWinogradTunePixels
   // and chooses per conv; a plain build keeps kWinogradMinPixels.)
   bool winogradCan =
-      p.winograd && !bf16 && !f16 && G == 1 && KH == 3 && KW == 3 && s[0] == 1 &&
-      s[1] == 1 && d[0] == 1 && d[1] == 1 && C >= kWinogradMinChannels &&
-      O >= kWinogradMinChannels && P >= kWinogradTunePixels &&
+      p.winograd && !bf16 && !f16 && conv_strategy::winogradShape(G, KH, KW, s, d, C, O) &&
+      P >= kWinogradTunePixels &&
       llvm::cast<RankedTensorType>(inElem.getType()).getElementType().isF32() &&
       !(p.buffers[bufferOf.lookup(inElem)].elem &&
         p.buffers[bufferOf.lookup(inElem)].elem.isBF16());

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Lowering.h"
 #include "codegen/kernels/Precision.h"
+#include "dialects/kiln/ConvStrategy.h"
 
 #include <cstring>
 
@@ -167,7 +168,7 @@ bool bf16Readers(Value v) {
     auto w = llvm::cast<RankedTensorType>(conv.getWeight().getType()).getShape();
     auto in = llvm::cast<RankedTensorType>(conv.getInput().getType()).getShape();
     auto wArg = llvm::dyn_cast<BlockArgument>(conv.getWeight());
-    if (w[1] * w[2] * w[3] < 16 || w[0] < 4 || !wArg ||
+    if (conv_strategy::isDirect(w[1] * w[2] * w[3], w[0]) || !wArg ||
         !f.getInputs()[wArg.getArgNumber()].getDefiningOp<kiln::ConstantOp>())
       return false;
     bool pointwise = w[2] * w[3] == 1;

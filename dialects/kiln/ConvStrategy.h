@@ -1,0 +1,71 @@
+//===- ConvStrategy.h - how a kiln.conv computes: direct, product, Winograd -*- C++ -*-===//
+//
+// The rules that decide how a convolution is computed, in one place: the
+// graph passes that weigh or rewrite convolutions (kiln-select-layout's cost
+// model, kiln-rematerialize's prologues) and the kernel lowering
+// (codegen/kernels/ConvNchw.cpp, ConvNhwc.cpp) all ask these, so a rule
+// cannot drift between the stage that plans for a kernel and the stage that
+// builds it.
+//
+// - Direct: few channels per group (depthwise and similar) have too little
+//   reduction and too few output channels for a matrix product; they run as
+//   a direct loop nest (no im2col gather, no prologue).
+// - Product: an implicit GEMM over the gathered input (1x1 stride-1
+//   convolutions read the input as it is).
+// - Winograd F(2x2, 3x3) (NHWC, f32, constant weights): 3x3 stride-1
+//   convolutions with enough channels and output pixels.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_DIALECTS_KILN_CONVSTRATEGY_H
+#define KILN_DIALECTS_KILN_CONVSTRATEGY_H
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+
+namespace kiln::conv_strategy {
+
+/// A matrix product needs at least this deep a reduction (channels per
+/// group times the kernel window) and this many output channels per group.
+constexpr int64_t kProductMinDepth = 16;
+constexpr int64_t kProductMinOutputsPerGroup = 4;
+
+/// Whether a convolution whose reduction is `depth` (Cg * KH * KW) deep and
+/// which has `outputsPerGroup` output channels per group runs as a direct
+/// loop nest rather than a matrix product.
+inline bool isDirect(int64_t depth, int64_t outputsPerGroup) {
+  return depth < kProductMinDepth || outputsPerGroup < kProductMinOutputsPerGroup;
+}
+
+/// Winograd F(2x2, 3x3) needs this many input and output channels.
+constexpr int64_t kWinogradMinChannels = 16;
+/// Output pixels per image from which a plain build (no --autotune) takes
+/// Winograd: from a 7 x 7 image on, the transformed weights (16/9 the
+/// bytes) stream behind the products once each panel's next block is
+/// prefetched.
+constexpr int64_t kWinogradMinPixels = 49;
+/// The pixel threshold kiln-select-layout's cost model assumes for
+/// Winograd, when it weighs NHWC (where Winograd runs) against NCHW.
+constexpr int64_t kWinogradLayoutMinPixels = 100;
+/// The fewest output pixels per image --autotune tries Winograd on.
+constexpr int64_t kWinogradTunePixels = 16;
+/// With --winograd-f43, the F(4x4, 3x3) form from this many output pixels
+/// per image (ResNet-50's 56x56 and 28x28 convs; its 14x14 ones would pad
+/// to 16x16 and stream 2.25x the transformed weights of F(2x2, 3x3)).
+constexpr int64_t kWinograd43MinPixels = 400;
+
+/// The shape conditions of Winograd's form: one group, a 3x3 window of
+/// stride 1 and dilation 1, and at least kWinogradMinChannels input and
+/// output channels. (Element types, constant weights and the pixel
+/// threshold are the caller's to check.)
+inline bool winogradShape(int64_t groups, int64_t KH, int64_t KW,
+                          llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> dilations,
+                          int64_t inChannels, int64_t outChannels) {
+  return groups == 1 && KH == 3 && KW == 3 && strides[0] == 1 && strides[1] == 1 &&
+         dilations[0] == 1 && dilations[1] == 1 && inChannels >= kWinogradMinChannels &&
+         outChannels >= kWinogradMinChannels;
+}
+
+} // namespace kiln::conv_strategy
+
+#endif // KILN_DIALECTS_KILN_CONVSTRATEGY_H
