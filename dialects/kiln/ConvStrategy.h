@@ -37,8 +37,12 @@ inline bool isDirect(int64_t depth, int64_t outputsPerGroup) {
   return depth < kProductMinDepth || outputsPerGroup < kProductMinOutputsPerGroup;
 }
 
-/// Winograd F(2x2, 3x3) needs this many input and output channels.
-constexpr int64_t kWinogradMinChannels = 16;
+/// Winograd F(2x2, 3x3) needs this many input and output channels: below,
+/// its transforms and the narrow products over the channels cost more than
+/// they save (four 3x3 convs in NHWC, Winograd against the direct products:
+/// 16 channels 1.05-1.55x slower at 8x8-28x28, 24 channels 1.11-1.87x
+/// slower, 32 channels 0.70x at 28x28 and 0.96x at 8x8; 1 thread).
+constexpr int64_t kWinogradMinChannels = 32;
 /// Output pixels per image from which a plain build (no --autotune) takes
 /// Winograd: from a 7 x 7 image on, the transformed weights (16/9 the
 /// bytes) stream behind the products once each panel's next block is

@@ -104,16 +104,17 @@ def wide_gemm():
 
 
 def tune_mix():
-    # --autotune's two choices: a 3x3 conv Winograd can compute (64 output
-    # pixels: below the default's 100, within --autotune's 16) and a matmul
-    # on packed weights deeper than one k block (K = 256).
+    # --autotune's two choices: a 3x3 conv Winograd can compute (36 output
+    # pixels: below the default's 49, within --autotune's 16; 32 channels,
+    # Winograd's fewest) and a matmul on packed weights deeper than one k
+    # block (K = 256).
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["y"], name="relu"),
              helper.make_node("MatMul", ["t", "wm"], ["z"], name="mm")]
-    inits = [init("w", f32(32, 16, 3, 3) * 0.1), init("b", f32(32)),
+    inits = [init("w", f32(32, 32, 3, 3) * 0.1), init("b", f32(32)),
              init("wm", f32(256, 96) * 0.1)]
-    return model(nodes, [vi("x", [1, 16, 8, 8]), vi("t", [64, 256])],
-                 [vi("y", [1, 32, 8, 8]), vi("z", [64, 96])], inits)
+    return model(nodes, [vi("x", [1, 32, 6, 6]), vi("t", [64, 256])],
+                 [vi("y", [1, 32, 6, 6]), vi("z", [64, 96])], inits)
 
 
 def unsupported():

@@ -330,12 +330,12 @@ CASES = {
     "conv_depthwise_wide_rows": conv(1, 32, 6, 23, 32, 3, group=32),
     "conv_depthwise_wide_rows_s2": conv(1, 40, 7, 41, 40, 3, stride=2, group=40),
     "conv_7x7_s2": conv(1, 3, 32, 32, 16, 7, stride=2),
-    # Winograd F(2x2, 3x3) under --layout=nhwc (3x3, stride 1, >= 16
+    # Winograd F(2x2, 3x3) under --layout=nhwc (3x3, stride 1, >= 32
     # channels, >= 49 output pixels): odd sizes (partial tiles), a batch,
     # a partial panel; asymmetric pads; output channels in several column
     # tiles; a residual added in place, then ReLU.
-    "conv_winograd_odd_batch2": conv(2, 24, 13, 11, 40, 3),
-    "conv_winograd_asym_pads": conv(1, 20, 12, 15, 33, 3, pad=[0, 2, 1, 0]),
+    "conv_winograd_odd_batch2": conv(2, 33, 13, 11, 40, 3),
+    "conv_winograd_asym_pads": conv(1, 36, 12, 15, 33, 3, pad=[0, 2, 1, 0]),
     "conv_winograd_column_tiles": conv(1, 64, 10, 12, 160, 3),
     # 7 x 7, the fewest pixels that take Winograd (ResNet-50's stage 4):
     # 4 x 4 tiles, the last tile row and column half outside the image.
@@ -343,12 +343,12 @@ CASES = {
     # --winograd-f43: F(4x4, 3x3) from 400 output pixels an image on
     # (CASE_OPTIONS): partial 4x4 tiles at the bottom and right, a batch, a
     # partial panel; asymmetric pads; several column tiles.
-    "conv_winograd43_odd_batch2": conv(2, 24, 23, 21, 40, 3),
-    "conv_winograd43_asym_pads": conv(1, 20, 22, 25, 33, 3, pad=[0, 2, 1, 0]),
+    "conv_winograd43_odd_batch2": conv(2, 33, 23, 21, 40, 3),
+    "conv_winograd43_asym_pads": conv(1, 36, 22, 25, 33, 3, pad=[0, 2, 1, 0]),
     "conv_winograd43_column_tiles": conv(1, 64, 28, 28, 160, 3),
     # Rows too wide for the Winograd scratch (190 tiles of one tile row):
     # the direct products, with their own tiles.
-    "conv_winograd_too_wide": conv(1, 16, 3, 380, 16, 3, pad=[0, 1, 0, 1]),
+    "conv_winograd_too_wide": conv(1, 32, 3, 380, 32, 3, pad=[0, 1, 0, 1]),
     # Rows longer than a column tile: the gather's partial-row path.
     "conv1d_long_rows": model("Conv", [("x", (1, 8, 1500))], [("w", (16, 8, 5))], None,
                               pads=[2, 2], strides=[1]),
@@ -587,13 +587,13 @@ CASES = {
         ("Clip", ["t0", "c_-0.5"], {})]),
     # Winograd's output transform applies the clamp (and a bias) as it
     # stores: ReLU6 without a bias.
-    "fused_winograd_relu6_nobias": chain([("x", (1, 16, 11, 10))], [("w", (24, 16, 3, 3)),
+    "fused_winograd_relu6_nobias": chain([("x", (1, 32, 11, 10))], [("w", (40, 32, 3, 3)),
                                                                    ("c_0", ()), ("c_6", ())], [
         ("Conv", ["x", "w"], CONV3), ("Clip", ["t0", "c_0", "c_6"], {})]),
     "fused_winograd43_residual_relu": chain([("x", (1, 32, 21, 22)), ("r", (1, 48, 21, 22))],
                                             [("w", (48, 32, 3, 3)), ("cb", (48,))], [
         ("Conv", ["x", "w", "cb"], CONV3), ("Add", ["t0", "r"], {}), ("Relu", ["t1"], {})]),
-    "fused_winograd43_relu6_nobias": chain([("x", (1, 16, 20, 23))], [("w", (24, 16, 3, 3)),
+    "fused_winograd43_relu6_nobias": chain([("x", (1, 32, 20, 23))], [("w", (40, 32, 3, 3)),
                                                                      ("c_0", ()), ("c_6", ())], [
         ("Conv", ["x", "w"], CONV3), ("Clip", ["t0", "c_0", "c_6"], {})]),
     "fused_conv_scale_clip": chain([("x", (1, 8, 7, 7))], [("w", (24, 8, 1, 1)), ("k", (24, 1, 1))], [
