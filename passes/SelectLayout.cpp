@@ -138,7 +138,7 @@ double convCost(ConvOp op, bool nhwc, bool winograd) {
   bool f16 = precision && precision.getValue() == "f16";
   if (nhwc && winograd && !bf16 && !f16 &&
       conv_strategy::winogradShape(G, w[2], w[3], s, d, Cg, O) &&
-      P >= conv_strategy::kWinogradLayoutMinPixels &&
+      P >= conv_strategy::kWinogradMinPixels &&
       tensorOf(op.getResult()).getElementType().isF32())
     return cost / kWinogradSpeedup;
   if (!nhwc) {
