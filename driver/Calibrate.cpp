@@ -2,6 +2,7 @@
 #include "driver/Calibrate.h"
 
 #include "codegen/program/Program.h"
+#include "dialects/kiln/KilnDialect.h"
 
 #include "support/TensorFile.h"
 #include "kiln/runtime.h"
@@ -47,7 +48,7 @@ bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
   std::normal_distribution<float> normal(0.0f, 1.0f);
   int randomCount = 0;
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
-    auto nameAttr = main.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name");
+    auto nameAttr = main.getArgAttrOfType<mlir::StringAttr>(i, kiln::attr::kName);
     std::string name = nameAttr ? nameAttr.str() : "arg" + std::to_string(i);
     if (llvm::StringRef(name).starts_with("__kiln_size_"))
       continue; // a dynamic dimension's size: the runtime passes it

@@ -274,7 +274,7 @@ int Compilation::precisionAndTypes() {
     if (!precisionSummary.mode.empty()) {
       precisionSummary.lowered = 0;
       module->walk([&](Operation *op) {
-        precisionSummary.lowered += op->hasAttr("kiln.precision");
+        precisionSummary.lowered += op->hasAttr(kiln::attr::kPrecision);
       });
     }
     pm2.addPass(createCanonicalizerPass());

@@ -45,7 +45,7 @@ bool sidesOk(Operation *op, Value chain, Operation *anchor) {
       return false;
     SmallVector<int64_t> aligned(out.size() - s.size(), 1);
     aligned.append(s.begin(), s.end());
-    int h = cast<ConvOp>(anchor).getLayout() == "nhwc" ? 1 : 2; // spatial dims h, h+1
+    int h = attr::isChannelsLast(cast<ConvOp>(anchor)) ? 1 : 2; // spatial dims h, h+1
     bool full = aligned[h] == out[h] && aligned[h + 1] == out[h + 1];
     bool spatialBroadcast = aligned[h] == 1 && aligned[h + 1] == 1;
     if (!(full || spatialBroadcast))

@@ -117,7 +117,7 @@ ArrayRef<int64_t> shapeOf(Value v) {
 }
 
 /// The channel dimension of a conv kernel's input and output.
-int64_t channelDim(Operation *op) { return convOf(op).getLayout() == "nhwc" ? 3 : 1; }
+int64_t channelDim(Operation *op) { return attr::isChannelsLast(convOf(op)) ? 3 : 1; }
 
 /// The flops of a chain's kernel: a convolution's products and sums, and
 /// one per output element for each op of its epilogue; none for a layout
@@ -238,7 +238,7 @@ SmallVector<Candidate> candidates(func::FuncOp fn) {
   for (Block &block : fn.getBody())
     for (Operation &op : block) {
       ConvOp conv = convOf(&op);
-      if (!conv || conv.getLayout() != "nchw")
+      if (!conv || attr::isChannelsLast(conv))
         continue;
       auto in = llvm::cast<RankedTensorType>(conv.getInput().getType());
       auto w = llvm::cast<RankedTensorType>(conv.getWeight().getType()).getShape();
@@ -293,7 +293,7 @@ SmallVector<Candidate> candidates(func::FuncOp fn) {
 /// Marks a kernel that computes again what another one computed
 /// (codegen counts its flops as extra).
 void markRecomputed(Operation *op) {
-  op->setAttr("kiln.recomputed", UnitAttr::get(op->getContext()));
+  op->setAttr(kiln::attr::kRecomputed, UnitAttr::get(op->getContext()));
 }
 
 /// Clones, at `b`, the epilogue of conv kernel `op` (a fusion's ops after

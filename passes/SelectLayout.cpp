@@ -128,14 +128,14 @@ double convCost(ConvOp op, bool nhwc, bool winograd) {
   double gatherBytes = pointwise ? 0.0 : 4.0 * N * P * Cg * KK * G;
   // A bf16 contraction (kiln-lower-precision on the CPU) runs on the bf16
   // ukernel at about twice the f32 rate; its gather does not change.
-  auto precision = op->getAttrOfType<StringAttr>("kiln.precision");
-  bool bf16 = precision && precision.getValue() == "bf16" &&
+  attr::Precision precision = attr::precisionOf(op);
+  bool bf16 = precision == attr::Precision::BF16 &&
               tensorOf(op.getResult()).getElementType().isF32();
   double cost = flops / (bf16 ? 2 * kGemmFlopsPerNs : kGemmFlopsPerNs);
   // NHWC f32 3x3 stride-1 convs run in Winograd's form: no gather, fewer
   // products (a UNet, NCHW before this term, is 40% faster in NHWC).
   auto d = op.getDilations();
-  bool f16 = precision && precision.getValue() == "f16";
+  bool f16 = precision == attr::Precision::F16;
   if (nhwc && winograd && !bf16 && !f16 &&
       conv_strategy::winogradShape(G, w[2], w[3], s, d, Cg, O) &&
       P >= conv_strategy::kWinogradMinPixels &&
@@ -274,7 +274,7 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
     OpBuilder b(fn.getContext());
     // Symbolic dimensions (kiln.symbols, one entry per axis) move with them.
     auto permuteSymbols = [&](DictionaryAttr attrs, auto set) {
-      auto syms = attrs ? attrs.getAs<DenseI32ArrayAttr>("kiln.symbols") : nullptr;
+      auto syms = attrs ? attrs.getAs<DenseI32ArrayAttr>(kiln::attr::kSymbols) : nullptr;
       if (!syms)
         return;
       SmallVector<int32_t> p;
@@ -293,7 +293,7 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
         auto nchw = tensorOf(arg);
         arg.setType(permuted(nchw, kToNhwc));
         permuteSymbols(fn.getArgAttrDict(arg.getArgNumber()), [&](Attribute a) {
-          fn.setArgAttr(arg.getArgNumber(), "kiln.symbols", a);
+          fn.setArgAttr(arg.getArgNumber(), kiln::attr::kSymbols, a);
         });
         auto t = TransposeOp::create(b, arg.getLoc(), arg, ArrayRef<int64_t>(kToNchw));
         arg.replaceAllUsesExcept(t.getResult(), t);
@@ -313,7 +313,7 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
           operand.set(TransposeOp::create(b, ret.getLoc(), v, ArrayRef<int64_t>(kToNhwc)));
           unsigned i = operand.getOperandNumber();
           permuteSymbols(fn.getResultAttrDict(i), [&](Attribute a) {
-            fn.setResultAttr(i, "kiln.symbols", a);
+            fn.setResultAttr(i, kiln::attr::kSymbols, a);
           });
         }
         resultTypes.push_back(operand.get().getType());

@@ -58,14 +58,14 @@ struct WidenNarrowTypesPass : kiln::impl::WidenNarrowTypesPassBase<WidenNarrowTy
     SmallVector<Type> ins, outs;
     for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
       if (Type e = narrowElement(arg.getType())) {
-        fn.setArgAttr(i, "kiln.wire_type", TypeAttr::get(e));
+        fn.setArgAttr(i, kiln::attr::kWireType, TypeAttr::get(e));
         arg.setType(widened(arg.getType()));
       }
       ins.push_back(arg.getType());
     }
     for (auto [i, t] : llvm::enumerate(fn.getResultTypes())) {
       if (Type e = narrowElement(t))
-        fn.setResultAttr(i, "kiln.wire_type", TypeAttr::get(e));
+        fn.setResultAttr(i, kiln::attr::kWireType, TypeAttr::get(e));
       outs.push_back(widened(t));
     }
     fn.setFunctionType(FunctionType::get(ctx, ins, outs));

@@ -67,9 +67,9 @@ std::pair<Value, Value> convTap(KernelEmitter &e, Value oh, Value ow, Value ky, 
 LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogue *pro) {
   // (kiln-rematerialize gives a prologue only to NCHW convolutions of the
   // matrix-product path, on the CPU.)
-  if (pro && (op.getLayout() == "nhwc" || p.gpu))
+  if (pro && (kiln::attr::isChannelsLast(op) || p.gpu))
     return op.emitError("internal error: a convolution prologue on this path");
-  if (op.getLayout() == "nhwc")
+  if (kiln::attr::isChannelsLast(op))
     return convNhwc(op, epi);
   auto in = shape(op.getInput()), w = shape(op.getWeight()),
        out = shape(op.getResult());

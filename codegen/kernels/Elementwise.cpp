@@ -291,7 +291,7 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
   }
   if (auto conv = dyn_cast<kiln::ConvOp>(anchor)) {
     auto out = shape(conv.getResult());
-    bool nhwc = conv.getLayout() == "nhwc";
+    bool nhwc = kiln::attr::isChannelsLast(conv);
     for (auto &st : epi.siteStrides)
       if (nhwc ? st[1] != st[2] * out[2] : st[2] != st[3] * out[3])
         return op.emitError("conv epilogue operands must be full-size or "

@@ -158,9 +158,9 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   ImplicitLocOpBuilder b(loc, ctx);
   b.setInsertionPointToEnd(p.kernels->getBody());
   auto fn = func::FuncOp::create(b, l.kernel, b.getFunctionType(argTypes, {}));
-  fn->setAttr("kiln.workgroups", b.getI64IntegerAttr(l.workgroups));
+  fn->setAttr(kiln::attr::kWorkgroups, b.getI64IntegerAttr(l.workgroups));
   if (l.liveSymbol >= 0)
-    fn->setAttr("kiln.live_rows",
+    fn->setAttr(kiln::attr::kLiveRows,
                 b.getDenseI64ArrayAttr({l.liveSymbol, l.liveNum, l.liveDen, l.liveInner}));
   for (unsigned i = 0; i + 1 < argTypes.size(); ++i)
     fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
@@ -340,7 +340,7 @@ LogicalResult Lowering::run() {
 
   auto nameOf = [](DictionaryAttr attrs, std::string dflt) {
     if (attrs)
-      if (auto s = attrs.getAs<StringAttr>("kiln.name"))
+      if (auto s = attrs.getAs<StringAttr>(kiln::attr::kName))
         return s.str();
     return dflt;
   };
@@ -348,26 +348,26 @@ LogicalResult Lowering::run() {
   // runtime converts it to and from the kernels' carrier), or the tensor's.
   auto wireCode = [](DictionaryAttr attrs, Type elem) {
     if (attrs)
-      if (auto w = attrs.getAs<TypeAttr>("kiln.wire_type"))
+      if (auto w = attrs.getAs<TypeAttr>(kiln::attr::kWireType))
         return dtypeCode(w.getValue());
     return dtypeCode(elem);
   };
   auto symbolsOf = [](DictionaryAttr attrs) {
     std::vector<int32_t> v;
     if (attrs)
-      if (auto s = attrs.getAs<DenseI32ArrayAttr>("kiln.symbols"))
+      if (auto s = attrs.getAs<DenseI32ArrayAttr>(kiln::attr::kSymbols))
         v.assign(s.asArrayRef().begin(), s.asArrayRef().end());
     return v;
   };
-  if (auto names = fn->getAttrOfType<ArrayAttr>("kiln.symbol_names"))
+  if (auto names = fn->getAttrOfType<ArrayAttr>(kiln::attr::kSymbolNames))
     for (Attribute a : names)
       p.symbolNames.push_back(llvm::cast<StringAttr>(a).str());
-  if (auto bounds = fn->getAttrOfType<DenseI64ArrayAttr>("kiln.symbol_bounds"))
+  if (auto bounds = fn->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kSymbolBounds))
     p.symbolBounds.assign(bounds.asArrayRef().begin(), bounds.asArrayRef().end());
   p.symbolPins.assign(p.symbolBounds.size(), 0);
-  if (auto pins = fn->getAttrOfType<DenseI64ArrayAttr>("kiln.symbol_pins"))
+  if (auto pins = fn->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kSymbolPins))
     p.symbolPins.assign(pins.asArrayRef().begin(), pins.asArrayRef().end());
-  if (auto d = fn->getAttrOfType<DenseI64ArrayAttr>("kiln.symbol_derived")) {
+  if (auto d = fn->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kSymbolDerived)) {
     if (d.size() != 3 * static_cast<int64_t>(p.symbolBounds.size()))
       return fn.emitError("kiln.symbol_derived needs {op, a, b} per symbol");
     for (int64_t i = 0; i < d.size(); i += 3) {
@@ -392,7 +392,7 @@ LogicalResult Lowering::run() {
                     std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
                     symbolsOf(fn.getArgAttrDict(i))};
     if (auto sym = fn.getArgAttrDict(i)
-                       ? fn.getArgAttrDict(i).getAs<IntegerAttr>("kiln.symbol_input")
+                       ? fn.getArgAttrDict(i).getAs<IntegerAttr>(kiln::attr::kSymbolInput)
                        : nullptr) {
       // A symbol's run-time size (after the graph's inputs).
       p.symbolInputs.push_back(sym.getInt());
@@ -435,14 +435,14 @@ LogicalResult Lowering::run() {
     if (p.launches.size() > before) {
       std::string precision;
       op.walk([&](Operation *inner) {
-        if (auto a = inner->getAttrOfType<StringAttr>("kiln.precision"))
-          precision = a.str();
+        if (kiln::attr::precisionOf(inner) != kiln::attr::Precision::F32)
+          precision = kiln::attr::precisionName(kiln::attr::precisionOf(inner)).str();
       });
       p.launches.back().precision = precision;
     }
     // kiln-rematerialize's copies of a value computed earlier: all their
     // flops are extra.
-    if (op.hasAttr("kiln.recomputed"))
+    if (op.hasAttr(kiln::attr::kRecomputed))
       for (size_t i = before; i < p.launches.size(); ++i) {
         Launch &l = p.launches[i];
         l.recomputes = l.what;

@@ -171,7 +171,7 @@ LogicalResult Lowering::globalAvgPoolNhwc(kiln::GlobalAvgPoolOp op) {
 }
 
 template <typename PoolOp> LogicalResult Lowering::pool(PoolOp op, bool isMax) {
-  if (op.getLayout() == "nhwc")
+  if (kiln::attr::isChannelsLast(op))
     return poolNhwc(op, isMax);
   auto in = shape(op.getInput()), out = shape(op.getResult());
   int64_t H = in[2], W = in[3], OH = out[2], OW = out[3];
@@ -267,7 +267,7 @@ template <typename PoolOp> LogicalResult Lowering::pool(PoolOp op, bool isMax) {
 }
 
 LogicalResult Lowering::globalAvgPool(kiln::GlobalAvgPoolOp op) {
-  if (op.getLayout() == "nhwc")
+  if (kiln::attr::isChannelsLast(op))
     return globalAvgPoolNhwc(op);
   auto in = shape(op.getInput());
   int64_t planes = in[0] * in[1], inner = elems(op.getInput()) / std::max<int64_t>(planes, 1);

@@ -19,16 +19,14 @@ namespace kiln::codegen::kernels {
 /// bf16, so its constant weights are packed as bf16 for the runtime's bf16
 /// ukernels (their other operand is rounded as the ukernel packs it).
 bool lowersToBf16(Operation *op) {
-  auto a = op->getAttrOfType<StringAttr>("kiln.precision");
-  return a && a.getValue() == "bf16";
+  return kiln::attr::precisionOf(op) == kiln::attr::Precision::BF16;
 }
 
 /// --precision=fp16 on the CPU: the contraction's constant weights are
 /// stored as IEEE half (half the bytes) for the fp16 ukernels
 /// (kiln_uk_hgemm/_hgemm_pa), which widen them to f32 as they read them.
 bool lowersToF16(Operation *op) {
-  auto a = op->getAttrOfType<StringAttr>("kiln.precision");
-  return a && a.getValue() == "f16";
+  return kiln::attr::precisionOf(op) == kiln::attr::Precision::F16;
 }
 
 /// f32 -> IEEE half bits, nearest even (subnormals, overflow to infinity,
@@ -70,10 +68,11 @@ std::vector<char> weightBytes(ArrayRef<float> v, bool half) {
 /// f16 values, still f32), or `v` where it gave none: attention rounds its
 /// result in its kernel.
 Value roundedToPrecision(KernelEmitter &e, Operation *op, Value v) {
-  auto a = op->getAttrOfType<StringAttr>("kiln.precision");
-  if (!a)
+  kiln::attr::Precision precision = kiln::attr::precisionOf(op);
+  if (precision == kiln::attr::Precision::F32)
     return v;
-  Type low = a.getValue() == "bf16" ? Type(e.b.getBF16Type()) : Type(e.b.getF16Type());
+  Type low = precision == kiln::attr::Precision::BF16 ? Type(e.b.getBF16Type())
+                                                       : Type(e.b.getF16Type());
   if (auto vt = llvm::dyn_cast<VectorType>(v.getType()))
     low = vt.clone(low);
   Value t = arith::TruncFOp::create(e.b, low, v);
@@ -154,7 +153,7 @@ bool bf16Readers(Value v) {
   for (OpOperand &use : v.getUses()) {
     Operation *user = use.getOwner();
     if (auto pool = dyn_cast<kiln::MaxPoolOp>(user)) {
-      if (pool.getLayout() != "nhwc")
+      if (!kiln::attr::isChannelsLast(pool))
         return false;
       continue;
     }
@@ -163,7 +162,7 @@ bool bf16Readers(Value v) {
       return false;
     Block &body = f.getBody().front();
     auto conv = dyn_cast<kiln::ConvOp>(&body.front());
-    if (!conv || !lowersToBf16(conv) || conv.getLayout() != "nhwc" || conv.getGroup() != 1)
+    if (!conv || !lowersToBf16(conv) || !kiln::attr::isChannelsLast(conv) || conv.getGroup() != 1)
       return false;
     auto w = llvm::cast<RankedTensorType>(conv.getWeight().getType()).getShape();
     auto in = llvm::cast<RankedTensorType>(conv.getInput().getType()).getShape();

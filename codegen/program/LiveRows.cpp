@@ -190,7 +190,7 @@ llvm::DenseMap<Operation *, int> liveRowOps(func::FuncOp fn) {
   Analysis a;
   for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
     auto attrs = fn.getArgAttrDict(i);
-    auto syms = attrs ? attrs.getAs<DenseI32ArrayAttr>("kiln.symbols") : nullptr;
+    auto syms = attrs ? attrs.getAs<DenseI32ArrayAttr>(kiln::attr::kSymbols) : nullptr;
     if (syms && !syms.empty() && syms[0] >= 0)
       a.lead[arg] = syms[0];
   }
@@ -199,7 +199,7 @@ llvm::DenseMap<Operation *, int> liveRowOps(func::FuncOp fn) {
   for (Operation &op : body.without_terminator()) {
     if (auto c = dyn_cast<ConstantOp>(op)) {
       // A positional constant along a symbolic axis 0 (Trilu's mask).
-      if (auto pairs = c->getAttrOfType<DenseI64ArrayAttr>("kiln.axis_symbol"))
+      if (auto pairs = c->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kAxisSymbol))
         for (int64_t i = 0; i + 1 < pairs.size(); i += 2)
           if (pairs[i] == 0)
             a.lead[c.getResult()] = static_cast<int>(pairs[i + 1]);

@@ -128,3 +128,32 @@ std::optional<kiln::StridedView> kiln::stridedViewOf(Value v, Value stop) {
     return std::nullopt;
   return viewThrough(def, *in);
 }
+
+//===----------------------------------------------------------------------===//
+// The kiln.* attributes' typed accessors (KilnAttributes.h)
+//===----------------------------------------------------------------------===//
+
+kiln::attr::Precision kiln::attr::precisionOf(mlir::Operation *op) {
+  auto a = op->getAttrOfType<mlir::StringAttr>(kPrecision);
+  if (!a)
+    return Precision::F32;
+  return a.getValue() == "bf16" ? Precision::BF16
+         : a.getValue() == "f16" ? Precision::F16
+                                 : Precision::F32;
+}
+
+void kiln::attr::setPrecision(mlir::Operation *op, Precision p) {
+  if (p == Precision::F32)
+    op->removeAttr(kPrecision);
+  else
+    op->setAttr(kPrecision, mlir::StringAttr::get(op->getContext(), precisionName(p)));
+}
+
+llvm::StringRef kiln::attr::precisionName(Precision p) {
+  return p == Precision::BF16 ? "bf16" : p == Precision::F16 ? "f16" : "f32";
+}
+
+bool kiln::attr::isChannelsLast(mlir::Operation *op) {
+  auto a = op->getAttrOfType<mlir::StringAttr>("layout");
+  return a && a.getValue() == "nhwc";
+}

@@ -86,4 +86,6 @@ int roundModeCode(llvm::StringRef mode);
 double roundToNarrow(double v, mlir::Type format, bool saturate, llvm::StringRef roundMode);
 } // namespace kiln
 
+#include "dialects/kiln/KilnAttributes.h"
+
 #endif // KILN_DIALECT_KILNDIALECT_H

@@ -1,7 +1,8 @@
 //===- CompositeBuilder.h - building an ONNX node from kiln ops -*- C++ -*-===//
 //
 // A small helper for converters that express an ONNX op as several kiln ops
-// (ConvertComposite.cpp, ConvertLoss.cpp, ConvertQuant.cpp): each call
+// (ConvertComposite, ConvertActivations, ConvertNormalization,
+// ConvertGatherScatter, ConvertGenerators, ConvertLoss, ConvertQuant): each call
 // builds one op; the first failure (already reported) sticks and every later
 // call returns null, so a converter reads as the formula it implements.
 //
@@ -147,6 +148,24 @@ struct Builder {
     return mlir::success();
   }
 };
+
+/// Fails with a diagnostic unless the node's first input holds floats.
+inline mlir::LogicalResult requireFloat(NodeContext &ctx) {
+  if (!llvm::isa<mlir::FloatType>(ctx.inputType(0).getElementType()))
+    return ctx.error("expects floating-point operands");
+  return mlir::success();
+}
+
+/// A host tensor 0, 1, ..., n-1 of shape (1, .., n, .., 1) (n at `axis`).
+inline mlir::Value iotaAlong(Builder &g, int64_t n, int64_t axis, int64_t rank) {
+  HostTensor h;
+  h.elementType = g.ctx.builder.getIntegerType(64);
+  h.shape.assign(rank, 1);
+  h.shape[axis] = n;
+  for (int64_t i = 0; i < n; ++i)
+    h.values.push_back(static_cast<double>(i));
+  return Importer::materialize(g.ctx.builder, h, g.ctx.node.name() + ".iota");
+}
 
 } // namespace kiln::onnx_import
 

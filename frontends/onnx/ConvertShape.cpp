@@ -141,8 +141,8 @@ Value gatherReshape(NodeContext &ctx, ArrayRef<int64_t> target, int64_t m) {
   Value flat = kiln::ReshapeOp::create(
       b, loc, RankedTensorType::get({in.getNumElements()}, in.getElementType()), x);
   auto g = kiln::GatherOp::create(b, loc, flat, idx, b.getI64IntegerAttr(0));
-  g->setAttr("kiln.symbol_indices", b.getUnitAttr());
-  g->setAttr("kiln.axis_symbol", b.getDenseI64ArrayAttr({m, S}));
+  g->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
+  g->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({m, S}));
   return g.getResult();
 }
 
@@ -353,7 +353,7 @@ LogicalResult convertConcat(NodeContext &ctx) {
         return st.of(v)[*axis] >= 0;
       }))
     return ctx.setResult(packed);
-  packed->getDefiningOp()->setAttr("kiln.repacked", ctx.builder.getUnitAttr());
+  packed->getDefiningOp()->setAttr(kiln::attr::kRepacked, ctx.builder.getUnitAttr());
   SmallVector<Importer::RepackPiece> pieces;
   int64_t at = 0;
   for (Value v : ins) {

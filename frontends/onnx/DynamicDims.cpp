@@ -117,12 +117,12 @@ bool SymbolTracker::repeatsLast(Value v) {
   Operation *def = v.getDefiningOp();
   // (A positional constant states its symbols too, but its padding holds
   // the bound's positions, not copies of the last real one.)
-  return !def || (def->hasAttr("kiln.axis_symbol") && !llvm::isa<kiln::ConstantOp>(def));
+  return !def || (def->hasAttr(kiln::attr::kAxisSymbol) && !llvm::isa<kiln::ConstantOp>(def));
 }
 
 bool SymbolTracker::masked(Value v, int64_t d) const {
   Operation *def = v.getDefiningOp();
-  auto m = def ? def->getAttrOfType<DenseI64ArrayAttr>("kiln.masked_axes") : nullptr;
+  auto m = def ? def->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kMaskedAxes) : nullptr;
   return m && llvm::is_contained(m.asArrayRef(), d);
 }
 
@@ -396,7 +396,7 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
   if (op->getNumResults() == 0)
     return success();
   bool any = llvm::any_of(op->getOperands(), [&](Value v) { return carriesSymbol(v); });
-  if (!any && !op->hasAttr("kiln.axis_symbol"))
+  if (!any && !op->hasAttr(kiln::attr::kAxisSymbol))
     return success(); // static in, static out
   Value res = op->getResult(0);
   LogicalResult r = visitOp(op, why);
@@ -404,7 +404,7 @@ LogicalResult SymbolTracker::visit(Operation *op, std::string &why) {
   // elements depend only on their position (Trilu's mask), states its
   // symbols: [axis, symbol] pairs.
   if (succeeded(r))
-    if (auto as = op->getAttrOfType<DenseI64ArrayAttr>("kiln.axis_symbol")) {
+    if (auto as = op->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kAxisSymbol)) {
       AxisSymbols out = of(res);
       for (int64_t i = 0; i + 1 < (int64_t)as.size(); i += 2)
         if (as[i] >= 0 && as[i] < (int64_t)out.size())
@@ -639,7 +639,7 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
       .Case<kiln::SliceOp>([&](kiln::SliceOp s) {
         AxisSymbols a = of(s.getInput());
         // A pinned symbol (1 or K at run time, see pins) keeps its first K.
-        auto pinned = s->getAttrOfType<IntegerAttr>("kiln.pins_symbol");
+        auto pinned = s->getAttrOfType<IntegerAttr>(kiln::attr::kPinsSymbol);
         for (size_t d = 0; d < a.size(); ++d) {
           bool whole = s.getOffsets()[d] == 0 && s.getStrides()[d] == 1 &&
                        s.getSizes()[d] == dimOf(s.getInput(), d);
@@ -656,7 +656,7 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         int64_t ax = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();
         AxisSymbols out(rank, -1);
         // (A repacked concat's axis is gathered into place by the op after it.)
-        bool repacked = c->hasAttr("kiln.repacked");
+        bool repacked = c->hasAttr(kiln::attr::kRepacked);
         for (Value v : c.getInputs()) {
           AxisSymbols s = of(v);
           if (repacked)
@@ -683,7 +683,7 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         AxisSymbols d = of(g.getData()), ix = of(g.getIndices());
         int64_t ax = g.getAxis() < 0 ? g.getAxis() + (int64_t)d.size() : g.getAxis();
         // (MaskSymbols wraps negative indices by the run-time size.)
-        if (d[ax] >= 0 && !g->hasAttr("kiln.symbol_indices"))
+        if (d[ax] >= 0 && !g->hasAttr(kiln::attr::kSymbolIndices))
           return mixes(d[ax], "it gathers along");
         AxisSymbols out(d.begin(), d.begin() + ax);
         out.append(ix.begin(), ix.end());
@@ -695,7 +695,7 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
       .Case<kiln::GatherElementsOp>([&](kiln::GatherElementsOp g) {
         AxisSymbols d = of(g.getData()), ix = of(g.getIndices());
         int64_t ax = g.getAxis() < 0 ? g.getAxis() + (int64_t)d.size() : g.getAxis();
-        if (d[ax] >= 0 && !g->hasAttr("kiln.symbol_indices"))
+        if (d[ax] >= 0 && !g->hasAttr(kiln::attr::kSymbolIndices))
           return mixes(d[ax], "it gathers along");
         AxisSymbols out = ix;
         for (int64_t k = 0; k < (int64_t)d.size(); ++k) {
@@ -726,7 +726,7 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         // identity.
         AxisSymbols d = of(sc.getData());
         int64_t ax = static_cast<int64_t>(sc.getAxis());
-        if (d[ax] >= 0 && !sc->hasAttr("kiln.symbol_indices"))
+        if (d[ax] >= 0 && !sc->hasAttr(kiln::attr::kSymbolIndices))
           return mixes(d[ax], "it scatters along");
         for (Value v : {sc.getIndices(), sc.getUpdates()}) {
           AxisSymbols s = of(v);
@@ -750,7 +750,7 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         AxisSymbols d = of(sc.getData()), ix = of(sc.getIndices()), u = of(sc.getUpdates());
         int64_t q = llvm::cast<RankedTensorType>(sc.getIndices().getType()).getShape().back();
         for (int64_t k = 0; k < q; ++k)
-          if (d[k] >= 0 && !sc->hasAttr("kiln.symbol_indices"))
+          if (d[k] >= 0 && !sc->hasAttr(kiln::attr::kSymbolIndices))
             return mixes(d[k], "it scatters along");
         if (ix.back() >= 0)
           return mixes(ix.back(), "its index tuples run along");
@@ -767,7 +767,7 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         return success();
       })
       .Case<kiln::WhereOp>([&](kiln::WhereOp w) -> LogicalResult {
-        if (w->hasAttr("kiln.masked_axes")) { // a mask: positions stay
+        if (w->hasAttr(kiln::attr::kMaskedAxes)) { // a mask: positions stay
           setSymbols(res, of(w->getOperand(1)));
           return success();
         }

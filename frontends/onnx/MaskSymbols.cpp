@@ -108,8 +108,8 @@ Value Importer::repackAxis(OpBuilder &b, Location loc, Value packed, int64_t axi
   idx = kiln::MinOp::create(b, loc, idx,
                             constant({1}, [&](int64_t) { return std::max<int64_t>(dim - 1, 0); }));
   auto g = kiln::GatherOp::create(b, loc, packed, idx, b.getI64IntegerAttr(axis));
-  g->setAttr("kiln.symbol_indices", b.getUnitAttr());
-  g->setAttr("kiln.axis_symbol", b.getDenseI64ArrayAttr({axis, symbols.symbolOf(total)}));
+  g->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
+  g->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({axis, symbols.symbolOf(total)}));
   return g.getResult();
 }
 
@@ -119,7 +119,7 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     SmallVector<std::pair<int64_t, int32_t>> r;
     AxisSymbols a = symbols.of(v);
     Operation *def = v.getDefiningOp();
-    auto done = def ? def->getAttrOfType<DenseI64ArrayAttr>("kiln.masked_axes") : nullptr;
+    auto done = def ? def->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kMaskedAxes) : nullptr;
     for (int64_t d : axes)
       if (d >= 0 && d < (int64_t)a.size() && a[d] >= 0 &&
           !(done && llvm::is_contained(done.asArrayRef(), d)))
@@ -157,7 +157,7 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     SmallVector<int64_t> masked;
     for (auto [d, s] : axes)
       masked.push_back(d);
-    w->setAttr("kiln.masked_axes", b.getDenseI64ArrayAttr(masked));
+    w->setAttr(kiln::attr::kMaskedAxes, b.getDenseI64ArrayAttr(masked));
     return w.getResult();
   };
   double inf = std::numeric_limits<double>::infinity();
@@ -190,7 +190,7 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
         scale = scale ? Value(kiln::MulOp::create(b, loc, scale, r)) : r;
       }
       auto scaled = kiln::MulOp::create(b, loc, m, scale);
-      scaled->setAttr("kiln.masked_axes", m.getDefiningOp()->getAttr("kiln.masked_axes"));
+      scaled->setAttr(kiln::attr::kMaskedAxes, m.getDefiningOp()->getAttr(kiln::attr::kMaskedAxes));
       m = scaled.getResult();
     }
     op->setOperand(0, m);
@@ -272,7 +272,7 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     }
   }
   if (auto sc = dyn_cast<kiln::ScatterNDOp>(op);
-      sc && !op->hasAttr("kiln.symbol_indices") && op->hasAttr("kiln.user_indices")) {
+      sc && !op->hasAttr(kiln::attr::kSymbolIndices) && op->hasAttr(kiln::attr::kUserIndices)) {
     // Index tuples into symbolic axes: negative entries count from the
     // run-time sizes (per tuple position: the symbol's size or the static
     // dimension).
@@ -310,11 +310,11 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     Value neg = kiln::CompareOp::create(b, loc, idx, z, "lt");
     Value wrapped = kiln::AddOp::create(b, loc, idx, sizes);
     op->setOperand(1, kiln::WhereOp::create(b, loc, neg, wrapped, idx).getResult());
-    op->setAttr("kiln.symbol_indices", b.getUnitAttr());
+    op->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
     return first;
   }
   if (isa<kiln::GatherOp, kiln::GatherElementsOp, kiln::ScatterElementsOp>(op) &&
-      !op->hasAttr("kiln.symbol_indices") && op->hasAttr("kiln.user_indices")) {
+      !op->hasAttr(kiln::attr::kSymbolIndices) && op->hasAttr(kiln::attr::kUserIndices)) {
     // Gathering (scattering) along a symbolic axis reads (writes) only real
     // positions for indices in range; negative ones count from the run-time
     // size, not the bound.
@@ -338,10 +338,10 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     Value wrapped = kiln::AddOp::create(b, loc, idx, size);
     Value fixed = kiln::WhereOp::create(b, loc, neg, wrapped, idx);
     op->setOperand(1, fixed);
-    op->setAttr("kiln.symbol_indices", b.getUnitAttr());
+    op->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
     return first;
   }
-  if (kiln::BroadcastingOps::contains(op) && !op->hasAttr("kiln.masked_axes")) {
+  if (kiln::BroadcastingOps::contains(op) && !op->hasAttr(kiln::attr::kMaskedAxes)) {
     // Two symbols broadcast on one axis: an operand of size 1 must pad by
     // repeating its one position (SymbolTracker::broadcast); operands whose
     // padding may hold other values are gathered so that it does.

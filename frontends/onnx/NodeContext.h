@@ -238,7 +238,7 @@ private:
 /// computed ones were computed from the bound.
 inline mlir::FailureOr<mlir::Value> userIndices(mlir::FailureOr<mlir::Value> v) {
   if (mlir::succeeded(v) && *v && v->getDefiningOp())
-    v->getDefiningOp()->setAttr("kiln.user_indices",
+    v->getDefiningOp()->setAttr(kiln::attr::kUserIndices,
                                 mlir::UnitAttr::get(v->getContext()));
   return v;
 }
@@ -253,6 +253,10 @@ void registerShapeConverters(llvm::StringMap<Converter> &table);
 void registerReduceConverters(llvm::StringMap<Converter> &table);
 void registerLogicConverters(llvm::StringMap<Converter> &table);
 void registerCompositeConverters(llvm::StringMap<Converter> &table);
+void registerActivationConverters(llvm::StringMap<Converter> &table);
+void registerNormalizationConverters(llvm::StringMap<Converter> &table);
+void registerGatherScatterConverters(llvm::StringMap<Converter> &table);
+void registerGeneratorConverters(llvm::StringMap<Converter> &table);
 void registerLossConverters(llvm::StringMap<Converter> &table);
 void registerQuantConverters(llvm::StringMap<Converter> &table);
 void registerIndexMapConverters(llvm::StringMap<Converter> &table);
