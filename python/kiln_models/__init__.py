@@ -417,6 +417,19 @@ def gpt2_block(seed=0, seq=128, hidden=768, heads=12, layers=1):
     return b.model("gpt2_block", [1, seq, hidden], x, [1, seq, hidden])
 
 
+def conv3x3_stack(seed=0, size=8, channels=64, layers=4, batch=1):
+    """`layers` 3x3 stride-1 convs (bias, ReLU) of `channels` channels at
+    size x size: the shape ConvStrategy.h's Winograd rules are measured on
+    (bench/ab.py, --layout=nhwc with and without
+    --disable-pass=kiln-winograd, or --layout=nchw)."""
+    b = GraphBuilder(seed)
+    x = "input"
+    for _ in range(layers):
+        x = b.relu(b.conv(x, channels, channels, 3, bias=True))
+    return b.model("conv3x3_stack", [batch, channels, size, size], x,
+                   [batch, channels, size, size])
+
+
 def to_float16(model):
     """The model in float16, as onnxconverter-common's float16 conversion
     writes it: float32 initializers, Constant tensors, graph inputs and
@@ -445,4 +458,5 @@ def to_float16(model):
 MODELS = {"small_cnn": small_cnn, "resnet18": resnet18, "resnet50": resnet50,
           "mobilenetv2": mobilenetv2, "densenet121": densenet121, "unet": unet,
           "efficientnet_b0": efficientnet_b0, "bert_layer": bert_layer,
-          "gpt2_block": gpt2_block, "vit_b16": vit_b16, "mlp": mlp}
+          "gpt2_block": gpt2_block, "vit_b16": vit_b16, "mlp": mlp,
+          "conv3x3_stack": conv3x3_stack}
