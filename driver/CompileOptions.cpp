@@ -3,11 +3,13 @@
 #include "codegen/program/Program.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <optional>
 
 namespace kiln::driver {
@@ -167,10 +169,8 @@ bool checkCompileOptions(const CompileOptions &o, std::string &error) {
     return no("the output must end in .so or .o (or pass --emit=...)");
   for (const std::string &name : o.disabledPasses)
     if (!llvm::is_contained(kDisablePasses, llvm::StringRef(name)))
-      return no("--disable-pass: unknown graph pass '" + name +
-                "' (kiln-fold-batchnorm, kiln-recognize-patterns, kiln-select-layout, "
-                "kiln-fuse, kiln-live-rows, kiln-plan-memory, kiln-rematerialize, "
-                "kiln-winograd)");
+      return no("--disable-pass: unknown graph pass '" + name + "' (" +
+                llvm::join(std::begin(kDisablePasses), std::end(kDisablePasses), ", ") + ")");
   if (o.cudaTarget() && o.layout == Layout::Nhwc)
     return no("--layout=nhwc: the CUDA targets compute convolutions in NCHW only (implicit "
               "GEMMs); use --layout=auto or nchw, and --io-layout=nhwc for NHWC inputs and "

@@ -31,7 +31,7 @@ ALLOWED = {
     "runtime": set(),
 }
 # Folders an include path can name, most specific first.
-FOLDERS = sorted(ALLOWED, key=len, reverse=True) + ["tools", "runtime", "python", "bench"]
+FOLDERS = sorted(ALLOWED, key=len, reverse=True) + ["python", "bench"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -62,10 +62,6 @@ def main():
                         target = layer_of(m.group(1))
                         if target is None or target == layer:
                             continue  # kiln/..., mlir/..., generated .inc, a neighbour
-                        if layer == "tools" and rel.startswith("tools/"):
-                            # a tool may include its own folder's headers
-                            if m.group(1).startswith(os.path.dirname(rel) + "/"):
-                                continue
                         if target not in ALLOWED[layer]:
                             bad.append("%s:%d: %s includes %s (layer %s)"
                                        % (rel, n, layer, m.group(1), target))

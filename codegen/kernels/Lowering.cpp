@@ -435,8 +435,8 @@ LogicalResult Lowering::run() {
     if (p.launches.size() > before) {
       std::string precision;
       op.walk([&](Operation *inner) {
-        if (kiln::attr::precisionOf(inner) != kiln::attr::Precision::F32)
-          precision = kiln::attr::precisionName(kiln::attr::precisionOf(inner)).str();
+        if (auto low = kiln::attr::precisionOf(inner); low != kiln::attr::Precision::F32)
+          precision = kiln::attr::precisionName(low).str();
       });
       p.launches.back().precision = precision;
     }
