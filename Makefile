@@ -50,7 +50,7 @@ docs: build
 	ninja -C $(BUILD) KilnDialectDocGen
 	( echo '<!-- Generated from dialects/kiln/*.td by `make docs`. DO NOT EDIT. -->'; \
 	  cat $(BUILD)/dialects/kiln/KilnDialect.md ) > docs/dialect.md
-	( echo '<!-- Generated from frontends/torch/AtenOps.cpp by `make docs` (kiln-compile --list-torch-ops). DO NOT EDIT. -->'; \
+	( echo '<!-- Generated from frontends/torch/Aten*.cpp by `make docs` (kiln-compile --list-torch-ops). DO NOT EDIT. -->'; \
 	  echo '# ATen targets the PyTorch frontend converts'; echo; \
 	  echo "$$($(BUILD)/bin/kiln-compile --list-torch-ops | wc -l) targets (overloads and in-place forms" \
 	       "each count; docs/pytorch.md explains the frontend):"; echo; \

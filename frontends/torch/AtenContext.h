@@ -1,7 +1,7 @@
 //===- AtenContext.h - what an ATen op converter sees -----------*- C++ -*-===//
 //
 // The translator (TorchImporter.cpp) hands each node of the exported graph to
-// the converter of its target (AtenOps.cpp) through an AtenContext: the
+// the converter of its target (Aten*.cpp) through an AtenContext: the
 // node's named arguments, the recorded dtype and shape of every tensor, and
 // helpers that append ONNX nodes and constants to the model being built.
 //

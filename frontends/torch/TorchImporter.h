@@ -2,7 +2,7 @@
 //
 // Reads what torch.export.save writes (graph JSON in torch's serialization
 // schema, raw weights; no pickle) and imports it through the ONNX importer:
-// each ATen op becomes one ONNX node or a few (AtenOps.cpp), so symbolic
+// each ATen op becomes one ONNX node or a few (Aten*.cpp), so symbolic
 // sizes, --bind, --shape and every diagnostic work as for ONNX models.
 //
 //===----------------------------------------------------------------------===//

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch frontend's committed fixtures (test/TorchImport/Inputs, made by
+"""The PyTorch frontend's committed fixtures (test/Frontends/Torch/Inputs, made by
 make_fixtures.py with torch): each .pt2 archive compiled by kiln-compile for
 every target (cpu, cpu with --layout=nhwc, cuda-emu) and run by kiln-run on
 the stored inputs against torch eager's stored outputs. Needs no torch.
@@ -15,7 +15,7 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "TorchImport", "Inputs")
+FIXTURES = os.path.join(HERE, "..", "Frontends", "Torch", "Inputs")
 RTOL, ATOL = 1e-4, 1e-5
 TARGETS = {"cpu": [], "cpu-nhwc": ["--layout=nhwc"], "cuda-emu": ["--target=cuda-emu"]}
 

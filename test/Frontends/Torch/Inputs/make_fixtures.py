@@ -4,7 +4,7 @@ that read them do not): small modules exported with kiln.export (torch.export
 + torch.export.save) as .pt2 archives, each with random inputs and torch
 eager's outputs as .npy files, listed in fixtures.json.
 
-    python3 test/TorchImport/Inputs/make_fixtures.py   # from the checkout
+    python3 test/Frontends/Torch/Inputs/make_fixtures.py   # from the checkout
 
 Seeds are fixed; weights are random (never zeros). Keep them small: they are
 committed."""
