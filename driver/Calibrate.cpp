@@ -136,13 +136,10 @@ bool execute(const std::string &program, const std::vector<std::string> &args,
 
 } // namespace
 
-namespace {
-
-/// Runs the trial's .so on the inputs and reads its outputs.
-bool runBuilt(const std::string &kilnRun, const std::vector<std::string> &runArgs,
-              const std::string &dir, Trial &t, std::string &error) {
-  std::string so = dir + "/" + t.name + ".so", outDir = dir + "/" + t.name + ".out",
-              log = dir + "/" + t.name + ".log";
+bool runBuild(const std::string &kilnRun, const std::string &so,
+              const std::vector<std::string> &runArgs, const std::string &dir,
+              const std::string &name, Outputs &outputs, std::string &error) {
+  std::string outDir = dir + "/" + name + ".out", log = dir + "/" + name + ".log";
   std::vector<std::string> run{so};
   run.insert(run.end(), runArgs.begin(), runArgs.end());
   run.push_back("--output-dir");
@@ -156,7 +153,7 @@ bool runBuilt(const std::string &kilnRun, const std::vector<std::string> &runArg
     if (llvm::StringRef(it->path()).ends_with(".npy"))
       files.push_back(it->path());
   std::sort(files.begin(), files.end());
-  t.outputs = {};
+  outputs = {};
   for (const std::string &f : files) {
     support::HostArray a;
     if (!support::readTensorFile(f, a, error))
@@ -164,71 +161,11 @@ bool runBuilt(const std::string &kilnRun, const std::vector<std::string> &runArg
     std::vector<double> v(a.numElements());
     for (int64_t e = 0; e < a.numElements(); ++e)
       v[e] = a.at(e);
-    t.outputs.names.push_back(llvm::sys::path::stem(f).str());
-    t.outputs.shapes.push_back(a.shape);
-    t.outputs.values.push_back(std::move(v));
+    outputs.names.push_back(llvm::sys::path::stem(f).str());
+    outputs.shapes.push_back(a.shape);
+    outputs.values.push_back(std::move(v));
     llvm::sys::fs::remove(f);
   }
-  return true;
-}
-
-} // namespace
-
-bool runTrials(const std::string &kilnCompile, const std::string &kilnRun,
-               std::vector<Trial> &trials, const std::vector<std::string> &runArgs,
-               const std::string &dir, std::string &error) {
-  // The builds, all at once.
-  std::vector<llvm::sys::ProcessInfo> children;
-  std::vector<std::vector<std::string>> argStore(trials.size());
-  for (size_t i = 0; i < trials.size(); ++i) {
-    Trial &t = trials[i];
-    std::string log = dir + "/" + t.name + ".log";
-    argStore[i] = t.compileArgs;
-    argStore[i].push_back("-o");
-    argStore[i].push_back(dir + "/" + t.name + ".so");
-    std::vector<llvm::StringRef> argv{kilnCompile};
-    for (const std::string &a : argStore[i])
-      argv.push_back(a);
-    std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(log),
-                                                  llvm::StringRef(log)};
-    std::string message;
-    bool failed = false;
-    children.push_back(llvm::sys::ExecuteNoWait(kilnCompile, argv, std::nullopt, redirects, 0,
-                                                &message, &failed));
-    if (failed) {
-      error = "cannot start " + kilnCompile + ": " + message;
-      for (llvm::sys::ProcessInfo &c : children)
-        if (c.Pid)
-          llvm::sys::Wait(c, std::nullopt);
-      return false;
-    }
-  }
-  bool ok = true;
-  for (size_t i = 0; i < trials.size(); ++i) {
-    std::string message;
-    llvm::sys::ProcessInfo done = llvm::sys::Wait(children[i], std::nullopt, &message);
-    if (ok && done.ReturnCode != 0) {
-      error = "kiln-compile failed" + (message.empty() ? "" : " (" + message + ")") + ":" +
-              tailOf(dir + "/" + trials[i].name + ".log");
-      ok = false;
-    }
-  }
-  if (!ok)
-    return false;
-  for (Trial &t : trials)
-    if (!runBuilt(kilnRun, runArgs, dir, t, error))
-      return false;
-  return true;
-}
-
-bool runTrial(const std::string &kilnCompile, const std::string &kilnRun,
-              const std::vector<std::string> &compileArgs,
-              const std::vector<std::string> &runArgs, const std::string &dir,
-              const std::string &name, Outputs &outputs, std::string &error) {
-  std::vector<Trial> one{{compileArgs, name, {}}};
-  if (!runTrials(kilnCompile, kilnRun, one, runArgs, dir, error))
-    return false;
-  outputs = std::move(one[0].outputs);
   return true;
 }
 

@@ -1,11 +1,12 @@
 //===- Calibrate.h - --precision=auto: measure builds, choose per region -*- C++ -*-===//
 //
 // kiln-compile --precision=auto (and --calibrate with a fixed precision)
-// measures trial builds: each is this same kiln-compile run as a child with
-// the model's own flags and a precision configuration, into a temporary
-// .so, run by kiln-run on the calibration inputs; its outputs are compared
-// with Kiln's fp32 build. The search chooses which contractions (conv,
-// gemm, matmul: the regions a kernel is anchored on) compute in bf16.
+// measures trial builds: each is the rest of this compilation (Pipeline.cpp,
+// in process, on a copy of the module after the graph passes) at a
+// precision configuration, into a temporary .so, run by kiln-run on the
+// calibration inputs; its outputs are compared with Kiln's fp32 build. The
+// search chooses which contractions (conv, gemm, matmul: the regions a
+// kernel is anchored on) compute in bf16.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_DRIVER_CALIBRATE_H
@@ -42,29 +43,19 @@ bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
                    const std::string &dir, std::vector<std::string> &runArgs,
                    std::string &what, std::string &error, bool zerosForOthers = false);
 
-/// A trial: `compileArgs` (kiln-compile's model and flags, without -o)
-/// built into `dir`/NAME.so and run on the inputs; its outputs (float64)
-/// keyed by output name, in `outputs`.
+/// A build's outputs (float64), in output-name order.
 struct Outputs {
   std::vector<std::string> names;
   std::vector<std::vector<int64_t>> shapes;
   std::vector<std::vector<double>> values;
 };
-bool runTrial(const std::string &kilnCompile, const std::string &kilnRun,
-              const std::vector<std::string> &compileArgs,
+
+/// Runs the trial build `so` with kiln-run on the inputs (`runArgs`, from
+/// prepareInputs), its outputs and log under `dir` as NAME.*; reads the
+/// outputs and removes the .so.
+bool runBuild(const std::string &kilnRun, const std::string &so,
               const std::vector<std::string> &runArgs, const std::string &dir,
               const std::string &name, Outputs &outputs, std::string &error);
-
-/// Several trials: their builds run as concurrent children (each compile
-/// is one thread), then each runs in turn.
-struct Trial {
-  std::vector<std::string> compileArgs;
-  std::string name;
-  Outputs outputs;
-};
-bool runTrials(const std::string &kilnCompile, const std::string &kilnRun,
-               std::vector<Trial> &trials, const std::vector<std::string> &runArgs,
-               const std::string &dir, std::string &error);
 
 Error compare(const Outputs &got, const Outputs &ref);
 

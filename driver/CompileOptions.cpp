@@ -32,10 +32,17 @@ int64_t parseBytes(llvm::StringRef text) {
   return static_cast<int64_t>(v * scale);
 }
 
-/// The graph passes and codegen switches --disable-pass accepts.
-constexpr const char *kDisablePasses[] = {
-    "kiln-fold-batchnorm", "kiln-recognize-patterns", "kiln-select-layout", "kiln-fuse",
-    "kiln-live-rows",      "kiln-plan-memory",        "kiln-rematerialize", "kiln-winograd"};
+/// What --disable-pass accepts: the graph passes the pipeline may skip (by
+/// their registered names, passes/Passes.td) and the lowering's switches
+/// (CodegenOptions.h).
+constexpr const char *kDisablePasses[] = {"kiln-fold-batchnorm",
+                                           "kiln-recognize-patterns",
+                                           "kiln-select-layout",
+                                           "kiln-fuse",
+                                           codegen::kLiveRowsSwitch,
+                                           codegen::kPlanMemorySwitch,
+                                           "kiln-rematerialize",
+                                           codegen::kWinogradSwitch};
 
 } // namespace
 
@@ -191,42 +198,27 @@ bool checkCompileOptions(const CompileOptions &o, std::string &error) {
   return true;
 }
 
-std::vector<std::string> trialArguments(const CompileOptions &o, Precision precision,
-                                        const std::set<int64_t> &keep) {
-  std::vector<std::string> a{o.input};
-  for (const std::string &s : o.shapes)
-    a.push_back("--shape=" + s);
-  for (const std::string &s : o.maxShapes)
-    a.push_back("--max-shape=" + s);
-  for (const std::string &s : o.bindings)
-    a.push_back("--bind=" + s);
-  for (const std::string &s : o.disabledPasses)
-    a.push_back("--disable-pass=" + s);
-  if (precision != Precision::Fp32) // (the reference keeps everything)
-    for (const std::string &s : o.keepFp32)
-      a.push_back("--keep-fp32=" + s);
-  if (!o.maxMemoryText.empty())
-    a.push_back("--max-memory=" + o.maxMemoryText);
-  a.push_back("--mcpu=" + o.mcpu);
+CompileOptions trialOptions(const CompileOptions &o, Precision precision,
+                            const std::set<int64_t> &keep, const std::string &output) {
+  CompileOptions t = o;
+  t.output = output;
+  t.name.clear();
+  t.report.clear();
+  t.emit = Emit::Artifact;
   // (The graph passes of -O1 and up are the same; LLVM's -O1 compiles in
   // half the time of -O3, with the same arithmetic.)
-  a.push_back("-O" + std::to_string(std::min(1u, o.optLevel)));
-  a.push_back(std::string("--layout=") + layoutName(o.layout));
-  a.push_back(std::string("--k-block=") + (o.kBlock == 0                     ? "auto"
-                                           : o.kBlock == codegen::kKBlock128 ? "128"
-                                                                             : "l2"));
-  if (o.winogradF43)
-    a.push_back("--winograd-f43");
-  a.push_back(std::string("--io-layout=") + ioLayoutName(o.ioLayout));
-  a.push_back(std::string("--target=") + (o.target == Target::Cpu ? "cpu" : "cuda-emu"));
-  a.push_back(std::string("--precision=") + precisionName(precision));
-  if (!keep.empty()) {
-    std::string list;
-    for (int64_t i : keep)
-      list += (list.empty() ? "" : ",") + std::to_string(i);
-    a.push_back("--keep-fp32-index=" + list);
-  }
-  return a;
+  t.optLevel = std::min(1u, o.optLevel);
+  t.target = o.target == Target::Cpu ? Target::Cpu : Target::CudaEmu;
+  t.cudaArchs.clear();
+  t.cudaNoSpills = false;
+  t.precision = precision;
+  if (precision == Precision::Fp32) // (the reference keeps everything)
+    t.keepFp32.clear();
+  t.keepFp32Index.assign(keep.begin(), keep.end());
+  t.calibrate.clear();
+  t.autotune = false;
+  t.printAfter.clear();
+  return t;
 }
 
 } // namespace kiln::driver

@@ -4,7 +4,7 @@
 // (checkCompileOptions) before any work starts: the pipeline (Pipeline.h)
 // reads typed fields, never flag strings. A trial build of the same model
 // (--precision=auto's calibration) is the same options with a few fields
-// changed, written back as flags by trialArguments.
+// changed (trialOptions).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_DRIVER_COMPILEOPTIONS_H
@@ -78,11 +78,12 @@ bool parseCompileFlags(const CompileFlags &flags, CompileOptions &o, std::string
 /// The checks across options (before the model is read); false with `error`.
 bool checkCompileOptions(const CompileOptions &o, std::string &error);
 
-/// kiln-compile's arguments for a trial build of the same model (CPU code;
-/// a CUDA model's kernels through the emulation; LLVM at -O1) at
-/// `precision`, with the contractions at positions `keep` kept fp32.
-std::vector<std::string> trialArguments(const CompileOptions &o, Precision precision,
-                                        const std::set<int64_t> &keep);
+/// The options of a trial build of the same model into the .so `output`
+/// (--precision=auto's calibration): CPU code (a CUDA model's kernels
+/// through the emulation), LLVM at -O1, no report, at `precision` with the
+/// contractions at positions `keep` kept fp32.
+CompileOptions trialOptions(const CompileOptions &o, Precision precision,
+                            const std::set<int64_t> &keep, const std::string &output);
 
 } // namespace kiln::driver
 

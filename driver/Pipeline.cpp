@@ -32,6 +32,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <thread>
@@ -50,14 +51,18 @@ int fail(const llvm::Twine &msg) {
 /// --emit asked for is written).
 constexpr int kContinue = -1;
 
-/// The codegen choices of the options (--disable-pass, --winograd-f43,
-/// --k-block), for the model's Program and every trial build.
-void setCodegenChoices(codegen::Program &p, const CompileOptions &o) {
-  p.liveRows = !o.disabled("kiln-live-rows");
-  p.planMemory = !o.disabled("kiln-plan-memory");
-  p.winograd = !o.disabled("kiln-winograd");
-  p.winograd43 = o.winogradF43;
-  p.kBlock = o.kBlock;
+/// The codegen choices of the options (the target, --disable-pass,
+/// --winograd-f43, --k-block), for the model's Program and every trial
+/// build.
+codegen::CodegenOptions codegenOptions(const CompileOptions &o) {
+  codegen::CodegenOptions c;
+  c.gpu = o.cudaTarget();
+  c.liveRows = !o.disabled(codegen::kLiveRowsSwitch);
+  c.planMemory = !o.disabled(codegen::kPlanMemorySwitch);
+  c.winograd = !o.disabled(codegen::kWinogradSwitch);
+  c.winograd43 = o.winogradF43;
+  c.kBlock = o.kBlock;
+  return c;
 }
 
 bool parseBindings(const CompileOptions &o, onnx_import::ImportOptions &opts) {
@@ -114,23 +119,112 @@ bool writeFile(llvm::StringRef path, llvm::StringRef data) {
   return true;
 }
 
+/// Writes what `print` prints to o.output (the --emit file). Returns an
+/// exit code.
+template <typename Print> int printTo(const CompileOptions &o, Print &&print) {
+  std::string err;
+  auto file = openOutputFile(o.output, &err);
+  if (!file)
+    return fail(err);
+  print(file->os());
+  file->keep();
+  return 0;
+}
+/// The .so: a temporary object beside the output (and, for cuda-emu, the
+/// kernels compiled by the host compiler against the emulation header),
+/// linked with the runtime archive, then removed.
+int linkSharedObject(const CompileOptions &o, const codegen::Program &program,
+                     const std::string &cudaSource, llvm::StringRef object) {
+  std::string out = o.output, error;
+  std::string tmpObj = out + ".tmp.o";
+  if (!writeFile(tmpObj, object))
+    return 1;
+  std::vector<std::string> extra;
+  if (o.target == Target::CudaEmu) {
+    std::string src = out + ".emu.cpp", obj = out + ".emu.o";
+    if (!writeFile(src, cuda::emitEmulationSource(program, cudaSource)))
+      return 1;
+    bool built = pipeline::compileEmulation(src, obj, o.optLevel, error);
+    llvm::sys::fs::remove(src);
+    if (!built) {
+      llvm::sys::fs::remove(tmpObj);
+      return fail(error);
+    }
+    extra.push_back(obj);
+  }
+  bool ok = pipeline::linkSharedLibrary(tmpObj, out, error, extra);
+  llvm::sys::fs::remove(tmpObj);
+  for (const std::string &e : extra)
+    llvm::sys::fs::remove(e);
+  if (!ok)
+    return fail(error);
+  return 0;
+}
+
+/// The artifact of a lowered `program` as `o` asks: the object and its
+/// header, the .so, or (--emit=llvm) the LLVM IR. `cpu` carries the CUDA
+/// images (--target=cuda), `cudaSource` the kernels' CUDA C++ (cuda-emu's
+/// emulation is compiled from it). The model's build and --autotune's
+/// trial builds both end here. Returns an exit code.
+int writeArtifact(const CompileOptions &o, codegen::Program &program,
+                  codegen::CpuOptions cpu, const std::string &cudaSource) {
+  cpu.mcpu = o.mcpu;
+  cpu.optLevel = o.optLevel;
+  cpu.exportGenericEntry = o.wantSharedObject();
+  using Device = codegen::CpuOptions::Device;
+  cpu.device = o.target == Target::Cuda      ? Device::Cuda
+               : o.target == Target::CudaEmu ? Device::CudaEmu
+                                             : Device::Cpu;
+  llvm::LLVMContext llvmCtx;
+  std::string error;
+  auto llvmModule = codegen::buildLLVMModule(program, llvmCtx, cpu, error);
+  if (!llvmModule)
+    return fail(error);
+  llvm::SmallVector<char, 0> object;
+  if (!codegen::emitObject(*llvmModule, cpu, object, error))
+    return fail(error);
+  if (o.emit == Emit::Llvm)
+    return printTo(o, [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
+  llvm::StringRef bytes(object.data(), object.size());
+  if (o.wantObject()) {
+    if (!writeFile(o.output, bytes) ||
+        !writeFile(headerPath(o.output), pipeline::generateHeader(program)))
+      return 1;
+    return 0;
+  }
+  return linkSharedObject(o, program, cudaSource, bytes);
+}
+
 /// One compilation's state as it goes through the stages.
 class Compilation {
 public:
+  /// The compilation of `o.input`, in a context of its own.
   Compilation(const CompileOptions &o, const std::string &toolPath)
-      : o(o), toolPath(toolPath), ctx(registry()), diagHandler(sourceMgr, &ctx) {
+      : o(o), toolPath(toolPath), ownedCtx(std::make_unique<MLIRContext>(registry())),
+        ctx(*ownedCtx),
+        diagHandler(std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr, &ctx)) {
     ctx.loadAllAvailableDialects();
     // Diagnostics name the node and op; the generic dump of the op adds noise.
     ctx.printOpOnDiagnostic(false);
   }
 
+  /// A trial build (--precision=auto's calibration): `trial`'s options (see
+  /// trialOptions) applied to `copy`, the parent's module after its graph
+  /// passes, in the parent's context.
+  Compilation(const CompileOptions &trial, MLIRContext &parentCtx, OwningOpRef<ModuleOp> copy)
+      : o(trial), ctx(parentCtx), module(std::move(copy)) {}
+
+  /// Every stage, from the model file.
   int run() {
-    for (auto stage : {&Compilation::importModel, &Compilation::graphPasses,
-                       &Compilation::precisionAndTypes, &Compilation::layoutFusionMemory,
-                       &Compilation::lower, &Compilation::emitArtifact})
-      if (int rc = (this->*stage)(); rc != kContinue)
-        return rc;
-    return 0;
+    return runStages({&Compilation::importModel, &Compilation::graphPasses,
+                      &Compilation::precisionAndTypes, &Compilation::layoutFusionMemory,
+                      &Compilation::lower, &Compilation::emitArtifact});
+  }
+
+  /// A trial build's stages: those after the graph passes.
+  int runTrial() {
+    return runStages({&Compilation::precisionAndTypes, &Compilation::layoutFusionMemory,
+                      &Compilation::lower, &Compilation::emitArtifact});
   }
 
 private:
@@ -138,6 +232,14 @@ private:
     DialectRegistry r;
     r.insert<kiln::KilnDialect, func::FuncDialect>();
     return r;
+  }
+
+  using Stage = int (Compilation::*)();
+  int runStages(std::initializer_list<Stage> stages) {
+    for (Stage stage : stages)
+      if (int rc = (this->*stage)(); rc != kContinue)
+        return rc;
+    return 0;
   }
 
   // The stages, in order.
@@ -155,7 +257,6 @@ private:
   LogicalResult selectLayout(Layout regionLayout);
   int fuseAndFit();
   int compileCuda(codegen::CpuOptions &cpu);
-  int link(llvm::StringRef object);
   bool writeReport(const pipeline::CudaReport *cuda);
 
   bool enabled(llvm::StringRef pass) const {
@@ -176,20 +277,15 @@ private:
         /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
   }
   template <typename Print> int printTo(Print &&print) {
-    std::string err;
-    auto file = openOutputFile(o.output, &err);
-    if (!file)
-      return fail(err);
-    print(file->os());
-    file->keep();
-    return 0;
+    return driver::printTo(o, std::forward<Print>(print));
   }
 
   const CompileOptions &o;
-  std::string toolPath;
+  std::string toolPath; // kiln-compile's executable (kiln-run is beside it)
   llvm::SourceMgr sourceMgr;
-  MLIRContext ctx;
-  SourceMgrDiagnosticHandler diagHandler;
+  std::unique_ptr<MLIRContext> ownedCtx; // null in a trial build
+  MLIRContext &ctx;
+  std::unique_ptr<SourceMgrDiagnosticHandler> diagHandler;
   OwningOpRef<ModuleOp> module;
 
   // What the stages decide.
@@ -308,22 +404,31 @@ int Compilation::calibratePrecision() {
   if (llvm::sys::fs::createUniqueDirectory("kiln-calibrate", dir))
     return fail("--precision: cannot create a temporary directory");
   std::string tmp = dir.str().str(), error;
-  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tmp); });
+  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove_directories(tmp); });
   std::vector<std::string> runArgs;
   if (!calibrate::prepareInputs(*module, o.calibrate, tmp, runArgs, precisionSummary.inputs,
                                 error))
     return fail(o.input + ": " + error);
-  // The fp32 reference and the first configuration (everything lowered
-  // that may be) build side by side.
+  // A trial: this module from here on at `p` with the contractions in `k`
+  // kept fp32, built into a .so in `tmp` and run on the inputs.
+  auto trialBuild = [&](Precision p, const std::set<int64_t> &k, const std::string &name,
+                        calibrate::Outputs &outputs) {
+    std::string so = tmp + "/" + name + ".so";
+    CompileOptions trial = trialOptions(o, p, k, so);
+    if (Compilation(trial, ctx, module->clone()).runTrial() != 0) {
+      error = "the " + name + " build failed (diagnosed above)";
+      return false;
+    }
+    return calibrate::runBuild(run, so, runArgs, tmp, name, outputs, error);
+  };
   Precision low = precision == Precision::Fp16 ? Precision::Fp16 : Precision::Bf16;
   std::set<int64_t> keep(keepIndex.begin(), keepIndex.end());
-  std::vector<calibrate::Trial> first{{trialArguments(o, Precision::Fp32, {}), "fp32", {}},
-                                      {trialArguments(o, low, keep), "trial0", {}}};
-  if (!calibrate::runTrials(toolPath, run, first, runArgs, tmp, error))
+  calibrate::Outputs reference, first;
+  if (!trialBuild(Precision::Fp32, {}, "fp32", reference) ||
+      !trialBuild(low, keep, "trial0", first))
     return fail(o.input + ": a calibration build: " + error);
-  const calibrate::Outputs &reference = first[0].outputs;
   std::map<std::set<int64_t>, calibrate::Error> measured{
-      {keep, calibrate::compare(first[1].outputs, reference)}};
+      {keep, calibrate::compare(first, reference)}};
   precisionSummary.mode = precisionName(precision);
   precisionSummary.tolerance = precision == Precision::Auto ? o.tolerance : 0.0;
   precisionSummary.contractions = contractions;
@@ -334,8 +439,7 @@ int Compilation::calibratePrecision() {
       return it->second;
     calibrate::Outputs got;
     ++precisionSummary.trials;
-    if (!calibrate::runTrial(toolPath, run, trialArguments(o, low, k), runArgs, tmp,
-                             "trial" + std::to_string(trial++), got, error))
+    if (!trialBuild(low, k, "trial" + std::to_string(trial++), got))
       return std::nullopt;
     return measured[k] = calibrate::compare(got, reference);
   };
@@ -370,7 +474,7 @@ LogicalResult Compilation::selectLayout(Layout regionLayout) {
     kiln::SelectLayoutPassOptions layoutOptions;
     layoutOptions.layout = layoutName(regionLayout);
     layoutOptions.ioLayout = ioLayoutName(o.ioLayout);
-    layoutOptions.winograd = !o.disabled("kiln-winograd");
+    layoutOptions.winograd = !o.disabled(codegen::kWinogradSwitch);
     pm3.addNestedPass<func::FuncOp>(kiln::createSelectLayoutPass(layoutOptions));
     pm3.addPass(createCanonicalizerPass());
   }
@@ -396,8 +500,7 @@ int Compilation::layoutFusionMemory() {
   if (beforeLayout) {
     bool nhwc = false;
     module->walk([&](Operation *op) {
-      auto l = op->getAttrOfType<StringAttr>("layout");
-      nhwc |= l && l.getValue() == "nhwc";
+      nhwc |= kiln::attr::isChannelsLast(op);
     });
     if (!nhwc)
       beforeLayout = nullptr;
@@ -427,7 +530,7 @@ int Compilation::fuseAndFit() {
     OwningOpRef<ModuleOp> copy = module->clone();
     unfused = codegen::Program();
     unfused.name = "unfused";
-    unfused.gpu = o.cudaTarget();
+    unfused.options = codegenOptions(o);
     haveUnfused = succeeded(codegen::lowerToKernels(*copy, unfused));
   }
   if (enabled("kiln-fuse")) {
@@ -455,8 +558,7 @@ int Compilation::fuseAndFit() {
     }
     codegen::Program trial;
     trial.name = "trial";
-    trial.gpu = o.cudaTarget();
-    setCodegenChoices(trial, o);
+    trial.options = codegenOptions(o);
     if (failed(codegen::lowerToKernels(*copy, trial)))
       return failure();
     bytes = trial.arenaBytes;
@@ -517,37 +619,6 @@ int Compilation::fuseAndFit() {
   return 0;
 }
 
-/// Builds a lowered `program` into a .so at `path` (LLVM, object, link):
-/// --autotune's trial builds.
-bool buildSharedObject(const CompileOptions &o, codegen::Program &program,
-                       const std::string &path, std::string &error) {
-  codegen::CpuOptions cpu;
-  cpu.mcpu = o.mcpu;
-  cpu.optLevel = o.optLevel;
-  cpu.exportGenericEntry = true;
-  cpu.device = codegen::CpuOptions::Device::Cpu;
-  llvm::LLVMContext llvmCtx;
-  auto llvmModule = codegen::buildLLVMModule(program, llvmCtx, cpu, error);
-  if (!llvmModule)
-    return false;
-  llvm::SmallVector<char, 0> object;
-  if (!codegen::emitObject(*llvmModule, cpu, object, error))
-    return false;
-  std::string obj = path + ".o";
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(obj, ec, llvm::sys::fs::OF_None);
-    if (ec) {
-      error = "cannot write " + obj + ": " + ec.message();
-      return false;
-    }
-    os.write(object.data(), object.size());
-  }
-  bool ok = pipeline::linkSharedLibrary(obj, path, error);
-  llvm::sys::fs::remove(obj);
-  return ok;
-}
-
 /// --autotune (Autotune.h): the module is ready for the final lowering;
 /// `tuned` gets the ops whose measured choice is not the default. Returns
 /// an exit code.
@@ -571,7 +642,7 @@ int Compilation::runAutotune(std::map<int64_t, codegen::OpTuning> &tuned,
   ao.threads = o.autotuneThreads > 0 ? o.autotuneThreads
                                      : std::max(1u, std::thread::hardware_concurrency());
   ao.kBlock = o.kBlock == 0;
-  ao.winograd = !o.disabled("kiln-winograd");
+  ao.winograd = !o.disabled(codegen::kWinogradSwitch);
   if (!ao.kBlock && !ao.winograd) {
     llvm::errs() << "kiln-compile: autotune: nothing to choose (--k-block and "
                     "--disable-pass=kiln-winograd fix both choices)\n";
@@ -580,8 +651,8 @@ int Compilation::runAutotune(std::map<int64_t, codegen::OpTuning> &tuned,
   auto lowerTrial = [&](const codegen::OpTuning &all, codegen::Program &out, std::string &err) {
     OwningOpRef<ModuleOp> copy = module->clone();
     out.name = "autotune";
-    setCodegenChoices(out, o);
-    out.tuneAll = all;
+    out.options = codegenOptions(o);
+    out.options.tuneAll = all;
     if (failed(codegen::lowerToKernels(*copy, out))) {
       err = "lowering a trial build failed";
       return false;
@@ -589,7 +660,14 @@ int Compilation::runAutotune(std::map<int64_t, codegen::OpTuning> &tuned,
     return true;
   };
   auto build = [&](codegen::Program &p, const std::string &path, std::string &err) {
-    return buildSharedObject(o, p, path, err);
+    CompileOptions trial = o;
+    trial.output = path;
+    trial.emit = Emit::Artifact;
+    if (writeArtifact(trial, p, codegen::CpuOptions(), "") != 0) {
+      err = "a trial build failed (diagnosed above)";
+      return false;
+    }
+    return true;
   };
   if (!autotune::tune(ao, lowerTrial, build, tuned, summary, error))
     return fail(o.input + ": --autotune: " + error);
@@ -625,15 +703,14 @@ int Compilation::lower() {
     if (int rc = runAutotune(tuned, autotuneSummary))
       return rc;
   }
-  program.tuned = std::move(tuned);
   program.remat = remat;
   program.precision = precisionSummary;
   program.name = o.name.empty() ? (o.emit == Emit::Artifact
                                        ? pipeline::modelNameFromPath(o.output)
                                        : "model")
                                 : pipeline::modelNameFromPath(o.name + ".x");
-  program.gpu = o.cudaTarget();
-  setCodegenChoices(program, o);
+  program.options = codegenOptions(o);
+  program.options.tuned = std::move(tuned);
   if (failed(codegen::lowerToKernels(*module, program)))
     return 1;
   if (autotuneSummary.on) {
@@ -734,61 +811,7 @@ int Compilation::emitArtifact() {
   if (o.cudaTarget())
     if (int rc = compileCuda(cpu); rc != kContinue)
       return rc;
-  cpu.mcpu = o.mcpu;
-  cpu.optLevel = o.optLevel;
-  cpu.exportGenericEntry = o.wantSharedObject();
-  using Device = codegen::CpuOptions::Device;
-  cpu.device = o.target == Target::Cuda      ? Device::Cuda
-               : o.target == Target::CudaEmu ? Device::CudaEmu
-                                             : Device::Cpu;
-  llvm::LLVMContext llvmCtx;
-  std::string error;
-  auto llvmModule = codegen::buildLLVMModule(program, llvmCtx, cpu, error);
-  if (!llvmModule)
-    return fail(error);
-  llvm::SmallVector<char, 0> object;
-  if (!codegen::emitObject(*llvmModule, cpu, object, error))
-    return fail(error);
-  if (o.emit == Emit::Llvm)
-    return printTo([&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
-  llvm::StringRef bytes(object.data(), object.size());
-  if (o.wantObject()) {
-    if (!writeFile(o.output, bytes) ||
-        !writeFile(headerPath(o.output), pipeline::generateHeader(program)))
-      return 1;
-    return 0;
-  }
-  return link(bytes);
-}
-
-/// The .so: a temporary object beside the output (and, for cuda-emu, the
-/// kernels compiled by the host compiler against the emulation header),
-/// linked with the runtime archive, then removed.
-int Compilation::link(llvm::StringRef object) {
-  std::string out = o.output, error;
-  std::string tmpObj = out + ".tmp.o";
-  if (!writeFile(tmpObj, object))
-    return 1;
-  std::vector<std::string> extra;
-  if (o.target == Target::CudaEmu) {
-    std::string src = out + ".emu.cpp", obj = out + ".emu.o";
-    if (!writeFile(src, cuda::emitEmulationSource(program, cudaSource)))
-      return 1;
-    bool built = pipeline::compileEmulation(src, obj, o.optLevel, error);
-    llvm::sys::fs::remove(src);
-    if (!built) {
-      llvm::sys::fs::remove(tmpObj);
-      return fail(error);
-    }
-    extra.push_back(obj);
-  }
-  bool ok = pipeline::linkSharedLibrary(tmpObj, out, error, extra);
-  llvm::sys::fs::remove(tmpObj);
-  for (const std::string &e : extra)
-    llvm::sys::fs::remove(e);
-  if (!ok)
-    return fail(error);
-  return 0;
+  return writeArtifact(o, program, std::move(cpu), cudaSource);
 }
 
 } // namespace

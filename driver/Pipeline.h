@@ -5,8 +5,8 @@
 // --max-memory's rematerialization search, with the NCHW retry), kernel
 // lowering, and the artifact (object + header, or a shared library; CUDA
 // images through NVRTC) or the IR --emit asks for. kiln-compile is its
-// command line; --precision=auto's trial builds are kiln-compile runs of
-// the same options (CompileOptions.h: trialArguments).
+// command line. --precision=auto's and --autotune's trial builds run the
+// later stages again in process, on copies of the module.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_DRIVER_PIPELINE_H

@@ -139,7 +139,7 @@ struct LowerPrecisionPass : impl::LowerPrecisionPassBase<LowerPrecisionPass> {
         int64_t index = contraction++;
         if (kept(op) || llvm::is_contained(keepIndex, index))
           continue;
-        attr::setPrecision(op, precision == "bf16" ? attr::Precision::BF16 : attr::Precision::F16);
+        attr::setPrecision(op, precision == "bf16" ? Precision::BF16 : Precision::F16);
         if (!tensorCores) {
           // The CPU computes in f32 on rounded values: operands that do not
           // hold `low` values yet round (constants at compile time), and so

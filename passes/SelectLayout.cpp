@@ -89,8 +89,7 @@ constexpr double kWinogradSpeedup = 1.9;
 /// N, C, H, W of an op's rank-4 result, whatever its current layout.
 std::array<int64_t, 4> nchwDims(Operation *op) {
   auto shape = tensorOf(op->getResult(0)).getShape();
-  auto attr = op->getAttrOfType<StringAttr>("layout");
-  if (attr && attr.getValue() == "nhwc")
+  if (attr::isChannelsLast(op))
     return {shape[0], shape[3], shape[1], shape[2]};
   return {shape[0], shape[1], shape[2], shape[3]};
 }
@@ -128,14 +127,14 @@ double convCost(ConvOp op, bool nhwc, bool winograd) {
   double gatherBytes = pointwise ? 0.0 : 4.0 * N * P * Cg * KK * G;
   // A bf16 contraction (kiln-lower-precision on the CPU) runs on the bf16
   // ukernel at about twice the f32 rate; its gather does not change.
-  attr::Precision precision = attr::precisionOf(op);
-  bool bf16 = precision == attr::Precision::BF16 &&
+  Precision precision = attr::precisionOf(op);
+  bool bf16 = precision == Precision::BF16 &&
               tensorOf(op.getResult()).getElementType().isF32();
   double cost = flops / (bf16 ? 2 * kGemmFlopsPerNs : kGemmFlopsPerNs);
   // NHWC f32 3x3 stride-1 convs run in Winograd's form: no gather, fewer
   // products (a UNet, NCHW before this term, is 40% faster in NHWC).
   auto d = op.getDilations();
-  bool f16 = precision == attr::Precision::F16;
+  bool f16 = precision == Precision::F16;
   if (nhwc && winograd && !bf16 && !f16 &&
       conv_strategy::winogradShape(G, w[2], w[3], s, d, Cg, O) &&
       P >= conv_strategy::kWinogradMinPixels &&
@@ -440,7 +439,7 @@ struct SelectLayoutPass : impl::SelectLayoutPassBase<SelectLayoutPass> {
         if (!members.contains(use.getOwner()))
           outside.push_back(&use);
       if (hasLayout(op))
-        op->setAttr("layout", b.getStringAttr("nhwc"));
+        attr::setLayout(op, Layout::NHWC);
       if (auto concat = dyn_cast<ConcatOp>(op))
         concat.setAxis(kNhwcPos[concat.getAxis()]);
       auto nchw = tensorOf(res);

@@ -3,7 +3,7 @@
 // The CUDA code generator (issue 4, docs/cuda.md): every kernel of a
 // lowered Program (scf/arith/math/memref/vector over flat buffers) printed
 // as an `extern "C" __global__` CUDA C++ function. GPU-shaped kernels
-// (Program::gpu; Launch::gpuShaped) spell their thread and block indices,
+// (CodegenOptions::gpu; Launch::gpuShaped) spell their thread and block indices,
 // barriers, shuffles and shared memory through the kiln_gpu_* helpers of the
 // prelude; the others run one workgroup per thread (correct for every op:
 // workgroups are independent by construction). Compiled by NVRTC for real

@@ -41,7 +41,7 @@ LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
     return failure();
   if (views[1].col != 1 || views[2].col != 1)
     return op.emitError("attention needs key and value rows contiguous");
-  if (p.gpu)
+  if (p.options.gpu)
     return gpuAttention(op, sources, views, outView);
   return flashAttention(op, sources, views, outView, lowersToBf16(op));
 }

@@ -67,7 +67,7 @@ std::pair<Value, Value> convTap(KernelEmitter &e, Value oh, Value ow, Value ky, 
 LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogue *pro) {
   // (kiln-rematerialize gives a prologue only to NCHW convolutions of the
   // matrix-product path, on the CPU.)
-  if (pro && (kiln::attr::isChannelsLast(op) || p.gpu))
+  if (pro && (kiln::attr::isChannelsLast(op) || p.options.gpu))
     return op.emitError("internal error: a convolution prologue on this path");
   if (kiln::attr::isChannelsLast(op))
     return convNhwc(op, epi);
@@ -84,8 +84,8 @@ LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogu
   if (direct && pro)
     return op.emitError("internal error: a convolution prologue on the direct path");
   if (direct)
-    return p.gpu ? gpuConvDirect(op, epi) : convDirect(op, epi);
-  if (p.gpu)
+    return p.options.gpu ? gpuConvDirect(op, epi) : convDirect(op, epi);
+  if (p.options.gpu)
     return gpuConv(op, epi);
   // A prologue computes the input from `pro->start` per element gathered.
   Value input = pro ? pro->start : op.getInput();

@@ -124,13 +124,13 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   // (kiln_uk_winograd_f43): 4x4 tiles, a 6x6 domain (36 products), V held
   // for 6 positions at a time.
   Value inElem = op.getInput();
-  bool wino43 = p.winograd43 && P >= kWinograd43MinPixels;
+  bool wino43 = p.options.winograd43 && P >= kWinograd43MinPixels;
   int64_t wm = wino43 ? 4 : 2, wPos = (wm + 2) * (wm + 2), wV = wino43 ? 6 : 1;
   int64_t TH = ceilDiv(OH, wm), TW = ceilDiv(OW, wm), band = 0, bands = 0;
   // (--autotune measures Winograd on convs down to kWinogradTunePixels
   // and chooses per conv; a plain build keeps kWinogradMinPixels.)
   bool winogradCan =
-      p.winograd && !bf16 && !f16 && conv_strategy::winogradShape(G, KH, KW, s, d, C, O) &&
+      p.options.winograd && !bf16 && !f16 && conv_strategy::winogradShape(G, KH, KW, s, d, C, O) &&
       P >= kWinogradTunePixels &&
       llvm::cast<RankedTensorType>(inElem.getType()).getElementType().isF32() &&
       !(p.buffers[bufferOf.lookup(inElem)].elem &&
@@ -162,7 +162,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   int wantWinograd = tuning().winograd;
   bool winograd = wantWinograd < 0 ? winogradDefault : winogradCan && wantWinograd == 1;
   if (winogradCan)
-    opTunable |= kTuneWinograd | (winogradDefault ? kTuneWinogradDefault : 0);
+    opTunable |= kTuneWinograd | (winogradDefault ? unsigned(kTuneWinogradDefault) : 0u);
   opWinograd = winograd;
   if (winograd) {
     cb = wcb;
@@ -342,7 +342,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   // the bytes written, gathered and read back as residuals, and a pointwise
   // reader multiplies its rows in place. The products then land in a f32
   // tile on the stack, which the epilogue pass rounds into the output.
-  bool outBf16 = bf16 && epi && loweringFusion && liveSym < 0 && !p.gpu &&
+  bool outBf16 = bf16 && epi && loweringFusion && liveSym < 0 && !p.options.gpu &&
                  holdsBf16(epi->yielded) && bf16Readers(loweringFusion.getResult());
   bool inBf16 = p.buffers[inBuf].elem && p.buffers[inBuf].elem.isBF16();
   int outBuf = outBf16 ? newBuffer(Buffer::Arena, M * O * 2, BFloat16Type::get(ctx))
@@ -423,7 +423,7 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     // after it (ResNet-50's kernels 43.8 -> 41.3 ms in sum on 1 thread, its
     // 1x1 convs 9-14% faster; MobileNetV2 2-4%).
     // (Winograd: its output transform applies them.)
-    auto clamp = !outBf16 && !p.gpu &&
+    auto clamp = !outBf16 && !p.options.gpu &&
                          (winograd || (f32Panels && (pointwise || listedRows || cc == Cg)))
                      ? storeClamp(tail)
                      : std::nullopt;

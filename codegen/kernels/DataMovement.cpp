@@ -19,7 +19,7 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
   if (rank == 0)
     return elementwise(op, {op.getInput()}, [](KernelEmitter &, ArrayRef<Value> v) { return v[0]; });
   auto inStr = stridesOf(in);
-  if (p.gpu)
+  if (p.options.gpu)
     // A thread per output element (writes coalesced).
     return gpuForEach(op, {op.getInput()}, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
       SmallVector<int64_t> st;
@@ -141,7 +141,7 @@ LogicalResult Lowering::slice(kiln::SliceOp op) {
   }
   if (rank == 0)
     return elementwise(op, {op.getInput()}, [](KernelEmitter &, ArrayRef<Value> v) { return v[0]; });
-  if (p.gpu)
+  if (p.options.gpu)
     return gpuForEach(op, {op.getInput()}, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
       e.store(e.load(0, e.offsetOf(i, out, st, e.idx(base))), 1, i);
     });
@@ -189,7 +189,7 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
       p.launches.back().concatSlices = slices;
     return r;
   };
-  if (p.gpu)
+  if (p.options.gpu)
     // A thread per output element: which input holds it is decided by its
     // position along the axis (a chain of selects, in bounds always).
     return markSlices(gpuForEach(op, ins, elems(op.getResult()), [&](KernelEmitter &e, Value i) {

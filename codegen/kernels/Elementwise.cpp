@@ -58,7 +58,7 @@ LogicalResult Lowering::elementwise(
       p.launches.back().inPlace = inPlace;
     return r;
   };
-  if (p.gpu) {
+  if (p.options.gpu) {
     // A grid-stride loop over the output, consecutive threads on
     // consecutive elements (coalesced); 16-byte accesses (4 lanes) when
     // every operand is dense or a single broadcast element.
@@ -128,7 +128,7 @@ LogicalResult Lowering::elementwise(
 
 LogicalResult Lowering::fusion(kiln::FusionOp op) {
   loweringFusion = op;
-  auto reset = llvm::make_scope_exit([&] { loweringFusion = nullptr; });
+  llvm::scope_exit reset([&] { loweringFusion = nullptr; });
   Block &body = op.getBody().front();
   for (auto [arg, in] : llvm::zip(body.getArguments(), op.getInputs()))
     bufferOf[arg] = bufferOf.lookup(in);

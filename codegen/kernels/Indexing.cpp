@@ -71,7 +71,7 @@ LogicalResult Lowering::gatherElements(kiln::GatherElementsOp op) {
 
 LogicalResult Lowering::forEachInto(Operation *op, ArrayRef<Value> ins, int64_t total, int out,
                                     const std::function<void(KernelEmitter &, Value)> &body) {
-  if (p.gpu) {
+  if (p.options.gpu) {
     int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
     return gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
       Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());

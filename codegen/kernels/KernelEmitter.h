@@ -376,7 +376,7 @@ public:
     return acc;
   }
 
-  // GPU-shaped kernels (Program::gpu): calls to helpers the CUDA prelude
+  // GPU-shaped kernels (CodegenOptions::gpu): calls to helpers the CUDA prelude
   // defines (codegen/cuda/EmitCuda.cpp).
   /// This thread's index in its block, and the block's index in the grid.
   Value tid() { return gpuIndex("kiln_gpu_tid"); }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Lowering.h"
+#include "codegen/kernels/RuntimeCallees.h"
 #include "codegen/program/PlanMemory.h"
 #include "kiln/narrow.h"
 #include "kiln/runtime.h"
@@ -174,7 +175,7 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   body(e);
   func::ReturnOp::create(b);
   l.op = opIndex;
-  l.tunable = opTunable | (e.usedKBlock ? kTuneKBlock : 0);
+  l.tunable = opTunable | (e.usedKBlock ? unsigned(kTuneKBlock) : 0u);
   l.kBlock = l.tunable & kTuneKBlock ? (deep ? kKBlockL2 : kKBlock128) : 0;
   l.winograd = opWinograd;
   p.launches.push_back(std::move(l));
@@ -213,7 +214,7 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
 
 LogicalResult Lowering::forEach(Operation *op, ArrayRef<Value> ins, int64_t total,
                                 const std::function<void(KernelEmitter &, Value)> &body) {
-  if (p.gpu)
+  if (p.options.gpu)
     return gpuForEach(op, ins, total, body);
   return launch(op, ins, ceilDiv(std::max<int64_t>(total, 1), kWorkgroupElems),
                 [&](KernelEmitter &e) {
@@ -222,6 +223,9 @@ LogicalResult Lowering::forEach(Operation *op, ArrayRef<Value> ins, int64_t tota
                 });
 }
 
+/// One line per op: the family builder that lowers it (ConvNchw.cpp,
+/// Matmul.cpp, ...). The switch is the index of the lowering: a newcomer
+/// finds an op's builder here, and a new op is one more line.
 LogicalResult Lowering::lowerOp(Operation *op) {
   using VR = ArrayRef<Value>;
   using E = KernelEmitter;
@@ -286,57 +290,9 @@ LogicalResult Lowering::run() {
     auto t = llvm::cast<RankedTensorType>(c.getType());
     p.constantBytes += t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
   });
-  deepK = p.kBlock != kKBlock128;
+  deepK = p.options.kBlock != kKBlock128;
   p.defaultKBlock = deepK ? kKBlockL2 : kKBlock128;
-  {
-    // The runtime's matrix-product ukernel (kiln/runtime.h).
-    OpBuilder b(ctx);
-    b.setInsertionPointToEnd(p.kernels->getBody());
-    SmallVector<Type> args(10, b.getI64Type());
-    for (StringRef name :
-         {"kiln_uk_sgemm", "kiln_uk_sgemm_pa", "kiln_uk_sbgemm_pa", "kiln_uk_sbgemm_pb",
-          "kiln_uk_sbgemm_pb_a16", "kiln_uk_sgemm_pb", "kiln_uk_sgemm_pbr", "kiln_uk_hgemm",
-          "kiln_uk_hgemm_pa", "kiln_uk_sgemv_t"}) {
-      auto decl = func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(args, {}));
-      decl.setPrivate();
-    }
-    // The products with an epilogue (10 i64, the bias address, lo, hi).
-    SmallVector<Type> epArgs(11, b.getI64Type());
-    epArgs.append(2, b.getF32Type());
-    for (StringRef name : {"kiln_uk_sgemm_pb_ep", "kiln_uk_sgemm_pbr_ep"})
-      func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(epArgs, {})).setPrivate();
-    // The Winograd convolution ukernel (18 i64 arguments, lo, hi).
-    SmallVector<Type> wgArgs(18, b.getI64Type());
-    wgArgs.append(2, b.getF32Type());
-    for (StringRef name : {"kiln_uk_winograd_f23", "kiln_uk_winograd_f43"})
-      func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(wgArgs, {})).setPrivate();
-    if (p.gpu) {
-      // The GPU-shaped kernels' thread index, block index, barrier and
-      // warp shuffle (defined by the CUDA prelude).
-      Type index = b.getIndexType(), f32 = b.getF32Type();
-      auto declare = [&](StringRef name, TypeRange in, TypeRange out) {
-        func::FuncOp::create(b, fn.getLoc(), name, b.getFunctionType(in, out)).setPrivate();
-      };
-      declare("kiln_gpu_tid", {}, {index});
-      declare("kiln_gpu_bid", {}, {index});
-      declare("kiln_gpu_barrier", {}, {});
-      declare("kiln_gpu_syncwarp", {}, {});
-      declare("kiln_gpu_shfl_xor", {f32, b.getI64Type()}, {f32});
-      declare("kiln_gpu_shfl_xor_f64", {b.getF64Type(), b.getI64Type()}, {b.getF64Type()});
-      // Tensor cores (nvcuda::wmma m16n16k16, f32 accumulators as 8 values
-      // per lane): acc' = acc + A[aOff: 16 x 16, lda] * B[bOff: 16 x 16, ldb]
-      // from shared memory; store writes a fragment into a shared f32 tile.
-      auto acc = VectorType::get({8}, f32);
-      auto sharedOf = [&](Type t) {
-        return MemRefType::get({ShapedType::kDynamic}, t, MemRefLayoutAttrInterface{},
-                               b.getI64IntegerAttr(3));
-      };
-      for (auto [name, t] : {std::pair<StringRef, Type>{"kiln_wmma_mma_f16", b.getF16Type()},
-                             std::pair<StringRef, Type>{"kiln_wmma_mma_bf16", b.getBF16Type()}})
-        declare(name, {acc, sharedOf(t), index, index, sharedOf(t), index, index}, {acc});
-      declare("kiln_wmma_store", {acc, sharedOf(f32), index, index}, {});
-    }
-  }
+  declareRuntimeCallees(*p.kernels, fn.getLoc(), p.options.gpu);
 
   auto nameOf = [](DictionaryAttr attrs, std::string dflt) {
     if (attrs)
@@ -414,7 +370,7 @@ LogicalResult Lowering::run() {
 
   Operation *ret = fn.getBody().front().getTerminator();
   // CPU kernels whose padded rows nothing reads compute a run's rows only.
-  if (!p.gpu && p.liveRows && !p.symbolBounds.empty())
+  if (!p.options.gpu && p.options.liveRows && !p.symbolBounds.empty())
     liveOps = liveRowOps(fn);
   for (Operation &op : fn.getBody().front().without_terminator()) {
     ++opIndex;
@@ -435,7 +391,7 @@ LogicalResult Lowering::run() {
     if (p.launches.size() > before) {
       std::string precision;
       op.walk([&](Operation *inner) {
-        if (auto low = kiln::attr::precisionOf(inner); low != kiln::attr::Precision::F32)
+        if (auto low = kiln::attr::precisionOf(inner); low != kiln::Precision::F32)
           precision = kiln::attr::precisionName(low).str();
       });
       p.launches.back().precision = precision;

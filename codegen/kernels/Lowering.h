@@ -127,7 +127,7 @@ private:
   llvm::DenseMap<Value, int> bufferOf;
   int kernelCount = 0;
   /// k blocks as deep as L2 holds for the f32 products on packed weights
-  /// (Program::kBlock).
+  /// (CodegenOptions::kBlock).
   bool deepK = true;
   /// The op being lowered: its position among the function's ops, the
   /// kTune* bits its lowering found so far (Launch::tunable) and whether its
@@ -135,11 +135,11 @@ private:
   int64_t opIndex = -1;
   unsigned opTunable = 0;
   bool opWinograd = false;
-  /// --autotune's choices for the op being lowered (Program::tuneAll, then
-  /// Program::tuned).
+  /// --autotune's choices for the op being lowered (CodegenOptions::tuneAll, then
+  /// CodegenOptions::tuned).
   OpTuning tuning() const {
-    OpTuning t = p.tuneAll;
-    if (auto it = p.tuned.find(opIndex); it != p.tuned.end()) {
+    OpTuning t = p.options.tuneAll;
+    if (auto it = p.options.tuned.find(opIndex); it != p.options.tuned.end()) {
       if (it->second.kBlock)
         t.kBlock = it->second.kBlock;
       if (it->second.winograd >= 0)

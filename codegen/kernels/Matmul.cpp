@@ -64,7 +64,7 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
     return v;
   };
 
-  if (p.gpu)
+  if (p.options.gpu)
     return gpuMatmul(
         op, ins, 1, M, N, K,
         [&](KernelEmitter &e, Value) { return std::pair<Value, Value>{e.idx(0), e.idx(0)}; },
@@ -333,7 +333,7 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
   if (epi && (shape(op.getLhs()).size() < 2 || shape(op.getRhs()).size() < 2))
     return op.emitError("matmul epilogues need operands of rank 2 or more");
 
-  if (p.gpu)
+  if (p.options.gpu)
     return gpuMatmul(
         op, ins, batches, rowsPerBatch, N, K,
         [&](KernelEmitter &e, Value bi) {
@@ -390,7 +390,7 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
           t[n * K + k] = src[k * N + n];
       return weightBytes(t, false);
     });
-    auto restore = llvm::make_scope_exit([&] { bufferOf[rhs] = rhsBuf; });
+    llvm::scope_exit restore([&] { bufferOf[rhs] = rhsBuf; });
     int64_t cb = std::max<int64_t>(16, ceilDiv(ceilDiv(N, kMinTiles), 16) * 16);
     return launch(op, ins, ceilDiv(N, cb), [&](KernelEmitter &e) {
       Value j0 = e.mul(e.wg, cb);
@@ -436,7 +436,7 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
         bufferOf[rhs] = packedB(rhsBuf, PackedB::PanelsF32, false, K, N,
                                 [&] { return weightBytes(packPanels(1, K, N, b), false); });
     }
-    auto restore = llvm::make_scope_exit([&] { bufferOf[rhs] = rhsBuf; });
+    llvm::scope_exit restore([&] { bufferOf[rhs] = rhsBuf; });
     if (int64_t D = rank ? shape(op.getResult())[0] : 0; D < 1)
       ;
     else if (batches == 1 && rowsPerBatch % D == 0)

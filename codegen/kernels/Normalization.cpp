@@ -17,7 +17,7 @@ LogicalResult Lowering::batchNorm(kiln::BatchNormOp op) {
   auto in = shape(op.getInput());
   int64_t C = in[1], rows = in[0] * C, inner = elems(op.getInput()) / std::max<int64_t>(rows, 1);
   float eps = op.getEpsilon().convertToFloat();
-  if (p.gpu)
+  if (p.options.gpu)
     return gpuForEach(op, {op.getInput(), op.getScale(), op.getBias(), op.getMean(), op.getVariance()},
                       elems(op.getInput()), [&](KernelEmitter &e, Value i) {
       Value c = e.rem(e.div(i, inner), C);
@@ -54,7 +54,7 @@ LogicalResult Lowering::softmax(kiln::SoftmaxOp op) {
   for (int64_t i = 0; i < axis; ++i) outer *= sh[i];
   for (int64_t i = axis + 1; i < static_cast<int64_t>(sh.size()); ++i) inner *= sh[i];
   int64_t lines = outer * inner;
-  if (p.gpu)
+  if (p.options.gpu)
     // A block per line: the maximum and the sum of exponentials reduced
     // over the block (shuffles, then shared memory), each thread striding
     // over the line.
@@ -124,7 +124,7 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
       y = e.fadd(y, e.load(2, biasFull ? j : e.idx(0)));
     e.store(y, out, at);
   };
-  if (p.gpu)
+  if (p.options.gpu)
     // A block per row: the sum and the sum of squared deviations reduced
     // over the block, each thread striding over the row.
     return gpuRows(op, ins, rows, [&](KernelEmitter &e, Value r, int64_t n) {

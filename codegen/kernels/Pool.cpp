@@ -243,7 +243,7 @@ template <typename PoolOp> LogicalResult Lowering::pool(PoolOp op, bool isMax) {
       acc = arith::DivFOp::create(e.b, acc, count);
     return acc;
   };
-  if (p.gpu) {
+  if (p.options.gpu) {
     // A grid-stride loop over the output elements, a thread per window.
     int64_t total = in[0] * in[1] * OH * OW;
     int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
@@ -271,7 +271,7 @@ LogicalResult Lowering::globalAvgPool(kiln::GlobalAvgPoolOp op) {
     return globalAvgPoolNhwc(op);
   auto in = shape(op.getInput());
   int64_t planes = in[0] * in[1], inner = elems(op.getInput()) / std::max<int64_t>(planes, 1);
-  if (p.gpu)
+  if (p.options.gpu)
     // A block per plane: its sum reduced over the block.
     return gpuRows(op, {op.getInput()}, planes, [&](KernelEmitter &e, Value plane, int64_t n) {
       Value base = e.mul(plane, inner);

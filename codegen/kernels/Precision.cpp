@@ -19,14 +19,14 @@ namespace kiln::codegen::kernels {
 /// bf16, so its constant weights are packed as bf16 for the runtime's bf16
 /// ukernels (their other operand is rounded as the ukernel packs it).
 bool lowersToBf16(Operation *op) {
-  return kiln::attr::precisionOf(op) == kiln::attr::Precision::BF16;
+  return kiln::attr::precisionOf(op) == kiln::Precision::BF16;
 }
 
 /// --precision=fp16 on the CPU: the contraction's constant weights are
 /// stored as IEEE half (half the bytes) for the fp16 ukernels
 /// (kiln_uk_hgemm/_hgemm_pa), which widen them to f32 as they read them.
 bool lowersToF16(Operation *op) {
-  return kiln::attr::precisionOf(op) == kiln::attr::Precision::F16;
+  return kiln::attr::precisionOf(op) == kiln::Precision::F16;
 }
 
 /// f32 -> IEEE half bits, nearest even (subnormals, overflow to infinity,
@@ -68,10 +68,10 @@ std::vector<char> weightBytes(ArrayRef<float> v, bool half) {
 /// f16 values, still f32), or `v` where it gave none: attention rounds its
 /// result in its kernel.
 Value roundedToPrecision(KernelEmitter &e, Operation *op, Value v) {
-  kiln::attr::Precision precision = kiln::attr::precisionOf(op);
-  if (precision == kiln::attr::Precision::F32)
+  kiln::Precision precision = kiln::attr::precisionOf(op);
+  if (precision == kiln::Precision::F32)
     return v;
-  Type low = precision == kiln::attr::Precision::BF16 ? Type(e.b.getBF16Type())
+  Type low = precision == kiln::Precision::BF16 ? Type(e.b.getBF16Type())
                                                        : Type(e.b.getF16Type());
   if (auto vt = llvm::dyn_cast<VectorType>(v.getType()))
     low = vt.clone(low);

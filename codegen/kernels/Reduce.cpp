@@ -102,7 +102,7 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
     if (isMax) return arith::MaximumFOp::create(e.b, acc, x).getResult();
     if (isMin) return arith::MinimumFOp::create(e.b, acc, x).getResult();
     if (isProd) return e.fmul(acc, x);
-    return e.fadd(acc, x, !p.gpu);
+    return e.fadd(acc, x, !p.options.gpu);
   };
   // The reduced element at read offsets `off` (through the prologue).
   auto element = [&](KernelEmitter &e, ArrayRef<Value> off) {
@@ -149,7 +149,7 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
     };
     finishOut(e, o, nest(0, keptBase(e, o), e.f32(init)));
   };
-  if (p.gpu) {
+  if (p.options.gpu) {
     // Long reductions: a block per output, the block's threads striding over
     // the reduced elements, then a block reduction. Short ones: a thread per
     // output in a grid-stride loop.

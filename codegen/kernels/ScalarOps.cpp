@@ -277,7 +277,7 @@ Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
   if (!llvm::isa<FloatType>(rt)) // comparisons and tests: their operands' type
     rt = tensorElem(op->getOperand(0));
   e.computeType = rt.isF64() ? rt : Type();
-  auto restore = llvm::make_scope_exit([&] { e.computeType = saved; });
+  llvm::scope_exit restore([&] { e.computeType = saved; });
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case<kiln::AddOp>([&](auto) { return e.fadd(v[0], v[1]); })
       .Case<kiln::SubOp>([&](auto) { return arith::SubFOp::create(b, v[0], v[1]); })

@@ -412,7 +412,7 @@ void planMemory(Program &p) {
       m.noReuse += it.size;
     m.naive = place(all, bySchedule, /*firstFit=*/true, offsets);
   }
-  if (!p.planMemory) {
+  if (!p.options.planMemory) {
     int64_t at = 0;
     for (const Item &it : itemsOf(base.buffers)) {
       base.buffers[it.id].offset = at;

@@ -16,7 +16,7 @@
 //     bytes alive during one launch, which no placement beats), the sum of
 //     all intermediates, and a naive plan (first fit in schedule order, no
 //     kernel in place).
-// Disabled (Program::planMemory false): every buffer its own bytes.
+// Disabled (CodegenOptions::planMemory false): every buffer its own bytes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_PROGRAM_PLANMEMORY_H

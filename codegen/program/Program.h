@@ -3,11 +3,16 @@
 // The output of kernel lowering: a module of kernels over flat buffers (each
 // kernel is a grid of workgroups: `kernel(buffers..., wg)`), the buffers
 // (inputs, outputs, constants, arena slices) and the launch schedule. The
-// CPU backend turns it into an object file.
+// CPU backend turns it into an object file. The choices it is lowered with
+// are CodegenOptions.h; the summaries it carries for the report,
+// Summaries.h.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_PROGRAM_PROGRAM_H
 #define KILN_CODEGEN_PROGRAM_PROGRAM_H
+
+#include "codegen/program/CodegenOptions.h"
+#include "codegen/program/Summaries.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -122,72 +127,6 @@ enum : unsigned {
   kTuneWinogradDefault = 4,  // ... and does unless told otherwise
 };
 
-/// --autotune's choices for one op (or, Program::tuneAll, for every op):
-/// 0 / -1 keep the default.
-struct OpTuning {
-  int kBlock = 0;    // kKBlock128 or kKBlockL2: the f32 packed-B products' k blocks
-  int winograd = -1; // 1: Winograd where it can (also below the default's
-                     // pixel count); 0: the direct products
-  bool operator==(const OpTuning &o) const {
-    return kBlock == o.kBlock && winograd == o.winograd;
-  }
-};
-
-/// What --autotune measured and chose (kiln-compile's Autotune.h), for the
-/// report.
-struct AutotuneSummary {
-  bool on = false;
-  int threads = 0;
-  std::string cache;                  // the cache file; empty: none
-  std::string cpu;                    // the CPU key the cache uses
-  std::vector<std::string> variants;  // the trial builds: "kb128+wg0", ...
-  int rounds = 0, runs = 0;           // of each variant
-  double seconds = 0;                 // measuring, building included
-  struct Op {
-    int64_t op = -1;
-    std::vector<std::string> kernels; // in the final build
-    std::string what;
-    unsigned tunable = 0;
-    std::vector<double> ms;           // per variant (empty: from the cache)
-    OpTuning chosen;                  // resolved: kBlock 128/L2, winograd 0/1
-    bool changed = false;             // differs from the default
-    bool cached = false;
-  };
-  std::vector<Op> ops;
-};
-
-/// What kiln-plan-memory found (PlanMemory.h), for reports and lit tests.
-struct MemoryStats {
-  int64_t livePeak = 0; // most bytes alive during one launch: no plan does better
-  int64_t noReuse = 0;  // every intermediate its own bytes
-  int64_t naive = 0;    // first fit in schedule order, no kernel in place
-  int inPlace = 0;      // kernels writing over an input
-  /// Concats with no kernel left: their inputs are written in place.
-  std::vector<std::string> elided;
-  std::string order;    // the placement order that won
-};
-
-/// What --max-memory did (kiln-rematerialize; budget -1: no budget given).
-struct RematSummary {
-  int64_t budget = -1;
-  int64_t arenaWithout = 0; // the plan with nothing recomputed
-  int64_t candidates = 0;   // values the pass could recompute
-  int64_t applied = 0;      // those it did, cheapest first
-  bool nchwForMemory = false; // --layout=auto's NHWC regions could not meet the budget
-};
-
-/// --precision=auto (or a precision measured with --calibrate): what the
-/// trial builds measured, for the report. Empty mode: nothing measured.
-struct PrecisionSummary {
-  std::string mode;     // "auto", "bf16" or "fp16"
-  double tolerance = 0; // auto: the relative error allowed
-  std::string inputs;   // where the calibration inputs came from
-  int64_t contractions = 0, lowered = 0;
-  int trials = 0;       // trial builds measured (the fp32 reference included)
-  double relError = 0, maxAbsError = 0; // the chosen build against fp32
-  int64_t top1Agree = 0, top1Rows = 0;
-};
-
 struct Program {
   std::string name;               // C identifier prefix of the model
   mlir::OwningOpRef<mlir::ModuleOp> kernels;
@@ -207,51 +146,21 @@ struct Program {
   std::vector<int32_t> symbolInputs;
   std::vector<char> weights;      // all constants, 64-byte aligned offsets
   int64_t arenaBytes = 0;
-  MemoryStats memory;
-  RematSummary remat;
-  PrecisionSummary precision;
-  /// Lower for the CUDA target: op families with GPU-shaped builders
-  /// (elementwise, matrix products, softmax, layer norm) use them; the rest
-  /// keep the CPU loop nests, run one workgroup per GPU thread.
-  bool gpu = false;
-  /// CPU kernels whose padded rows nothing reads compute only a run's rows
-  /// (LiveRows.h; off with --disable-pass=kiln-live-rows).
-  bool liveRows = true;
-  /// Arena offsets from lifetimes with kernels in place (PlanMemory.h); off
-  /// (--disable-pass=kiln-plan-memory): every intermediate its own bytes.
-  bool planMemory = true;
-  /// f32 3x3 stride-1 NHWC convolutions in Winograd's F(2x2, 3x3) form
-  /// (kiln_uk_winograd_f23); off with --disable-pass=kiln-winograd.
-  bool winograd = true;
-  /// ... and those of 400+ output pixels an image in the F(4x4, 3x3) form
-  /// (kiln_uk_winograd_f43; --winograd-f43): 1.78x fewer multiply-adds,
-  /// about 10x the rounding error, so only when asked for.
-  bool winograd43 = false;
-  /// The f32 ukernel's k blocks on packed weights (--k-block): 0 chooses
-  /// (kKBlockL2), or kKBlock128 or kKBlockL2.
-  int kBlock = 0;
-  /// --autotune: choices for every op (its trial builds), and per op (its
-  /// position among the function's ops) over those.
-  OpTuning tuneAll;
-  std::map<int64_t, OpTuning> tuned;
+  /// The choices it is lowered with (set before lowerToKernels).
+  CodegenOptions options;
   /// Set by the lowering: the k block the model's products take unless
   /// tuned (kBlock resolved, kKBlock128 or kKBlockL2), and the bytes of the
   /// model's constants as imported (before packing; part of --autotune's
   /// cache key).
   int defaultKBlock = 0;
   int64_t constantBytes = 0;
+  /// For the report (Summaries.h): the memory plan (set by the lowering),
+  /// and what the driver's searches tried and chose.
+  MemoryStats memory;
+  RematSummary remat;
+  PrecisionSummary precision;
   AutotuneSummary autotune;
 };
-
-/// The k blocks of the f32 products on packed weights (Program::kBlock,
-/// OpTuning::kBlock, Launch::kBlock; --k-block): 128 deep, a panel's block
-/// in L1; or as deep as the core's L2 holds (KILN_UK_DEEP_K, kiln/runtime.h:
-/// the whole K up to 2048 on 1 MiB of L2), the default.
-constexpr int kKBlock128 = 128, kKBlockL2 = 2;
-/// "128" or "l2" (--k-block's spelling; "auto" for 0).
-inline const char *kBlockName(int kBlock) {
-  return kBlock == kKBlock128 ? "128" : kBlock == kKBlockL2 ? "l2" : "auto";
-}
 
 /// Lowers `module` (func.func @main of kiln ops, static shapes) into kernels
 /// and a schedule. Emits diagnostics at the op's location on failure.
@@ -262,7 +171,6 @@ int32_t dtypeCode(mlir::Type t);
 
 /// Floating-point operations `op` performs (a kiln op or a kiln.fusion).
 int64_t estimateFlops(mlir::Operation *op);
-
 
 } // namespace kiln::codegen
 

@@ -5,12 +5,58 @@ using namespace mlir;
 using namespace kiln;
 
 #include "dialects/kiln/KilnDialect.cpp.inc"
+#include "dialects/kiln/KilnEnums.cpp.inc"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/kiln/KilnAttrs.cpp.inc"
 
 void KilnDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/kiln/KilnAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/kiln/KilnOps.cpp.inc"
       >();
+}
+
+LogicalResult KilnDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  // Each helper knows its attribute's name and kind of value.
+  std::optional<bool> ok;
+  auto check = [&](auto helper) {
+    if (!ok && name == helper.getNameStr())
+      ok = helper.isAttrPresent(op);
+  };
+  check(getPrecisionAttrHelper());
+  check(getRecomputedAttrHelper());
+  check(getNameAttrHelper());
+  check(getSymbolsAttrHelper());
+  check(getWireTypeAttrHelper());
+  check(getSymbolInputAttrHelper());
+  check(getSymbolNamesAttrHelper());
+  check(getSymbolBoundsAttrHelper());
+  check(getSymbolDerivedAttrHelper());
+  check(getSymbolPinsAttrHelper());
+  check(getAxisSymbolAttrHelper());
+  check(getSymbolIndicesAttrHelper());
+  check(getUserIndicesAttrHelper());
+  check(getMaskedAxesAttrHelper());
+  check(getPinsSymbolAttrHelper());
+  check(getRepackedAttrHelper());
+  check(getWorkgroupsAttrHelper());
+  check(getLiveRowsAttrHelper());
+  if (!ok)
+    return op->emitOpError() << "has '" << name
+                             << "', which the kiln dialect does not declare (KilnDialect.td)";
+  if (!*ok)
+    return op->emitOpError() << "'" << name << "' holds the wrong kind of value: "
+                             << attr.getValue();
+  return success();
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -133,27 +179,27 @@ std::optional<kiln::StridedView> kiln::stridedViewOf(Value v, Value stop) {
 // The kiln.* attributes' typed accessors (KilnAttributes.h)
 //===----------------------------------------------------------------------===//
 
-kiln::attr::Precision kiln::attr::precisionOf(mlir::Operation *op) {
-  auto a = op->getAttrOfType<mlir::StringAttr>(kPrecision);
-  if (!a)
-    return Precision::F32;
-  return a.getValue() == "bf16" ? Precision::BF16
-         : a.getValue() == "f16" ? Precision::F16
-                                 : Precision::F32;
+kiln::Precision kiln::attr::precisionOf(mlir::Operation *op) {
+  auto a = op->getAttrOfType<PrecisionAttr>(kPrecision);
+  return a ? a.getValue() : Precision::F32;
 }
 
 void kiln::attr::setPrecision(mlir::Operation *op, Precision p) {
   if (p == Precision::F32)
     op->removeAttr(kPrecision);
   else
-    op->setAttr(kPrecision, mlir::StringAttr::get(op->getContext(), precisionName(p)));
+    op->setAttr(kPrecision, PrecisionAttr::get(op->getContext(), p));
 }
 
-llvm::StringRef kiln::attr::precisionName(Precision p) {
-  return p == Precision::BF16 ? "bf16" : p == Precision::F16 ? "f16" : "f32";
+llvm::StringRef kiln::attr::precisionName(Precision p) { return stringifyPrecision(p); }
+
+kiln::Layout kiln::attr::layoutOf(mlir::Operation *op) {
+  auto a = op->getAttrOfType<LayoutAttr>(kLayout);
+  return a ? a.getValue() : Layout::NCHW;
 }
 
-bool kiln::attr::isChannelsLast(mlir::Operation *op) {
-  auto a = op->getAttrOfType<mlir::StringAttr>("layout");
-  return a && a.getValue() == "nhwc";
+bool kiln::attr::isChannelsLast(mlir::Operation *op) { return layoutOf(op) == Layout::NHWC; }
+
+void kiln::attr::setLayout(mlir::Operation *op, Layout layout) {
+  op->setAttr(kLayout, LayoutAttr::get(op->getContext(), layout));
 }

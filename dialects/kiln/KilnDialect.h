@@ -17,6 +17,12 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+// The enum attributes before the dialect: its kiln.* attribute helpers
+// (kiln.precision) take them.
+#include "dialects/kiln/KilnEnums.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "dialects/kiln/KilnAttrs.h.inc"
+
 #include "dialects/kiln/KilnDialect.h.inc"
 
 #define GET_OP_CLASSES

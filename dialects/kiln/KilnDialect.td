@@ -7,6 +7,8 @@
 #ifndef KILN_DIALECT_TD
 #define KILN_DIALECT_TD
 
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 
 def Kiln_Dialect : Dialect {
@@ -21,6 +23,10 @@ def Kiln_Dialect : Dialect {
     attribute text.
   }];
   let hasConstantMaterializer = 1;
+  // The enum attributes (#kiln.layout<nhwc>, #kiln.precision<bf16>).
+  let useDefaultAttributePrinterParser = 1;
+  // Each kiln.* attribute on an op holds the kind of value declared below.
+  let hasOperationAttrVerify = 1;
   // Inherent attributes live in the attribute dictionary: the parsers of ops
   // whose result types are inferred read them from it (with properties they
   // would infer before the properties are filled).
@@ -28,8 +34,8 @@ def Kiln_Dialect : Dialect {
   // The attributes stages hand each other beside the ops' own (each is
   // `kiln.<name>`; C++ names them through kiln::attr, KilnAttributes.h).
   let discardableAttrs = (ins
-    // kiln-lower-precision: the contraction computes in "bf16" or "f16".
-    "::mlir::StringAttr":$precision,
+    // kiln-lower-precision: the contraction computes in bf16 or f16.
+    "::kiln::PrecisionAttr":$precision,
     // kiln-rematerialize: the op is recomputed inside the kernels that read it.
     "::mlir::UnitAttr":$recomputed,
     // Function arguments and results: the ONNX name, the symbolic size of
@@ -64,5 +70,37 @@ def Kiln_Dialect : Dialect {
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kiln_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Enum attributes
+//===----------------------------------------------------------------------===//
+
+/// The order of an NCHW tensor's dimensions in memory: channels first (ONNX's)
+/// or channels last (chosen by kiln-select-layout).
+def Kiln_Layout : I32EnumAttr<"Layout", "the order of an NCHW tensor's dimensions in memory", [
+    I32EnumAttrCase<"NCHW", 0, "nchw">,
+    I32EnumAttrCase<"NHWC", 1, "nhwc">]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_LayoutAttr : EnumAttr<Kiln_Dialect, Kiln_Layout, "layout"> {
+  let summary = "a layout: #kiln.layout<nchw> or #kiln.layout<nhwc>";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+/// The precision a contraction computes in (kiln.precision, set by
+/// kiln-lower-precision): operands and result rounded to it, f32
+/// accumulation. f32 is the attribute's absence.
+def Kiln_Precision : I32EnumAttr<"Precision", "a contraction's precision", [
+    I32EnumAttrCase<"F32", 0, "f32">,
+    I32EnumAttrCase<"BF16", 1, "bf16">,
+    I32EnumAttrCase<"F16", 2, "f16">]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_PrecisionAttr : EnumAttr<Kiln_Dialect, Kiln_Precision, "precision"> {
+  let summary = "a precision: #kiln.precision<bf16> or #kiln.precision<f16>";
+  let assemblyFormat = "`<` $value `>`";
+}
 
 #endif // KILN_DIALECT_TD

@@ -85,14 +85,8 @@ DenseElementsAttr transposeElements(DenseElementsAttr dense, ArrayRef<int64_t> p
   return DenseElementsAttr::getFromRawBuffer(type, dst);
 }
 
-/// A layout attribute's value; absent (as while parsing) means "nchw".
-StringRef layoutOf(StringAttr attr) { return attr ? attr.getValue() : "nchw"; }
-
-LogicalResult checkLayout(std::optional<Location> loc, StringRef layout) {
-  if (layout != "nchw" && layout != "nhwc")
-    return failWith(loc, "layout must be \"nchw\" or \"nhwc\", not \"" + layout + "\"");
-  return success();
-}
+/// A layout attribute's value; absent (as while parsing) means NCHW.
+kiln::Layout layoutOf(kiln::LayoutAttr attr) { return attr ? attr.getValue() : kiln::Layout::NCHW; }
 
 LogicalResult checkWindowAttrs(std::optional<Location> loc, size_t spatial,
                                ArrayRef<int64_t> kernel,
@@ -528,13 +522,11 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
       (adaptor.getBias() &&
        rankedOf(adaptor.getBias()).getElementType() != in.getElementType()))
     return failWith(loc, "operand element types differ");
-  if (failed(checkLayout(loc, layoutOf(adaptor.getLayoutAttr()))))
-    return failure();
   ArrayRef<int64_t> k = w.getShape().drop_front(2);
   if (failed(checkWindowAttrs(loc, 2, k, adaptor.getStrides(),
                               adaptor.getPads(), adaptor.getDilations())))
     return failure();
-  bool nhwc = layoutOf(adaptor.getLayoutAttr()) == "nhwc";
+  bool nhwc = layoutOf(adaptor.getLayoutAttr()) == kiln::Layout::NHWC;
   SmallVector<int64_t> shape{in.getDimSize(0)};
   if (!nhwc)
     shape.push_back(w.getDimSize(0));
@@ -551,7 +543,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
 LogicalResult ConvOp::verify() {
   int64_t g = static_cast<int64_t>(getGroup());
   auto in = rankedOf(getInput()), w = rankedOf(getWeight());
-  int64_t channels = in.getDimSize(getLayout() == "nhwc" ? 3 : 1);
+  int64_t channels = in.getDimSize(getLayout() == kiln::Layout::NHWC ? 3 : 1);
   if (g < 1 || channels % g || w.getDimSize(0) % g)
     return emitOpError("group ") << g << " must divide the input channels ("
                                  << channels << ") and output channels ("
@@ -660,15 +652,14 @@ LogicalResult BatchNormOp::verify() {
 static LogicalResult inferPool(std::optional<Location> loc, Value input,
                                ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
-                               bool ceilMode, StringRef layout,
+                               bool ceilMode, kiln::Layout layout,
                                SmallVectorImpl<Type> &inferred) {
   auto in = rankedOf(input);
   if (in.getRank() != 4)
     return failWith(loc, "expects a rank-4 input");
-  if (failed(checkLayout(loc, layout)) ||
-      failed(checkWindowAttrs(loc, 2, kernel, strides, pads, dilations)))
+  if (failed(checkWindowAttrs(loc, 2, kernel, strides, pads, dilations)))
     return failure();
-  bool nhwc = layout == "nhwc";
+  bool nhwc = layout == kiln::Layout::NHWC;
   SmallVector<int64_t> shape{in.getDimSize(0)};
   if (!nhwc)
     shape.push_back(in.getDimSize(1));
@@ -686,7 +677,7 @@ static LogicalResult inferPool(std::optional<Location> loc, Value input,
                                      Adaptor a, SmallVectorImpl<Type> &inf) {  \
     return inferPool(loc, a.getInput(), a.getKernelShape(), a.getStrides(),    \
                      a.getPads(), a.getDilations(), a.getCeilMode(),           \
-                     layoutOf(a.getLayoutAttr()), inf);                                      \
+                     layoutOf(a.getLayoutAttr()), inf);                        \
   }                                                                            \
   LogicalResult OP::verify() {                                                 \
     auto out = rankedOf(getResult());                                          \
@@ -705,11 +696,9 @@ LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,
   auto in = rankedOf(adaptor.getInput());
   if (in.getRank() < 3)
     return failWith(loc, "expects an input of rank 3 or more");
-  if (failed(checkLayout(loc, layoutOf(adaptor.getLayoutAttr()))))
-    return failure();
-  bool nhwc = layoutOf(adaptor.getLayoutAttr()) == "nhwc";
+  bool nhwc = layoutOf(adaptor.getLayoutAttr()) == kiln::Layout::NHWC;
   if (nhwc && in.getRank() != 4)
-    return failWith(loc, "expects a rank-4 input with layout \"nhwc\"");
+    return failWith(loc, "expects a rank-4 input with layout nhwc");
   SmallVector<int64_t> shape(in.getShape());
   for (size_t i = nhwc ? 1 : 2; i < (nhwc ? 3 : shape.size()); ++i)
     shape[i] = 1;

@@ -29,11 +29,6 @@ def Kiln_IntTensor : StaticShapeTensorOf<[AnyInteger]>;
 /// Bools (i1): comparisons' results.
 def Kiln_BoolTensor : StaticShapeTensorOf<[I1]>;
 
-/// The order of an NCHW tensor's dimensions in memory: "nchw" or "nhwc".
-def Kiln_LayoutAttr : ConfinedAttr<StrAttr, [AttrConstraint<
-    CPred<"::llvm::is_contained({::llvm::StringRef(\"nchw\"), ::llvm::StringRef(\"nhwc\")}, "
-          "::llvm::cast<::mlir::StringAttr>($_self).getValue())">,
-    "whose value is \"nchw\" or \"nhwc\"">]>;
 
 //===----------------------------------------------------------------------===//
 // Constants
@@ -377,7 +372,7 @@ def Kiln_ConvOp : Kiln_Op<"conv", [Pure, InferTypeOpAdaptor]> {
                        Optional<Kiln_FloatTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations, I64Attr:$group,
-                       DefaultValuedStrAttr<Kiln_LayoutAttr, "nchw">:$layout);
+                       DefaultValuedAttr<Kiln_LayoutAttr, "::kiln::Layout::NCHW">:$layout);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -460,7 +455,7 @@ class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                        DenseI64ArrayAttr:$dilations, BoolAttr:$ceil_mode,
                        BoolAttr:$count_include_pad,
-                       DefaultValuedStrAttr<Kiln_LayoutAttr, "nchw">:$layout);
+                       DefaultValuedAttr<Kiln_LayoutAttr, "::kiln::Layout::NCHW">:$layout);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
@@ -472,7 +467,7 @@ def Kiln_AvgPoolOp : Kiln_PoolOp<"avg_pool", "average">;
 def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure, InferTypeOpAdaptor]> {
   let summary = "mean over every spatial dimension";
   let description = [{
-    With `layout = "nhwc"` the input is rank 4, channels last, and the
+    With `layout = #kiln.layout<nhwc>` the input is rank 4, channels last, and the
     result is `N x 1 x 1 x C`.
 
     ```mlir
@@ -480,7 +475,7 @@ def Kiln_GlobalAvgPoolOp : Kiln_Op<"global_avg_pool", [Pure, InferTypeOpAdaptor]
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input,
-                       DefaultValuedStrAttr<Kiln_LayoutAttr, "nchw">:$layout);
+                       DefaultValuedAttr<Kiln_LayoutAttr, "::kiln::Layout::NCHW">:$layout);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;

@@ -28,7 +28,7 @@ std::string kiln::torch_import::operand(AtenContext &c, llvm::StringRef argName,
 }
 
 LogicalResult kiln::torch_import::binary(AtenContext &c, const std::string &op, llvm::StringRef lhs,
-                     llvm::StringRef rhs) {
+                                         llvm::StringRef rhs) {
   int t = outType(c);
   std::string a = operand(c, lhs, t), b = operand(c, rhs, t);
   if (c.failed())

@@ -35,7 +35,7 @@ func.func @main(%x: tensor<2x16x8x8xf32> {kiln.name = "x"}, %a: tensor<96x64xf32
   %qk = kiln.reshape %a : tensor<96x64xf32> -> tensor<1x2x48x64xf32>
   %att = kiln.attention %qk, %qk, %qk {scale = 0.125 : f32} : tensor<1x2x48x64xf32>, tensor<1x2x48x64xf32>, tensor<1x2x48x64xf32> -> tensor<1x2x48x64xf32>
   %xh = kiln.reshape %x : tensor<2x16x8x8xf32> -> tensor<2x8x8x16xf32>
-  %gap = kiln.global_avg_pool %xh {layout = "nhwc"} : tensor<2x8x8x16xf32> -> tensor<2x1x1x16xf32>
+  %gap = kiln.global_avg_pool %xh {layout = #kiln.layout<nhwc>} : tensor<2x8x8x16xf32> -> tensor<2x1x1x16xf32>
   %rall = kiln.reduce_sum %a {axes = array<i64: 0, 1>, keepdims = true} : tensor<96x64xf32> -> tensor<1x1xf32>
   %rcol = kiln.reduce_max %a {axes = array<i64: 0>, keepdims = true} : tensor<96x64xf32> -> tensor<1x64xf32>
   %cat = kiln.concat %r, %s {axis = 1 : i64} : tensor<4x100xf32>, tensor<4x100xf32> -> tensor<4x200xf32>

@@ -161,17 +161,34 @@ func.func @attention_mask(%q: tensor<1x4x8xf32>, %m: tensor<3x4xf32>) -> tensor<
 
 // -----
 
-func.func @bad_layout(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32> {
-  // expected-error @+1 {{attribute 'layout' failed to satisfy constraint: string attribute whose value is "nchw" or "nhwc"}}
-  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = "nchw16c"} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+func.func @string_layout(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+1 {{attribute 'layout' failed to satisfy constraint: a layout: #kiln.layout<nchw> or #kiln.layout<nhwc>}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = "nhwc"} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
   return %y : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @bad_layout(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32> {
+  // expected-error @+2 {{expected ::kiln::Layout to be one of: nchw, nhwc}}
+  // expected-error @+1 {{failed to parse Kiln_LayoutAttr parameter 'value'}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = #kiln.layout<nchw16c>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  return %y : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+func.func @string_precision(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'kiln.precision' holds the wrong kind of value: "bf16"}}
+  %y = kiln.matmul %x, %w {kiln.precision = "bf16"} : tensor<4x8xf32>, tensor<8x8xf32>
+  return %y : tensor<4x8xf32>
 }
 
 // -----
 
 func.func @nhwc_channels(%x: tensor<1x8x8x3xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x8x8x4xf32> {
   // expected-error @+1 {{weight has 2 input channels per group; the input has 3 channels}}
-  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<4x2x3x3xf32>) -> tensor<1x8x8x4xf32>
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = #kiln.layout<nhwc>} : (tensor<1x8x8x3xf32>, tensor<4x2x3x3xf32>) -> tensor<1x8x8x4xf32>
   return %y : tensor<1x8x8x4xf32>
 }
 
@@ -296,4 +313,12 @@ func.func @cast_round_mode(%x: tensor<4xf32>) -> tensor<4xf8E8M0FNU> {
   // expected-error@+1 {{round_mode must be "up", "down" or "nearest", not "even"}}
   %y = kiln.cast %x {round_mode = "even"} : tensor<4xf32> -> tensor<4xf8E8M0FNU>
   return %y : tensor<4xf8E8M0FNU>
+}
+
+// -----
+
+func.func @undeclared(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{has 'kiln.precison', which the kiln dialect does not declare}}
+  %y = kiln.relu %x {kiln.precison = #kiln.precision<bf16>} : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
 }

@@ -110,12 +110,12 @@ func.func @transformer_ops(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %m: tensor<
 // CHECK-LABEL: func @nhwc
 func.func @nhwc(%x: tensor<1x8x8x3xf32>) -> tensor<1x1x1x4xf32> {
   %w = kiln.constant dense<0.5> : tensor<4x3x3x3xf32>
-  // CHECK: kiln.conv {{.*}}layout = "nhwc"{{.*}} -> tensor<1x8x8x4xf32>
-  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = "nhwc"} : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x8x8x4xf32>
-  // CHECK: kiln.avg_pool {{.*}}layout = "nhwc"{{.*}} : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
-  %p = kiln.avg_pool %c {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = false, layout = "nhwc"} : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
-  // CHECK: kiln.global_avg_pool %{{.*}} {layout = "nhwc"} : tensor<1x4x4x4xf32> -> tensor<1x1x1x4xf32>
-  %g = kiln.global_avg_pool %p {layout = "nhwc"} : tensor<1x4x4x4xf32> -> tensor<1x1x1x4xf32>
+  // CHECK: kiln.conv {{.*}}layout = #kiln.layout<nhwc>{{.*}} -> tensor<1x8x8x4xf32>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = #kiln.layout<nhwc>} : (tensor<1x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<1x8x8x4xf32>
+  // CHECK: kiln.avg_pool {{.*}}layout = #kiln.layout<nhwc>{{.*}} : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
+  %p = kiln.avg_pool %c {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = false, layout = #kiln.layout<nhwc>} : tensor<1x8x8x4xf32> -> tensor<1x4x4x4xf32>
+  // CHECK: kiln.global_avg_pool %{{.*}} {layout = #kiln.layout<nhwc>} : tensor<1x4x4x4xf32> -> tensor<1x1x1x4xf32>
+  %g = kiln.global_avg_pool %p {layout = #kiln.layout<nhwc>} : tensor<1x4x4x4xf32> -> tensor<1x1x1x4xf32>
   return %g : tensor<1x1x1x4xf32>
 }
 

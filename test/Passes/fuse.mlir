@@ -335,7 +335,7 @@ func.func @conv_rounding_pair(%x: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x8xf32>, 
 // CHECK-LABEL: func @rounding_pair_not_split
 // CHECK: kiln.fusion
 // CHECK-NEXT: ^bb0
-// CHECK-NEXT: kiln.matmul {{.*}} {kiln.precision = "bf16"}
+// CHECK-NEXT: kiln.matmul {{.*}} {kiln.precision = #kiln.precision<bf16>}
 // CHECK-NEXT: kiln.cast {{.*}} -> tensor<4x8xbf16>
 // CHECK-NEXT: kiln.cast {{.*}} -> tensor<4x8xf32>
 // CHECK-NEXT: kiln.yield {{.*}} : tensor<4x8xf32>
@@ -348,7 +348,7 @@ func.func @rounding_pair_not_split(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>) -> 
   %wa = kiln.constant dense<0.3> : tensor<8x8xf32>
   %wb = kiln.constant dense<0.30078125> : tensor<8x8xf32>
   %a = kiln.matmul %x, %wa : tensor<4x8xf32>, tensor<8x8xf32>
-  %b = kiln.matmul %r, %wb {kiln.precision = "bf16"} : tensor<4x8xf32>, tensor<8x8xf32>
+  %b = kiln.matmul %r, %wb {kiln.precision = #kiln.precision<bf16>} : tensor<4x8xf32>, tensor<8x8xf32>
   %bd = kiln.cast %b : tensor<4x8xf32> -> tensor<4x8xbf16>
   %bu = kiln.cast %bd : tensor<4x8xbf16> -> tensor<4x8xf32>
   %s = kiln.sub %a, %bu : tensor<4x8xf32>, tensor<4x8xf32>
@@ -373,7 +373,7 @@ func.func @narrow_side_not_in_epilogue(%x: tensor<4x8xf32>, %r: tensor<4x8xbf16>
   %wa = kiln.constant dense<0.3> : tensor<8x8xf32>
   %wb = kiln.constant dense<0.5> : tensor<8x8xbf16>
   %a = kiln.matmul %x, %wa : tensor<4x8xf32>, tensor<8x8xf32>
-  %b = kiln.matmul %r, %wb {kiln.precision = "bf16"} : tensor<4x8xbf16>, tensor<8x8xbf16>
+  %b = kiln.matmul %r, %wb {kiln.precision = #kiln.precision<bf16>} : tensor<4x8xbf16>, tensor<8x8xbf16>
   %bu = kiln.cast %b : tensor<4x8xbf16> -> tensor<4x8xf32>
   %s = kiln.sub %a, %bu : tensor<4x8xf32>, tensor<4x8xf32>
   return %s : tensor<4x8xf32>

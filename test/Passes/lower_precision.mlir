@@ -15,11 +15,11 @@
 // CHECK: %[[W:.*]] = kiln.constant dense<0.30078125> : tensor<8x8xf32>
 // CHECK: %[[XD:.*]] = kiln.cast %arg0 : tensor<4x8xf32> -> tensor<4x8xbf16>
 // CHECK: %[[X:.*]] = kiln.cast %[[XD]] : tensor<4x8xbf16> -> tensor<4x8xf32>
-// CHECK: %[[A:.*]] = kiln.matmul %[[X]], %[[W]] {kiln.precision = "bf16"}
+// CHECK: %[[A:.*]] = kiln.matmul %[[X]], %[[W]] {kiln.precision = #kiln.precision<bf16>}
 // CHECK: %[[AD:.*]] = kiln.cast %[[A]] : tensor<4x8xf32> -> tensor<4x8xbf16>
 // CHECK: %[[AU:.*]] = kiln.cast %[[AD]] : tensor<4x8xbf16> -> tensor<4x8xf32>
 // CHECK: %[[R:.*]] = kiln.relu %[[AU]]
-// CHECK: %[[B:.*]] = kiln.matmul %[[R]], %[[W]] {kiln.precision = "bf16"}
+// CHECK: %[[B:.*]] = kiln.matmul %[[R]], %[[W]] {kiln.precision = #kiln.precision<bf16>}
 // CHECK: %[[BD:.*]] = kiln.cast %[[B]]
 // CHECK: %[[BU:.*]] = kiln.cast %[[BD]]
 // CHECK: %[[S:.*]] = kiln.add %[[BU]], %[[R]]
@@ -28,14 +28,14 @@
 // CHECK: %[[E:.*]] = kiln.exp %[[SU]]
 // CHECK: %[[ED:.*]] = kiln.cast %[[E]] : tensor<4x8xf32> -> tensor<4x8xbf16>
 // CHECK: %[[EU:.*]] = kiln.cast %[[ED]]
-// CHECK: kiln.matmul %[[EU]], %[[W]] {kiln.precision = "bf16"}
+// CHECK: kiln.matmul %[[EU]], %[[W]] {kiln.precision = #kiln.precision<bf16>}
 
 // The tensor-core form: fp16 operands and results; weights converted at
 // compile time.
 // TC-LABEL: func @mlp
 // TC: %[[W:.*]] = kiln.constant dense<3.000490e-01> : tensor<8x8xf16>
 // TC: %[[X:.*]] = kiln.cast %arg0 : tensor<4x8xf32> -> tensor<4x8xf16>
-// TC: %[[A:.*]] = kiln.matmul %[[X]], %[[W]] {kiln.precision = "f16"} : tensor<4x8xf16>, tensor<8x8xf16>
+// TC: %[[A:.*]] = kiln.matmul %[[X]], %[[W]] {kiln.precision = #kiln.precision<f16>} : tensor<4x8xf16>, tensor<8x8xf16>
 // TC: %[[AU:.*]] = kiln.cast %[[A]] : tensor<4x8xf16> -> tensor<4x8xf32>
 // TC: kiln.relu %[[AU]] : tensor<4x8xf32>
 
@@ -47,22 +47,22 @@
 
 // --keep-fp32=second (a node name): that matmul stays f32, the others lower.
 // BYNAME-LABEL: func @mlp
-// BYNAME: kiln.matmul {{.*}} {kiln.precision = "bf16"}
+// BYNAME: kiln.matmul {{.*}} {kiln.precision = #kiln.precision<bf16>}
 // BYNAME: {{kiln.matmul %[0-9]+, %[0-9]+ : tensor}}
-// BYNAME: kiln.matmul {{.*}} {kiln.precision = "bf16"}
+// BYNAME: kiln.matmul {{.*}} {kiln.precision = #kiln.precision<bf16>}
 // keep-index=0,2 (--precision=auto's search): the first and third
 // contractions stay f32, the second lowers.
 // BYINDEX-LABEL: func @mlp
 // BYINDEX: {{kiln.matmul %arg0, %[0-9a-z_]+ : tensor}}
-// BYINDEX: kiln.matmul {{.*}} {kiln.precision = "bf16"}
+// BYINDEX: kiln.matmul {{.*}} {kiln.precision = #kiln.precision<bf16>}
 // BYINDEX: {{kiln.matmul %[0-9]+, %[0-9a-z_]+ : tensor}}
 
 // Positions count every f32 contraction, kept by name or not: with the
 // first kept by name, index 0 is still the first.
 // BOTH-LABEL: func @mlp
 // BOTH: {{kiln.matmul %arg0, %[0-9a-z_]+ : tensor}}
-// BOTH: kiln.matmul {{.*}} {kiln.precision = "bf16"}
-// BOTH: kiln.matmul {{.*}} {kiln.precision = "bf16"}
+// BOTH: kiln.matmul {{.*}} {kiln.precision = #kiln.precision<bf16>}
+// BOTH: kiln.matmul {{.*}} {kiln.precision = #kiln.precision<bf16>}
 
 func.func @mlp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %w = kiln.constant dense<0.3> : tensor<8x8xf32>
@@ -88,7 +88,7 @@ func.func @mlp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK: %[[K:.*]] = kiln.cast %[[KD]]
 // CHECK: %[[VD:.*]] = kiln.cast %arg2 : tensor<2x8x8xf32> -> tensor<2x8x8xbf16>
 // CHECK: %[[V:.*]] = kiln.cast %[[VD]]
-// CHECK: %[[A:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]], %arg3 {kiln.precision = "bf16", scale = 5.000000e-01 : f32}
+// CHECK: %[[A:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]], %arg3 {kiln.precision = #kiln.precision<bf16>, scale = 5.000000e-01 : f32}
 // CHECK-NOT: kiln.cast
 // CHECK: return %[[A]]
 

@@ -14,8 +14,8 @@
 // CHECK: kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
 // CHECK-NOT: kiln.batch_norm
 // CHECK: kiln.mul {{.*}} : tensor<1x16x16x32xf32>, tensor<1x1x1x32xf32>
-// CHECK: kiln.conv {{.*}}layout = "nhwc"{{.*}} -> tensor<1x16x16x64xf32>
-// CHECK: kiln.conv {{.*}}layout = "nhwc"{{.*}} -> tensor<1x16x16x32xf32>
+// CHECK: kiln.conv {{.*}}layout = #kiln.layout<nhwc>{{.*}} -> tensor<1x16x16x64xf32>
+// CHECK: kiln.conv {{.*}}layout = #kiln.layout<nhwc>{{.*}} -> tensor<1x16x16x32xf32>
 // CHECK: kiln.concat {{.*}} {axis = 3 : i64}
 // CHECK: kiln.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
 // CHECK-NOT: kiln.transpose
@@ -25,18 +25,18 @@
 // NOFOLD-LABEL: func @dense_layer
 // NOFOLD: kiln.batch_norm
 // NOFOLD: kiln.transpose {{.*}} {perm = array<i64: 0, 2, 3, 1>}
-// NOFOLD: kiln.conv {{.*}}layout = "nhwc"
+// NOFOLD: kiln.conv {{.*}}layout = #kiln.layout<nhwc>
 // NOFOLD: kiln.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
 // NOFOLD: kiln.batch_norm
 // NOFOLD: kiln.transpose {{.*}} {perm = array<i64: 0, 2, 3, 1>}
-// NOFOLD: kiln.conv {{.*}}layout = "nhwc"
+// NOFOLD: kiln.conv {{.*}}layout = #kiln.layout<nhwc>
 // NOFOLD: return
 // With NHWC inputs and outputs --layout=auto makes the layer NHWC. Under a
 // --max-memory it cannot meet, kiln-compile tries NCHW regions as well (they
 // have convolution prologues and concats in place, NHWC ones do not) and
 // names the smaller of the two arenas; a budget the NHWC plan meets keeps it.
 // AUTO-LABEL: func @dense_layer
-// AUTO-COUNT-2: layout = "nhwc"
+// AUTO-COUNT-2: layout = #kiln.layout<nhwc>
 // TOOSMALL: error: {{.*}}preact_layout.mlir: --max-memory=1K (1024 bytes) cannot be met: the smallest arena kiln-rematerialize reaches is 98304 bytes (NCHW regions: 131072 bytes, 1 value recomputed; 131072 bytes without; the NHWC regions --layout=auto chose: 98304 bytes)
 func.func @dense_layer(%x: tensor<1x32x16x16xf32>) -> tensor<1x64x16x16xf32> {
   %s = kiln.constant dense<1.5> : tensor<32xf32>

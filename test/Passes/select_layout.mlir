@@ -10,13 +10,13 @@
 // NHWC-LABEL: func @block
 // NHWC: kiln.constant dense<{{\[\[\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00{{.*}} : tensor<1x1x1x16xf32>
 // NHWC: %[[T:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : tensor<1x16x8x8xf32> -> tensor<1x8x8x16xf32>
-// NHWC: %[[C1:.*]] = kiln.conv %[[T]], %{{.*}}, %{{.*}} {{{.*}}layout = "nhwc"{{.*}}} : (tensor<1x8x8x16xf32>, tensor<16x16x3x3xf32>, tensor<16xf32>) -> tensor<1x8x8x16xf32>
+// NHWC: %[[C1:.*]] = kiln.conv %[[T]], %{{.*}}, %{{.*}} {{{.*}}layout = #kiln.layout<nhwc>{{.*}}} : (tensor<1x8x8x16xf32>, tensor<16x16x3x3xf32>, tensor<16xf32>) -> tensor<1x8x8x16xf32>
 // NHWC: %[[R1:.*]] = kiln.relu %[[C1]] : tensor<1x8x8x16xf32>
-// NHWC: %[[C2:.*]] = kiln.conv %[[R1]]{{.*}}layout = "nhwc"
+// NHWC: %[[C2:.*]] = kiln.conv %[[R1]]{{.*}}layout = #kiln.layout<nhwc>
 // NHWC: %[[S:.*]] = kiln.mul %[[C2]], %{{.*}} : tensor<1x8x8x16xf32>, tensor<1x1x1x16xf32>
 // NHWC: %[[A:.*]] = kiln.add %[[S]], %[[T]] : tensor<1x8x8x16xf32>, tensor<1x8x8x16xf32>
-// NHWC: %[[P:.*]] = kiln.max_pool %{{.*}} {{{.*}}layout = "nhwc"{{.*}}} : tensor<1x8x8x16xf32> -> tensor<1x4x4x16xf32>
-// NHWC: %[[G:.*]] = kiln.global_avg_pool %[[P]] {layout = "nhwc"} : tensor<1x4x4x16xf32> -> tensor<1x1x1x16xf32>
+// NHWC: %[[P:.*]] = kiln.max_pool %{{.*}} {{{.*}}layout = #kiln.layout<nhwc>{{.*}}} : tensor<1x8x8x16xf32> -> tensor<1x4x4x16xf32>
+// NHWC: %[[G:.*]] = kiln.global_avg_pool %[[P]] {layout = #kiln.layout<nhwc>} : tensor<1x4x4x16xf32> -> tensor<1x1x1x16xf32>
 // NHWC-NOT: kiln.transpose
 // NHWC: kiln.reshape %[[G]] : tensor<1x1x1x16xf32> -> tensor<1x16xf32>
 // The cost model: on 8x8 images the NHWC kernels gain less than the
@@ -29,7 +29,7 @@
 // AUTO: return
 // AUTOIO-LABEL: func @block
 // AUTOIO-NOT: kiln.transpose
-// AUTOIO: layout = "nhwc"
+// AUTOIO: layout = #kiln.layout<nhwc>
 // With NHWC model inputs there is no transpose at all.
 // IO-LABEL: func @block(%arg0: tensor<1x8x8x16xf32>
 // IO-NOT: kiln.transpose
@@ -103,7 +103,7 @@ func.func @runtime_weights(%x: tensor<1x4x16x16xf32>, %w: tensor<4x1x3x3xf32>, %
 // transposes at the region's edges, and the region goes NHWC.
 // AUTO-LABEL: func @late_stage
 // AUTO: kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
-// AUTO-COUNT-5: layout = "nhwc"
+// AUTO-COUNT-5: layout = #kiln.layout<nhwc>
 // AUTO: kiln.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
 // AUTO: return
 func.func @late_stage(%x: tensor<1x512x7x7xf32>) -> tensor<1x512x7x7xf32> {
@@ -129,7 +129,7 @@ func.func @late_stage(%x: tensor<1x512x7x7xf32>) -> tensor<1x512x7x7xf32> {
 // conv is cheaper in NHWC; the region goes NHWC.
 // AUTO-LABEL: func @patch_embedding
 // AUTO: %[[IN:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
-// AUTO: %[[C:.*]] = kiln.conv %[[IN]], {{.*}} layout = "nhwc"{{.*}} -> tensor<1x14x14x768xf32>
+// AUTO: %[[C:.*]] = kiln.conv %[[IN]], {{.*}} layout = #kiln.layout<nhwc>{{.*}} -> tensor<1x14x14x768xf32>
 // AUTO: %[[T:.*]] = kiln.reshape %[[C]] : tensor<1x14x14x768xf32> -> tensor<1x196x768xf32>
 // AUTO-NOT: kiln.transpose
 // AUTO: return %[[T]]
@@ -147,7 +147,7 @@ func.func @patch_embedding(%x: tensor<1x3x224x224xf32>) -> tensor<1x196x768xf32>
 // tokens): NHWC would pay a transpose at each end for a 10% cheaper conv;
 // it stays NCHW.
 // AUTO-LABEL: func @patch_embedding_channels_first
-// AUTO-NOT: layout = "nhwc"
+// AUTO-NOT: layout = #kiln.layout<nhwc>
 // AUTO: return
 func.func @patch_embedding_channels_first(%x: tensor<1x3x224x224xf32>) -> tensor<1x768x196xf32> {
   %w = kiln.constant dense<0.01> : tensor<768x3x16x16xf32>
@@ -166,7 +166,7 @@ func.func @patch_embedding_channels_first(%x: tensor<1x3x224x224xf32>) -> tensor
 // RUN: kiln-opt --split-input-file --kiln-select-layout="winograd=false" --canonicalize %s | FileCheck %s --check-prefix=NOWINO
 // AUTO-LABEL: func @lone_conv3x3
 // AUTO: kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
-// AUTO: kiln.conv {{.*}}layout = "nhwc"{{.*}} -> tensor<1x16x16x64xf32>
+// AUTO: kiln.conv {{.*}}layout = #kiln.layout<nhwc>{{.*}} -> tensor<1x16x16x64xf32>
 // AUTO: kiln.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
 // NOWINO-LABEL: func @lone_conv3x3
 // NOWINO-NOT: nhwc
@@ -188,7 +188,7 @@ func.func @lone_conv3x3(%x: tensor<1x64x16x16xf32>) -> tensor<1x64x16x16xf32> {
 // NHWC with Winograd 0.150 ms against NCHW's 0.238 (1 thread, bench/ab.py).
 // AUTO-LABEL: func @conv3x3_stack_8x8
 // AUTO: kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
-// AUTO-COUNT-4: kiln.conv {{.*}}layout = "nhwc"
+// AUTO-COUNT-4: kiln.conv {{.*}}layout = #kiln.layout<nhwc>
 // AUTO: kiln.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>}
 // NOWINO-LABEL: func @conv3x3_stack_8x8
 // NOWINO-NOT: nhwc

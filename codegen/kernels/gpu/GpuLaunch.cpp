@@ -1,6 +1,6 @@
 //===- GpuLaunch.cpp - GPU-shaped launches --------------------------------===//
 //
-// GPU-shaped kernels (the CUDA target, Program::gpu): blocks of threads
+// GPU-shaped kernels (the CUDA target, CodegenOptions::gpu): blocks of threads
 // that share the work. The launch and the grid-stride helpers.
 //
 //===----------------------------------------------------------------------===//
