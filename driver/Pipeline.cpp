@@ -130,6 +130,7 @@ template <typename Print> int printTo(const CompileOptions &o, Print &&print) {
   file->keep();
   return 0;
 }
+
 /// The .so: a temporary object beside the output (and, for cuda-emu, the
 /// kernels compiled by the host compiler against the emulation header),
 /// linked with the runtime archive, then removed.
