@@ -35,9 +35,9 @@
 // --winograd-f43) and U 36/9 times the weights' size. Its interpolation
 // points are 0, +-1, 1/2, -2 (and infinity): simulated against float64,
 // its error is 6.9x a direct fp32 conv's where Lavin and Gray's 0, +-1,
-// +-2 give 12x (docs/performance-history.md, twelfth session). B^T's rows are
-// scaled to integers, G's by the inverse. Its input
-// transform takes one row i of B^T at a time: the six row sums of the patch
+// +-2 give 12x (the simulation is in docs/performance-history.md). B^T's
+// rows are scaled to integers, G's by the inverse. Its input transform
+// takes one row i of B^T at a time: the six row sums of the patch
 // (per patch column), then the six positions (i, j) from them, then the six
 // products of that row, so V holds 6 positions, not 36.
 //
