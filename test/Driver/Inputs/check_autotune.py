@@ -1,4 +1,4 @@
-"""Checks --autotune's report and cache (test/Codegen/autotune.test):
+"""Checks --autotune's report and cache (test/Driver/autotune.test):
 check_autotune.py REPORT.json CACHE.tsv VARIANTS
 
 The report's autotune section lists the trial variants, the ops with choices
