@@ -16,9 +16,14 @@ std::string modelNameFromPath(llvm::StringRef path) {
   std::string name;
   for (char c : stem)
     name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])))
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) ||
+      isReservedModelName(name))
     name = "model_" + name;
   return name;
+}
+
+bool isReservedModelName(llvm::StringRef name) {
+  return name.equals_insensitive("kiln") || name.starts_with_insensitive("kiln_");
 }
 
 static const char *dtypeMacro(int32_t d) {

@@ -25,8 +25,14 @@ bool linkSharedLibrary(llvm::StringRef objectPath, llvm::StringRef out,
 bool compileEmulation(llvm::StringRef sourcePath, llvm::StringRef objectPath, int optLevel,
                       std::string &error);
 
-/// A C identifier from a file stem ("resnet-18.o" -> "resnet_18").
+/// A C identifier from a file stem ("resnet-18.o" -> "resnet_18"); a stem
+/// the runtime reserves ("kiln.so") gets a "model_" prefix.
 std::string modelNameFromPath(llvm::StringRef path);
+
+/// Whether a model name is the runtime's: "kiln" or "kiln_..." in any case
+/// (the model's symbols, NAME_desc and NAME_weights, would meet
+/// kiln_model_desc, kiln_weights, ...).
+bool isReservedModelName(llvm::StringRef name);
 
 } // namespace kiln::pipeline
 

@@ -1,5 +1,6 @@
 //===- CompileOptions.cpp - parsing and checking the options once ---------===//
 #include "driver/CompileOptions.h"
+#include "driver/Artifact.h"
 #include "codegen/program/Program.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -174,6 +175,9 @@ bool checkCompileOptions(const CompileOptions &o, std::string &error) {
     return no("--emit=cuda-src needs --target=cuda or --target=cuda-emu");
   if (o.emit == Emit::Artifact && !o.wantSharedObject() && !o.wantObject())
     return no("the output must end in .so or .o (or pass --emit=...)");
+  if (pipeline::isReservedModelName(o.name))
+    return no("--name=" + o.name + ": names 'kiln' and 'kiln_*' are the runtime's (its "
+              "symbols kiln_model, kiln_model_desc, ...); choose another prefix");
   for (const std::string &name : o.disabledPasses)
     if (!llvm::is_contained(kDisablePasses, llvm::StringRef(name)))
       return no("--disable-pass: unknown graph pass '" + name + "' (" +
