@@ -39,12 +39,15 @@ mlir::LogicalResult reshapeTo(AtenContext &c, const std::string &x);
 /// The argument unchanged, cast to the result's type.
 mlir::LogicalResult identity(AtenContext &c, llvm::StringRef arg = "self");
 
-/// Maps each of `names` to `converter`.
-inline void registerAs(llvm::StringMap<AtenConverter> &table,
-                       std::initializer_list<const char *> names, const AtenConverter &converter) {
-  for (const char *n : names)
-    table[n] = converter;
-}
+/// Fills one table: `reg({"aten.a.default", ...}, converter)` maps each
+/// name to the converter.
+struct AtenRegistrar {
+  llvm::StringMap<AtenConverter> &table;
+  void operator()(std::initializer_list<const char *> names, const AtenConverter &converter) const {
+    for (const char *n : names)
+      table[n] = converter;
+  }
+};
 
 // One table per family.
 void registerElementwiseConverters(llvm::StringMap<AtenConverter> &table);

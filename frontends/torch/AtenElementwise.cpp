@@ -95,9 +95,7 @@ LogicalResult clip(AtenContext &c, std::optional<double> lo, std::optional<doubl
 } // namespace
 
 void kiln::torch_import::registerElementwiseConverters(llvm::StringMap<AtenConverter> &t) {
-  auto reg = [&](std::initializer_list<const char *> names, AtenConverter f) {
-    registerAs(t, names, std::move(f));
-  };
+  AtenRegistrar reg{t};
   auto un = [&](std::initializer_list<const char *> names, std::string op) {
     reg(names, [op](AtenContext &c) { return unary(c, op); });
   };

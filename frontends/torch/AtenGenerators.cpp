@@ -55,9 +55,7 @@ LogicalResult symOp(AtenContext &c, const std::string &op) {
 } // namespace
 
 void kiln::torch_import::registerGeneratorConverters(llvm::StringMap<AtenConverter> &t) {
-  auto reg = [&](std::initializer_list<const char *> names, AtenConverter f) {
-    registerAs(t, names, std::move(f));
-  };
+  AtenRegistrar reg{t};
   // Tensors made from sizes and values.
   reg({"aten.full.default", "aten.new_full.default"}, [](AtenContext &c) {
     return fill(c, c.f("fill_value", 0.0));

@@ -374,9 +374,7 @@ LogicalResult upsample(AtenContext &c, const std::string &mode, bool hasAlign) {
 } // namespace
 
 void kiln::torch_import::registerNNConverters(llvm::StringMap<AtenConverter> &t) {
-  auto reg = [&](std::initializer_list<const char *> names, AtenConverter f) {
-    registerAs(t, names, std::move(f));
-  };
+  AtenRegistrar reg{t};
   // Contractions and normalization.
   reg({"aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default"},
       [](AtenContext &c) { return conv(c, true, false); });

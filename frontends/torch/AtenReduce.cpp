@@ -47,9 +47,7 @@ LogicalResult reduce(AtenContext &c, const std::string &op, llvm::StringRef dimA
 } // namespace
 
 void kiln::torch_import::registerReduceConverters(llvm::StringMap<AtenConverter> &t) {
-  auto reg = [&](std::initializer_list<const char *> names, AtenConverter f) {
-    registerAs(t, names, std::move(f));
-  };
+  AtenRegistrar reg{t};
   // Reductions.
   reg({"aten.mean.dim", "aten.mean.default"},
       [](AtenContext &c) { return reduce(c, "ReduceMean", "dim"); });

@@ -114,9 +114,7 @@ LogicalResult slice(AtenContext &c) {
 } // namespace
 
 void kiln::torch_import::registerShapeConverters(llvm::StringMap<AtenConverter> &t) {
-  auto reg = [&](std::initializer_list<const char *> names, AtenConverter f) {
-    registerAs(t, names, std::move(f));
-  };
+  AtenRegistrar reg{t};
   // Shapes and data movement.
   reg({"aten.view.default", "aten._unsafe_view.default", "aten.view_copy.default"},
       [](AtenContext &c) { return viewLike(c, "size"); });
