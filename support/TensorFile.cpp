@@ -121,6 +121,38 @@ const char *dtypeName(int32_t d) {
   }
 }
 
+/// The most elements a tensor file may hold (the importer's limit for a
+/// tensor): larger shapes, negative dimensions and overflowing products are
+/// refused before anything is allocated.
+constexpr int64_t kMaxFileElements = int64_t(1) << 40;
+
+/// Whether `shape` has no negative dimension and at most kMaxFileElements
+/// elements (computed without overflow).
+static bool shapeInRange(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || d > kMaxFileElements)
+      return false;
+    if (d == 0)
+      return true;
+    if (n > kMaxFileElements / d)
+      n = kMaxFileElements + 1;
+    else
+      n *= d;
+  }
+  for (int64_t d : shape)
+    if (d == 0)
+      return true;
+  return n <= kMaxFileElements;
+}
+
+static std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+
 static bool readAll(const std::string &path, std::string &bytes, std::string &error) {
   std::ifstream f(path, std::ios::binary);
   if (!f) {
@@ -187,9 +219,16 @@ static bool readNpy(const std::string &path, const std::string &b, HostArray &ou
   std::string tok;
   out.shape.clear();
   while (std::getline(ss, tok, ',')) {
-    if (tok.find_first_not_of(" ") == std::string::npos) continue;
-    out.shape.push_back(std::stoll(tok));
+    size_t first = tok.find_first_not_of(" "), last = tok.find_last_not_of(" ");
+    if (first == std::string::npos) continue;
+    std::string digits = tok.substr(first, last - first + 1);
+    // (numpy writes plain decimal sizes; anything else is a damaged header)
+    if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+      return bad("shape entry '" + digits + "' is not a size");
+    out.shape.push_back(std::stoll(digits));
   }
+  if (!shapeInRange(out.shape))
+    return bad("shape " + shapeText(out.shape) + " has more than 2^40 elements");
   size_t bytes = out.bytes();
   if (hstart + hlen + bytes != b.size())
     return bad("holds " + std::to_string(b.size() - hstart - hlen) +
@@ -205,17 +244,28 @@ static bool readPb(const std::string &path, const std::string &b, HostArray &out
     error = "'" + path + "' is neither a .npy file nor an ONNX TensorProto";
     return false;
   }
+  if (t.data_type() == 0) {
+    error = "'" + path + "' " + (b.empty() ? "is empty" : "has no data type") +
+            ": expected a .npy file or an ONNX TensorProto";
+    return false;
+  }
   out.shape.assign(t.dims().begin(), t.dims().end());
+  if (!shapeInRange(out.shape)) {
+    error = "'" + path + "': dims " + shapeText(out.shape) +
+            " have a negative entry or more than 2^40 elements";
+    return false;
+  }
   int64_t n = out.numElements();
+  // (sizes are compared before anything is allocated)
   auto fill = [&](auto field, auto tag) {
     using T = decltype(tag);
-    out.data.resize(n * sizeof(T));
     if (!t.raw_data().empty()) {
-      if (t.raw_data().size() != out.data.size()) return false;
-      std::memcpy(out.data.data(), t.raw_data().data(), out.data.size());
+      if (t.raw_data().size() != n * sizeof(T)) return false;
+      out.data.assign(t.raw_data().begin(), t.raw_data().end());
       return true;
     }
     if (field.size() != n) return false;
+    out.data.resize(n * sizeof(T));
     for (int64_t i = 0; i < n; ++i) {
       T v = static_cast<T>(field.Get(i));
       std::memcpy(out.data.data() + i * sizeof(T), &v, sizeof(T));

@@ -5,6 +5,7 @@ written straight into the arrays or tensors returned: no copies."""
 import ctypes
 import functools
 import os
+import threading
 
 import numpy as np
 
@@ -74,7 +75,11 @@ class KilnError(RuntimeError):
 
 class Model:
     """A compiled model: `Model("model.so")(x, ...)` returns its outputs as a
-    list, torch tensors when the first input is one, NumPy arrays otherwise."""
+    list, torch tensors when the first input is one, NumPy arrays otherwise.
+
+    A Model may be called from several threads: the calls take turns (one
+    instance has one activation arena; a lock per Model serializes them).
+    Threads that should run at the same time each make their own Model."""
 
     def __init__(self, path, threads=0):
         self.path = os.path.abspath(path)
@@ -111,6 +116,7 @@ class Model:
         self._out_ts = (_Tensor * max(len(self.outputs), 1))()
         self._in_dims = [(None, None)] * len(self.inputs)
         self._out_dims = [(None, None)] * len(self.outputs)
+        self._lock = threading.Lock()
 
     def __del__(self):
         inst = getattr(self, "_inst", None)
@@ -133,6 +139,12 @@ class Model:
             t.shape = arr
 
     def __call__(self, *args):
+        # (ctypes releases the GIL during the run: without the lock a second
+        # thread would rewrite the shared tensor arrays mid-run)
+        with self._lock:
+            return self._call(args)
+
+    def _call(self, args):
         if len(args) != len(self.inputs):
             raise KilnError("%s takes %d inputs, got %d" % (self.path, len(self.inputs), len(args)))
         use_torch = type(args[0]).__module__.startswith("torch")
@@ -150,7 +162,10 @@ class Model:
                 self._set(in_ts, self._in_dims, i, a.data_ptr(), codes[a.dtype], tuple(a.shape))
         else:
             for i, a in enumerate(args):
-                a = np.ascontiguousarray(a)
+                # (np.ascontiguousarray would make a 0-d array 1-d)
+                a = np.asarray(a)
+                if not a.flags.c_contiguous:
+                    a = a.copy(order="C")
                 keep.append(a)
                 code = _NP_CODE.get(a.dtype)
                 if code is None:

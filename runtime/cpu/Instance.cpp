@@ -6,6 +6,9 @@
 #include "runtime/cuda/DeviceRun.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <system_error>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +25,7 @@ struct kiln_instance {
   std::unique_ptr<kiln::rt::DeviceRun> device; // CUDA and cuda-emu models
   std::string deviceName;
   std::string error;
+  const char *errorFallback = nullptr; // when `error` found no memory
   // Symbolic dimensions: their sizes in the current run, and bound-sized
   // staging for the tensors that carry them (allocated on the first run
   // below the bounds).
@@ -31,10 +35,13 @@ struct kiln_instance {
   // Narrow inputs and outputs (float8, int4, ...) in their carrier type, at
   // the run's sizes (kiln/narrow.h converts them).
   std::vector<std::vector<char>> carrierIn, carrierOut;
+  std::atomic<bool> busy{false}; // a call is running (CallGuard)
 };
 
 namespace {
 thread_local std::string lastError;
+/// The message when even lastError found no memory (a static string).
+thread_local const char *lastErrorFallback = nullptr;
 
 const char *dtypeName(int32_t d) {
   switch (d) {
@@ -355,16 +362,10 @@ void fromCarriers(kiln_instance *inst, const kiln_tensor *outputs) {
 }
 } // namespace
 
-extern "C" {
+namespace {
 
-kiln_status kiln_instance_create(const kiln_model_desc *model,
-                                 const kiln_options *options,
-                                 kiln_instance **out) {
-  if (!model || !out) {
-    lastError = "kiln_instance_create: null model or output pointer";
-    return KILN_ERROR_INVALID_ARGUMENT;
-  }
-  *out = nullptr;
+kiln_status createInstance(const kiln_model_desc *model, const kiln_options *options,
+                           kiln_instance **out) {
   if (model->abi_version != KILN_ABI_VERSION) {
     lastError = "model '" + std::string(model->name) + "' was built for runtime ABI " +
                 std::to_string(model->abi_version) + "; this runtime is ABI " +
@@ -372,18 +373,20 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
     return KILN_ERROR_ABI_MISMATCH;
   }
   int threads = options ? options->num_threads : 0;
+  if (threads > KILN_MAX_THREADS) {
+    lastError = "num_threads " + std::to_string(threads) + " is more than KILN_MAX_THREADS (" +
+                std::to_string(KILN_MAX_THREADS) + ")";
+    return KILN_ERROR_INVALID_ARGUMENT;
+  }
   if (threads <= 0) {
     threads = static_cast<int>(std::thread::hardware_concurrency());
     if (const char *env = std::getenv("KILN_NUM_THREADS"))
       threads = std::atoi(env);
-    if (threads <= 0)
-      threads = 1;
+    threads = std::clamp(threads, 1, KILN_MAX_THREADS);
   }
-  auto *inst = new (std::nothrow) kiln_instance;
-  if (!inst) {
-    lastError = "out of memory";
-    return KILN_ERROR_OUT_OF_MEMORY;
-  }
+  // (owned here until it is handed out: an exception below frees it)
+  std::unique_ptr<kiln_instance, void (*)(kiln_instance *)> inst(new kiln_instance,
+                                                                 kiln_instance_destroy);
   inst->model = model;
   bool onDevice = model->device_kind != KILN_DEVICE_CPU;
   // The kernels stream the weights on every run: on huge pages once per
@@ -397,17 +400,10 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
     inst->arena = std::aligned_alloc(64, bytes);
     if (!inst->arena) {
       lastError = "cannot allocate the " + std::to_string(bytes) + "-byte arena";
-      delete inst;
       return KILN_ERROR_OUT_OF_MEMORY;
     }
   }
-  inst->pool = new (std::nothrow) kiln::rt::ThreadPool(threads);
-  if (!inst->pool) {
-    lastError = "out of memory";
-    std::free(inst->arena);
-    delete inst;
-    return KILN_ERROR_OUT_OF_MEMORY;
-  }
+  inst->pool = new kiln::rt::ThreadPool(threads);
   inst->pool->enableProfile(options && options->profile && !onDevice);
   if (onDevice) {
     kiln_options o{};
@@ -418,30 +414,30 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
     inst->device = kiln::rt::DeviceRun::create(*model, o, *inst->pool, st, error);
     if (!inst->device) {
       lastError = "model '" + std::string(model->name) + "': " + error;
-      kiln_instance_destroy(inst);
       return st;
     }
     inst->deviceName = inst->device->deviceName();
   } else {
     inst->deviceName = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
   }
-  *out = inst;
+  *out = inst.release();
   return KILN_OK;
 }
 
-kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
-                              size_t numInputs, const kiln_tensor *outputs,
-                              size_t numOutputs) {
-  if (!inst)
-    return KILN_ERROR_INVALID_ARGUMENT;
-  inst->error.clear();
+kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t numInputs,
+                        const kiln_tensor *outputs, size_t numOutputs) {
   const kiln_model_desc *m = inst->model;
   void *in[64], *outp[64];
   uint32_t numIns = m->num_inputs + m->num_symbol_inputs; // caller's + hidden
-  void **ins = numIns <= 64 ? in : new (std::nothrow) void *[numIns];
-  void **outs = m->num_outputs <= 64 ? outp : new (std::nothrow) void *[m->num_outputs];
-  kiln_status st = KILN_ERROR_OUT_OF_MEMORY;
-  if (ins && outs) {
+  std::vector<void *> heldIns, heldOuts;
+  if (numIns > 64)
+    heldIns.resize(numIns);
+  if (m->num_outputs > 64)
+    heldOuts.resize(m->num_outputs);
+  void **ins = numIns <= 64 ? in : heldIns.data();
+  void **outs = m->num_outputs <= 64 ? outp : heldOuts.data();
+  kiln_status st = KILN_OK;
+  {
     st = checkInputs(inst, inputs, numInputs, ins);
     if (st == KILN_OK)
       st = checkTensors(inst, "output", m->outputs, m->num_outputs, outputs,
@@ -472,19 +468,12 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
       cropOutputs(inst, outputs);
     if (st == KILN_OK)
       fromCarriers(inst, outputs);
-  } else {
-    inst->error = "out of memory";
   }
-  if (ins != in) delete[] ins;
-  if (outs != outp) delete[] outs;
   return st;
 }
 
-kiln_status kiln_instance_output_shape(kiln_instance *inst, const kiln_tensor *inputs,
-                                       size_t numInputs, uint32_t index, int64_t *shape) {
-  if (!inst)
-    return KILN_ERROR_INVALID_ARGUMENT;
-  inst->error.clear();
+kiln_status outputShape(kiln_instance *inst, const kiln_tensor *inputs, size_t numInputs,
+                        uint32_t index, int64_t *shape) {
   const kiln_model_desc *m = inst->model;
   if (index < m->num_outputs && !shape && m->outputs[index].rank > 0) {
     inst->error = "kiln_instance_output_shape: null shape array";
@@ -505,9 +494,125 @@ kiln_status kiln_instance_output_shape(kiln_instance *inst, const kiln_tensor *i
   return KILN_OK;
 }
 
+/// The status of an exception that reached an entry point (a failed
+/// allocation, a thread that could not be started, ...), with a message
+/// that needs no memory and, where memory allows, the exception's own text.
+kiln_status statusOf(std::exception_ptr e, const char *&brief, std::string &detail) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::bad_alloc &) {
+    brief = "out of memory";
+    return KILN_ERROR_OUT_OF_MEMORY;
+  } catch (const std::system_error &x) {
+    brief = "the system refused a resource (a thread or memory)";
+    detail = x.what();
+    return x.code() == std::errc::resource_unavailable_try_again ||
+                   x.code() == std::errc::not_enough_memory
+               ? KILN_ERROR_OUT_OF_MEMORY
+               : KILN_ERROR_INTERNAL;
+  } catch (const std::exception &x) {
+    brief = "internal error";
+    detail = x.what();
+  } catch (...) {
+    brief = "internal error: an unknown exception";
+  }
+  return KILN_ERROR_INTERNAL;
+}
+
+/// Stores an entry point's message: `brief` alone when even the message
+/// finds no memory.
+void setMessage(std::string &message, const char *&fallback, const char *prefix,
+                const char *brief, const std::string &detail) {
+  try {
+    message = std::string(prefix) + brief + (detail.empty() ? "" : ": " + detail);
+    fallback = nullptr;
+  } catch (...) {
+    message.clear();
+    fallback = brief;
+  }
+}
+
+/// One call of an instance at a time: a second thread's call meanwhile is
+/// refused (KILN_ERROR_BUSY) without touching the instance.
+class CallGuard {
+public:
+  explicit CallGuard(kiln_instance *inst) : inst(inst) {
+    owner = !inst->busy.exchange(true, std::memory_order_acquire);
+  }
+  ~CallGuard() {
+    if (owner)
+      inst->busy.store(false, std::memory_order_release);
+  }
+  bool owns() const { return owner; }
+
+private:
+  kiln_instance *inst;
+  bool owner;
+};
+
+/// Runs an instance call under its CallGuard; exceptions become codes with
+/// the instance's message.
+template <typename Call> kiln_status guardedCall(kiln_instance *inst, Call call) {
+  if (!inst)
+    return KILN_ERROR_INVALID_ARGUMENT;
+  CallGuard guard(inst);
+  if (!guard.owns())
+    return KILN_ERROR_BUSY;
+  const char *brief = nullptr;
+  std::string detail;
+  kiln_status st;
+  try {
+    inst->error.clear();
+    inst->errorFallback = nullptr;
+    return call();
+  } catch (...) {
+    st = statusOf(std::current_exception(), brief, detail);
+  }
+  setMessage(inst->error, inst->errorFallback, "", brief, detail);
+  return st;
+}
+
+} // namespace
+
+extern "C" {
+
+kiln_status kiln_instance_create(const kiln_model_desc *model, const kiln_options *options,
+                                 kiln_instance **out) {
+  const char *brief = nullptr;
+  std::string detail;
+  kiln_status st;
+  try {
+    lastError.clear();
+    lastErrorFallback = nullptr;
+    if (!model || !out) {
+      lastError = "kiln_instance_create: null model or output pointer";
+      return KILN_ERROR_INVALID_ARGUMENT;
+    }
+    *out = nullptr;
+    return createInstance(model, options, out);
+  } catch (...) {
+    st = statusOf(std::current_exception(), brief, detail);
+  }
+  setMessage(lastError, lastErrorFallback, "kiln_instance_create: ", brief, detail);
+  return st;
+}
+
+kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
+                              size_t numInputs, const kiln_tensor *outputs,
+                              size_t numOutputs) {
+  return guardedCall(inst, [&] { return runInstance(inst, inputs, numInputs, outputs, numOutputs); });
+}
+
+kiln_status kiln_instance_output_shape(kiln_instance *inst, const kiln_tensor *inputs,
+                                       size_t numInputs, uint32_t index, int64_t *shape) {
+  return guardedCall(inst, [&] { return outputShape(inst, inputs, numInputs, index, shape); });
+}
+
 void kiln_instance_destroy(kiln_instance *inst) {
   if (!inst)
     return;
+  // (nothing here allocates; joining the pool's workers cannot fail for
+  // threads this instance started)
   for (void *p : inst->stageIn)
     std::free(p);
   for (void *p : inst->stageOut)
@@ -519,10 +624,14 @@ void kiln_instance_destroy(kiln_instance *inst) {
 }
 
 const char *kiln_instance_error(const kiln_instance *inst) {
-  return inst ? inst->error.c_str() : "null instance";
+  if (!inst)
+    return "null instance";
+  return inst->errorFallback ? inst->errorFallback : inst->error.c_str();
 }
 
-const char *kiln_last_error(void) { return lastError.c_str(); }
+const char *kiln_last_error(void) {
+  return lastErrorFallback ? lastErrorFallback : lastError.c_str();
+}
 
 const kiln_model_desc *kiln_instance_model(const kiln_instance *inst) {
   return inst ? inst->model : nullptr;

@@ -13,11 +13,21 @@
 namespace kiln::rt {
 
 ThreadPool::ThreadPool(int threads) : shares(threads < 1 ? 1 : threads) {
-  for (int i = 1; i < threads; ++i)
-    workers.emplace_back([this, i] { work(i); });
+  try {
+    workers.reserve(threads < 1 ? 0 : threads - 1);
+    for (int i = 1; i < threads; ++i)
+      workers.emplace_back([this, i] { work(i); });
+  } catch (...) {
+    // (a thread that cannot be started: the ones that were are stopped
+    // before the exception leaves, or their destructors would terminate)
+    stop();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop(); }
+
+void ThreadPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mu);
     stopping.store(true);
@@ -25,6 +35,7 @@ ThreadPool::~ThreadPool() {
   wake.notify_all();
   for (auto &t : workers)
     t.join();
+  workers.clear();
 }
 
 void ThreadPool::drain(int self) {
@@ -99,9 +110,13 @@ void ThreadPool::parallelFor(kiln_kernel_fn f, void *const *a, int64_t n) {
     return runJob(f, a, n);
   auto t0 = std::chrono::steady_clock::now();
   runJob(f, a, n);
-  launchMs.push_back(std::chrono::duration<double, std::milli>(
-                         std::chrono::steady_clock::now() - t0)
-                         .count());
+  // (called from generated code, which no exception may cross: a timing
+  // that finds no memory is dropped)
+  try {
+    launchMs.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  } catch (...) {
+  }
 }
 
 void ThreadPool::runJob(kiln_kernel_fn f, void *const *a, int64_t n) {

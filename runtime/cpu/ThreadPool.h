@@ -38,6 +38,7 @@ public:
 private:
   void work(int self);
   void drain(int self);
+  void stop(); // wakes, ends and joins the workers
 
   std::vector<std::thread> workers;
   std::mutex mu;

@@ -4,12 +4,15 @@ shapes and addresses. A model with a symbolic batch (MatMul, Add, Relu;
 its output's batch dynamic too) is compiled once and called at batches 4,
 1, 7, 4 and 7 again, on fresh arrays, on a non-contiguous view (copied)
 and on the same array twice, each against numpy (rtol 1e-5); a wrong
-input count and a batch past the bound must raise KilnError."""
+input count and a batch past the bound must raise KilnError. One Model
+called from 4 threads at once (200 calls of mixed batches, each checked);
+a 0-d NumPy array fed to a scalar input."""
 import argparse
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 import numpy as np
 import onnx
@@ -77,6 +80,39 @@ def main():
         y = model(x)[0]
         check("batch 8 after the errors",
               np.allclose(y, np.maximum(x.astype(np.float64) @ w + b, 0), rtol=1e-5, atol=1e-5))
+
+        # One Model, 4 threads at once (the calls take turns on its lock).
+        wrong = []
+
+        def worker(t):
+            r = np.random.default_rng(100 + t)
+            for i in range(50):
+                x = r.standard_normal((1 + (t + i) % 8, 24)).astype(np.float32)
+                y = model(x)[0]
+                if not np.allclose(y, np.maximum(x.astype(np.float64) @ w + b, 0),
+                                   rtol=1e-5, atol=1e-5):
+                    wrong.append((t, i))
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        check("4 threads on one Model, 200 calls", not wrong and
+              not any(t.is_alive() for t in threads), "%d wrong" % len(wrong))
+
+        # A scalar input takes a 0-d array.
+        g0 = helper.make_graph(
+            [helper.make_node("Mul", ["s", "two"], ["y"])], "g0",
+            [helper.make_tensor_value_info("s", TensorProto.FLOAT, [])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
+            [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+        m0 = helper.make_model(g0, opset_imports=[helper.make_opsetid("", 17)])
+        m0.ir_version = 8
+        src0, so0 = os.path.join(tmp, "s.onnx"), os.path.join(tmp, "s.so")
+        onnx.save(m0, src0)
+        subprocess.run([os.path.join(a.bindir, "kiln-compile"), src0, "-o", so0], check=True)
+        y = kiln.Model(so0)(np.array(1.25, np.float32))[0]
+        check("a 0-d input", y.shape == () and float(y) == 2.5, "shape %s" % (y.shape,))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

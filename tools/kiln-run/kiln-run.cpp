@@ -13,6 +13,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -89,7 +91,11 @@ int main(int argc, char **argv) {
     if (a == "--input" || a == "--compare") {
       if (!next(v) || !splitPair(v, k, f))
         return fail(a + " expects NAME=FILE");
-      (a == "--input" ? inputs : compares).push_back({k, f});
+      auto &list = a == "--input" ? inputs : compares;
+      for (auto &[name, file] : list)
+        if (name == k)
+          return fail(a + " names '" + k + "' twice ('" + file + "' and '" + f + "')");
+      list.push_back({k, f});
     } else if (a == "--profile") {
       profile = true;
     } else if (a == "--cuda-graphs") {
@@ -107,8 +113,10 @@ int main(int argc, char **argv) {
     } else if (a == "--bench" || a == "--threads" || a == "--cuda-device") {
       if (!next(v)) return usage();
       char *end;
+      errno = 0;
       long n = std::strtol(v.c_str(), &end, 10);
-      if (*end || n < 0) return fail(a + " expects a non-negative integer");
+      if (v.empty() || *end || n < 0 || n > INT32_MAX || errno == ERANGE)
+        return fail(a + " expects an integer from 0 to 2147483647, got '" + v + "'");
       (a == "--bench" ? bench : a == "--threads" ? threads : cudaDevice) = static_cast<int>(n);
     } else {
       return fail("unknown argument '" + a + "'");
@@ -268,7 +276,7 @@ int main(int argc, char **argv) {
     }
     if (out[idx].dtype == KILN_BF16 && ref.dtype == KILN_U16)
       ref.dtype = KILN_BF16; // bit patterns, as the ONNX test data stores bf16
-    if (ref.numElements() != out[idx].numElements()) {
+    if (ref.shape != out[idx].shape) {
       status = fail("output '" + name + "' has shape " + shapeStr(out[idx].shape) +
                     "; the reference has " + shapeStr(ref.shape));
       continue;

@@ -3,10 +3,13 @@
  * A compiled model is a `kiln_model_desc` (emitted by kiln-compile) plus
  * this runtime. An application creates an instance (which owns one
  * activation arena and a thread pool), runs it as often as it likes and
- * destroys it. Several instances may run at once from different threads.
+ * destroys it. Several instances may run at once from different threads;
+ * one instance runs one call at a time (a second thread's call while it
+ * runs returns KILN_ERROR_BUSY, nothing else happens).
  * Errors come back as status codes; the message is read with
  * kiln_instance_error() or, for creation failures, kiln_last_error().
- * Nothing here throws or aborts.
+ * Nothing here throws or aborts: failed allocations and threads that cannot
+ * be started come back as codes too.
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_RUNTIME_H
 #define KILN_RUNTIME_H
@@ -29,7 +32,9 @@ typedef enum kiln_status {
   KILN_ERROR_ABI_MISMATCH = 5,     /* model built for another runtime ABI */
   KILN_ERROR_INTERNAL = 6,
   KILN_ERROR_NO_DEVICE = 7,        /* a CUDA model and no usable CUDA device */
-  KILN_ERROR_DEVICE = 8            /* the CUDA driver reported an error */
+  KILN_ERROR_DEVICE = 8,           /* the CUDA driver reported an error */
+  KILN_ERROR_BUSY = 9              /* the instance is running a call on another
+                                      thread; this call did nothing */
 } kiln_status;
 
 typedef enum kiln_dtype {
@@ -247,9 +252,13 @@ typedef struct kiln_model_desc {
   const void *weights;
 } kiln_model_desc;
 
+/** The most threads one instance's pool may have. */
+#define KILN_MAX_THREADS 1024
+
 /** Options for kiln_instance_create; a null pointer means defaults. */
 typedef struct kiln_options {
-  int32_t num_threads; /* 0: one per available core */
+  int32_t num_threads; /* 0: one per available core; at most
+                          KILN_MAX_THREADS */
   int32_t profile;     /* non-zero: time every kernel launch of each run */
   int32_t cuda_graphs; /* CUDA models: capture the whole run (copies and
                           launches) once as a CUDA graph and replay it */
