@@ -78,6 +78,20 @@ LogicalResult logical(AtenContext &c, const std::string &op) {
   return success();
 }
 
+/// torch's &, | and ^ (bitwise_and, __and__, ...): logical on bools,
+/// bitwise on integers (ONNX BitwiseAnd, ...), in the result's type.
+LogicalResult bitwise(AtenContext &c, const std::string &logicalOp,
+                      const std::string &bitwiseOp) {
+  int t = outType(c);
+  if (t == T::BOOL)
+    return logical(c, logicalOp);
+  std::string a = operand(c, "self", t), b = operand(c, "other", t);
+  if (c.failed())
+    return failure();
+  c.emit(bitwiseOp, {a, b}, {c.out()});
+  return success();
+}
+
 /// Clip(x, lo, hi) in the result's type; absent bounds stay open.
 LogicalResult clip(AtenContext &c, std::optional<double> lo, std::optional<double> hi) {
   int t = outType(c);
@@ -234,8 +248,10 @@ void kiln::torch_import::registerElementwiseConverters(llvm::StringMap<AtenConve
     return binary(c, "Pow", "self", "exponent");
   });
   reg({"aten.pow.Scalar"}, [](AtenContext &c) { return binary(c, "Pow", "self", "exponent"); });
-  reg({"aten.maximum.default"}, [](AtenContext &c) { return binary(c, "Max"); });
-  reg({"aten.minimum.default"}, [](AtenContext &c) { return binary(c, "Min"); });
+  reg({"aten.maximum.default", "aten.max.other"},
+      [](AtenContext &c) { return binary(c, "Max"); });
+  reg({"aten.minimum.default", "aten.min.other"},
+      [](AtenContext &c) { return binary(c, "Min"); });
   reg({"aten.remainder.Tensor", "aten.remainder.Scalar"}, [](AtenContext &c) {
     int t = outType(c);
     std::string a = operand(c, "self", t), b = operand(c, "other", t);
@@ -268,12 +284,18 @@ void kiln::torch_import::registerElementwiseConverters(llvm::StringMap<AtenConve
   reg({"aten.gt.Tensor", "aten.gt.Scalar"}, [](AtenContext &c) { return compare(c, "Greater"); });
   reg({"aten.ge.Tensor", "aten.ge.Scalar"},
       [](AtenContext &c) { return compare(c, "GreaterOrEqual"); });
-  reg({"aten.logical_and.default", "aten.bitwise_and.Tensor"},
-      [](AtenContext &c) { return logical(c, "And"); });
-  reg({"aten.logical_or.default", "aten.bitwise_or.Tensor"},
-      [](AtenContext &c) { return logical(c, "Or"); });
-  reg({"aten.logical_xor.default", "aten.bitwise_xor.Tensor"},
-      [](AtenContext &c) { return logical(c, "Xor"); });
+  reg({"aten.logical_and.default"}, [](AtenContext &c) { return logical(c, "And"); });
+  reg({"aten.logical_or.default"}, [](AtenContext &c) { return logical(c, "Or"); });
+  reg({"aten.logical_xor.default"}, [](AtenContext &c) { return logical(c, "Xor"); });
+  reg({"aten.bitwise_and.Tensor", "aten.bitwise_and.Scalar", "aten.__and__.Tensor",
+       "aten.__and__.Scalar"},
+      [](AtenContext &c) { return bitwise(c, "And", "BitwiseAnd"); });
+  reg({"aten.bitwise_or.Tensor", "aten.bitwise_or.Scalar", "aten.__or__.Tensor",
+       "aten.__or__.Scalar"},
+      [](AtenContext &c) { return bitwise(c, "Or", "BitwiseOr"); });
+  reg({"aten.bitwise_xor.Tensor", "aten.bitwise_xor.Scalar", "aten.__xor__.Tensor",
+       "aten.__xor__.Scalar"},
+      [](AtenContext &c) { return bitwise(c, "Xor", "BitwiseXor"); });
   reg({"aten.where.self", "aten.where.ScalarOther", "aten.where.ScalarSelf",
        "aten.where.Scalar"},
       [](AtenContext &c) {

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/torch/AtenConverters.h"
 
+#include <cmath>
+
 using namespace kiln::torch_import;
 using mlir::failure;
 using mlir::LogicalResult;
@@ -134,6 +136,40 @@ void kiln::torch_import::registerReduceConverters(llvm::StringMap<AtenConverter>
   };
   reg({"aten.var.correction", "aten.var.dim"}, variance(false));
   reg({"aten.std.correction", "aten.std.dim"}, variance(true));
+  // ||x||_ord over `dim` (all axes when absent or empty): F.normalize,
+  // torch.linalg.vector_norm.
+  reg({"aten.linalg_vector_norm.default"}, [](AtenContext &c) {
+    int t = outType(c);
+    std::string x = c.castTo(c.tensor("self"), t);
+    double ord = c.scalarValue("ord").value_or(2.0);
+    auto axes = reduceAxes(c, "dim");
+    bool keep = c.b("keepdim", false);
+    if (c.failed())
+      return failure();
+    auto reduce = [&](const std::string &op, const std::string &in, const std::string &out) {
+      std::vector<std::string> ins = {in};
+      if (axes)
+        ins.push_back(c.constI64(*axes));
+      return c.emit(op, ins, {out}, {Attr::i("keepdims", keep)});
+    };
+    if (ord == 2)
+      reduce("ReduceL2", x, c.out());
+    else if (ord == 1)
+      reduce("ReduceL1", x, c.out());
+    else if (std::isinf(ord))
+      reduce(ord > 0 ? "ReduceMax" : "ReduceMin", c.emit("Abs", {x}), c.out());
+    else if (ord == 0) // the count of non-zero elements
+      reduce("ReduceSum",
+             c.emit("Cast", {c.emit("Not", {c.emit("Equal", {x, c.constScalar(0, t)})})}, {},
+                    {Attr::i("to", t)}),
+             c.out());
+    else
+      c.emit("Pow",
+             {reduce("ReduceSum", c.emit("Pow", {c.emit("Abs", {x}), c.constScalar(ord, t)}), ""),
+              c.constScalar(1 / ord, t)},
+             {c.out()});
+    return success();
+  });
   reg({"aten.cumsum.default"}, [](AtenContext &c) {
     std::string x = c.castTo(c.tensor("self"), outType(c));
     int64_t dim = c.i("dim", 0);

@@ -111,6 +111,107 @@ LogicalResult slice(AtenContext &c) {
   return success();
 }
 
+/// x[i0, i1, ...] (aten.index.Tensor): None entries keep their axis. One
+/// index tensor is a Gather; several broadcast together and pick elements
+/// (advanced indexing) through one GatherND on x with the indexed axes
+/// moved first. The broadcast index dims stand where the indexed axes
+/// were when those are adjacent, first otherwise (numpy's rule).
+LogicalResult indexTensors(AtenContext &c) {
+  std::string x = c.tensor("self");
+  const llvm::json::Object *a = c.arg("indices");
+  // A list with a None ([:, idx]) is as_optional_tensors; one without, as_tensors.
+  const llvm::json::Array *l = a ? a->getArray("as_optional_tensors") : nullptr;
+  bool plain = false;
+  if (!l && a && (l = a->getArray("as_tensors")))
+    plain = true;
+  if (c.failed() || !l)
+    return c.fail("indices are not a list of optional tensors");
+  std::vector<int64_t> axes;
+  std::vector<std::string> idx;
+  int64_t k = 0;
+  for (const auto &e : *l) {
+    const llvm::json::Object *o = e.getAsObject();
+    const llvm::json::Object *t = o && plain ? o : o ? o->getObject("as_tensor") : nullptr;
+    if (t) {
+      axes.push_back(k);
+      idx.push_back(t->getString("name").value_or("").str());
+    }
+    ++k;
+  }
+  if (axes.empty())
+    return c.fail("indexing without an index tensor");
+  for (const std::string &i : idx)
+    if (c.info(i).elemType == T::BOOL)
+      return c.fail("indexing with a boolean mask (its result's size depends on the data)");
+  if (axes.size() == 1) {
+    c.emit("Gather", {x, idx[0]}, {c.out()}, {Attr::i("axis", axes[0])});
+    return success();
+  }
+  int64_t rank = rankOf(c, x), outRank = rankOf(c, c.out());
+  int64_t n = static_cast<int64_t>(axes.size()), nb = outRank - (rank - n);
+  bool adjacent = axes.back() - axes.front() == n - 1;
+  int64_t at = adjacent ? axes.front() : 0; // where the broadcast dims stand
+  // The broadcast index shape, from the output's recorded sizes.
+  std::string outShape = c.shapeFromOutput(c.out(), x, 1);
+  std::string bShape = c.emit("Slice", {outShape, c.constI64({at}), c.constI64({at + nb})});
+  std::vector<std::string> columns;
+  for (const std::string &i : idx)
+    columns.push_back(c.emit("Unsqueeze", {c.emit("Expand", {c.castTo(i, T::INT64), bShape}),
+                                           c.constI64({-1})}));
+  std::string tuples = c.emit("Concat", columns, {}, {Attr::i("axis", -1)});
+  std::vector<int64_t> perm(axes);
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(axes, d))
+      perm.push_back(d);
+  std::string moved = c.emit("Transpose", {x}, {}, {Attr::ints("perm", perm)});
+  if (at == 0) {
+    c.emit("GatherND", {moved, tuples}, {c.out()});
+    return success();
+  }
+  // GatherND gives (broadcast dims, the other axes): the first `at` of the
+  // others go back in front.
+  std::string picked = c.emit("GatherND", {moved, tuples});
+  std::vector<int64_t> back;
+  for (int64_t d = 0; d < at; ++d)
+    back.push_back(nb + d);
+  for (int64_t d = 0; d < nb; ++d)
+    back.push_back(d);
+  for (int64_t d = nb + at; d < outRank; ++d)
+    back.push_back(d);
+  c.emit("Transpose", {picked}, {c.out()}, {Attr::ints("perm", back)});
+  return success();
+}
+
+/// torch.diff: x[1:] - x[:-1] along `dim`, n times, after prepend and
+/// append are concatenated (bools: !=, as torch computes it).
+LogicalResult diff(AtenContext &c) {
+  int t = outType(c);
+  std::string x = c.castTo(c.tensor("self"), t);
+  int64_t n = c.i("n", 1), dim = c.i("dim", -1);
+  std::vector<std::string> parts;
+  if (c.arg("prepend") && !c.isNone("prepend"))
+    parts.push_back(c.castTo(c.tensor("prepend"), t));
+  parts.push_back(x);
+  if (c.arg("append") && !c.isNone("append"))
+    parts.push_back(c.castTo(c.tensor("append"), t));
+  if (c.failed())
+    return failure();
+  if (n < 0)
+    return c.fail("n must be non-negative");
+  dim = normAxis(dim, rankOf(c, x));
+  if (parts.size() > 1)
+    x = c.emit("Concat", parts, {}, {Attr::i("axis", dim)});
+  std::string axis = c.constI64({dim});
+  for (int64_t i = 0; i < n; ++i) {
+    std::string hi = c.emit("Slice", {x, c.constI64({1}), c.constI64({INT64_MAX}), axis});
+    std::string lo = c.emit("Slice", {x, c.constI64({0}), c.constI64({-1}), axis});
+    x = c.emit(t == T::BOOL ? "Xor" : "Sub", {hi, lo}, {i + 1 == n ? c.out() : std::string()});
+  }
+  if (n == 0)
+    c.emit("Identity", {x}, {c.out()});
+  return success();
+}
+
 } // namespace
 
 void kiln::torch_import::registerShapeConverters(llvm::StringMap<AtenConverter> &t) {
@@ -119,6 +220,14 @@ void kiln::torch_import::registerShapeConverters(llvm::StringMap<AtenConverter> 
   reg({"aten.view.default", "aten._unsafe_view.default", "aten.view_copy.default"},
       [](AtenContext &c) { return viewLike(c, "size"); });
   reg({"aten.reshape.default"}, [](AtenContext &c) { return viewLike(c, "shape"); });
+  reg({"aten.reshape_as.default", "aten.view_as.default"}, [](AtenContext &c) {
+    std::string x = c.tensor("self"), other = c.tensor("other");
+    if (c.failed())
+      return failure();
+    c.emit("Reshape", {x, c.emit("Shape", {other})}, {c.out()});
+    return success();
+  });
+  reg({"aten.diff.default"}, diff);
   reg({"aten.flatten.using_ints", "aten.unflatten.int", "aten.squeeze.dim",
        "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default",
        "aten.squeeze_.dim", "aten.unsqueeze_.default"},
@@ -282,38 +391,7 @@ void kiln::torch_import::registerShapeConverters(llvm::StringMap<AtenConverter> 
   };
   reg({"aten.index_select.default"}, gatherAlong("Gather"));
   reg({"aten.gather.default"}, gatherAlong("GatherElements"));
-  reg({"aten.index.Tensor"}, [](AtenContext &c) {
-    std::string x = c.tensor("self");
-    const llvm::json::Object *a = c.arg("indices");
-    // A list with a None ([:, idx]) is as_optional_tensors; one without, as_tensors.
-    const llvm::json::Array *l = a ? a->getArray("as_optional_tensors") : nullptr;
-    bool plain = false;
-    if (!l && a && (l = a->getArray("as_tensors")))
-      plain = true;
-    if (c.failed() || !l)
-      return c.fail("indices are not a list of optional tensors");
-    // One indexed axis (x[:, idx]) is a Gather; several broadcast together
-    // (advanced indexing) are not supported.
-    int64_t axis = -1, k = 0;
-    std::string idx;
-    for (const auto &e : *l) {
-      const llvm::json::Object *o = e.getAsObject();
-      const llvm::json::Object *t = o && plain ? o : o ? o->getObject("as_tensor") : nullptr;
-      if (t) {
-        if (axis >= 0)
-          return c.fail("indexing with several index tensors");
-        axis = k;
-        idx = t->getString("name").value_or("").str();
-      }
-      ++k;
-    }
-    if (axis < 0)
-      return c.fail("indexing without an index tensor");
-    if (c.info(idx).elemType == T::BOOL)
-      return c.fail("indexing with a boolean mask (its result's size depends on the data)");
-    c.emit("Gather", {x, idx}, {c.out()}, {Attr::i("axis", axis)});
-    return success();
-  });
+  reg({"aten.index.Tensor"}, indexTensors);
   reg({"aten.cat.default", "aten.concat.default"}, [](AtenContext &c) { return concat(c, false); });
   reg({"aten.stack.default"}, [](AtenContext &c) { return concat(c, true); });
   reg({"aten.split.Tensor", "aten.split_copy.Tensor"},

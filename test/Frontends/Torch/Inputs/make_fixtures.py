@@ -181,10 +181,37 @@ class InPlaceReread(nn.Module):
         return y + x
 
 
+class MaskOps(nn.Module):
+    """What Hugging Face models' masks, poolings and heads export to: & | ^
+    of bool masks and of integers, torch.min/max of two tensors, diff,
+    reshape_as, F.normalize and vector norms, and indexing with several
+    index tensors (CLIP's pooled token x[arange(b), ids.argmax(-1)], two
+    adjacent index tensors, two separated by a slice)."""
+
+    def forward(self, x, ids):
+        m = ((ids > 2) & (ids < 8)) | ((ids == 0) ^ (ids == 9))
+        bits = (ids & 6) | (ids ^ 3)
+        y = torch.min(x, x.flip(1)) + torch.max(x, x * 0.5)
+        d = torch.diff(x, dim=1) + torch.diff(x, n=2, dim=1, prepend=x[:, :1])
+        r = d.reshape_as(y.transpose(1, 2)[:, :, 1:])
+        n = (F.normalize(x, dim=-1) + torch.linalg.vector_norm(x, ord=1, dim=1, keepdim=True)
+             + torch.linalg.vector_norm(x, ord=float("inf"), dim=-1, keepdim=True)
+             + torch.linalg.vector_norm(x, ord=3, dim=-1, keepdim=True))
+        pooled = x[torch.arange(x.shape[0]), ids.argmax(-1)]
+        sel = x[:, ids[0, :3] % 6, ids[1, :3] % 5]
+        sep = x[ids[:, 0] % 2, :, ids[:, 1] % 5]
+        return m, bits, y, r, n, pooled, sel, sep
+
+
 class Unsupported(nn.Module):
+    """Ops Kiln lacks, and a supported op in a form it lacks (a boolean
+    mask index, whose result's size depends on the data): all reported."""
+
     def forward(self, x):
         b = torch.tensor([-1.0, 0.0, 1.0])
-        return torch.bucketize(x, b) + torch.searchsorted(b, x) + torch.histc(x, 4).sum().long()
+        masked = x[x > 0].sum().long()
+        return (torch.bucketize(x, b) + torch.searchsorted(b, x) + torch.histc(x, 4).sum().long()
+                + masked)
 
 
 def save(name, module, inputs, dynamic_shapes=None, extra_runs=(), decompose=False):
@@ -250,6 +277,9 @@ def main():
                                          (torch.randn(2, 5, 8, 6),), decompose=True)
     fixtures["ops"] = save("ops", ops, (torch.randn(2, 4, 8, 8), idx))
     fixtures["ops_core"] = save("ops_core", ops, (torch.randn(2, 4, 8, 8), idx), decompose=True)
+    mask_inputs = (torch.randn(2, 6, 5), torch.randint(0, 10, (2, 6)))
+    fixtures["mask_ops"] = save("mask_ops", MaskOps(), mask_inputs)
+    fixtures["mask_ops_core"] = save("mask_ops_core", MaskOps(), mask_inputs, decompose=True)
     kiln.export(Unsupported(), (torch.randn(4, 5),), os.path.join(HERE, "unsupported.pt2"))
     kiln.export(InPlaceReread(), (torch.randn(4, 5),), os.path.join(HERE, "inplace_reread.pt2"))
     with open(os.path.join(HERE, "fixtures.json"), "w") as f:
