@@ -171,6 +171,8 @@ bool checkCompileOptions(const CompileOptions &o, std::string &error) {
   };
   if (o.input.empty())
     return no("no model given (kiln-compile MODEL -o OUT; --help lists the options)");
+  if (o.maxConstantElements < 1)
+    return no("--max-constant-elements must be positive");
   if (o.emit == Emit::CudaSrc && !o.cudaTarget())
     return no("--emit=cuda-src needs --target=cuda or --target=cuda-emu");
   if (o.emit == Emit::Artifact && !o.wantSharedObject() && !o.wantObject())

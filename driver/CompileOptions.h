@@ -50,6 +50,12 @@ struct CompileOptions {
   /// --max-memory in bytes, or -1 (no budget); maxMemoryText as given.
   int64_t maxMemory = -1;
   std::string maxMemoryText;
+  /// --max-constant-elements: the most elements of one tensor the compiler
+  /// holds while importing (ImportOptions::maxConstantElements).
+  int64_t maxConstantElements = int64_t(1) << 27;
+  /// LLVM's SLP vectorizer; compileModel turns it off and builds again when
+  /// it breaks a module (no flag).
+  bool slpVectorize = true;
   std::vector<std::string> shapes, maxShapes, bindings; // NAME=... as given
   std::vector<std::string> cudaArchs, printAfter, disabledPasses, calibrate, keepFp32;
   std::vector<int64_t> keepFp32Index; // contractions kept fp32 by position (trial builds)

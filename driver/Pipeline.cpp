@@ -50,6 +50,9 @@ int fail(const llvm::Twine &msg) {
 /// A stage's result: carry on, or stop with this exit code (0: the IR
 /// --emit asked for is written).
 constexpr int kContinue = -1;
+/// writeArtifact's code when LLVM's optimizer broke the module (compileModel
+/// builds again without the SLP vectorizer).
+constexpr int kOptimizerBroke = -2;
 
 /// The codegen choices of the options (the target, --disable-pass,
 /// --winograd-f43, --k-block), for the model's Program and every trial
@@ -172,6 +175,7 @@ int writeArtifact(const CompileOptions &o, codegen::Program &program,
   cpu.mcpu = o.mcpu;
   cpu.optLevel = o.optLevel;
   cpu.exportGenericEntry = o.wantSharedObject();
+  cpu.slpVectorize = o.slpVectorize;
   using Device = codegen::CpuOptions::Device;
   cpu.device = o.target == Target::Cuda      ? Device::Cuda
                : o.target == Target::CudaEmu ? Device::CudaEmu
@@ -181,11 +185,15 @@ int writeArtifact(const CompileOptions &o, codegen::Program &program,
   auto llvmModule = codegen::buildLLVMModule(program, llvmCtx, cpu, error);
   if (!llvmModule)
     return fail(error);
-  llvm::SmallVector<char, 0> object;
-  if (!codegen::emitObject(*llvmModule, cpu, object, error))
-    return fail(error);
-  if (o.emit == Emit::Llvm)
+  bool optimizerBroke = false;
+  if (o.emit == Emit::Llvm) {
+    if (!codegen::optimizeModule(*llvmModule, cpu, error, &optimizerBroke))
+      return optimizerBroke && o.slpVectorize ? kOptimizerBroke : fail(error);
     return printTo(o, [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
+  }
+  llvm::SmallVector<char, 0> object;
+  if (!codegen::emitObject(*llvmModule, cpu, object, error, &optimizerBroke))
+    return optimizerBroke && o.slpVectorize ? kOptimizerBroke : fail(error);
   llvm::StringRef bytes(object.data(), object.size());
   if (o.wantObject()) {
     if (!writeFile(o.output, bytes) ||
@@ -312,6 +320,7 @@ int Compilation::importModel() {
       return 1;
   } else {
     onnx_import::ImportOptions opts;
+    opts.maxConstantElements = o.maxConstantElements;
     if (!parseShapeList(o.shapes, "--shape", opts.inputShapes) ||
         !parseShapeList(o.maxShapes, "--max-shape", opts.maxShapes) || !parseBindings(o, opts))
       return 1;
@@ -664,8 +673,9 @@ int Compilation::runAutotune(std::map<int64_t, codegen::OpTuning> &tuned,
     CompileOptions trial = o;
     trial.output = path;
     trial.emit = Emit::Artifact;
-    if (writeArtifact(trial, p, codegen::CpuOptions(), "") != 0) {
-      err = "a trial build failed (diagnosed above)";
+    if (int rc = writeArtifact(trial, p, codegen::CpuOptions(), ""); rc != 0) {
+      err = rc == kOptimizerBroke ? "LLVM's optimizer produced invalid IR in a trial build"
+                                  : "a trial build failed (diagnosed above)";
       return false;
     }
     return true;
@@ -818,7 +828,17 @@ int Compilation::emitArtifact() {
 } // namespace
 
 int compileModel(const CompileOptions &o, const std::string &toolPath) {
-  return Compilation(o, toolPath).run();
+  int rc = Compilation(o, toolPath).run();
+  if (rc != kOptimizerBroke)
+    return rc;
+  // (the lowering rewrote the Program in place: the build starts again)
+  llvm::errs() << "kiln-compile: warning: LLVM's SLP vectorizer produced invalid IR for "
+                  "--mcpu="
+               << o.mcpu << " (an LLVM bug); building again without it\n";
+  CompileOptions again = o;
+  again.slpVectorize = false;
+  rc = Compilation(again, toolPath).run();
+  return rc == kOptimizerBroke ? fail("LLVM's optimizer produced invalid IR") : rc;
 }
 
 } // namespace kiln::driver

@@ -22,6 +22,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/IR/Verifier.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -575,11 +576,11 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   return mod;
 }
 
-bool emitObject(llvm::Module &mod, const CpuOptions &options,
-                llvm::SmallVectorImpl<char> &out, std::string &error) {
-  auto tm = makeTargetMachine(options, error);
-  if (!tm)
-    return false;
+/// Sets the module's target and runs LLVM's optimization pipeline on it;
+/// false when the result does not verify (LLVM 22's SLP vectorizer breaks
+/// dominance in some AVX2 kernels, and the backend then crashes on it).
+static bool optimize(llvm::Module &mod, const CpuOptions &options, llvm::TargetMachine *tm,
+                     std::string &error) {
   mod.setDataLayout(tm->createDataLayout());
   mod.setTargetTriple(tm->getTargetTriple());
 
@@ -589,8 +590,8 @@ bool emitObject(llvm::Module &mod, const CpuOptions &options,
   llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = options.optLevel >= 2;
-  pto.SLPVectorization = options.optLevel >= 2;
-  llvm::PassBuilder pb(tm.get(), pto);
+  pto.SLPVectorization = options.optLevel >= 2 && options.slpVectorize;
+  llvm::PassBuilder pb(tm, pto);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -604,7 +605,33 @@ bool emitObject(llvm::Module &mod, const CpuOptions &options,
                                     ? pb.buildO0DefaultPipeline(level)
                                     : pb.buildPerModuleDefaultPipeline(level);
   mpm.run(mod, mam);
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (!llvm::verifyModule(mod, &os))
+    return true;
+  error = "LLVM's optimizer produced invalid IR for --mcpu=" + options.mcpu + " (an LLVM bug): " +
+          problems.substr(0, problems.find('\n'));
+  return false;
+}
 
+bool optimizeModule(llvm::Module &mod, const CpuOptions &options, std::string &error,
+                    bool *optimizerBroke) {
+  auto tm = makeTargetMachine(options, error);
+  if (!tm)
+    return false;
+  bool ok = optimize(mod, options, tm.get(), error);
+  if (optimizerBroke)
+    *optimizerBroke = !ok;
+  return ok;
+}
+
+bool emitObject(llvm::Module &mod, const CpuOptions &options,
+                llvm::SmallVectorImpl<char> &out, std::string &error, bool *optimizerBroke) {
+  if (!optimizeModule(mod, options, error, optimizerBroke))
+    return false;
+  auto tm = makeTargetMachine(options, error);
+  if (!tm)
+    return false;
   llvm::raw_svector_ostream os(out);
   llvm::legacy::PassManager cg;
   if (tm->addPassesToEmitFile(cg, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {

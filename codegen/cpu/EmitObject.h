@@ -31,6 +31,9 @@ struct CpuOptions {
     std::string bytes;
   };
   std::vector<CudaImage> cudaImages;
+  /// LLVM's SLP vectorizer (off only to step around its bugs: emitObject's
+  /// `optimizerBroke`).
+  bool slpVectorize = true;
 };
 
 /// Lowers the program's kernels to LLVM IR and adds the host schedule, the
@@ -41,9 +44,16 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &program,
                                               const CpuOptions &options,
                                               std::string &error);
 
-/// Optimizes `module` and writes x86-64 object code into `out`.
+/// Runs LLVM's optimization pipeline for the target (what --emit=llvm
+/// prints); false with `error` when the target is unknown or the optimized
+/// module does not verify (an LLVM bug: then `optimizerBroke` is set).
+bool optimizeModule(llvm::Module &module, const CpuOptions &options, std::string &error,
+                    bool *optimizerBroke = nullptr);
+/// Optimizes `module` and writes x86-64 object code into `out` (false as
+/// optimizeModule, or when the object cannot be written).
 bool emitObject(llvm::Module &module, const CpuOptions &options,
-                llvm::SmallVectorImpl<char> &out, std::string &error);
+                llvm::SmallVectorImpl<char> &out, std::string &error,
+                bool *optimizerBroke = nullptr);
 
 } // namespace kiln::codegen
 

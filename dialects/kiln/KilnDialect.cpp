@@ -59,6 +59,67 @@ LogicalResult KilnDialect::verifyOperationAttribute(Operation *op, NamedAttribut
   return success();
 }
 
+namespace {
+/// An op whose results all have zero elements computes nothing: its results
+/// are empty constants (a batch-0 convolution, a product with an empty side,
+/// a window larger than its padded input). Kernels then never see a loop of
+/// zero trips, nor a tile count divided by zero.
+struct EmptyResultsAreConstants : RewritePattern {
+  explicit EmptyResultsAreConstants(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!llvm::isa_and_present<KilnDialect>(op->getDialect()) || isa<ConstantOp>(op) ||
+        op->getNumResults() == 0 || op->hasTrait<OpTrait::IsTerminator>())
+      return failure();
+    SmallVector<RankedTensorType> types;
+    for (Type t : op->getResultTypes()) {
+      auto rt = llvm::dyn_cast<RankedTensorType>(t);
+      if (!rt || !rt.hasStaticShape() || rt.getNumElements() != 0)
+        return failure();
+      types.push_back(rt);
+    }
+    SmallVector<Value> empties;
+    for (RankedTensorType t : types)
+      empties.push_back(ConstantOp::create(rewriter, op->getLoc(),
+                                           DenseElementsAttr::get(t, ArrayRef<Attribute>())));
+    rewriter.replaceOp(op, empties);
+    return success();
+  }
+};
+/// A sum or product over nothing is its identity (0, 1) everywhere: no
+/// kernel reads an empty input.
+struct EmptySumsAreIdentities : RewritePattern {
+  explicit EmptySumsAreIdentities(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!isa<ReduceSumOp, ReduceProdOp>(op))
+      return failure();
+    auto in = llvm::dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    auto out = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() ||
+        in.getNumElements() != 0 || out.getNumElements() == 0)
+      return failure();
+    double identity = isa<ReduceProdOp>(op) ? 1.0 : 0.0;
+    Type e = out.getElementType();
+    Attribute v;
+    if (auto ft = llvm::dyn_cast<FloatType>(e))
+      v = FloatAttr::get(ft, identity);
+    else if (auto it = llvm::dyn_cast<IntegerType>(e))
+      v = IntegerAttr::get(it, static_cast<int64_t>(identity));
+    else
+      return failure();
+    rewriter.replaceOpWithNewOp<ConstantOp>(op, DenseElementsAttr::get(out, v));
+    return success();
+  }
+};
+} // namespace
+
+void KilnDialect::getCanonicalizationPatterns(RewritePatternSet &results) const {
+  results.add<EmptyResultsAreConstants, EmptySumsAreIdentities>(getContext());
+}
+
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
                                             Type type, Location loc) {
   auto elements = llvm::dyn_cast<ElementsAttr>(value);

@@ -23,6 +23,9 @@ def Kiln_Dialect : Dialect {
     attribute text.
   }];
   let hasConstantMaterializer = 1;
+  // Dialect-wide canonicalization: an op whose results are all empty
+  // (zero-element) tensors is a constant (KilnDialect.cpp).
+  let hasCanonicalizer = 1;
   // The enum attributes (#kiln.layout<nhwc>, #kiln.precision<bf16>).
   let useDefaultAttributePrinterParser = 1;
   // Each kiln.* attribute on an op holds the kind of value declared below.

@@ -41,6 +41,25 @@ LogicalResult broadcast(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
 
 } // namespace
 
+/// Fails unless the dilated window fits the padded input along each spatial
+/// axis (onnxruntime refuses such a Conv or pool: it has no output). An
+/// input without elements has an empty result anyway.
+static LogicalResult checkWindowFits(std::optional<Location> loc, RankedTensorType input,
+                                     ArrayRef<int64_t> in, ArrayRef<int64_t> k,
+                                     ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
+  if (input.getNumElements() == 0)
+    return success();
+  size_t n = k.size();
+  for (size_t i = 0; i < n; ++i) {
+    int64_t span = (k[i] - 1) * dilations[i] + 1, padded = in[i] + pads[i] + pads[n + i];
+    if (span > padded)
+      return failWith(loc, "the window spans " + std::to_string(span) +
+                               " positions along spatial axis " + std::to_string(i) +
+                               ", more than the padded input's " + std::to_string(padded));
+  }
+  return success();
+}
+
 int64_t kiln::windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pBegin,
                   int64_t pEnd, bool ceilMode) {
   int64_t span = in + pBegin + pEnd - ((k - 1) * d + 1);
@@ -527,6 +546,9 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
                               adaptor.getPads(), adaptor.getDilations())))
     return failure();
   bool nhwc = layoutOf(adaptor.getLayoutAttr()) == kiln::Layout::NHWC;
+  if (failed(checkWindowFits(loc, in, in.getShape().slice(nhwc ? 1 : 2, 2), k,
+                             adaptor.getDilations(), adaptor.getPads())))
+    return failure();
   SmallVector<int64_t> shape{in.getDimSize(0)};
   if (!nhwc)
     shape.push_back(w.getDimSize(0));
@@ -660,6 +682,9 @@ static LogicalResult inferPool(std::optional<Location> loc, Value input,
   if (failed(checkWindowAttrs(loc, 2, kernel, strides, pads, dilations)))
     return failure();
   bool nhwc = layout == kiln::Layout::NHWC;
+  if (failed(checkWindowFits(loc, in, in.getShape().slice(nhwc ? 1 : 2, 2), kernel, dilations,
+                             pads)))
+    return failure();
   SmallVector<int64_t> shape{in.getDimSize(0)};
   if (!nhwc)
     shape.push_back(in.getDimSize(1));
@@ -681,7 +706,9 @@ static LogicalResult inferPool(std::optional<Location> loc, Value input,
   }                                                                            \
   LogicalResult OP::verify() {                                                 \
     auto out = rankedOf(getResult());                                          \
-    if (out.getNumElements() == 0)                                             \
+    int64_t first = getLayout() == kiln::Layout::NHWC ? 1 : 2;                 \
+    if (rankedOf(getInput()).getNumElements() != 0 &&                          \
+        (out.getDimSize(first) == 0 || out.getDimSize(first + 1) == 0))        \
       return emitOpError("window is larger than the padded input");            \
     return success();                                                          \
   }

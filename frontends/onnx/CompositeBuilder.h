@@ -158,6 +158,10 @@ inline mlir::LogicalResult requireFloat(NodeContext &ctx) {
 
 /// A host tensor 0, 1, ..., n-1 of shape (1, .., n, .., 1) (n at `axis`).
 inline mlir::Value iotaAlong(Builder &g, int64_t n, int64_t axis, int64_t rank) {
+  if (g.failed || mlir::failed(g.ctx.checkConstantSize(n, "an iota"))) {
+    g.failed = true;
+    return {};
+  }
   HostTensor h;
   h.elementType = g.ctx.builder.getIntegerType(64);
   h.shape.assign(rank, 1);

@@ -95,8 +95,8 @@ LogicalResult convertExpand(NodeContext &ctx) {
     target.shape.push_back(hostInt(d));
   if (const HostTensor *x = ctx.hostInput(0)) {
     // (the target's values only matter to the host broadcast)
-    if (!target.evaluable())
-      return ctx.error("the output would have more than 2^27 elements");
+    if (failed(ctx.checkConstantSize(target.numElements(), "the output")))
+      return failure();
     target.values.assign(target.numElements(), 0.0);
     auto r = hostBinary(*x, target, +[](double a, double) { return a; });
     if (!r)

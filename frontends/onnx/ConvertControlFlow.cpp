@@ -90,8 +90,8 @@ FailureOr<Slot> stack(NodeContext &ctx, ArrayRef<Slot> parts, int64_t axis, bool
   if (allHost) {
     HostTensor h{t0.getElementType(), {static_cast<int64_t>(order.size())}, {}, {}};
     h.shape.insert(h.shape.end(), t0.getShape().begin(), t0.getShape().end());
-    if (!h.evaluable())
-      return ctx.error(what + " is too large to stack while importing");
+    if (failed(ctx.checkConstantSize(h.numElements(), what + " stacked")))
+      return failure();
     for (const Slot &s : order)
       h.values.insert(h.values.end(), s.host->values.begin(), s.host->values.end());
     return Slot{Value(), std::move(h)};

@@ -152,7 +152,39 @@ LogicalResult convertUnary(NodeContext &ctx, double (*host)(double) = nullptr) {
   return success();
 }
 
+/// Clip of a tensor known at compile time with known bounds (the legacy
+/// exporter's Clip(min=0) of constant pads): evaluated here, so what reads
+/// it (Pad, Reshape, ...) still sees constants. False when not all are known.
+static bool foldClip(NodeContext &ctx) {
+  const HostTensor *x = ctx.hostInput(0);
+  if (!x)
+    return false;
+  double bound[2] = {-INFINITY, INFINITY};
+  for (int i = 1; i <= 2; ++i) {
+    if (ctx.opset < 11) {
+      bound[i - 1] = ctx.attrFloat(i == 1 ? "min" : "max", static_cast<float>(bound[i - 1]));
+      continue;
+    }
+    if (!ctx.hasInput(i))
+      continue;
+    const HostTensor *h = ctx.hostInput(i);
+    if (!h || h->fromSymbolicShape || h->numElements() != 1)
+      return false;
+    bound[i - 1] = h->values[0];
+  }
+  HostTensor r = *x;
+  r.raw.clear(); // (the values change: rebuilt from them)
+  r.symbolTags.clear();
+  r.axisSymbols.clear();
+  for (double &v : r.values) // (min > max gives max; NaN stays)
+    v = std::min(std::max(v, bound[0]), bound[1]);
+  ctx.setHostOutput(0, std::move(r));
+  return true;
+}
+
 LogicalResult convertClip(NodeContext &ctx) {
+  if (foldClip(ctx))
+    return success();
   float lo = -INFINITY, hi = INFINITY;
   bool general = !llvm::isa<FloatType>(ctx.inputType(0).getElementType());
   for (int i = 1; i <= 2 && ctx.opset >= 11; ++i)
@@ -252,8 +284,8 @@ LogicalResult convertWhere(NodeContext &ctx) {
     HostTensor r;
     r.elementType = x->elementType;
     r.shape = out;
-    if (!r.evaluable())
-      return ctx.error("the output would have more than 2^27 elements");
+    if (failed(ctx.checkConstantSize(r.numElements(), "the output")))
+      return failure();
     std::vector<int64_t> idx(rank, 0);
     for (int64_t e = 0, n = r.numElements(); e < n; ++e) {
       int64_t off[3] = {0, 0, 0};

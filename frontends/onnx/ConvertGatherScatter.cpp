@@ -67,6 +67,8 @@ LogicalResult convertGatherElements(NodeContext &ctx) {
     return failure();
   if (!ctx.inputType(1).getElementType().isSignlessInteger())
     return ctx.error("indices must be int32 or int64");
+  if (failed(ctx.checkConstantIndices(1, ctx.inputType(0).getDimSize(*axis))))
+    return failure();
   return ctx.setResult(userIndices(ctx.create<kiln::GatherElementsOp>(
       ctx.input(0), ctx.input(1), ctx.builder.getI64IntegerAttr(*axis))));
 }
@@ -154,13 +156,11 @@ LogicalResult convertMaxUnpool(NodeContext &ctx) {
   for (int64_t d = 2; d < rank; ++d)
     if (out[d] < 1)
       return ctx.error("the output shape has an empty dimension " + Twine(d));
-  int64_t perOut = 1, P = 1;
-  for (int64_t d = 1; d < rank; ++d) {
-    perOut *= out[d];
+  int64_t perOut = checkedElements(llvm::ArrayRef(out).drop_front()), P = 1;
+  for (int64_t d = 1; d < rank; ++d)
     P *= xt.getDimSize(d);
-  }
-  if (perOut > kMaxHostElements)
-    return ctx.error("the output shape is too large");
+  if (failed(ctx.checkConstantSize(perOut, "the output's index table")))
+    return failure();
   Builder g{ctx};
   Value x = ctx.input(0);
   Value local = g.reshape(ctx.input(1), {N, P});

@@ -47,8 +47,8 @@ LogicalResult convertConstantOfShape(NodeContext &ctx) {
       return ctx.error("the shape has a negative dimension");
     h.shape.push_back(hostInt(d));
   }
-  if (!h.evaluable())
-    return ctx.error("the output would have more than 2^27 elements");
+  if (failed(ctx.checkConstantSize(h.numElements(), "the output")))
+    return failure();
   h.values.assign(h.numElements(), value);
   ctx.setHostOutput(0, std::move(h));
   return success();
@@ -68,8 +68,9 @@ LogicalResult convertRange(NodeContext &ctx) {
   if (std::isnan(count))
     return ctx.error("start, limit and delta give no length");
   count = std::max(count, 0.0);
-  if (count > static_cast<double>(kMaxHostElements))
-    return ctx.error("the range has more than 2^27 elements");
+  if (count > static_cast<double>(maxConstantElements()))
+    return ctx.error("the range would have " + Twine(static_cast<uint64_t>(std::min(count, 1e19))) + " elements, past " +
+                     constantLimitText());
   HostTensor h;
   h.elementType = s->elementType;
   h.shape = {hostInt(count)};
@@ -216,8 +217,10 @@ LogicalResult convertWindow(NodeContext &ctx, double a0, double a1, double a2) {
   if (!sizeT || sizeT->values.size() != 1)
     return ctx.error("size must be known at compile time (a constant scalar)");
   int64_t size = hostInt(sizeT->values[0]);
-  if (size < 0 || size > kMaxHostElements)
-    return ctx.error("size " + Twine(size) + " is out of range");
+  if (size < 0)
+    return ctx.error("size " + Twine(size) + " is negative");
+  if (failed(ctx.checkConstantSize(size, "the window")))
+    return failure();
   HostTensor h;
   h.elementType = elementTypeOf(ctx.builder.getContext(),
                                 static_cast<int32_t>(ctx.attrInt("output_datatype", 1)));

@@ -370,9 +370,12 @@ LogicalResult convertResize(NodeContext &ctx, bool upsample) {
     if (static_cast<int64_t>(roi.size()) != 2 * nAxes)
       return ctx.error("roi must hold a start and an end per resized axis");
   }
-  for (int64_t i = 0; i < nAxes; ++i)
+  for (int64_t i = 0; i < nAxes; ++i) {
     if (sizes[i] <= 0)
       return ctx.error("the output dimension " + Twine(axes[i]) + " would be empty");
+    if (failed(ctx.checkConstantSize(sizes[i], "the index map of axis " + Twine(axes[i]))))
+      return failure();
+  }
 
   Builder g{ctx};
   Value x = ctx.input(0);
@@ -404,6 +407,10 @@ LogicalResult padAxes(NodeContext &ctx, ArrayRef<int64_t> axes, ArrayRef<int64_t
     int64_t d = axes[i], lo = los[i], hi = his[i], n = in.getDimSize(d);
     if (lo == 0 && hi == 0)
       continue;
+    if (lo < -kMaxTensorElements || lo > kMaxTensorElements || hi < -kMaxTensorElements ||
+        hi > kMaxTensorElements)
+      return ctx.error("pads of axis " + Twine(d) + " (" + Twine(lo) + ", " + Twine(hi) +
+                       ") pass 2^40");
     int64_t out = n + lo + hi;
     if (out < 0)
       return ctx.error("pads remove more than dimension " + Twine(d) + " holds");
@@ -411,6 +418,8 @@ LogicalResult padAxes(NodeContext &ctx, ArrayRef<int64_t> axes, ArrayRef<int64_t
       return ctx.error("cannot pad the empty dimension " + Twine(d));
     if (mode == "reflect" && n > 1 && (lo >= n || hi >= n))
       return ctx.error("reflect pads must be smaller than the dimension (" + Twine(n) + ")");
+    if (failed(ctx.checkConstantSize(out, "the index map of axis " + Twine(d))))
+      return failure();
     AxisPlan p;
     p.in = n;
     p.out = out;
@@ -702,6 +711,8 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
   for (size_t i = 0; i < nsp; ++i) {
     int64_t n = in.getDimSize(2 + i), s = (*strides)[i], span = (kernel[i] - 1) * (*dil)[i];
     int64_t P = span - lo[i], len = out[i] + span;
+    if (failed(ctx.checkConstantSize(len, "the spread input's axis " + Twine(2 + i))))
+      return failure();
     AxisPlan p;
     p.in = n;
     p.out = len;

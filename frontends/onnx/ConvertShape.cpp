@@ -424,6 +424,8 @@ LogicalResult convertGather(NodeContext &ctx) {
       return failure();
     if (!ctx.inputType(1).getElementType().isSignlessInteger())
       return ctx.error("indices must be int32 or int64");
+    if (failed(ctx.checkConstantIndices(1, ctx.inputType(0).getDimSize(*axis))))
+      return failure();
     return ctx.setResult(userIndices(ctx.create<kiln::GatherOp>(
         ctx.input(0), ctx.input(1), ctx.builder.getI64IntegerAttr(*axis))));
   }

@@ -75,16 +75,21 @@ static size_t byteWidth(Type t) {
   return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8;
 }
 
-/// Reads the raw bytes of a tensor (inline raw_data or external file).
-LogicalResult Importer::tensorBytes(const onnx::TensorProto &t,
+/// Reads the raw bytes of a tensor (inline raw_data or external file). An
+/// external range must hold exactly `need` bytes, checked before it is read;
+/// only regular files are read (a FIFO or a device would block or never end).
+LogicalResult Importer::tensorBytes(const onnx::TensorProto &t, int64_t need,
                                     std::string &bytes, const Twine &what) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
     for (const auto &kv : t.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::atoll(kv.value().c_str());
-      else if (kv.key() == "length") length = std::atoll(kv.value().c_str());
+      int64_t *field = kv.key() == "offset" ? &offset : kv.key() == "length" ? &length : nullptr;
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (field && (StringRef(kv.value()).getAsInteger(10, *field) || *field < 0))
+        return fileError(what + ": external data " + kv.key() + " '" + kv.value() +
+                         "' is not a non-negative 64-bit integer");
     }
     if (location.empty() || llvm::sys::path::is_absolute(location))
       return fileError(what + ": external data location '" + location +
@@ -100,17 +105,25 @@ LogicalResult Importer::tensorBytes(const onnx::TensorProto &t,
     if (!StringRef(realFull).starts_with(StringRef(realDir.str().str() + "/")))
       return fileError(what + ": external data file '" + location +
                        "' lies outside the model's folder");
-    auto buf = llvm::MemoryBuffer::getFile(realFull, /*IsText=*/false,
-                                           /*RequiresNullTerminator=*/false);
+    llvm::sys::fs::file_status status;
+    if (llvm::sys::fs::status(realFull, status) ||
+        status.type() != llvm::sys::fs::file_type::regular_file)
+      return fileError(what + ": external data location '" + location +
+                       "' is not a regular file");
+    int64_t size = static_cast<int64_t>(status.getSize());
+    if (length < 0)
+      length = offset <= size ? size - offset : 0;
+    if (offset > size || length > size - offset)
+      return fileError(what + ": external data range of " + Twine(length) +
+                       " bytes at offset " + Twine(offset) + " exceeds file '" + location +
+                       "' of " + Twine(size) + " bytes");
+    if (length != need)
+      return fileError(what + ": external data holds " + Twine(length) +
+                       " bytes, its shape needs " + Twine(need));
+    auto buf = llvm::MemoryBuffer::getFileSlice(realFull, length, offset, /*IsVolatile=*/false);
     if (!buf)
       return fileError(what + ": cannot read external data file '" + full + "'");
-    int64_t size = (*buf)->getBufferSize();
-    if (length < 0) length = size - offset;
-    if (offset < 0 || offset + length > size)
-      return fileError(what + ": external data range [" + Twine(offset) + ", " +
-                       Twine(offset + length) + ") exceeds file '" + location +
-                       "' of " + Twine(size) + " bytes");
-    bytes.assign((*buf)->getBufferStart() + offset, length);
+    bytes.assign((*buf)->getBufferStart(), (*buf)->getBufferSize());
     return success();
   }
   if (t.has_raw_data()) {
@@ -164,16 +177,19 @@ FailureOr<HostTensor> Importer::hostTensorFromProto(const onnx::TensorProto &t,
       return fileError(what + ": negative dimension");
     h.shape.push_back(d);
   }
-  std::string bytes;
-  if (failed(tensorBytes(t, bytes, what)))
-    return failure();
   size_t w = byteWidth(h.elementType);
   if (!h.evaluable())
-    return fileError(what + ": more than 2^27 elements (Kiln's limit for a constant)");
+    return fileError(what + ": " + (h.numElements() < 0 ? std::string("more than 2^40 elements")
+                                                          : std::to_string(h.numElements()) +
+                                                                " elements, past " +
+                                                                constantLimitText()));
   int64_t n = h.numElements();
   int32_t narrow = kiln::narrowDtype(h.elementType);
   int64_t need = narrow ? static_cast<int64_t>(kiln_tensor_bytes(narrow, n))
                         : n * static_cast<int64_t>(w);
+  std::string bytes;
+  if (failed(tensorBytes(t, need, bytes, what)))
+    return failure();
   if (static_cast<int64_t>(bytes.size()) != need)
     return fileError(what + ": holds " + Twine(bytes.size()) +
                      " bytes, its shape needs " + Twine(need));
@@ -406,6 +422,11 @@ LogicalResult Importer::inputSymbols(const onnx::ValueInfoProto &vi,
       axes.push_back(-1);
       continue;
     }
+    // (-1 is some exporters' spelling of "unknown": dynamic, as in onnxruntime)
+    if (dim.has_dim_value() && dim.dim_value() < -1)
+      return fileError("input '" + vi.name() + "' declares dimension " + Twine(d) + " as " +
+                       Twine(dim.dim_value()) + "; a size is >= 0 (or a dim_param, or unset, "
+                       "for a dynamic one)");
     std::string sym = symbolNameOf(vi, d), given0 = sym;
     for (auto a = aliases.find(sym); a != aliases.end(); a = aliases.find(sym))
       sym = a->second;
@@ -718,6 +739,7 @@ LogicalResult Importer::deriveSymbols(std::string &why) {
 
 LogicalResult Importer::run(const ImportOptions &options,
                             OwningOpRef<ModuleOp> &out) {
+  ConstantElementLimit limit(options.maxConstantElements);
   if (failed(parse()))
     return failure();
   table.clear();
@@ -752,9 +774,10 @@ LogicalResult Importer::run(const ImportOptions &options,
 
   // Bound inputs: constants from files.
   for (auto &[name, file] : options.bindings) {
-    if (slots.count(name) || llvm::none_of(g.input(), [&](const onnx::ValueInfoProto &vi) {
-          return vi.name() == name;
-        }))
+    auto input = llvm::find_if(g.input(), [&](const onnx::ValueInfoProto &vi) {
+      return vi.name() == name;
+    });
+    if (slots.count(name) || input == g.input().end())
       return fileError("--bind names '" + name + "', which is not a graph input");
     kiln::support::HostArray a;
     std::string err;
@@ -789,6 +812,37 @@ LogicalResult Importer::run(const ImportOptions &options,
     default: return fileError("--bind " + name + ": unsupported element type");
     }
     h.shape = a.shape;
+    // The file must be what the model declares: a bound value of another
+    // type or shape would silently change every shape computed from it.
+    const auto &tt = input->type().tensor_type();
+    Type declared = elementTypeOf(ctx, tt.elem_type());
+    if (declared && declared != h.elementType) {
+      std::string want;
+      llvm::raw_string_ostream(want) << declared;
+      return fileError("--bind " + name + ": '" + file + "' holds " +
+                       kiln::support::dtypeName(a.dtype) + " values, the input is declared " +
+                       want);
+    }
+    if (tt.has_shape()) {
+      bool fits = tt.shape().dim_size() == static_cast<int>(h.shape.size());
+      std::string want = "(", got = "(";
+      for (size_t i = 0; i < h.shape.size(); ++i)
+        got += (i ? ", " : "") + std::to_string(h.shape[i]);
+      for (int i = 0; i < tt.shape().dim_size(); ++i) {
+        const auto &dim = tt.shape().dim(i);
+        want += (i ? ", " : "") +
+                (dim.has_dim_value() ? std::to_string(dim.dim_value()) : dim.dim_param());
+        if (fits && dim.has_dim_value() && dim.dim_value() != h.shape[i])
+          fits = false;
+      }
+      if (!fits)
+        return fileError("--bind " + name + ": '" + file + "' has shape " + got +
+                         "), the input is declared " + want + ")");
+    }
+    if (!h.evaluable())
+      return fileError("--bind " + name + ": " + std::to_string(a.numElements()) +
+                       " elements, past " + constantLimitText());
+    h.values.reserve(a.numElements());
     for (int64_t i = 0; i < a.numElements(); ++i)
       h.values.push_back(a.at(i));
     slots[name].host = std::move(h);
@@ -976,12 +1030,29 @@ LogicalResult Importer::run(const ImportOptions &options,
 /// sorted): the main graph, or a subgraph inlined by If, Loop or Scan
 /// (`scope`: the names of the nodes that inline it, for locations).
 LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, StringRef scope) {
+  // Who writes each name of this graph: ONNX graphs are single assignment,
+  // and a second writer would silently replace the first one's value.
+  llvm::StringMap<std::string> writers;
+  for (const auto &vi : g.input())
+    writers.try_emplace(vi.name(), "the graph input");
+  for (const auto &init : g.initializer())
+    writers.try_emplace(init.name(), "an initializer");
   for (int i = 0; i < g.node_size(); ++i) {
     const auto &node = g.node(i);
     if (++inlinedNodes > kMaxConvertedNodes)
       return fileError("the model converts more than " + Twine(kMaxConvertedNodes) +
                        " nodes (loops and scans are unrolled at compile time)");
     Location loc = nodeLoc(node, i, scope);
+    std::string self = "node '" + llvm::cast<NameLoc>(loc).getName().str() + "' (" +
+                       node.op_type() + ")";
+    for (const auto &o : node.output()) {
+      if (o.empty())
+        continue;
+      auto [it, fresh] = writers.try_emplace(o, self);
+      if (!fresh)
+        return emitError(loc) << self << ": output '" << o << "' is already written by "
+                              << it->second << " (ONNX names are assigned once)";
+    }
     for (const auto &in : node.input())
       if (!in.empty() && !slots.count(in))
         return emitError(loc)
@@ -989,6 +1060,9 @@ LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, St
                    << node.op_type() << "): input '" << in << "' is not produced by any "
                    << "earlier node, initializer or graph input";
     NodeContext nc(*this, node, opset, b, loc);
+    if (node.domain().empty() || node.domain() == "ai.onnx")
+      if (std::string why = attributeError(node, opset); !why.empty())
+        return nc.error(why);
     currentNode = "node '" + llvm::cast<NameLoc>(nc.loc).getName().str() + "' (" +
                   node.op_type() + ")";
     int required = requiredInputs(node.op_type(), opset);

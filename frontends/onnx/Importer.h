@@ -39,6 +39,10 @@ struct ImportOptions {
   /// Upper bounds of graph inputs' symbolic dimensions, by input name
   /// (`--max-shape NAME=64x3x224x224`: static dimensions repeat the model's).
   std::map<std::string, std::vector<int64_t>> maxShapes;
+  /// The most elements of one tensor the import holds in memory (an
+  /// initializer, a folded constant, an index table): larger ones are
+  /// refused with a diagnostic before anything is allocated.
+  int64_t maxConstantElements = int64_t(1) << 27;
 };
 
 /// The bound of a symbolic dimension that no --max-shape names.

@@ -108,7 +108,8 @@ private:
   mlir::LogicalResult parse();
   mlir::LogicalResult checkOpset();
   mlir::LogicalResult checkSupported(const llvm::StringMap<Converter> &table);
-  mlir::LogicalResult tensorBytes(const onnx::TensorProto &t, std::string &bytes,
+  mlir::LogicalResult tensorBytes(const onnx::TensorProto &t, int64_t need,
+                                  std::string &bytes,
                                   const llvm::Twine &what);
   mlir::Location nodeLoc(const onnx::NodeProto &node, int index, llvm::StringRef scope = "");
   mlir::LogicalResult convertNodes(const onnx::GraphProto &g, mlir::OpBuilder &b,

@@ -15,6 +15,40 @@
 using namespace mlir;
 namespace kiln::onnx_import {
 
+static thread_local int64_t constantElementLimit = kDefaultMaxConstantElements;
+
+int64_t maxConstantElements() { return constantElementLimit; }
+
+ConstantElementLimit::ConstantElementLimit(int64_t limit) : previous(constantElementLimit) {
+  constantElementLimit = limit;
+}
+
+ConstantElementLimit::~ConstantElementLimit() { constantElementLimit = previous; }
+
+std::string constantLimitText() {
+  return "the compiler's limit of " + std::to_string(constantElementLimit) +
+         " elements for one constant or table (--max-constant-elements raises it)";
+}
+
+LogicalResult NodeContext::checkConstantIndices(size_t i, int64_t size) {
+  const HostTensor *h = hostInput(i);
+  if (!h || h->fromSymbolicShape)
+    return success();
+  for (double v : h->values)
+    if (v < -static_cast<double>(size) || v >= static_cast<double>(size))
+      return error("index " + Twine(hostInt(v)) + " is out of range for a dimension of " +
+                   Twine(size));
+  return success();
+}
+
+LogicalResult NodeContext::checkConstantSize(int64_t n, const Twine &what) {
+  if (n >= 0 && n <= constantElementLimit)
+    return success();
+  if (n < 0)
+    return error(what + " would have a negative dimension or more than 2^40 elements");
+  return error(what + " would have " + Twine(n) + " elements, past " + constantLimitText());
+}
+
 Value NodeContext::input(size_t i) {
   return hasInput(i) ? imp.valueOf(builder, node.input(i)) : Value();
 }
@@ -64,8 +98,29 @@ void NodeContext::setOutput(size_t i, Value v) {
     s.host.reset();
   }
 }
+/// Rounds values computed in double to the tensor's float type, as the op
+/// would compute them: a float32 op's result is a float32 (T5's bucket
+/// `Cast(Log(x / 8) / 2.7725887 * 8)` is 2 in float32, 1.9999999 in double).
+static void roundToElementType(HostTensor &t) {
+  auto ft = llvm::dyn_cast<FloatType>(t.elementType);
+  if (!ft || ft.getWidth() >= 64)
+    return;
+  if (ft.isF32()) {
+    for (double &v : t.values)
+      v = static_cast<float>(v);
+    return;
+  }
+  for (double &v : t.values) {
+    APFloat f(v);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    v = f.convertToDouble();
+  }
+}
+
 void NodeContext::setHostOutput(size_t i, HostTensor t) {
   if (i < static_cast<size_t>(node.output_size()) && !node.output(i).empty()) {
+    roundToElementType(t);
     Slot &s = imp.slots[node.output(i)];
     s.value = {};
     s.host = std::move(t);

@@ -38,9 +38,29 @@ inline int64_t hostInt(double v) {
 /// The most elements a tensor Kiln builds may have (2^40): larger shapes,
 /// negative dimensions and products that overflow are refused.
 constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
-/// The most elements of a tensor evaluated while importing (2^27: a GiB of
-/// widened values; the largest weight of VGG-19 has 103M).
-constexpr int64_t kMaxHostElements = int64_t(1) << 27;
+/// The most elements of one tensor the compiler holds in memory while
+/// importing: an initializer, a constant evaluated at import, an index table
+/// a converter builds (a Pad's or Resize's per-position map, an iota). 2^27
+/// (a GiB of widened values; the largest weight of VGG-19 has 103M) unless
+/// `--max-constant-elements` (ImportOptions::maxConstantElements) says
+/// otherwise.
+constexpr int64_t kDefaultMaxConstantElements = int64_t(1) << 27;
+/// The limit in force for the import running on this thread.
+int64_t maxConstantElements();
+/// Sets maxConstantElements() on this thread while it lives.
+class ConstantElementLimit {
+public:
+  explicit ConstantElementLimit(int64_t limit);
+  ~ConstantElementLimit();
+  ConstantElementLimit(const ConstantElementLimit &) = delete;
+  ConstantElementLimit &operator=(const ConstantElementLimit &) = delete;
+
+private:
+  int64_t previous;
+};
+/// "the compiler's limit of N elements for one constant or table
+/// (--max-constant-elements raises it)", for diagnostics.
+std::string constantLimitText();
 
 /// The elements of `shape`, or -1 when a dimension is negative, one passes
 /// kMaxTensorElements or the count (of the non-zero dimensions) does.
@@ -90,7 +110,7 @@ struct HostTensor {
   /// Whether the import may evaluate a tensor of this shape.
   bool evaluable() const {
     int64_t n = numElements();
-    return n >= 0 && n <= kMaxHostElements;
+    return n >= 0 && n <= maxConstantElements();
   }
   bool isInteger() const { return elementType.isInteger(); }
 };
@@ -157,6 +177,12 @@ public:
 
   // Errors: "node 'n' (Op): message", at the node's location. Returns failure.
   mlir::LogicalResult error(const llvm::Twine &msg);
+  /// Fails unless a table or constant of `n` elements (`what`) fits
+  /// maxConstantElements(); call it before allocating one.
+  mlir::LogicalResult checkConstantSize(int64_t n, const llvm::Twine &what);
+  /// Fails unless every value of input `i`, when it is known at compile time,
+  /// indexes a dimension of `size` (in [-size, size)).
+  mlir::LogicalResult checkConstantIndices(size_t i, int64_t size);
 
   /// Creates a kiln op whose result type is inferred; on inference or
   /// verification failure the op's own diagnostic is reported and failure

@@ -41,4 +41,37 @@ bool inputIsOptional(const std::string &opType, int64_t opset, int index) {
   return schema->inputs()[index].GetOption() == onnx::OpSchema::Optional;
 }
 
+std::string attributeError(const onnx::NodeProto &node, int64_t opset) {
+  const auto *schema = onnx::OpSchemaRegistry::Schema(
+      node.op_type(), static_cast<int>(std::min<int64_t>(opset, INT32_MAX)), "");
+  if (!schema)
+    return "";
+  auto typeName = [](int t) -> std::string {
+    std::string n = onnx::AttributeProto_AttributeType_Name(
+        static_cast<onnx::AttributeProto_AttributeType>(t));
+    if (n.empty() || n.back() == 'S') // (INTS, FLOATS, ...)
+      return n;
+    return (n[0] == 'I' || n[0] == 'U' ? "an " : "a ") + n;
+  };
+  for (const auto &a : node.attribute()) {
+    auto it = schema->attributes().find(a.name());
+    // (an attribute without a type is from IR version 1, which had none)
+    if (it == schema->attributes().end() || a.type() == onnx::AttributeProto::UNDEFINED)
+      continue;
+    if (a.type() != it->second.type)
+      return "attribute '" + a.name() + "' holds " + typeName(a.type()) + "; " +
+             node.op_type() + " takes " + typeName(it->second.type);
+  }
+  for (const auto &[name, info] : schema->attributes()) {
+    if (!info.required)
+      continue;
+    bool given = false;
+    for (const auto &a : node.attribute())
+      given |= a.name() == name;
+    if (!given)
+      return "attribute '" + name + "' is required";
+  }
+  return "";
+}
+
 } // namespace kiln::onnx_import

@@ -5,6 +5,10 @@
 #include <cstdint>
 #include <string>
 
+namespace onnx {
+class NodeProto;
+}
+
 namespace kiln::onnx_import {
 
 /// How many leading inputs a default-domain op requires at `opset`, from the
@@ -14,6 +18,11 @@ int requiredInputs(const std::string &opType, int64_t opset);
 /// positions: an optional input before a required one, as opset-8 Scan's
 /// sequence_lens, may be left empty).
 bool inputIsOptional(const std::string &opType, int64_t opset, int index);
+/// What is wrong with a default-domain node's attributes by its schema: one
+/// the schema types differently ("attribute 'axis' holds a STRING; Softmax
+/// takes an INT"), or a required one missing. "" when nothing is (or the
+/// schemas do not know the op or the attribute).
+std::string attributeError(const onnx::NodeProto &node, int64_t opset);
 
 } // namespace kiln::onnx_import
 

@@ -138,3 +138,37 @@ func.func @order_changing_chain(%x: tensor<1x4x6x8xf32>) -> (tensor<1x24x8xf32>,
   %su = kiln.transpose %sr {perm = array<i64: 0, 2, 1>} : tensor<1x8x12xf32> -> tensor<1x12x8xf32>
   return %u, %su : tensor<1x24x8xf32>, tensor<1x12x8xf32>
 }
+
+// -----
+
+// An op whose results are all empty computes nothing: its results become
+// empty constants (a batch-0 convolution, a product with no columns). An
+// empty operand alone changes nothing.
+// CHECK-LABEL: func @empty_results
+func.func @empty_results(%x: tensor<0x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>,
+                         %a: tensor<2x3xf32>, %e: tensor<3x0xf32>, %k: tensor<2x0xf32>,
+                         %m: tensor<0x5xf32>)
+    -> (tensor<0x4x8x8xf32>, tensor<2x0xf32>, tensor<2x5xf32>) {
+  // CHECK-DAG: %[[C:.*]] = kiln.constant dense<> : tensor<0x4x8x8xf32>
+  // CHECK-DAG: %[[M:.*]] = kiln.constant dense<> : tensor<2x0xf32>
+  // CHECK-DAG: %[[P:.*]] = kiln.matmul %arg5, %arg6 : tensor<2x0xf32>, tensor<0x5xf32>
+  // CHECK: return %[[C]], %[[M]], %[[P]]
+  %c = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<0x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<0x4x8x8xf32>
+  %p = kiln.matmul %a, %e : tensor<2x3xf32>, tensor<3x0xf32>
+  %q = kiln.matmul %k, %m : tensor<2x0xf32>, tensor<0x5xf32>
+  return %c, %p, %q : tensor<0x4x8x8xf32>, tensor<2x0xf32>, tensor<2x5xf32>
+}
+
+// -----
+
+// A sum or product over an empty axis is its identity.
+// CHECK-LABEL: func @empty_reductions
+func.func @empty_reductions(%x: tensor<2x0x4xf32>, %i: tensor<0x3xf32>)
+    -> (tensor<2x1x4xf32>, tensor<3xf32>) {
+  // CHECK-DAG: %[[S:.*]] = kiln.constant dense<0.000000e+00> : tensor<2x1x4xf32>
+  // CHECK-DAG: %[[P:.*]] = kiln.constant dense<1.000000e+00> : tensor<3xf32>
+  // CHECK: return %[[S]], %[[P]]
+  %s = kiln.reduce_sum %x {axes = array<i64: 1>, keepdims = true} : tensor<2x0x4xf32> -> tensor<2x1x4xf32>
+  %p = kiln.reduce_prod %i {axes = array<i64: 0>, keepdims = false} : tensor<0x3xf32> -> tensor<3xf32>
+  return %s, %p : tensor<2x1x4xf32>, tensor<3xf32>
+}

@@ -1169,6 +1169,35 @@ CASES = {
         ("ReduceMax", ["x", "ax0"], {"keepdims": 1}), ("Add", ["t0", "t1"], {}),
         ("Add", ["t3", "t2"], {})], opset=18,
         consts=[("ax", np.array([1], np.int64)), ("ax0", np.array([0], np.int64))]),
+    # Zero-size dimensions on every op family: empty results are empty
+    # constants; an empty reduction axis gives the reduction's identity, an
+    # empty inner dimension a zero product, an empty Concat piece nothing.
+    "empty_conv_batch0": conv(0, 3, 5, 5, 4, 3),
+    "empty_conv_pointwise_batch0": conv(0, 8, 4, 4, 6, 1, pad=[0, 0, 0, 0]),
+    "empty_gemm_rows": model("Gemm", [("a", (0, 3))], [("b", (3, 4)), ("c", (4,))], None),
+    "empty_matmul_columns": model("MatMul", [("a", (2, 3))], [("b", (3, 0))], None),
+    "empty_matmul_inner": chain([("a", (2, 0)), ("b", (0, 3))], [], [("MatMul", ["a", "b"], {})]),
+    "empty_matmul_batch": chain([("a", (0, 4, 3))], [("w", (3, 5))], [("MatMul", ["a", "w"], {})]),
+    "empty_add_broadcast": chain([("a", (0, 3)), ("b", (1, 3))], [],
+                                 [("Add", ["a", "b"], {}), ("Relu", ["t0"], {})]),
+    "empty_reduce_sum_axis": typed([("x", (2, 0, 3), "f32", "normal")],
+                                   [("ReduceSum", ["x", "ax"], {"keepdims": 1})],
+                                   consts=[("ax", np.array([1], np.int64))]),
+    "empty_reduce_mean_rows": model("ReduceMean", [("x", (0, 4))], [], None, axes=[1]),
+    "empty_softmax": model("Softmax", [("x", (0, 5))], [], None),
+    "empty_layernorm": chain([("x", (0, 8))], [("s", (8,)), ("b", (8,))],
+                             [("LayerNormalization", ["x", "s", "b"], {"axis": -1})]),
+    "empty_concat_piece": chain([("a", (2, 0)), ("b", (2, 3))], [],
+                                [("Concat", ["a", "b"], {"axis": 1}), ("Neg", ["t0"], {})]),
+    "empty_maxpool_batch0": model("MaxPool", [("x", (0, 2, 6, 6))], [], None,
+                                  kernel_shape=[2, 2], strides=[2, 2]),
+    "empty_transpose": model("Transpose", [("x", (3, 0, 2))], [], None, perm=[2, 0, 1]),
+    "empty_gather_indices": typed([("x", (4, 3), "f32", "normal"), ("i", (0,), "i64", "small")],
+                                  [("Gather", ["x", "i"], {})]),
+    "empty_slice": typed([("x", (3, 4), "f32", "normal")], [("Slice", ["x", "st", "en"], {})],
+                         consts=[("st", np.array([1, 2], np.int64)),
+                                 ("en", np.array([1, 4], np.int64))]),
+
 }
 
 # Tolerances per element type of the case's output: f16 results may differ

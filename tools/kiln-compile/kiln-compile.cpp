@@ -81,6 +81,12 @@ static cl::opt<std::string> maxMemory("max-memory",
              "extra flops per byte saved first, until the memory plan fits; when nothing fits, "
              "an error gives the smallest arena it can reach"),
     cl::value_desc("bytes"), cl::init(""));
+static cl::opt<int64_t> maxConstantElements("max-constant-elements",
+    cl::cat(kilnCategory), cl::desc("the most elements of one tensor the compiler holds in memory "
+             "while importing: an initializer, a constant evaluated at import, an index table "
+             "(a Pad's or Resize's map); a model that needs more is refused before anything is "
+             "allocated"),
+    cl::value_desc("count"), cl::init(int64_t(1) << 27));
 static cl::opt<std::string> precisionOpt("precision",
     cl::cat(kilnCategory), cl::desc("compute precision (kiln-lower-precision): fp32; bf16 or fp16 "
              "(convolutions, gemms and matmuls on bf16/fp16 operands with fp32 accumulation, "
@@ -183,6 +189,7 @@ int main(int argc, char **argv) {
   flags.ioLayout = ioLayout;
   flags.kBlock = kBlockOpt;
   flags.maxMemory = maxMemory;
+  o.maxConstantElements = maxConstantElements;
   std::string error;
   if (!kiln::driver::parseCompileFlags(flags, o, error) ||
       !kiln::driver::checkCompileOptions(o, error)) {
