@@ -2,7 +2,8 @@
 #   make demo   install what is missing, build, compile the example CNN, run it
 #   make test   install what is missing, build, run every test
 #   make build  kiln-compile, kiln-opt, kiln-run into build/bin/
-#   make fuzz   the importers' libFuzzer targets (ONNX, .pt2; clang, ASan+UBSan) into build-fuzz/bin/
+#   make fuzz   the whole-pipeline fuzzer for FUZZ_SECONDS (600) from a fresh seed, after
+#               building the importers' libFuzzer targets (ONNX, .pt2; ASan+UBSan) into build-fuzz/bin/
 #   make bench  Kiln vs onnxruntime, side by side (docs/performance.md)
 #   make docs   regenerate docs/dialect.md (ODS) and docs/pytorch-ops.md (ATen converters)
 BUILD ?= build
@@ -11,7 +12,7 @@ PYTHON ?= python3
 LLVM_PREFIX ?= /usr/lib/llvm-22
 LIT ?= $(LLVM_PREFIX)/bin/lit
 
-.PHONY: all deps configure build fuzz demo test bench docs clean
+.PHONY: all deps configure build fuzz fuzz-build demo test bench docs clean
 
 all: build
 
@@ -34,13 +35,20 @@ $(FUZZ_BUILD)/build.ninja: CMakeLists.txt
 	  -DCMAKE_C_COMPILER=$(LLVM_PREFIX)/bin/clang -DCMAKE_CXX_COMPILER=$(LLVM_PREFIX)/bin/clang++ \
 	  -DMLIR_DIR=$(LLVM_PREFIX)/lib/cmake/mlir
 
-fuzz: deps $(FUZZ_BUILD)/build.ninja
+fuzz-build: deps $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) -j $(JOBS) kiln-fuzz-import kiln-fuzz-torch-import
+
+# make test runs 40 generated graphs; this runs them for FUZZ_SECONDS from a
+# seed of the clock. Failing graphs land in $(BUILD)/fuzz-findings/.
+FUZZ_SECONDS ?= 600
+fuzz: build fuzz-build
+	$(PYTHON) test/fuzz/pipeline_fuzz.py --bindir $(BUILD)/bin --seconds $(FUZZ_SECONDS) \
+	  --seed $$(date +%s) --findings $(BUILD)/fuzz-findings
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)
 
-test: build fuzz
+test: build fuzz-build
 	@bash scripts/run-tests.sh $(BUILD)
 
 bench: build
