@@ -627,10 +627,13 @@ bool optimizeModule(llvm::Module &mod, const CpuOptions &options, std::string &e
 
 bool emitObject(llvm::Module &mod, const CpuOptions &options,
                 llvm::SmallVectorImpl<char> &out, std::string &error, bool *optimizerBroke) {
-  if (!optimizeModule(mod, options, error, optimizerBroke))
-    return false;
   auto tm = makeTargetMachine(options, error);
   if (!tm)
+    return false;
+  bool ok = optimize(mod, options, tm.get(), error);
+  if (optimizerBroke)
+    *optimizerBroke = !ok;
+  if (!ok)
     return false;
   llvm::raw_svector_ostream os(out);
   llvm::legacy::PassManager cg;

@@ -42,7 +42,7 @@ LogicalResult broadcast(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
 } // namespace
 
 /// Fails unless the dilated window fits the padded input along each spatial
-/// axis (onnxruntime refuses such a Conv or pool: it has no output). An
+/// axis (onnxruntime refuses such a Conv: it has no output). An
 /// input without elements has an empty result anyway.
 static LogicalResult checkWindowFits(std::optional<Location> loc, RankedTensorType input,
                                      ArrayRef<int64_t> in, ArrayRef<int64_t> k,
@@ -681,10 +681,9 @@ static LogicalResult inferPool(std::optional<Location> loc, Value input,
     return failWith(loc, "expects a rank-4 input");
   if (failed(checkWindowAttrs(loc, 2, kernel, strides, pads, dilations)))
     return failure();
+  // (a window larger than the padded input gives an empty result, as in
+  // onnxruntime; the canonicalizer makes it a constant)
   bool nhwc = layout == kiln::Layout::NHWC;
-  if (failed(checkWindowFits(loc, in, in.getShape().slice(nhwc ? 1 : 2, 2), kernel, dilations,
-                             pads)))
-    return failure();
   SmallVector<int64_t> shape{in.getDimSize(0)};
   if (!nhwc)
     shape.push_back(in.getDimSize(1));
@@ -703,14 +702,6 @@ static LogicalResult inferPool(std::optional<Location> loc, Value input,
     return inferPool(loc, a.getInput(), a.getKernelShape(), a.getStrides(),    \
                      a.getPads(), a.getDilations(), a.getCeilMode(),           \
                      layoutOf(a.getLayoutAttr()), inf);                        \
-  }                                                                            \
-  LogicalResult OP::verify() {                                                 \
-    auto out = rankedOf(getResult());                                          \
-    int64_t first = getLayout() == kiln::Layout::NHWC ? 1 : 2;                 \
-    if (rankedOf(getInput()).getNumElements() != 0 &&                          \
-        (out.getDimSize(first) == 0 || out.getDimSize(first + 1) == 0))        \
-      return emitOpError("window is larger than the padded input");            \
-    return success();                                                          \
   }
 KILN_POOL(MaxPoolOp)
 KILN_POOL(AvgPoolOp)

@@ -458,7 +458,6 @@ class Kiln_PoolOp<string mnemonic, string what> : Kiln_Op<mnemonic,
                        DefaultValuedAttr<Kiln_LayoutAttr, "::kiln::Layout::NCHW">:$layout);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
-  let hasVerifier = 1;
 }
 
 def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool", "max">;

@@ -436,39 +436,36 @@ kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t n
     heldOuts.resize(m->num_outputs);
   void **ins = numIns <= 64 ? in : heldIns.data();
   void **outs = m->num_outputs <= 64 ? outp : heldOuts.data();
-  kiln_status st = KILN_OK;
-  {
-    st = checkInputs(inst, inputs, numInputs, ins);
-    if (st == KILN_OK)
-      st = checkTensors(inst, "output", m->outputs, m->num_outputs, outputs,
-                        numOutputs, outs, false);
-    if (st == KILN_OK) {
-      toCarriers(inst->carrierIn, m->inputs, m->num_inputs, inputs, ins, true);
-      toCarriers(inst->carrierOut, m->outputs, m->num_outputs, outputs, outs, false);
-    }
-    bool padded = false;
-    for (uint32_t s = 0; s < m->num_symbols; ++s)
-      padded |= inst->symbolValues[s] != m->symbol_bounds[s];
-    if (st == KILN_OK && padded)
-      st = stageInputs(inst, inputs, ins, outs);
-    if (st == KILN_OK && m->num_symbol_inputs) {
-      inst->hiddenInputs.resize(m->num_symbol_inputs);
-      for (uint32_t j = 0; j < m->num_symbol_inputs; ++j) {
-        inst->hiddenInputs[j] = inst->symbolValues[m->symbol_inputs[j]];
-        ins[m->num_inputs + j] = &inst->hiddenInputs[j];
-      }
-    }
-    if (st == KILN_OK && inst->device) {
-      st = inst->device->run(ins, outs, inst->error);
-    } else if (st == KILN_OK) {
-      inst->pool->beginRun();
-      m->run(inst->arena, ins, outs, inst->pool);
-    }
-    if (st == KILN_OK && padded)
-      cropOutputs(inst, outputs);
-    if (st == KILN_OK)
-      fromCarriers(inst, outputs);
+  kiln_status st = checkInputs(inst, inputs, numInputs, ins);
+  if (st == KILN_OK)
+    st = checkTensors(inst, "output", m->outputs, m->num_outputs, outputs,
+                      numOutputs, outs, false);
+  if (st == KILN_OK) {
+    toCarriers(inst->carrierIn, m->inputs, m->num_inputs, inputs, ins, true);
+    toCarriers(inst->carrierOut, m->outputs, m->num_outputs, outputs, outs, false);
   }
+  bool padded = false;
+  for (uint32_t s = 0; s < m->num_symbols; ++s)
+    padded |= inst->symbolValues[s] != m->symbol_bounds[s];
+  if (st == KILN_OK && padded)
+    st = stageInputs(inst, inputs, ins, outs);
+  if (st == KILN_OK && m->num_symbol_inputs) {
+    inst->hiddenInputs.resize(m->num_symbol_inputs);
+    for (uint32_t j = 0; j < m->num_symbol_inputs; ++j) {
+      inst->hiddenInputs[j] = inst->symbolValues[m->symbol_inputs[j]];
+      ins[m->num_inputs + j] = &inst->hiddenInputs[j];
+    }
+  }
+  if (st == KILN_OK && inst->device) {
+    st = inst->device->run(ins, outs, inst->error);
+  } else if (st == KILN_OK) {
+    inst->pool->beginRun();
+    m->run(inst->arena, ins, outs, inst->pool);
+  }
+  if (st == KILN_OK && padded)
+    cropOutputs(inst, outputs);
+  if (st == KILN_OK)
+    fromCarriers(inst, outputs);
   return st;
 }
 

@@ -102,10 +102,11 @@ func.func @concat_shapes(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) -> tensor<2x6
 
 // -----
 
-// Pooling window larger than the padded input.
-func.func @pool_window(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x0x0xf32> {
-  // expected-error @+1 {{window is larger than the padded input}}
-  %y = kiln.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = false} : tensor<1x1x2x2xf32> -> tensor<1x1x0x0xf32>
+// A convolution window larger than its padded input (onnxruntime refuses it).
+func.func @conv_window(%x: tensor<1x1x2x2xf32>, %w: tensor<1x1x3x3xf32>, %b: tensor<1xf32>) -> tensor<1x1x0x0xf32> {
+  // expected-error @+2 {{the window spans 3 positions along spatial axis 0, more than the padded input's 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x2x2xf32>, tensor<1x1x3x3xf32>, tensor<1xf32>) -> tensor<1x1x0x0xf32>
   return %y : tensor<1x1x0x0xf32>
 }
 
