@@ -547,9 +547,20 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
     symbolInputs = new llvm::GlobalVariable(*mod, siInit->getType(), true, internal, siInit,
                                             p.name + "_symbol_inputs");
   }
+  llvm::Constant *faultSites = llvm::ConstantPointerNull::get(b.getPtrTy());
+  if (!p.faultSites.empty()) {
+    std::vector<llvm::Constant *> fs;
+    for (auto [i, site] : llvm::enumerate(p.faultSites))
+      fs.push_back(b.CreateGlobalString(site, p.name + "_fault_site" + std::to_string(i), 0,
+                                        mod.get()));
+    auto *fsTy = llvm::ArrayType::get(ptrTy, fs.size());
+    faultSites = new llvm::GlobalVariable(*mod, fsTy, true, internal,
+                                          llvm::ConstantArray::get(fsTy, fs),
+                                          p.name + "_fault_sites");
+  }
   auto *descTy = llvm::StructType::get(
       lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
-           ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy, ptrTy});
+           ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, ptrTy});
   int32_t deviceKind = options.device == CpuOptions::Device::Cuda      ? KILN_DEVICE_CUDA
                        : options.device == CpuOptions::Device::CudaEmu ? KILN_DEVICE_CUDA_EMU
                                                                        : KILN_DEVICE_CPU;
@@ -563,10 +574,11 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                b.getInt64(p.weights.size()), runC, kernelNames, kernelFlops,
                b.getInt32(deviceKind), b.getInt32(0), deviceProgram,
                b.getInt32(p.symbolNames.size()), b.getInt32(0), symbolNames,
-               symbolBounds, symbolPins, b.getInt32(p.symbolInputs.size()), b.getInt32(0),
-               symbolInputs, symbolDerived,
+               symbolBounds, symbolPins, b.getInt32(p.symbolInputs.size()),
+               b.getInt32(p.faultSites.size()), symbolInputs, symbolDerived,
                weights ? static_cast<llvm::Constant *>(weights)
-                       : llvm::ConstantPointerNull::get(b.getPtrTy())});
+                       : llvm::ConstantPointerNull::get(b.getPtrTy()),
+               faultSites});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

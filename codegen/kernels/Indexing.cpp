@@ -1,11 +1,13 @@
 //===- Indexing.cpp - gathers and scatters --------------------------------===//
 //
-// Gather and GatherElements (indices bounded and wrapped like ONNX's), and
-// the scatters: a copy of the data, then one kernel applying the updates in
-// order.
+// Gather and GatherElements (negative indices wrapped as ONNX's; one out of
+// range fails the run through the fault word), and the scatters: a copy of
+// the data, then one kernel applying the updates in order.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Lowering.h"
+
+#include "llvm/Support/SaveAndRestore.h"
 
 #include <algorithm>
 #include <functional>
@@ -14,8 +16,15 @@ using namespace mlir;
 
 namespace kiln::codegen::kernels {
 
-/// A run-time index (an integer element) as an in-bounds position along a
-/// dimension of size `dim`: negative counts from the end, the rest clamps.
+/// The checking kernels' buffers: their two inputs (data and indices, or a
+/// scatter's indices and updates), the fault word, then the output.
+constexpr int kOut = 3;
+
+/// A run-time index (an integer element) as a position along a dimension of
+/// size `dim`: negative counts from the end. One outside [-dim, dim) stores
+/// the kernel's fault code (the run fails with
+/// KILN_ERROR_INDEX_OUT_OF_RANGE, as onnxruntime and PyTorch fail) and
+/// reads a clamped position, so no memory outside the tensor is touched.
 static Value boundedIndex(KernelEmitter &e, Value raw, int64_t dim) {
   ImplicitLocOpBuilder &b = e.b;
   Value v = raw;
@@ -23,6 +32,8 @@ static Value boundedIndex(KernelEmitter &e, Value raw, int64_t dim) {
     v = arith::ExtSIOp::create(b, b.getI64Type(), v);
   Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, v, e.i64(0));
   v = arith::SelectOp::create(b, neg, arith::AddIOp::create(b, v, e.i64(dim)), v);
+  // (0 <= v < dim as one unsigned comparison)
+  e.faultUnless(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, v, e.i64(dim)));
   v = arith::MaxSIOp::create(b, v, e.i64(0));
   v = arith::MinSIOp::create(b, v, e.i64(std::max<int64_t>(dim - 1, 0)));
   return arith::IndexCastOp::create(b, b.getIndexType(), v);
@@ -38,6 +49,7 @@ LogicalResult Lowering::gather(kiln::GatherOp op) {
   for (int64_t d : ids) n *= d;
   int64_t dim = data[axis];
   (void)out;
+  llvm::SaveAndRestore checking(checksIndices, true);
   return forEach(op, {op.getData(), op.getIndices()}, elems(op.getResult()),
                  [&](KernelEmitter &e, Value i) {
                    // i = (o * n + k) * inner + r
@@ -45,7 +57,7 @@ LogicalResult Lowering::gather(kiln::GatherOp op) {
                    Value k = e.rem(rest, n), o = e.div(rest, n);
                    Value at = boundedIndex(e, e.load(1, k), dim);
                    Value src = e.add(e.mul(e.add(e.mul(o, dim), at), inner), r);
-                   e.store(e.load(0, src), 2, i);
+                   e.store(e.load(0, src), kOut, i);
                  });
 }
 
@@ -53,6 +65,7 @@ LogicalResult Lowering::gatherElements(kiln::GatherElementsOp op) {
   auto data = shape(op.getData()), out = shape(op.getResult());
   int64_t axis = static_cast<int64_t>(op.getAxis()), rank = out.size();
   auto dataStr = stridesOf(data);
+  llvm::SaveAndRestore checking(checksIndices, true);
   return forEach(op, {op.getData(), op.getIndices()}, elems(op.getResult()),
                  [&](KernelEmitter &e, Value i) {
                    Value src = e.idx(0), rest = i;
@@ -65,7 +78,7 @@ LogicalResult Lowering::gatherElements(kiln::GatherElementsOp op) {
                    }
                    Value at = boundedIndex(e, e.load(1, i), data[axis]);
                    src = e.add(src, e.mul(at, dataStr[axis]));
-                   e.store(e.load(0, src), 2, i);
+                   e.store(e.load(0, src), kOut, i);
                  });
 }
 
@@ -139,6 +152,7 @@ LogicalResult Lowering::scatterElements(kiln::ScatterElementsOp op) {
   int64_t dim = ix[axis], lines = dim ? elems(op.getIndices()) / dim : 0;
   SmallVector<int64_t> lineShape(ix);
   lineShape[axis] = 1;
+  llvm::SaveAndRestore checking(checksIndices, true);
   return forEachInto(op, {op.getIndices(), op.getUpdates()}, lines, *out,
                      [&](KernelEmitter &e, Value l) {
     // The line's coordinates: its offsets in the indices and in the data.
@@ -156,7 +170,7 @@ LogicalResult Lowering::scatterElements(kiln::ScatterElementsOp op) {
       Value at = e.add(ixBase, e.mul(k, ixStr[axis]));
       Value pos = boundedIndex(e, e.load(0, at), data[axis]);
       Value dst = e.add(dataBase, e.mul(pos, dataStr[axis]));
-      e.store(scatterCombine(e, red, e.load(2, dst), e.load(1, at), t), 2, dst);
+      e.store(scatterCombine(e, red, e.load(kOut, dst), e.load(1, at), t), kOut, dst);
     });
   });
 }
@@ -176,6 +190,7 @@ LogicalResult Lowering::scatterND(kiln::ScatterNDOp op) {
     return failure();
   // Per element of the slice (in parallel), the tuples in order: two
   // tuples naming one slice never race.
+  llvm::SaveAndRestore checking(checksIndices, true);
   return forEachInto(op, {op.getIndices(), op.getUpdates()}, slice, *out,
                      [&](KernelEmitter &e, Value s) {
     e.loop(0, tuples, [&](Value k) {
@@ -185,7 +200,7 @@ LogicalResult Lowering::scatterND(kiln::ScatterNDOp op) {
         dst = e.add(dst, e.mul(boundedIndex(e, raw, data[j]), dataStr[j]));
       }
       Value src = e.add(e.mul(k, slice), s);
-      e.store(scatterCombine(e, red, e.load(2, dst), e.load(1, src), t), 2, dst);
+      e.store(scatterCombine(e, red, e.load(kOut, dst), e.load(1, src), t), kOut, dst);
     });
   });
 }

@@ -111,6 +111,22 @@ public:
   /// than one block): the kernel depends on the k-block choice.
   mutable bool usedKBlock = false;
 
+  /// The fault word (a memref<1xi64>; null when the kernel has none) and
+  /// the code this kernel stores there (Program::faultSites).
+  Value fault;
+  int64_t faultCode = 0;
+  /// Stores the kernel's fault code unless `ok` (an i1) holds.
+  void faultUnless(Value ok) {
+    if (!fault)
+      return;
+    Value bad = arith::XOrIOp::create(b, ok, arith::ConstantIntOp::create(b, 1, 1));
+    auto ifOp = scf::IfOp::create(b, bad, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, arith::ConstantOp::create(b, b.getI64IntegerAttr(faultCode)), fault,
+                            idx(0));
+  }
+
   /// Width of the f32 values being built: 1 (scalars) or a vector width
   /// inside vecLoop bodies; f32() constants follow it, so the elementwise
   /// scalarOp works unchanged on vectors.

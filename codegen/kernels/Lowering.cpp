@@ -169,6 +169,14 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   b.setInsertionPointToStart(entry);
   SmallVector<Value> bufs(entry->getArguments().drop_back());
   KernelEmitter e(b, bufs, entry->getArguments().back());
+  if (auto at = llvm::find(buffers, p.faultBuffer); p.faultBuffer >= 0 && at != buffers.end()) {
+    std::string site = l.what;
+    if (!l.nodes.empty())
+      site += " (node '" + llvm::join(l.nodes, "', '") + "')";
+    p.faultSites.push_back(site);
+    e.fault = bufs[at - buffers.begin()];
+    e.faultCode = static_cast<int64_t>(p.faultSites.size());
+  }
   OpTuning t = tuning();
   bool deep = t.kBlock ? t.kBlock == kKBlockL2 : deepK;
   e.packedBFlags = deep ? KILN_UK_DEEP_K : 0;
@@ -204,6 +212,8 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
   SmallVector<int> ids;
   for (Value v : ins)
     ids.push_back(bufferOf.lookup(v));
+  if (checksIndices)
+    ids.push_back(faultBuffer());
   ids.push_back(out);
   // Reshapes alias their input; one reaching here is an output copy.
   StringRef what = isa<kiln::ReshapeOp>(op) ? "copy" : op->getName().stripDialect();
@@ -417,6 +427,9 @@ LogicalResult Lowering::run() {
     }
     l.liveInput = static_cast<int>(p.inputs.size() + (at - p.symbolInputs.begin()));
   }
+  // The fault word follows them.
+  if (p.faultBuffer >= 0)
+    p.buffers[p.faultBuffer].index = static_cast<int64_t>(p.inputs.size() + p.symbolInputs.size());
 
   // Outputs: the producing kernel writes straight into the caller's output
   // buffer when it can; otherwise a copy kernel does.

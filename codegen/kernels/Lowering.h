@@ -185,6 +185,17 @@ private:
   /// prologue casts their input.
   bool typedKernel = false;
 
+  /// Set while an op whose kernels check run-time indices is lowered:
+  /// launch() passes them the fault word (KernelEmitter::fault).
+  bool checksIndices = false;
+  /// The fault word's buffer, made on first use (its input index is set
+  /// when the symbol inputs are known).
+  int faultBuffer() {
+    if (p.faultBuffer < 0)
+      p.faultBuffer = newBuffer(Buffer::Input, 8, IntegerType::get(ctx, 64));
+    return p.faultBuffer;
+  }
+
   int newBuffer(Buffer::Kind kind, int64_t bytes, Type elem = {}) {
     Buffer buf;
     buf.kind = kind;

@@ -144,6 +144,12 @@ struct Program {
   /// Hidden inputs after `inputs` (the runtime fills them): the i64 size of
   /// each listed symbol, for the masks of reductions over symbolic axes.
   std::vector<int32_t> symbolInputs;
+  /// The fault word (runtime.h's kiln_model_desc::num_fault_sites): the
+  /// buffer of the hidden int64 input after the symbol sizes that kernels
+  /// checking run-time indices write to (-1: no kernel does), and per code
+  /// 1, 2, ... the site that stores it ("gather (node 'Gather_3')").
+  int faultBuffer = -1;
+  std::vector<std::string> faultSites;
   std::vector<char> weights;      // all constants, 64-byte aligned offsets
   int64_t arenaBytes = 0;
   /// The choices it is lowered with (set before lowerToKernels).

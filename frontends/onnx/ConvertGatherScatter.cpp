@@ -234,6 +234,12 @@ LogicalResult convertGatherND(NodeContext &ctx) {
   Value idx = g.cast(ctx.input(1), i64);
   SmallVector<int64_t> tupleShape(it.getShape().drop_back());
   // linear = sum_j wrap(idx[..., j]) * stride_j over the k addressed dims.
+  // A component outside [-n, n) becomes ceil(span / stride_j), which puts
+  // the sum past the flattened axis, so the gather's run-time check fails
+  // the run (one component out of range must not read a neighbouring row).
+  int64_t span = 1;
+  for (int64_t d = 0; d < r; ++d)
+    span *= d < b + k ? dt.getDimSize(d) : 1;
   Value linear;
   int64_t stride = 1;
   for (int64_t j = k - 1; j >= 0; --j) {
@@ -243,6 +249,9 @@ LogicalResult convertGatherND(NodeContext &ctx) {
     sizes[q - 1] = 1;
     Value c = g.reshape(g.slice(idx, off, sizes, steps), tupleShape);
     c = g.where(g.cmp("lt", c, g.scalar(c, 0.0)), g.add(c, g.scalar(c, static_cast<double>(n))), c);
+    Value outside = g.scalar(c, static_cast<double>((std::max<int64_t>(span, 1) + stride - 1) / stride));
+    c = g.where(g.cmp("lt", c, g.scalar(c, 0.0)), outside, c);
+    c = g.where(g.cmp("ge", c, g.scalar(c, static_cast<double>(n))), outside, c);
     if (stride != 1)
       c = g.mul(c, g.scalar(c, static_cast<double>(stride)));
     linear = linear ? g.add(linear, c) : c;

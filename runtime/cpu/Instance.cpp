@@ -31,6 +31,7 @@ struct kiln_instance {
   // below the bounds).
   std::vector<int64_t> symbolValues;
   std::vector<int64_t> hiddenInputs; // the sizes symbol_inputs name, per run
+  int64_t faultWord = 0;             // the hidden input after them (fault sites)
   std::vector<void *> stageIn, stageOut;
   // Narrow inputs and outputs (float8, int4, ...) in their carrier type, at
   // the run's sizes (kiln/narrow.h converts them).
@@ -424,11 +425,27 @@ kiln_status createInstance(const kiln_model_desc *model, const kiln_options *opt
   return KILN_OK;
 }
 
+/// The error of a run whose kernels stored a fault code (runtime.h's
+/// num_fault_sites).
+kiln_status reportFault(kiln_instance *inst) {
+  const kiln_model_desc *m = inst->model;
+  int64_t code = inst->faultWord;
+  if (code >= 1 && code <= m->num_fault_sites && m->fault_sites)
+    inst->error = std::string("index out of range in ") + m->fault_sites[code - 1] +
+                  ": an index lies outside the axis it indexes; the outputs are undefined";
+  else
+    inst->error = "a kernel reported fault code " + std::to_string(code) + " of a model with " +
+                  std::to_string(m->num_fault_sites) + " fault sites";
+  return KILN_ERROR_INDEX_OUT_OF_RANGE;
+}
+
 kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t numInputs,
                         const kiln_tensor *outputs, size_t numOutputs) {
   const kiln_model_desc *m = inst->model;
   void *in[64], *outp[64];
-  uint32_t numIns = m->num_inputs + m->num_symbol_inputs; // caller's + hidden
+  // The caller's inputs, then the hidden ones: symbol sizes, the fault word.
+  uint32_t faultAt = m->num_inputs + m->num_symbol_inputs;
+  uint32_t numIns = faultAt + (m->num_fault_sites ? 1 : 0);
   std::vector<void *> heldIns, heldOuts;
   if (numIns > 64)
     heldIns.resize(numIns);
@@ -456,12 +473,17 @@ kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t n
       ins[m->num_inputs + j] = &inst->hiddenInputs[j];
     }
   }
+  inst->faultWord = 0;
+  if (m->num_fault_sites)
+    ins[faultAt] = &inst->faultWord;
   if (st == KILN_OK && inst->device) {
     st = inst->device->run(ins, outs, inst->error);
   } else if (st == KILN_OK) {
     inst->pool->beginRun();
     m->run(inst->arena, ins, outs, inst->pool);
   }
+  if (st == KILN_OK && inst->faultWord)
+    st = reportFault(inst);
   if (st == KILN_OK && padded)
     cropOutputs(inst, outputs);
   if (st == KILN_OK)

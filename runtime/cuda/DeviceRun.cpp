@@ -412,6 +412,15 @@ std::unique_ptr<DeviceRun> DeviceRun::create(const kiln_model_desc &m, const kil
     if (!be.alloc(8, r->inDev.back(), error) || !be.allocHost(8, r->inHost.back(), error))
       return nullptr;
   }
+  // Then the fault word: zero as uploaded, read back after the launches.
+  if (m.num_fault_sites) {
+    r->inBytes.push_back(8);
+    r->inDev.push_back(0);
+    r->inHost.push_back(nullptr);
+    if (!be.alloc(8, r->inDev.back(), error) || !be.allocHost(8, r->inHost.back(), error) ||
+        !be.allocHost(8, r->faultHost, error))
+      return nullptr;
+  }
   // Every launch's parameters, resolved once: the addresses never change
   // for the life of the instance (which is what makes graph replay valid).
   status = KILN_ERROR_INVALID_ARGUMENT;
@@ -471,6 +480,8 @@ bool DeviceRun::enqueue(bool timed, std::string &error) {
   for (size_t i = 0; i < outDev.size(); ++i)
     if (!be.download(outHost[i], outDev[i], outBytes[i], error))
       return false;
+  if (faultHost && !be.download(faultHost, inDev.back(), 8, error))
+    return false;
   return true;
 }
 
@@ -500,6 +511,8 @@ kiln_status DeviceRun::run(void *const *inputs, void *const *outputs, std::strin
   }
   for (size_t i = 0; i < outDev.size(); ++i)
     std::memcpy(outputs[i], outHost[i], outBytes[i]);
+  if (faultHost) // (the caller reads the fault word it passed)
+    std::memcpy(inputs[inDev.size() - 1], faultHost, 8);
   return KILN_OK;
 }
 

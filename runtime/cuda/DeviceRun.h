@@ -55,6 +55,9 @@ private:
   std::vector<uint64_t> inDev, outDev;
   std::vector<void *> inHost, outHost;
   std::vector<size_t> inBytes, outBytes;
+  /// The fault word (kiln_model_desc::num_fault_sites): the last hidden
+  /// input, read back after each run into this pinned word; null: none.
+  void *faultHost = nullptr;
   /// Per launch: parameter values (buffer addresses, then workgroups).
   std::vector<std::vector<uint64_t>> values;
   bool profiling = false, graphs = false, captured = false;

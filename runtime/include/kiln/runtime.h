@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 8
+#define KILN_ABI_VERSION 9
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -33,8 +33,12 @@ typedef enum kiln_status {
   KILN_ERROR_INTERNAL = 6,
   KILN_ERROR_NO_DEVICE = 7,        /* a CUDA model and no usable CUDA device */
   KILN_ERROR_DEVICE = 8,           /* the CUDA driver reported an error */
-  KILN_ERROR_BUSY = 9              /* the instance is running a call on another
+  KILN_ERROR_BUSY = 9,             /* the instance is running a call on another
                                       thread; this call did nothing */
+  KILN_ERROR_INDEX_OUT_OF_RANGE = 10 /* an index tensor of the run (Gather,
+                                        GatherElements, GatherND, a scatter)
+                                        held a value outside the axis it
+                                        indexes; the outputs are undefined */
 } kiln_status;
 
 typedef enum kiln_dtype {
@@ -238,7 +242,13 @@ typedef struct kiln_model_desc {
    *  a symbolic axis; the workgroup counts of CPU kernels that compute only
    *  a run's rows). */
   uint32_t num_symbol_inputs;
-  uint32_t reserved3;
+  /** Non-zero when kernels check run-time indices: one more hidden int64
+   *  input follows the symbol sizes, the fault word. The runtime zeroes it
+   *  before each run; a kernel that meets an index outside its axis stores
+   *  its site's code there, c in [1, num_fault_sites] (and reads a clamped
+   *  element), and the run returns KILN_ERROR_INDEX_OUT_OF_RANGE naming
+   *  fault_sites[c - 1]. */
+  uint32_t num_fault_sites;
   const int32_t *symbol_inputs;
   /** Null, or per symbol three entries {op, a, b} (kiln_symbol_op): how
    *  the size of a symbol no input carries follows from earlier symbols'
@@ -250,6 +260,9 @@ typedef struct kiln_model_desc {
    *  pages inside them onto transparent huge pages once per process, same
    *  addresses and contents (KILN_HUGE_PAGES=0 leaves them). */
   const void *weights;
+  /** num_fault_sites entries: what each checking kernel computes, for
+   *  which nodes ("gather (node 'Gather_3')"). */
+  const char *const *fault_sites;
 } kiln_model_desc;
 
 /** The most threads one instance's pool may have. */
