@@ -4,6 +4,8 @@
 #   make build  kiln-compile, kiln-opt, kiln-run into build/bin/
 #   make fuzz   the whole-pipeline fuzzer for FUZZ_SECONDS (600) from a fresh seed, after
 #               building the importers' libFuzzer targets (ONNX, .pt2; ASan+UBSan) into build-fuzz/bin/
+#   make zoo    every model of the real-model zoo (timm, transformers; ONNX and .pt2)
+#               against onnxruntime and eager, its table into docs/zoo.md
 #   make bench  Kiln vs onnxruntime, side by side (docs/performance.md)
 #   make docs   regenerate docs/dialect.md (ODS) and docs/pytorch-ops.md (ATen converters)
 BUILD ?= build
@@ -12,7 +14,7 @@ PYTHON ?= python3
 LLVM_PREFIX ?= /usr/lib/llvm-22
 LIT ?= $(LLVM_PREFIX)/bin/lit
 
-.PHONY: all deps configure build fuzz fuzz-build demo test bench docs clean
+.PHONY: all deps configure build fuzz fuzz-build demo test zoo bench docs clean
 
 all: build
 
@@ -50,6 +52,9 @@ demo: build
 
 test: build fuzz-build
 	@bash scripts/run-tests.sh $(BUILD)
+
+zoo: build
+	$(PYTHON) test/zoo/zoo.py --bindir $(BUILD)/bin --table docs/zoo.md
 
 bench: build
 	$(PYTHON) bench/compare.py --bindir $(BUILD)/bin

@@ -70,3 +70,17 @@ def _has_torch():
 
 if _has_torch():
     config.available_features.add("torch")
+
+# timm, transformers and onnxscript importable (also in
+# scripts/requirements-torch.txt): the model zoo's subset runs (test/zoo).
+def _has_zoo():
+    import subprocess
+    try:
+        return subprocess.run([config.python_executable, "-c",
+                               "import timm, transformers, onnxscript"],
+                              capture_output=True, timeout=300).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+if "torch" in config.available_features and _has_zoo():
+    config.available_features.add("zoo")

@@ -481,6 +481,11 @@ kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t n
   } else if (st == KILN_OK) {
     inst->pool->beginRun();
     m->run(inst->arena, ins, outs, inst->pool);
+    if (inst->pool->takeScratchFailure()) {
+      inst->error = "out of memory: a matrix-product kernel found no scratch memory; the "
+                    "outputs are incomplete";
+      st = KILN_ERROR_OUT_OF_MEMORY;
+    }
   }
   if (st == KILN_OK && inst->faultWord)
     st = reportFault(inst);

@@ -1,5 +1,6 @@
 //===- ThreadPool.cpp - the workgroup thread pool --------------------------===//
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/cpu/ukernels/Scratch.h"
 
 #include <chrono>
 
@@ -49,8 +50,17 @@ void ThreadPool::drain(int self) {
       ++claimed;
     }
   }
+  if (kiln::rt::takeScratchFailure())
+    scratchFailed.store(true, std::memory_order_relaxed);
   if (claimed)
     done.fetch_add(claimed, std::memory_order_acq_rel);
+}
+
+bool ThreadPool::takeScratchFailure() {
+  // (the workers' marks are stored before their `done` count, which the
+  // caller waited for; the caller's own is its thread's)
+  bool caller = kiln::rt::takeScratchFailure();
+  return scratchFailed.exchange(false) || caller;
 }
 
 /// How long a thread spins (with a pause) for the next job, or for the

@@ -34,6 +34,10 @@ public:
   void enableProfile(bool on) { profiling = on; }
   void beginRun() { launchMs.clear(); }
   const std::vector<double> &profile() const { return launchMs; }
+  /// Whether a ukernel of the calling thread or of a workgroup the pool ran
+  /// since the last call found no scratch memory (ukernels/Scratch.h): the
+  /// run's outputs are incomplete. Clears the mark.
+  bool takeScratchFailure();
 
 private:
   void work(int self);
@@ -63,6 +67,7 @@ private:
   };
   std::vector<Share> shares;
   std::atomic<int64_t> done{0};
+  std::atomic<bool> scratchFailed{false}; // a worker's ukernel found no memory
   bool profiling = false;
   std::vector<double> launchMs;
   void runJob(kiln_kernel_fn fn, void *const *args, int64_t n);

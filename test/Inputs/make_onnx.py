@@ -60,6 +60,13 @@ def softmax_opset11():
     return model(nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])], opset=11)
 
 
+def product_of_inputs():
+    """A MatMul of two inputs, [64 x 320] x [320 x 96]: B is no weight, so
+    the f32 ukernel packs its panels into per-thread scratch at run time."""
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")]
+    return model(nodes, [vi("a", [64, 320]), vi("b", [320, 96])], [vi("y", [64, 96])])
+
+
 def clip_relu6():
     nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="relu6")]
     inits = [init("lo", np.array(0.0, np.float32)), init("hi", np.array(6.0, np.float32))]
@@ -740,7 +747,7 @@ def narrow_types():
     return m
 
 
-CASES = {f.__name__: f for f in [narrow_types, bad_round_mode, loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
+CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, bad_round_mode, loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, wide_gemm, tune_mix, unsupported, dynamic_batch, bad_conv,
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,

@@ -33,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
 #include "runtime/cpu/ukernels/Isa.h"
+#include "runtime/cpu/ukernels/Scratch.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -73,19 +74,21 @@ inline float roundBf16(float x) { return fromBf16(toBf16(x)); }
 // in scratch that each thread keeps: the packed bf16 block widened to f32,
 // the other operand's block rounded to bf16 values, then the f32 ukernel.
 constexpr int64_t kFallbackK = 256, kFallbackN = 512;
-thread_local std::vector<float> scratchA, scratchB;
+thread_local kiln::rt::ScratchBuffer scratchBufA, scratchBufB;
 
 void sbgemmFallbackPa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t lda,
                       const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
   int64_t groups = (M + 5) / 6;
-  scratchA.resize(groups * 6 * kFallbackK);
-  scratchB.resize(kFallbackK * kFallbackN);
+  float *scratchA = scratchBufA.get<float>(groups * 6 * kFallbackK);
+  float *scratchB = scratchBufB.get<float>(kFallbackK * kFallbackN);
+  if (!scratchA || !scratchB)
+    return; // (the run fails: Scratch.h)
   for (int64_t k0 = 0; k0 < K; k0 += kFallbackK) {
     int64_t kc = K - k0 < kFallbackK ? K - k0 : kFallbackK;
     // A's block widened into kiln_uk_sgemm_pa's layout (6-row groups,
     // k-major, rows past M zero).
     for (int64_t g = 0; g < groups; ++g) {
-      float *dst = scratchA.data() + g * 6 * kc;
+      float *dst = scratchA + g * 6 * kc;
       for (int r = 0; r < 6; ++r) {
         int64_t i = g * 6 + r;
         const uint16_t *src = A + i * lda + k0;
@@ -98,8 +101,8 @@ void sbgemmFallbackPa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_
       for (int64_t k = 0; k < kc; ++k)
         for (int64_t j = 0; j < nc; ++j)
           scratchB[k * nc + j] = roundBf16(B[(k0 + k) * ldb + j0 + j]);
-      kiln_uk_sgemm_pa(M, nc, kc, reinterpret_cast<int64_t>(scratchA.data()), 6 * kc,
-                       reinterpret_cast<int64_t>(scratchB.data()), nc,
+      kiln_uk_sgemm_pa(M, nc, kc, reinterpret_cast<int64_t>(scratchA), 6 * kc,
+                       reinterpret_cast<int64_t>(scratchB), nc,
                        reinterpret_cast<int64_t>(C + j0), ldc, acc || k0 > 0);
     }
   }
@@ -110,11 +113,13 @@ void sbgemmFallbackPa(int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_
 template <typename RowsA>
 void fallbackPb(int64_t M, int64_t N, int64_t K, RowsA rowsA, const uint16_t *B, int64_t ldb,
                 float *C, int64_t ldc, bool acc) {
-  scratchA.resize(M * kFallbackK);
-  scratchB.resize(kFallbackK * kFallbackN);
+  float *scratchA = scratchBufA.get<float>(M * kFallbackK);
+  float *scratchB = scratchBufB.get<float>(kFallbackK * kFallbackN);
+  if (!scratchA || !scratchB)
+    return; // (the run fails: Scratch.h)
   for (int64_t k0 = 0; k0 < K; k0 += kFallbackK) {
     int64_t kc = K - k0 < kFallbackK ? K - k0 : kFallbackK;
-    rowsA(k0, kc, scratchA.data());
+    rowsA(k0, kc, scratchA);
     for (int64_t j0 = 0; j0 < N; j0 += kFallbackN) { // (j0: a whole number of panels)
       int64_t nc = N - j0 < kFallbackN ? N - j0 : kFallbackN;
       // B's block row-major: panel q's pair p holds rows 2p and 2p + 1 of its
@@ -124,13 +129,13 @@ void fallbackPb(int64_t M, int64_t N, int64_t K, RowsA rowsA, const uint16_t *B,
         int64_t cols = nc - q * 32 < 32 ? nc - q * 32 : 32;
         for (int64_t k = 0; k < kc; ++k) {
           const uint16_t *pair = panel + (k / 2) * 64 + (k & 1);
-          float *dst = scratchB.data() + k * nc + q * 32;
+          float *dst = scratchB + k * nc + q * 32;
           for (int64_t j = 0; j < cols; ++j)
             dst[j] = fromBf16(pair[j * 2]);
         }
       }
-      kiln_uk_sgemm(M, nc, kc, reinterpret_cast<int64_t>(scratchA.data()), kc,
-                    reinterpret_cast<int64_t>(scratchB.data()), nc,
+      kiln_uk_sgemm(M, nc, kc, reinterpret_cast<int64_t>(scratchA), kc,
+                    reinterpret_cast<int64_t>(scratchB), nc,
                     reinterpret_cast<int64_t>(C + j0), ldc, acc || k0 > 0);
     }
   }
@@ -316,7 +321,7 @@ KILN_AVX512 void panels512(int64_t M, int64_t N, int64_t kp, const uint32_t *a0,
   }
 }
 
-thread_local std::vector<uint32_t> packedRows;
+thread_local kiln::rt::ScratchBuffer packedRows;
 
 template <bool Dot>
 KILN_AVX512 void sbgemm512Pb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
@@ -324,8 +329,9 @@ KILN_AVX512 void sbgemm512Pb(int64_t M, int64_t N, int64_t K, const float *A, in
   // A's block as rows of bf16 pairs (`stride` apart, whole 8-pair stores),
   // rounded: once per block, read by every panel.
   int64_t bp = deepPairs(K), stride = (bp + 7) / 8 * 8;
-  packedRows.resize(M * stride + 16);
-  uint32_t *ap = packedRows.data();
+  uint32_t *ap = packedRows.get<uint32_t>(M * stride + 16);
+  if (!ap)
+    return; // (the run fails: Scratch.h)
   for (int64_t k0 = 0; k0 < K; k0 += 2 * bp) {
     int64_t kc = K - k0 < 2 * bp ? K - k0 : 2 * bp, kp = (kc + 1) / 2;
     for (int64_t i = 0; i < M; ++i) {
@@ -503,14 +509,13 @@ __attribute__((target("avx512f"))) void amxBlock(int64_t m, int64_t n, int64_t K
 // Pairs of k per block: up to 32 tiles deep; C is loaded and stored once a
 // block.
 constexpr int64_t kAmxPairs = 512;
-thread_local std::vector<uint32_t> amxScratch[2];
+thread_local kiln::rt::ScratchBuffer amxScratch[2];
 
 /// n 32-bit words of per-thread scratch, 64-byte aligned (two separate
-/// buffers: slot 0 for A's tiles, slot 1 for B's panel).
+/// buffers: slot 0 for A's tiles, slot 1 for B's panel); null when memory
+/// ran out.
 uint32_t *amxWords(size_t n, int slot = 0) {
-  amxScratch[slot].resize(n + 16);
-  auto p = reinterpret_cast<uintptr_t>(amxScratch[slot].data());
-  return reinterpret_cast<uint32_t *>((p + 63) & ~uintptr_t(63));
+  return amxScratch[slot].get<uint32_t>(n);
 }
 
 /// 32 floats (x[0, n), zero past n) to 32 bf16 in order, nearest even.
@@ -571,6 +576,8 @@ KILN_AMX_HOST void sbgemmAmxPb(int64_t M, int64_t N, int64_t K, const float *A, 
                                bool acc) {
   uint32_t *at = amxWords(2 * (kAmxPairs / 16) * 256);
   uint32_t *tails = amxWords((N + 31) / 32 * 512, 1);
+  if (!at || !tails)
+    return; // (the run fails: Scratch.h)
   alignas(64) float copy[32 * 32];
   const uint32_t *B32 = reinterpret_cast<const uint32_t *>(B);
   amxBegin();
@@ -616,7 +623,7 @@ struct BfRows {
     // The last k tile of every row tile (RT x 256 words), then the row tile
     // past M whole (16 rows x kAmxPairs pairs).
     tails = amxWords(RT * 256 + 16 * kAmxPairs);
-    partial = tails + RT * 256;
+    partial = tails ? tails + RT * 256 : nullptr; // (null: no memory, Scratch.h)
   }
 
   /// 16 pairs of row i from pair p on (zero past M and the block; the
@@ -668,6 +675,8 @@ KILN_AMX_HOST void sbgemmAmxPa(int64_t M, int64_t N, int64_t K, const uint16_t *
                                const float *B, int64_t ldb, float *C, int64_t ldc, bool acc) {
   BfRows rows(A, lda, M);
   uint32_t *panel = amxWords(kAmxPairs * 32, 1);
+  if (!rows.tails || !panel)
+    return; // (the run fails: Scratch.h)
   alignas(64) float copy[32 * 32];
   // Column j of the interleaved pair vectors: bf16 j of row 2p, then of row
   // 2p + 1 (index 32 + j), for the left (0-15) and right (16-31) columns.
@@ -712,6 +721,8 @@ KILN_AMX_HOST void sbgemmAmxPbA16(int64_t M, int64_t N, int64_t K, const uint16_
                                   int64_t ldc, bool acc) {
   BfRows rows(A, lda, M);
   uint32_t *tails = amxWords((N + 31) / 32 * 512, 1);
+  if (!rows.tails || !tails)
+    return; // (the run fails: Scratch.h)
   alignas(64) float copy[32 * 32];
   const uint32_t *B32 = reinterpret_cast<const uint32_t *>(B);
   amxBegin();

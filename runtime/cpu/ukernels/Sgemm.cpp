@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
 #include "runtime/cpu/ukernels/Isa.h"
+#include "runtime/cpu/ukernels/Scratch.h"
 #include "runtime/cpu/ukernels/StoreEpilogue.h"
 
 #include <cstdint>
@@ -678,14 +679,10 @@ panelTiles(int mr, int64_t M, ARows A, int64_t k0, int64_t kc, const float *pane
 
 /// This thread's scratch of at least `floats` floats, 64-byte aligned: the
 /// panels the kernels on row-major or half B copy (deep k blocks: up to
-/// 256 KiB), kept from call to call.
+/// 256 KiB), kept from call to call; null when memory ran out (Scratch.h).
 inline float *panelScratch(int64_t floats) {
-  thread_local std::vector<float> buffer;
-  size_t need = static_cast<size_t>(floats) + 16;
-  if (buffer.size() < need)
-    buffer.resize(need);
-  return reinterpret_cast<float *>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) &
-                                   ~static_cast<uintptr_t>(63));
+  thread_local kiln::rt::ScratchBuffer buffer;
+  return buffer.get<float>(static_cast<size_t>(floats));
 }
 
 /// Lanes [0, n) of row `src` as f32, zeros past them (n in [0, 16]).
@@ -729,6 +726,8 @@ sgemmAvx512(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda,
   // The panel, then (a half packed A) A's strip widened per tile (row-major
   // A is f32 only).
   float *panel = panelScratch(KC * 32 + (PackedA ? KC * 6 + 16 : 0));
+  if (!panel)
+    return;
   float *aBuf = panel + KC * 32;
   alignas(64) float discard[32];
   static_assert(PackedA || sizeof(TA) == 4, "row-major A is f32");
@@ -839,6 +838,8 @@ sgemmAvx2(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda, const TB *B
   // B packed a KC x 16 panel at a time, KC as in sgemmAvx512 (deep).
   const int64_t KC = kiln::rt::deepBlock(K);
   float *panel = panelScratch(KC * 16 + (PackedA ? KC * 6 + 8 : 0));
+  if (!panel)
+    return;
   float *aBuf = panel + KC * 16;
   alignas(64) float discard[16];
   static_assert(PackedA || sizeof(TA) == 4, "row-major A is f32");

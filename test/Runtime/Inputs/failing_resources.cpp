@@ -3,12 +3,15 @@
 // create + run makes, and thread creation that fails after K threads. Each
 // call must return KILN_OK or an error code with a message -- never throw,
 // crash or leave the instance half-made -- and a run that succeeds must give
-// the same outputs as a run with nothing failing. Linked with one model
-// (compiled with --name=m) and libkiln_runtime.a; replaces operator new,
+// the same outputs as a run with nothing failing. The matrix-product
+// ukernels' per-thread scratch fails the same way, inside a run. Linked with
+// two models (compiled with --name=m, and --name=mm: a product of two
+// inputs, whose B panels the ukernel packs into scratch) and libkiln_runtime.a; replaces operator new,
 // wraps aligned_alloc at link time (-Wl,--wrap=aligned_alloc) and
 // interposes pthread_create (std::thread calls it from libstdc++.so: link
 // with -rdynamic).
 #include "m.h"
+#include "mm.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include <dlfcn.h>
 #include <new>
 #include <pthread.h>
+#include <thread>
 #include <vector>
 
 // Countdowns: -1 never fails; 0 fails this call (and every later one).
@@ -140,6 +144,54 @@ int main() {
     threadCountdown = -1;
     std::printf("threads after %ld: status %d %s\n", k, st, st ? kiln_last_error() : "");
   }
+
+  // The ukernel's scratch failing at the N-th aligned_alloc of a run, for
+  // every N until a run allocates nothing that fails: on a fresh thread
+  // each time (a thread keeps its scratch), one pool thread.
+  std::vector<float> a(64 * 320), b(320 * 96), y(64 * 96), yWant;
+  unsigned seed = 11;
+  for (float &v : a)
+    v = static_cast<float>(rand_r(&seed)) / RAND_MAX - 0.5f;
+  for (float &v : b)
+    v = static_cast<float>(rand_r(&seed)) / RAND_MAX - 0.5f;
+  kiln_tensor mmIn[2] = {{a.data(), KILN_F32, 2, mm_desc.inputs[0].shape},
+                         {b.data(), KILN_F32, 2, mm_desc.inputs[1].shape}};
+  kiln_tensor mmOut = {y.data(), KILN_F32, 2, mm_desc.outputs[0].shape};
+  int sOom = 0, sOk = 0, sOther = 0, sWrong = 0;
+  for (long n = -1; n < 1000; ++n) {
+    std::fill(y.begin(), y.end(), 0.0f);
+    kiln_status st = KILN_OK;
+    bool reached = false;
+    std::thread([&] {
+      kiln_options one{1, 0, 0, 0};
+      kiln_instance *inst = nullptr;
+      if ((st = kiln_instance_create(&mm_desc, &one, &inst)) != KILN_OK)
+        return;
+      alignedCountdown = n;
+      st = kiln_instance_run(inst, mmIn, 2, &mmOut, 1);
+      reached = alignedCountdown > 0;
+      alignedCountdown = -1;
+      if (st != KILN_OK)
+        missing |= !*kiln_instance_error(inst);
+      kiln_instance_destroy(inst);
+    }).join();
+    if (n < 0) { // (nothing failing: the outputs to expect)
+      yWant = y;
+      continue;
+    }
+    if (st == KILN_OK) {
+      ++sOk;
+      sWrong += y != yWant;
+    } else if (st == KILN_ERROR_OUT_OF_MEMORY) {
+      ++sOom;
+    } else {
+      ++sOther;
+    }
+    if (reached && st == KILN_OK)
+      break;
+  }
+  std::printf("ukernel scratch: %d out-of-memory, %d ok, %d other, %d wrong outputs\n", sOom,
+              sOk, sOther, sWrong);
 
   kiln_options huge{2147483647, 0, 0, 0};
   kiln_instance *inst = nullptr;
