@@ -60,4 +60,13 @@ if [ "${KILN_NO_TORCH:-0}" != 1 ] && ! check_requirements "$here/scripts/require
          "will be skipped (UNSUPPORTED)" >&2
   fi
 fi
+# The model zoo's libraries (timm, transformers, onnxscript): optional too.
+if [ "${KILN_NO_TORCH:-0}" != 1 ] && "$PY" -c "import torch" 2>/dev/null &&
+   ! check_requirements "$here/scripts/requirements-zoo.txt"; then
+  echo "install-deps: installing the model zoo's packages (scripts/requirements-zoo.txt)"
+  if ! pip_install "$here/scripts/requirements-zoo.txt"; then
+    echo "install-deps: warning: the model zoo's packages could not be installed; test/zoo" \
+         "will be skipped (UNSUPPORTED)" >&2
+  fi
+fi
 echo "install-deps: ok"

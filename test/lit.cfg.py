@@ -71,8 +71,8 @@ def _has_torch():
 if _has_torch():
     config.available_features.add("torch")
 
-# timm, transformers and onnxscript importable (also in
-# scripts/requirements-torch.txt): the model zoo's subset runs (test/zoo).
+# timm, transformers and onnxscript importable (scripts/requirements-zoo.txt):
+# the model zoo's subset runs (test/zoo).
 def _has_zoo():
     import subprocess
     try:

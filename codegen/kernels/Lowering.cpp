@@ -57,7 +57,7 @@ LogicalResult Lowering::addConstant(kiln::ConstantOp op) {
     return op.emitError("unsupported constant attribute");
   }
   int id = addConstantData(data);
-  p.buffers[id].elem = et.isF32() ? Type() : et;
+  p.buffers[id].elem = et.isF32() ? Type() : storageOf(et); // (signless, as kernels see it)
   bufferOf[op.getResult()] = id;
   return success();
 }

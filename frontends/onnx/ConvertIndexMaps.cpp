@@ -371,10 +371,22 @@ LogicalResult convertResize(NodeContext &ctx, bool upsample) {
       return ctx.error("roi must hold a start and an end per resized axis");
   }
   for (int64_t i = 0; i < nAxes; ++i) {
-    if (sizes[i] <= 0)
-      return ctx.error("the output dimension " + Twine(axes[i]) + " would be empty");
+    if (sizes[i] < 0)
+      return ctx.error("the output dimension " + Twine(axes[i]) + " would be negative (" +
+                       Twine(sizes[i]) + ")");
     if (failed(ctx.checkConstantSize(sizes[i], "the index map of axis " + Twine(axes[i]))))
       return failure();
+  }
+  // An empty input or an axis resized to nothing: an empty result (nothing
+  // to interpolate from, or to).
+  SmallVector<int64_t> outShape(in.getShape());
+  for (int64_t i = 0; i < nAxes; ++i)
+    outShape[axes[i]] = sizes[i];
+  if (llvm::is_contained(in.getShape(), 0) || llvm::is_contained(outShape, 0)) {
+    HostTensor empty{in.getElementType(), std::vector<int64_t>(outShape.begin(), outShape.end()),
+                     {}, {}};
+    ctx.setOutput(0, Importer::materialize(ctx.builder, empty, ctx.node.name() + ".empty"));
+    return success();
   }
 
   Builder g{ctx};
@@ -403,19 +415,49 @@ LogicalResult padAxes(NodeContext &ctx, ArrayRef<int64_t> axes, ArrayRef<int64_t
   Builder g{ctx};
   Value x = ctx.input(0);
   Value outside;
+  // The result's shape first: an empty result is an empty constant; an
+  // empty input has nothing to read, its result is the pad value throughout
+  // (constant mode).
+  SmallVector<int64_t> outShape(in.getShape());
   for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t d = axes[i], lo = los[i], hi = his[i], n = in.getDimSize(d);
-    if (lo == 0 && hi == 0)
-      continue;
+    int64_t d = axes[i], lo = los[i], hi = his[i];
     if (lo < -kMaxTensorElements || lo > kMaxTensorElements || hi < -kMaxTensorElements ||
         hi > kMaxTensorElements)
       return ctx.error("pads of axis " + Twine(d) + " (" + Twine(lo) + ", " + Twine(hi) +
                        ") pass 2^40");
-    int64_t out = n + lo + hi;
-    if (out < 0)
+    outShape[d] += lo + hi;
+    if (outShape[d] < 0)
       return ctx.error("pads remove more than dimension " + Twine(d) + " holds");
-    if (n == 0)
-      return ctx.error("cannot pad the empty dimension " + Twine(d));
+  }
+  int64_t total = 1; // (saturating past 2^40: checkConstantSize refuses it)
+  for (int64_t d : outShape)
+    total = d == 0 || total == 0       ? 0
+            : total > kMaxTensorElements / d ? kMaxTensorElements + 1
+                                             : total * d;
+  if (total == 0 || llvm::is_contained(in.getShape(), 0)) {
+    if (total > 0 && mode != "constant")
+      return ctx.error("cannot pad an empty dimension in " + mode.str() +
+                       " mode (there is nothing to repeat)");
+    if (failed(ctx.checkConstantSize(total, "the padded result")))
+      return failure();
+    if (total > 0 && runtimeValue) {
+      Value v = g.reshape(runtimeValue, SmallVector<int64_t>(rank, 1));
+      x = g.expand(v, outShape);
+    } else {
+      HostTensor fill{in.getElementType(), std::vector<int64_t>(outShape.begin(), outShape.end()),
+                      std::vector<double>(total, value), {}};
+      x = Importer::materialize(ctx.builder, fill, ctx.node.name() + ".fill");
+    }
+    if (!g.ok({x}))
+      return failure();
+    ctx.setOutput(0, x);
+    return success();
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t d = axes[i], lo = los[i], hi = his[i], n = in.getDimSize(d);
+    if (lo == 0 && hi == 0)
+      continue;
+    int64_t out = n + lo + hi;
     if (mode == "reflect" && n > 1 && (lo >= n || hi >= n))
       return ctx.error("reflect pads must be smaller than the dimension (" + Twine(n) + ")");
     if (failed(ctx.checkConstantSize(out, "the index map of axis " + Twine(d))))
@@ -445,8 +487,6 @@ LogicalResult padAxes(NodeContext &ctx, ArrayRef<int64_t> axes, ArrayRef<int64_t
       }
       p.idx[0][j] = src;
     }
-    if (out == 0)
-      return ctx.error("padding would leave dimension " + Twine(d) + " empty");
     x = applyPlan(g, x, d, p, false);
     orOutsideMask(g, rank, d, p, "border" + Twine(d), outside);
   }

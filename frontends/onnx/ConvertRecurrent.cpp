@@ -111,8 +111,39 @@ LogicalResult convertRecurrent(NodeContext &ctx, Cell cell) {
     return ctx.error("expects W of shape [" + Twine(numDir) + ", " + Twine(G * hidden) + ", " +
                      Twine(inSize) + "] and R of shape [" + Twine(numDir) + ", " +
                      Twine(G * hidden) + ", " + Twine(hidden) + "]");
-  if (seq < 1 || batch < 1 || hidden < 1)
-    return ctx.error("needs a non-empty sequence, batch and hidden size");
+  if (hidden < 1)
+    return ctx.error("needs a hidden size of at least 1");
+  if (seq == 0 || batch == 0) {
+    // Nothing to step through: Y is empty, Y_h (and Y_c) the initial state
+    // (zeros when not given; empty too with an empty batch).
+    OpBuilder &ob = ctx.builder;
+    Type et = xt.getElementType();
+    std::vector<int64_t> yShape = layout == 0 ? std::vector<int64_t>{seq, numDir, batch, hidden}
+                                              : std::vector<int64_t>{batch, seq, numDir, hidden};
+    std::vector<int64_t> hShape = layout == 0 ? std::vector<int64_t>{numDir, batch, hidden}
+                                              : std::vector<int64_t>{batch, numDir, hidden};
+    auto zeros = [&](const std::vector<int64_t> &shape, const char *what) {
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      HostTensor h{et, shape, std::vector<double>(n, 0.0), {}};
+      return Importer::materialize(ob, h, ctx.node.name() + "." + what);
+    };
+    auto state = [&](size_t i, const char *what) {
+      return ctx.hasInput(i) ? ctx.input(i) : zeros(hShape, what);
+    };
+    for (size_t i : {size_t(5), size_t(6)})
+      if (ctx.hasInput(i) && (i == 5 || cell == Cell::Lstm) &&
+          ctx.inputType(i).getShape() != llvm::ArrayRef<int64_t>(hShape))
+        return ctx.error(Twine(i == 5 ? "initial_h" : "initial_c") + " must have shape [" +
+                         Twine(hShape[0]) + ", " + Twine(hShape[1]) + ", " + Twine(hShape[2]) +
+                         "]");
+    ctx.setOutput(0, zeros(yShape, "y"));
+    ctx.setOutput(1, state(5, "y_h"));
+    if (cell == Cell::Lstm)
+      ctx.setOutput(2, state(6, "y_c"));
+    return success();
+  }
   if (seq > 4096)
     return ctx.error("a sequence of " + Twine(seq) + " steps is too long to unroll (at most "
                      "4096)");

@@ -429,6 +429,20 @@ def recurrent_ok():
                  [init("w", f32(2, 12, 4)), init("r", f32(2, 12, 3)), init("b", f32(2, 24))])
 
 
+def recurrent_empty():
+    """Recurrences with nothing to step through: an LSTM over an empty batch
+    (every output empty) and a GRU over an empty sequence with an initial
+    state (Y empty, Y_h that state)."""
+    nodes = [helper.make_node("LSTM", ["x", "w", "r", "b"], ["y", "yh", "yc"], hidden_size=3,
+                              direction="bidirectional", name="lstm_batch0"),
+             helper.make_node("GRU", ["s", "gw", "gr", "", "", "h0"], ["gy", "gh"], hidden_size=5,
+                              name="gru_seq0")]
+    return model(nodes, [vi("x", [2, 0, 4]), vi("s", [0, 2, 4]), vi("h0", [1, 2, 5])],
+                 [vi("y", None), vi("yh", None), vi("yc", None), vi("gy", None), vi("gh", None)],
+                 [init("w", f32(2, 12, 4)), init("r", f32(2, 12, 3)), init("b", f32(2, 24)),
+                  init("gw", f32(1, 15, 4)), init("gr", f32(1, 15, 5))])
+
+
 def scatter_ops():
     nodes = [helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1,
                               reduction="max", name="scat_el"),
@@ -747,7 +761,7 @@ def narrow_types():
     return m
 
 
-CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, bad_round_mode, loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
+CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empty, bad_round_mode, loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, wide_gemm, tune_mix, unsupported, dynamic_batch, bad_conv,
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,

@@ -1197,6 +1197,51 @@ CASES = {
     "empty_slice": typed([("x", (3, 4), "f32", "normal")], [("Slice", ["x", "st", "en"], {})],
                          consts=[("st", np.array([1, 2], np.int64)),
                                  ("en", np.array([1, 4], np.int64))]),
+    # (onnxruntime's Attention op refuses batch 0 and 0 queries: the chain
+    # form, which Kiln fuses into one attention, has them)
+    "empty_attention_chain_batch0": chain(
+        [("q", (0, 4, 8)), ("k", (0, 8, 6)), ("v", (0, 6, 5))], [],
+        [("MatMul", ["q", "k"], {}), ("Softmax", ["t0"], {"axis": -1}),
+         ("MatMul", ["t1", "v"], {})]),
+    "empty_attention_chain_queries": chain(
+        [("q", (2, 0, 8)), ("k", (2, 8, 12)), ("v", (2, 12, 5))], [],
+        [("MatMul", ["q", "k"], {}), ("Softmax", ["t0"], {"axis": -1}),
+         ("MatMul", ["t1", "v"], {})]),
+    "empty_resize_batch0": typed([("x", (0, 3, 7, 9), "f32", "normal")], [
+        ("Resize", ["x", "", "sc"], {"mode": "linear"})], opset=13,
+        consts=[("sc", np.array([1, 1, 1.7, 0.6], np.float32))]),
+    "empty_pad_batch0": typed([("x", (0, 3, 5, 4), "f32", "normal")], [
+        ("Pad", ["x", "p"], {"mode": "reflect"})], opset=13,
+        consts=[("p", np.array([0, 0, 2, 1, 0, 0, 1, 3], np.int64))]),
+    # (a constant pad of an empty axis: a result of only the pad value)
+    "empty_pad_constant_from_nothing": typed([("x", (2, 0), "f32", "normal")], [
+        ("Pad", ["x", "p", "v"], {"mode": "constant"})], opset=13,
+        consts=[("p", np.array([0, 1, 0, 2], np.int64)), ("v", np.array(1.5, np.float32))]),
+    # (an unsigned constant as the output: its buffer is signless, as every
+    # kernel's view of an integer is)
+    "constant_u8_output": typed([("a", (3,), "u8", "full")], [("Identity", ["c"], {})],
+                                consts=[("c", np.array([1, 200, 3], np.uint8))]),
+    # (recurrent ops with an empty batch or sequence: onnxruntime aborts on
+    # them; test/Frontends/Onnx/recurrent_empty.test)
+    "empty_quantize_dequantize_rows": typed([("x", (0, 8), "f32", "normal")], [
+        ("QuantizeLinear", ["x", "s", "z"], {"axis": 1}),
+        ("DequantizeLinear", ["t0", "s", "z"], {"axis": 1})],
+        consts=[("s", crng.uniform(0.005, 0.02, 8).astype(np.float32)),
+                ("z", crng.integers(100, 160, 8).astype(np.uint8))]),
+    "empty_qlinearmatmul_rows": typed(
+        [("a", (0, 300), "u8", "full"), ("b", (300, 6), "u8", "full")],
+        [("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], {})], opset=10,
+        consts=[("sa", np.array(0.02, np.float32)), ("za", np.array(128, np.uint8)),
+                ("sb", np.array(0.003, np.float32)), ("zb", np.array(120, np.uint8)),
+                ("sy", np.array(2.5, np.float32)), ("zy", np.array(100, np.uint8))]),
+    "empty_matmulinteger_inner": typed(
+        [("a", (3, 0), "u8", "full"), ("b", (0, 5), "u8", "full")],
+        [("MatMulInteger", ["a", "b", "za", "zb"], {})], opset=10,
+        consts=[("za", np.array(131, np.uint8)), ("zb", np.array(7, np.uint8))]),
+    "empty_convinteger_batch0": typed(
+        [("x", (0, 3, 7, 7), "u8", "full"), ("w", (4, 3, 3, 3), "u8", "full")],
+        [("ConvInteger", ["x", "w", "zx", "zw"], {"pads": [1, 0, 1, 2], "strides": [2, 1]})],
+        opset=10, consts=[("zx", np.array(128, np.uint8)), ("zw", np.array(201, np.uint8))]),
 
 }
 
