@@ -10,6 +10,8 @@ using namespace kiln;
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <type_traits>
+
 #define GET_ATTRDEF_CLASSES
 #include "dialects/kiln/KilnAttrs.cpp.inc"
 
@@ -87,21 +89,19 @@ struct EmptyResultsAreConstants : RewritePattern {
     return success();
   }
 };
+
 /// A sum or product over nothing is its identity (0, 1) everywhere: no
 /// kernel reads an empty input.
-struct EmptySumsAreIdentities : RewritePattern {
-  explicit EmptySumsAreIdentities(MLIRContext *ctx)
-      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+template <typename ReduceOp> struct EmptySumsAreIdentities : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern<ReduceOp>::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
-    if (!isa<ReduceSumOp, ReduceProdOp>(op))
-      return failure();
+  LogicalResult matchAndRewrite(ReduceOp op, PatternRewriter &rewriter) const override {
     auto in = llvm::dyn_cast<RankedTensorType>(op->getOperand(0).getType());
     auto out = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() ||
         in.getNumElements() != 0 || out.getNumElements() == 0)
       return failure();
-    double identity = isa<ReduceProdOp>(op) ? 1.0 : 0.0;
+    double identity = std::is_same_v<ReduceOp, ReduceProdOp> ? 1.0 : 0.0;
     Type e = out.getElementType();
     Attribute v;
     if (auto ft = llvm::dyn_cast<FloatType>(e))
@@ -117,7 +117,8 @@ struct EmptySumsAreIdentities : RewritePattern {
 } // namespace
 
 void KilnDialect::getCanonicalizationPatterns(RewritePatternSet &results) const {
-  results.add<EmptyResultsAreConstants, EmptySumsAreIdentities>(getContext());
+  results.add<EmptyResultsAreConstants, EmptySumsAreIdentities<ReduceSumOp>,
+              EmptySumsAreIdentities<ReduceProdOp>>(getContext());
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,

@@ -136,6 +136,24 @@ void kiln::torch_import::registerReduceConverters(llvm::StringMap<AtenConverter>
   };
   reg({"aten.var.correction", "aten.var.dim"}, variance(false));
   reg({"aten.std.correction", "aten.std.dim"}, variance(true));
+  // torch.nn.utils.weight_norm's weight (wav2vec2's positional conv):
+  // v * g / ||v||, the norm over every axis but `dim` (all of them when
+  // dim is -1, as torch's norm_except_dim).
+  reg({"aten._weight_norm.default"}, [](AtenContext &c) {
+    int t = outType(c);
+    std::string v = c.castTo(c.tensor("v"), t), g = c.castTo(c.tensor("g"), t);
+    int64_t dim = c.i("dim", 0);
+    if (c.failed())
+      return failure();
+    int64_t r = rankOf(c, v);
+    std::vector<int64_t> axes;
+    for (int64_t a = 0; a < r; ++a)
+      if (dim == -1 || a != normAxis(dim, r))
+        axes.push_back(a);
+    std::string norm = c.emit("ReduceL2", {v, c.constI64(axes)}, {}, {Attr::i("keepdims", 1)});
+    c.emit("Mul", {v, c.emit("Div", {g, norm})}, {c.out()});
+    return success();
+  });
   // ||x||_ord over `dim` (all axes when absent or empty): F.normalize,
   // torch.linalg.vector_norm.
   reg({"aten.linalg_vector_norm.default"}, [](AtenContext &c) {

@@ -84,6 +84,15 @@ LogicalResult concat(AtenContext &c, bool stack) {
   int t = outType(c);
   int64_t r = rankOf(c, c.out());
   dim = normAxis(dim, r);
+  // torch.cat skips 1-D empty tensors whatever the dim (a legacy rule that
+  // models rely on: T5's empty position bias, a growing cache's start).
+  if (!stack && r != 1)
+    llvm::erase_if(xs, [&](const std::string &x) {
+      const std::vector<int64_t> &s = c.info(x).sizes;
+      return s.size() == 1 && s[0] == 0;
+    });
+  if (xs.empty())
+    return c.fail("cat of only empty 1-D tensors into a tensor of rank " + std::to_string(r));
   for (std::string &x : xs) {
     x = c.castTo(x, t);
     if (stack)

@@ -8,7 +8,9 @@ then two to six nodes from the supported ops -- elementwise unary and
 binary ops with broadcasting, MatMul, Gemm, Conv, pools, reductions,
 Softmax, LayerNormalization, BatchNormalization, data movement (Transpose,
 Reshape, Flatten, Concat, Slice with negative steps, Gather with negative
-indices, Pad in three modes, Expand, Tile, Squeeze) and Where -- with
+indices, Pad in three modes, Expand, Tile, Squeeze), Where, and less often
+Resize (nearest, linear, cubic; four coordinate modes), an attention
+pattern (softmax(x W x^T / sqrt(d)) x) and Cast through int8/int32/int64 -- with
 attributes at their edges (kernels as large as the padded input, strides
 past it, groups, dilations, keepdims, negative axes). onnx's shape
 inference keeps each node only when it is well-typed, and a graph that
@@ -73,7 +75,7 @@ class Graph:
         v = np.random.default_rng(self.rng.randrange(1 << 30)).standard_normal(shape)
         return self.const((np.abs(v) + 0.5 if positive else v).astype(np.float32))
 
-    def model(self, outputs, prune=False):
+    def model(self, outputs, prune=False, elem=TensorProto.FLOAT):
         inits = self.inits
         if prune:  # (the constants of nodes shape inference dropped)
             used = {i for n in self.nodes for i in n.input}
@@ -81,7 +83,7 @@ class Graph:
         g = helper.make_graph(
             self.nodes, "fuzz",
             [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in self.inputs],
-            [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+            [helper.make_tensor_value_info(o, elem, None) for o in outputs],
             inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
         m.ir_version = 8
@@ -90,14 +92,19 @@ class Graph:
     def add(self, op, inputs, **attrs):
         """Appends the node when shape inference types its output as a
         float tensor of known shape; returns the output's name or None."""
+        return self.add_typed(op, inputs, TensorProto.FLOAT, **attrs)
+
+    def add_typed(self, op, inputs, elem, **attrs):
+        """add() for an output of element type `elem` (other than float: an
+        intermediate value; the graph's outputs are float)."""
         out = self.fresh()
         node = helper.make_node(op, inputs, [out], name=out + "_" + op.lower(), **attrs)
         self.nodes.append(node)
         try:
-            inferred = shape_inference.infer_shapes(self.model([out]), strict_mode=True)
+            inferred = shape_inference.infer_shapes(self.model([out], elem=elem), strict_mode=True)
             vi = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
             t = vi[out].type.tensor_type
-            if t.elem_type != TensorProto.FLOAT or not t.HasField("shape"):
+            if t.elem_type != elem or not t.HasField("shape"):
                 raise ValueError("untyped")
             dims = [d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim]
             if any(d < 0 for d in dims) or np.prod(dims, dtype=np.int64) > 4096:
@@ -119,10 +126,44 @@ def broadcast_partner(rng, shape):
     return s[rng.randrange(len(s) + 1):] if s and rng.random() < 0.3 else s
 
 
+def grow_more(g, rng, x):
+    """The rarer families: Resize, an attention pattern, Cast through an
+    integer type. The new value or None."""
+    s = g.shapes[x]
+    r = len(s)
+    kind = rng.random()
+    if kind < 0.4 and r == 4:
+        mode = rng.choice(["nearest", "linear", "cubic"])
+        scales = [1.0, 1.0, rng.choice([0.5, 1.5, 2.0]), rng.choice([0.6, 1.0, 2.0])]
+        return g.add("Resize", [x, "", g.const(np.array(scales, np.float32))], mode=mode,
+                     coordinate_transformation_mode=rng.choice(
+                         ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"]))
+    if kind < 0.75 and r >= 2:
+        # softmax(x W x^T / sqrt(d)) x: the attention kernels' pattern.
+        d = s[-1]
+        perm = list(range(r))
+        perm[-1], perm[-2] = perm[-2], perm[-1]
+        q = g.add("MatMul", [x, g.weight([d, d])])
+        kt = g.add("Transpose", [x], perm=perm)
+        sc = g.add("MatMul", [q, kt]) if q and kt else None
+        sc = g.add("Mul", [sc, g.const(np.float32(1.0 / max(d, 1) ** 0.5))]) if sc else None
+        p = g.add("Softmax", [sc], axis=-1) if sc else None
+        return g.add("MatMul", [p, x]) if p else None
+    to = rng.choice([TensorProto.INT32, TensorProto.INT64, TensorProto.INT8])
+    # (clipped into int8's range first: a float outside the target's range
+    # casts to an unspecified value)
+    y = g.add("Mul", [x, g.const(np.float32(rng.choice([1.0, 4.0, 40.0])))])
+    y = g.add("Clip", [y, g.const(np.float32(-100)), g.const(np.float32(100))]) if y else None
+    c = g.add_typed("Cast", [y], to, to=to) if y else None
+    return g.add("Cast", [c], to=TensorProto.FLOAT) if c else None
+
+
 def grow(g, rng, x):
     """One node on value x (and maybe constants); the new value or None."""
     s = g.shapes[x]
     r = len(s)
+    if rng.random() < 0.08:
+        return grow_more(g, rng, x)
     kind = rng.random()
     if kind < 0.18:
         op = rng.choice(UNARY)

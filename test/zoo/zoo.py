@@ -21,6 +21,7 @@ failed'; --table writes the Markdown table docs/zoo.md holds.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -64,6 +65,7 @@ def export(form, model, args, path, torch):
                 return ""
             except Exception as e:  # the dynamo exporter's own failure
                 first = (str(e).strip().splitlines() or [repr(e)])[0]
+                first = re.sub(r"\x1b\[[0-9;]*m", "", first)  # (its terminal colours)
             # What a user does then: the TorchScript exporter.
             torch.onnx.export(model, args, path, dynamo=False, opset_version=17)
             return "TorchScript exporter (dynamo: %s)" % first[:120]

@@ -124,7 +124,8 @@ def _whisper(t):
     return t.WhisperModel(t.WhisperConfig(
         d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
         decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16,
-        max_source_positions=32, max_target_positions=32, vocab_size=1000))
+        max_source_positions=32, max_target_positions=32, vocab_size=1000, pad_token_id=1,
+        bos_token_id=2, eos_token_id=2, decoder_start_token_id=2))
 
 
 def _wav2vec2(t):

@@ -203,6 +203,23 @@ class MaskOps(nn.Module):
         return m, bits, y, r, n, pooled, sel, sep
 
 
+class ModelIdioms(nn.Module):
+    """Idioms the model zoo met: torch.cat skipping 1-D empty tensors
+    whatever the dim (T5's position bias grows from torch.tensor([])), and
+    a weight-normed convolution (wav2vec2's positional conv:
+    aten._weight_norm, its g drawn so the norm matters)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 6, 3, padding=1), dim=2)
+        with torch.no_grad():
+            self.conv.parametrizations.weight.original0.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        y = torch.cat([x.new_zeros(0), x, x.new_zeros(0)], dim=-2)
+        return self.conv(y), torch.cat([x.new_zeros(0), x * 2], dim=0)
+
+
 class Unsupported(nn.Module):
     """Ops Kiln lacks, and a supported op in a form it lacks (a boolean
     mask index, whose result's size depends on the data): all reported."""
@@ -280,6 +297,10 @@ def main():
     mask_inputs = (torch.randn(2, 6, 5), torch.randint(0, 10, (2, 6)))
     fixtures["mask_ops"] = save("mask_ops", MaskOps(), mask_inputs)
     fixtures["mask_ops_core"] = save("mask_ops_core", MaskOps(), mask_inputs, decompose=True)
+    idioms = ModelIdioms()
+    fixtures["model_idioms"] = save("model_idioms", idioms, (torch.randn(2, 4, 7),))
+    fixtures["model_idioms_core"] = save("model_idioms_core", idioms, (torch.randn(2, 4, 7),),
+                                         decompose=True)
     kiln.export(Unsupported(), (torch.randn(4, 5),), os.path.join(HERE, "unsupported.pt2"))
     kiln.export(InPlaceReread(), (torch.randn(4, 5),), os.path.join(HERE, "inplace_reread.pt2"))
     with open(os.path.join(HERE, "fixtures.json"), "w") as f:
