@@ -353,6 +353,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "pipeline-corpus"))
     ap.add_argument("--findings", default="")
+    ap.add_argument("--progress", action="store_true", help="a line per case, with its time")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     passed = failed = 0
@@ -367,7 +368,7 @@ def main():
                     continue
                 failed += 1
                 ops = " ".join(n.op_type for n in m.graph.node)
-                print(f"FAIL {name} [{' '.join(flags)}] ({ops}): {why}")
+                print(f"FAIL {name} [{' '.join(flags)}] ({ops}): {why}", flush=True)
                 if a.findings:
                     os.makedirs(a.findings, exist_ok=True)
                     onnx.save(m, os.path.join(a.findings, f"{name}.onnx"))
@@ -384,8 +385,14 @@ def main():
             run(os.path.basename(path)[:-5], m, feeds, refs, k)
         i = 0
         while (a.count and i < a.count) or (not a.count and time.time() - start < a.seconds):
+            t0 = time.time()
             m, feeds, refs = draw_case(rng)
+            t1 = time.time()
             run(f"seed{a.seed}_case{i}", m, feeds, refs, i)
+            if a.progress:
+                print("case %d: drawn in %.1f s, checked in %.1f s (%s)" % (
+                    i, t1 - t0, time.time() - t1, " ".join(n.op_type for n in m.graph.node)),
+                    flush=True)
             i += 1
     print(f"{i} graphs generated in {time.time() - start:.0f} s")
     print(f"{passed} passed, {failed} failed")
