@@ -511,18 +511,24 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   auto *flopsInit = llvm::ConstantDataArray::get(lc, flops);
   auto *kernelFlops = new llvm::GlobalVariable(*mod, flopsInit->getType(), true, internal,
                                                flopsInit, p.name + "_kernel_flops");
-  llvm::Constant *symbolNames = llvm::ConstantPointerNull::get(b.getPtrTy());
+  // An array of C strings `<name>_<stem>s` (entries `<name>_<stem><i>`);
+  // null when there are none.
+  auto stringTable = [&](const std::vector<std::string> &strings,
+                         const std::string &stem) -> llvm::Constant * {
+    if (strings.empty())
+      return llvm::ConstantPointerNull::get(b.getPtrTy());
+    std::vector<llvm::Constant *> entries;
+    for (auto [i, str] : llvm::enumerate(strings))
+      entries.push_back(b.CreateGlobalString(str, p.name + "_" + stem + std::to_string(i), 0,
+                                             mod.get()));
+    auto *ty = llvm::ArrayType::get(ptrTy, entries.size());
+    return new llvm::GlobalVariable(*mod, ty, true, internal, llvm::ConstantArray::get(ty, entries),
+                                    p.name + "_" + stem + "s");
+  };
+  llvm::Constant *symbolNames = stringTable(p.symbolNames, "symbol_name");
   llvm::Constant *symbolBounds = llvm::ConstantPointerNull::get(b.getPtrTy());
   llvm::Constant *symbolPins = llvm::ConstantPointerNull::get(b.getPtrTy());
   if (!p.symbolNames.empty()) {
-    std::vector<llvm::Constant *> sn;
-    for (auto [i, n] : llvm::enumerate(p.symbolNames))
-      sn.push_back(b.CreateGlobalString(n, p.name + "_symbol" + std::to_string(i), 0,
-                                        mod.get()));
-    auto *snTy = llvm::ArrayType::get(ptrTy, sn.size());
-    symbolNames = new llvm::GlobalVariable(*mod, snTy, true, internal,
-                                           llvm::ConstantArray::get(snTy, sn),
-                                           p.name + "_symbol_names");
     std::vector<uint64_t> bounds(p.symbolBounds.begin(), p.symbolBounds.end());
     auto *bInit = llvm::ConstantDataArray::get(lc, bounds);
     symbolBounds = new llvm::GlobalVariable(*mod, bInit->getType(), true, internal, bInit,
@@ -547,17 +553,7 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
     symbolInputs = new llvm::GlobalVariable(*mod, siInit->getType(), true, internal, siInit,
                                             p.name + "_symbol_inputs");
   }
-  llvm::Constant *faultSites = llvm::ConstantPointerNull::get(b.getPtrTy());
-  if (!p.faultSites.empty()) {
-    std::vector<llvm::Constant *> fs;
-    for (auto [i, site] : llvm::enumerate(p.faultSites))
-      fs.push_back(b.CreateGlobalString(site, p.name + "_fault_site" + std::to_string(i), 0,
-                                        mod.get()));
-    auto *fsTy = llvm::ArrayType::get(ptrTy, fs.size());
-    faultSites = new llvm::GlobalVariable(*mod, fsTy, true, internal,
-                                          llvm::ConstantArray::get(fsTy, fs),
-                                          p.name + "_fault_sites");
-  }
+  llvm::Constant *faultSites = stringTable(p.faultSites, "fault_site");
   auto *descTy = llvm::StructType::get(
       lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
            ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, ptrTy});
