@@ -1311,6 +1311,11 @@ def _maxpool_3x3_s2_pad1(x):
 NUMPY_REFERENCES = {
     "matmulinteger_batched_u8_i8":
         lambda f: np.matmul(f["a"].astype(np.int32), f["b"].astype(np.int32)),
+    # An empty inner dimension sums nothing: every element is 0. onnxruntime
+    # returns its output buffer uninitialized here.
+    "empty_matmul_inner": lambda f: np.matmul(f["a"], f["b"]),
+    "empty_matmulinteger_inner":
+        lambda f: np.matmul(f["a"].astype(np.int32) - 131, f["b"].astype(np.int32) - 7),
     # The wide-range cases against float64 (rounded to f32): onnxruntime's
     # erf(NaN) is 1, and its sigmoid flushes results under about 1e-7 of
     # their value's neighbourhood (0 for sigmoid(-80) = 1.8e-35).
