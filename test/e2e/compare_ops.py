@@ -1174,6 +1174,13 @@ CASES = {
     # empty inner dimension a zero product, an empty Concat piece nothing.
     "empty_conv_batch0": conv(0, 3, 5, 5, 4, 3),
     "empty_conv_pointwise_batch0": conv(0, 8, 4, 4, 6, 1, pad=[0, 0, 0, 0]),
+    # No input channels: the bias alone (onnxruntime returns zeros, and hangs
+    # when the convolution is grouped; the reference is numpy's)
+    "empty_conv_channels0": chain([("x", (1, 0, 5, 5)), ("b", (4,))], [("w", (4, 0, 3, 3))],
+                                  [("Conv", ["x", "w", "b"], {"pads": [1, 1, 1, 1]})]),
+    "empty_conv_channels0_grouped": chain(
+        [("x", (2, 0, 6, 5)), ("b", (4,))], [("w", (4, 0, 1, 3))],
+        [("Conv", ["x", "w", "b"], {"pads": [0, 1, 0, 0], "strides": [2, 2], "group": 2})]),
     "empty_gemm_rows": model("Gemm", [("a", (0, 3))], [("b", (3, 4)), ("c", (4,))], None),
     "empty_matmul_columns": model("MatMul", [("a", (2, 3))], [("b", (3, 0))], None),
     "empty_matmul_inner": chain([("a", (2, 0)), ("b", (0, 3))], [], [("MatMul", ["a", "b"], {})]),
@@ -1314,6 +1321,9 @@ NUMPY_REFERENCES = {
     # An empty inner dimension sums nothing: every element is 0. onnxruntime
     # returns its output buffer uninitialized here.
     "empty_matmul_inner": lambda f: np.matmul(f["a"], f["b"]),
+    "empty_conv_channels0": lambda f: np.broadcast_to(f["b"][None, :, None, None], (1, 4, 5, 5)),
+    "empty_conv_channels0_grouped":
+        lambda f: np.broadcast_to(f["b"][None, :, None, None], (2, 4, 3, 2)),
     "empty_matmulinteger_inner":
         lambda f: np.matmul(f["a"].astype(np.int32) - 131, f["b"].astype(np.int32) - 7),
     # The wide-range cases against float64 (rounded to f32): onnxruntime's
