@@ -63,8 +63,11 @@ static LogicalResult checkWindowFits(std::optional<Location> loc, RankedTensorTy
 int64_t kiln::windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pBegin,
                   int64_t pEnd, bool ceilMode) {
   int64_t span = in + pBegin + pEnd - ((k - 1) * d + 1);
+  // (A window longer than the padded input: none, or with ceil mode one
+  // when it falls short by less than a stride -- ceil(span / s) + 1, as
+  // onnxruntime counts.)
   if (span < 0)
-    return 0;
+    return ceilMode && in > 0 && -span < s ? 1 : 0;
   int64_t out = (ceilMode ? (span + s - 1) / s : span / s) + 1;
   // With ceil mode the last window must start inside the input or left pad.
   if (ceilMode && (out - 1) * s >= in + pBegin)
@@ -682,7 +685,8 @@ static LogicalResult inferPool(std::optional<Location> loc, Value input,
   if (failed(checkWindowAttrs(loc, 2, kernel, strides, pads, dilations)))
     return failure();
   // (a window larger than the padded input gives an empty result, as in
-  // onnxruntime; the canonicalizer makes it a constant)
+  // onnxruntime -- with ceil mode one window if it falls short by less than
+  // a stride; the canonicalizer makes an empty one a constant)
   bool nhwc = layout == kiln::Layout::NHWC;
   SmallVector<int64_t> shape{in.getDimSize(0)};
   if (!nhwc)

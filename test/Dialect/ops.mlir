@@ -189,3 +189,15 @@ func.func @narrow(%x: tensor<4xf32>, %u: tensor<4xui8>)
   %d = kiln.narrow %u {format = ui2} : tensor<4xui8>
   return %a, %b, %c, %d : tensor<4xf8E4M3FN>, tensor<4xf8E8M0FNU>, tensor<4xf32>, tensor<4xui8>
 }
+
+// Ceil mode, a window longer than the padded input: one output where it
+// falls short by less than a stride (W: 3 + 1 padded against 5, stride 3),
+// none where by a stride or more (H: 2 + 1 padded against 6, stride 3).
+// CHECK-LABEL: func @pool_window_past_input
+func.func @pool_window_past_input(%x: tensor<1x2x2x3xf32>) -> (tensor<1x2x1x1xf32>, tensor<1x2x0x1xf32>) {
+  // CHECK: kiln.max_pool {{.*}} -> tensor<1x2x1x1xf32>
+  %a = kiln.max_pool %x {kernel_shape = array<i64: 3, 5>, strides = array<i64: 3, 3>, pads = array<i64: 0, 1, 1, 0>, dilations = array<i64: 1, 1>, ceil_mode = true, count_include_pad = false} : tensor<1x2x2x3xf32> -> tensor<1x2x1x1xf32>
+  // CHECK: kiln.avg_pool {{.*}} -> tensor<1x2x0x1xf32>
+  %b = kiln.avg_pool %x {kernel_shape = array<i64: 6, 5>, strides = array<i64: 3, 3>, pads = array<i64: 0, 1, 1, 0>, dilations = array<i64: 1, 1>, ceil_mode = true, count_include_pad = false} : tensor<1x2x2x3xf32> -> tensor<1x2x0x1xf32>
+  return %a, %b : tensor<1x2x1x1xf32>, tensor<1x2x0x1xf32>
+}

@@ -409,6 +409,20 @@ CASES = {
     "matmul_vec": model("MatMul", [("a", (20,))], [("b", (4, 20, 6))], None),
     "maxpool_ceil": model("MaxPool", [("x", (2, 5, 11, 11))], [], None, kernel_shape=[3, 3],
                           strides=[2, 2], ceil_mode=1),
+    # Ceil mode, a window longer than the padded input by less than a
+    # stride: one output along that axis, over the taps that exist.
+    "maxpool_ceil_window_past_input": model(
+        "MaxPool", [("x", (2, 3, 2, 3))], [], None, kernel_shape=[3, 5], strides=[3, 3],
+        pads=[0, 1, 1, 0], ceil_mode=1),
+    "avgpool_ceil_window_past_input": model(
+        "AveragePool", [("x", (2, 3, 2, 3))], [], None, kernel_shape=[3, 5], strides=[3, 3],
+        pads=[0, 1, 1, 0], ceil_mode=1),
+    # (counting the pads, not the taps past them: onnx's reference and
+    # onnxruntime from opset 19 on; onnxruntime's older kernel divides by
+    # the whole window)
+    "avgpool_ceil_window_past_input_pad_count": model(
+        "AveragePool", [("x", (2, 3, 2, 3))], [], None, opset=19, kernel_shape=[3, 5],
+        strides=[3, 3], pads=[0, 1, 1, 0], ceil_mode=1, count_include_pad=1),
     "avgpool_pad_count": model("AveragePool", [("x", (1, 4, 9, 9))], [], None,
                                kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
                                count_include_pad=1),
