@@ -28,6 +28,12 @@ int32_t SymbolTracker::addSymbol(const std::string &name, int64_t bound) {
 }
 
 int32_t SymbolTracker::derive(int64_t op, int32_t a, int64_t b) {
+  // (A sum or broadcast of two symbols is one symbol in either order.)
+  if ((op == KILN_SYM_ADD || op == KILN_SYM_BROADCAST) && b < a) {
+    int32_t first = static_cast<int32_t>(b);
+    b = a;
+    a = first;
+  }
   for (size_t i = 0; i < names.size(); ++i)
     if (derived[i].op == op && derived[i].a == a && derived[i].b == b)
       return i;

@@ -531,19 +531,17 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
                  })));
   };
   bool expandTarget = opType == "Expand" && runtimeOut && exact(nc.hostInput(1));
-  bool blocking = false;
-  for (size_t i = 0; i < nc.numInputs(); ++i) {
+  std::string blocking;
+  for (size_t i = 0; i < nc.numInputs() && blocking.empty(); ++i) {
     const HostTensor *h = nc.hostInput(i);
     if (!h || !h->fromSymbolicShape || !h->axisSymbols.empty())
       continue;
     if ((opType == "Reshape" && i == 1) || (expandTarget && i == 1))
       continue;
-    blocking = true;
+    blocking = nc.node.input(i);
   }
-  if (blocking && runtimeOut)
-    return nc.error("uses a value computed from the size of a dynamic dimension as a "
-                    "compile-time constant; only Reshape targets may depend on dynamic "
-                    "sizes" + Twine(hint));
+  if (!blocking.empty() && runtimeOut)
+    return sizeArgumentError(nc, blocking);
   std::string why;
   if (failed(deriveSymbols(why)))
     return why.empty() ? failure() : nc.error(why + hint);
@@ -677,6 +675,50 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
       carried[axis] = tag;
     }
     out->axisSymbols = carried;
+    return;
+  }
+  if (opType == "Range") {
+    // From a static start by 1 to a size: element i is start + i whatever
+    // the size, so the values at the bound are exact and the axis carries
+    // the length's symbol (torch.arange(T)).
+    const HostTensor *st = nc.hostInput(0), *lim = nc.hostInput(1), *d = nc.hostInput(2);
+    if (st && lim && d && !st->fromSymbolicShape && !d->fromSymbolicShape &&
+        st->values.size() == 1 && d->values.size() == 1 && d->values[0] == 1 &&
+        st->values[0] >= 0 && std::floor(st->values[0]) == st->values[0] &&
+        lim->symbolTags.size() == 1 && lim->symbolTags[0] >= 0) {
+      int64_t start = static_cast<int64_t>(st->values[0]);
+      out->axisSymbols = {start ? symbols.derive(KILN_SYM_ADD_CONST, lim->symbolTags[0], -start)
+                                : lim->symbolTags[0]};
+    }
+    return;
+  }
+  if ((opType == "Add" || opType == "Sub" || opType == "Mul") && out->values.size() == 1 &&
+      out->isInteger() && nc.numInputs() == 2 && nc.hostInput(0) && nc.hostInput(1) &&
+      nc.hostInput(0)->values.size() == 1 && nc.hostInput(1)->values.size() == 1) {
+    // Size arithmetic: a sum or difference of sizes, or a size and a
+    // static value, is a derived symbol's size (the runtime computes it).
+    auto tagOf = [&](const HostTensor &h) {
+      return h.fromSymbolicShape ? (h.symbolTags.size() == 1 ? h.symbolTags[0] : -2) : -1;
+    };
+    int32_t ta = tagOf(*nc.hostInput(0)), tb = tagOf(*nc.hostInput(1));
+    int64_t va = hostInt(nc.hostInput(0)->values[0]), vb = hostInt(nc.hostInput(1)->values[0]);
+    int32_t tag = -2;
+    if (opType == "Add" && ta >= 0 && tb >= 0)
+      tag = symbols.derive(KILN_SYM_ADD, ta, tb);
+    else if (opType == "Add" && (ta >= 0) != (tb >= 0) && std::min(ta, tb) == -1)
+      tag = ta >= 0 ? (vb ? symbols.derive(KILN_SYM_ADD_CONST, ta, vb) : ta)
+                    : (va ? symbols.derive(KILN_SYM_ADD_CONST, tb, va) : tb);
+    else if (opType == "Sub" && ta >= 0 && tb >= 0)
+      tag = ta == tb ? -2 : symbols.derive(KILN_SYM_SUB, ta, tb);
+    else if (opType == "Sub" && ta >= 0 && tb == -1)
+      tag = vb ? symbols.derive(KILN_SYM_ADD_CONST, ta, -vb) : ta;
+    else if (opType == "Mul" && (ta >= 0) != (tb >= 0) && std::min(ta, tb) == -1) {
+      int64_t factor = ta >= 0 ? vb : va;
+      if (factor > 0)
+        tag = symbols.product(ta >= 0 ? ta : tb, factor);
+    }
+    if (tag >= -1)
+      out->symbolTags = {tag};
     return;
   }
   static const llvm::StringSet<> moves = {"Identity", "Gather", "Slice", "Concat", "Squeeze",
@@ -1072,6 +1114,14 @@ LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, St
         return nc.error("input " + Twine(r) + " is required (the op takes at least " +
                         Twine(required) + " input(s); the node has " +
                         Twine(node.input_size()) + ")");
+    // Sizes read as data beside run-time values: their run-time form.
+    std::vector<std::pair<std::string, Slot>> rebuilt;
+    if (!symbols.empty()) {
+      rebuildSizesReadAsData(nc, rebuilt);
+      std::string why;
+      if (!rebuilt.empty() && failed(deriveSymbols(why)))
+        return nc.error(why);
+    }
     bool taintedIn = false, symbolicIn = false;
     for (const auto &in : node.input()) {
       if (in.empty())
@@ -1083,10 +1133,27 @@ LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, St
     // A node's outputs are fresh values (a subgraph inlined again rebinds
     // its names), unless a malformed node also reads the name.
     for (const auto &o : node.output())
-      if (!o.empty() && !llvm::is_contained(node.input(), o))
+      if (!o.empty() && !llvm::is_contained(node.input(), o)) {
         slots.erase(o);
-    if (failed(table.lookup(node.op_type())(nc)))
+        runtimeSizes.erase(o);
+      }
+    // A converter that fails on a size it needs at compile time (TopK's k
+    // computed from a dynamic size: its value at the bound) says so.
+    std::string sizeArgument;
+    for (int i = 0; i < node.input_size() && sizeArgument.empty(); ++i)
+      if (isSymbolicHost(node.input(i)) && !readsAsData(node.op_type(), i))
+        sizeArgument = node.input(i);
+    if (!sizeArgument.empty()) {
+      bool ok;
+      {
+        ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+        ok = succeeded(table.lookup(node.op_type())(nc));
+      }
+      if (!ok)
+        return sizeArgumentError(nc, sizeArgument);
+    } else if (failed(table.lookup(node.op_type())(nc))) {
       return failure();
+    }
     if ((taintedIn || symbolicIn) &&
         failed(trackSymbols(nc, taintedIn)))
       return failure();
@@ -1094,6 +1161,11 @@ LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, St
       if (!node.output(o).empty() && !slots.count(node.output(o)))
         return nc.error("output " + Twine(o) + " ('" + node.output(o) +
                         "') is not supported by Kiln");
+    for (auto it = rebuilt.rbegin(); it != rebuilt.rend(); ++it)
+      slots[it->first] = std::move(it->second);
+    for (const auto &o : node.output())
+      if (!o.empty() && isSymbolicHost(o))
+        sizeProducers[o] = &node;
   }
   return success();
 }

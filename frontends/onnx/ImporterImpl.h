@@ -91,6 +91,26 @@ public:
   /// returns the first op it inserted (null when `op` needs none).
   mlir::FailureOr<mlir::Operation *> maskAlongSymbols(mlir::Operation *op);
 
+  /// Values computed from symbolic sizes, at run time (RuntimeSizes.cpp):
+  /// the node that computed each such host value, and the run-time ops
+  /// already rebuilt for one (in the block they were built in).
+  std::map<std::string, const onnx::NodeProto *> sizeProducers;
+  std::map<std::string, mlir::Value> runtimeSizes;
+  /// Whether `name` is a host value computed from symbolic sizes that holds
+  /// only its value at the bounds (not a positional constant).
+  bool isSymbolicHost(const std::string &name);
+  /// That value as run-time ops at `b`'s insertion point; null where some
+  /// node that computed it has no run-time form.
+  mlir::Value sizesAtRunTime(mlir::OpBuilder &b, const std::string &name, int depth);
+  /// Before a node that reads such values as data beside run-time values:
+  /// binds them to their run-time form, with the slots replaced in `saved`
+  /// (restored after the node).
+  void rebuildSizesReadAsData(NodeContext &nc,
+                              std::vector<std::pair<std::string, Slot>> &saved);
+  static constexpr int kMaxRebuildDepth = 256;
+  /// The error of a node that needs such a value at compile time.
+  mlir::LogicalResult sizeArgumentError(NodeContext &nc, const std::string &name);
+
   /// Control flow (ConvertControlFlow.cpp) inlines subgraphs: binds `g`'s
   /// inputs to `inputs` (positionally), converts its nodes at the builder's
   /// insertion point, and returns its outputs. Names inside a subgraph are
@@ -126,6 +146,11 @@ private:
   llvm::StringMap<Converter> table;
   static std::string sanitize(llvm::StringRef name);
 };
+
+/// Whether input `i` of an `opType` node is data (read element by element
+/// at run time) rather than a shape argument its converter needs at compile
+/// time (a Reshape target, Slice bounds, reduction axes, ...).
+bool readsAsData(llvm::StringRef opType, size_t i);
 
 } // namespace kiln::onnx_import
 

@@ -121,6 +121,9 @@ static void roundToElementType(HostTensor &t) {
 void NodeContext::setHostOutput(size_t i, HostTensor t) {
   if (i < static_cast<size_t>(node.output_size()) && !node.output(i).empty()) {
     roundToElementType(t);
+    // (Positional axes are the input's, not the result's: tagHostOutputs
+    // states the result's.)
+    t.axisSymbols.clear();
     Slot &s = imp.slots[node.output(i)];
     s.value = {};
     s.host = std::move(t);

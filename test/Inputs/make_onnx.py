@@ -362,6 +362,47 @@ def dynamic_shape_data():
                  [init("zero", np.array(0, np.int64))])
 
 
+def dynamic_positions():
+    # A decoder's positions arange(T) + P as data, and its causal mask over
+    # the cache grown by T rows: arange(P + T) <= positions.
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["sx"], name="shape_x"),
+             helper.make_node("Gather", ["sx", "zero"], ["t"], axis=0, name="t"),
+             helper.make_node("Shape", ["past"], ["sp"], name="shape_past"),
+             helper.make_node("Gather", ["sp", "zero"], ["p"], axis=0, name="p"),
+             helper.make_node("Range", ["zero", "t", "one"], ["ar"], name="arange"),
+             helper.make_node("Add", ["ar", "p"], ["pos"], name="positions"),
+             helper.make_node("Cast", ["pos"], ["posf"], to=TensorProto.FLOAT, name="posf"),
+             helper.make_node("Unsqueeze", ["posf", "one1"], ["pos2"], name="pos2"),
+             helper.make_node("Add", ["x", "pos2"], ["y"], name="add_positions"),
+             helper.make_node("Concat", ["past", "x"], ["kv"], axis=0, name="grow"),
+             helper.make_node("Transpose", ["kv"], ["kvt"], name="kvt"),
+             helper.make_node("MatMul", ["x", "kvt"], ["scores"], name="scores"),
+             helper.make_node("Add", ["p", "t"], ["s"], name="total"),
+             helper.make_node("Range", ["zero", "s", "one"], ["keys"], name="keys"),
+             helper.make_node("Unsqueeze", ["keys", "zero1"], ["keys2"], name="keys2"),
+             helper.make_node("Unsqueeze", ["pos", "one1"], ["rows2"], name="rows2"),
+             helper.make_node("LessOrEqual", ["keys2", "rows2"], ["mask"], name="mask"),
+             helper.make_node("Where", ["mask", "scores", "ninf"], ["masked"], name="masked")]
+    return model(nodes, [vi("x", ["T", 4]), vi("past", ["P", 4])],
+                 [vi("y", None), vi("masked", None)],
+                 [init("zero", i64(0)), init("one", i64(1)), init("zero1", i64(0)),
+                  init("one1", i64(1)), init("ninf", np.array(-np.inf, np.float32))])
+
+
+def dynamic_size_k():
+    # Half the batch as TopK's k: a size the output's shape needs at
+    # compile time, computed by arithmetic that names no symbol.
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0, name="batch"),
+             helper.make_node("Div", ["n", "two"], ["half"], name="half"),
+             helper.make_node("Unsqueeze", ["half", "ax0"], ["k"], name="k"),
+             helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, name="topk")]
+    return model(nodes, [vi("x", ["N", 8])], [vi("v", None), vi("i", None, TensorProto.INT64)],
+                 [init("zero", np.array(0, np.int64)), init("two", np.array(2, np.int64)),
+                  init("ax0", np.array([0], np.int64))])
+
+
 def dynamic_shape_exact():
     # Shapes that name the batch exactly: ConstantOfShape and Expand targets
     # built from Shape, Gather and Concat keep the symbol on their axes.
@@ -767,7 +808,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

@@ -279,6 +279,51 @@ def shape_values():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def sizes_as_data():
+    """Sizes used as data, as a decoder with a KV cache uses them: RoPE-like
+    positions arange(T) + P, a scale 1/sqrt(T), and a causal mask
+    arange(P + T) <= arange(T) + P over the cache grown by the new rows;
+    the grown cache is an output too."""
+    rng = np.random.default_rng(12)
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["sx"]),
+             helper.make_node("Gather", ["sx", "one"], ["T"], axis=0),
+             helper.make_node("Shape", ["past"], ["sp"]),
+             helper.make_node("Gather", ["sp", "one"], ["P"], axis=0),
+             helper.make_node("Range", ["zero", "T", "one"], ["ar"]),
+             helper.make_node("Add", ["ar", "P"], ["pos"]),
+             helper.make_node("Cast", ["pos"], ["posf"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["posf", "ax02"], ["pos3"]),
+             helper.make_node("Mul", ["pos3", "freq"], ["ang"]),
+             helper.make_node("Cos", ["ang"], ["cos"]),
+             helper.make_node("Mul", ["x", "cos"], ["y1"]),
+             helper.make_node("Cast", ["T"], ["Tf"], to=TensorProto.FLOAT),
+             helper.make_node("Sqrt", ["Tf"], ["sq"]),
+             helper.make_node("Div", ["x", "sq"], ["y2"]),
+             helper.make_node("Concat", ["past", "x"], ["kv"], axis=1),
+             helper.make_node("Transpose", ["kv"], ["kvt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["x", "kvt"], ["sc"]),
+             helper.make_node("Add", ["P", "T"], ["S"]),
+             helper.make_node("Range", ["zero", "S", "one"], ["keys"]),
+             helper.make_node("Unsqueeze", ["keys", "ax0"], ["keys2"]),
+             helper.make_node("Unsqueeze", ["pos", "ax1"], ["pos2"]),
+             helper.make_node("LessOrEqual", ["keys2", "pos2"], ["mask"]),
+             helper.make_node("Where", ["mask", "sc", "ninf"], ["msc"]),
+             helper.make_node("Softmax", ["msc"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "kv"], ["attn"])]
+    inits = [numpy_helper.from_array(a, n) for n, a in
+             [("zero", i64(0)), ("one", i64(1)), ("ax0", i64(0)), ("ax1", i64(1)),
+              ("ax02", i64(0, 2)), ("ninf", np.array(-np.inf, np.float32)),
+              ("freq", rng.uniform(0.05, 0.5, 8).astype(np.float32))]]
+    g = helper.make_graph(nodes, "sizes_as_data",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "T", 8]),
+                           helper.make_tensor_value_info("past", TensorProto.FLOAT,
+                                                         ["B", "P", 8])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                           for n in ["y1", "y2", "attn", "kv"]], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def layer_norm_over_batch():
     """LayerNormalization over every axis, the batch included, with a scale
     and bias given as inputs that carry the batch: masked reductions, the
@@ -560,6 +605,9 @@ def main():
          [{"N": 3, "K": 4, "A": 7, "B": 7, "O": 5, "C": 3, "Cb": 1},
           {"N": 2, "K": 4, "A": 1, "B": 1, "O": 1, "C": 3, "Cb": 3}]),
         ("shape_values", shape_values(), [], [{"N": 1}, {"N": 5}]),
+        ("sizes_as_data", sizes_as_data(), ["--max-shape", "x=2x16x8", "--max-shape", "past=2x24x8"],
+         [{"B": 1, "T": 5, "P": 0}, {"B": 2, "T": 1, "P": 9}, {"B": 1, "T": 16, "P": 24},
+          {"B": 2, "T": 3, "P": 1}]),
         ("layer_norm_over_batch", layer_norm_over_batch(), ["--max-shape", "x=9x5"],
          [{"N": 1}, {"N": 4}, {"N": 9}]),
         ("empty_batch", empty_batch(), [], [{"N": 0, "L": 0}, {"N": 4, "L": 0}, {"N": 0, "L": 2}]),

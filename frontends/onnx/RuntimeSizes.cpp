@@ -1,0 +1,136 @@
+//===- RuntimeSizes.cpp - values computed from dynamic sizes, at run time -===//
+//
+// The importer evaluates shape arithmetic on the host (Shape, Gather,
+// Concat, Add, Range, ... of compile-time values), and a value computed
+// from a symbolic dimension's size holds only what it would be at the
+// bound (HostTensor::fromSymbolicShape). That is right where the value
+// stands for a shape (a Reshape target: its elements are tagged with the
+// symbols they are), and wrong where the model uses it as data: RoPE's
+// positions `arange(T) + P`, a causal mask's offset, a scale of 1/sqrt(T).
+//
+// Where a node uses such a value as data beside run-time values, the value
+// is rebuilt as run-time ops: a size the host value is exactly (every
+// element static or one symbol's size) from the hidden size inputs; a
+// positional constant (a range from 0 to a size, axisSymbols) as the
+// constant; anything else by converting the nodes that computed it once
+// more, on their rebuilt inputs. The host value stays for the uses that
+// need a compile-time one.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/ImporterImpl.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+bool readsAsData(llvm::StringRef opType, size_t i) {
+  static const llvm::StringSet<> firstIsData = {
+      "Reshape", "Expand", "Slice",  "Unsqueeze", "Squeeze",  "Tile",       "Pad",
+      "Split",   "TopK",   "Resize", "Upsample",  "OneHot",   "Trilu",      "CumSum",
+      "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+      "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+  static const llvm::StringSet<> noData = {"Range", "ConstantOfShape", "Shape", "Size",
+                                           "EyeLike"};
+  if (noData.contains(opType))
+    return false;
+  if (firstIsData.contains(opType))
+    return opType == "OneHot" ? i != 1 : i == 0;
+  return true;
+}
+
+LogicalResult Importer::sizeArgumentError(NodeContext &nc, const std::string &name) {
+  return nc.error("needs '" + name + "' at compile time, and it is computed from the size "
+                  "of a dynamic dimension, known only at run time (such values may be "
+                  "data, Reshape and Expand targets and ConstantOfShape shapes; a dynamic "
+                  "dimension compiles at its bound; give the inputs static sizes with "
+                  "--shape)");
+}
+
+bool Importer::isSymbolicHost(const std::string &name) {
+  auto it = slots.find(name);
+  return it != slots.end() && it->second.host && it->second.host->fromSymbolicShape &&
+         it->second.host->axisSymbols.empty();
+}
+
+Value Importer::sizesAtRunTime(OpBuilder &b, const std::string &name, int depth) {
+  if (!isSymbolicHost(name))
+    return valueOf(b, name);
+  if (auto it = runtimeSizes.find(name);
+      it != runtimeSizes.end() && it->second.getParentBlock() == b.getInsertionBlock())
+    return it->second;
+  auto remember = [&](Value v) {
+    if (v)
+      runtimeSizes[name] = v;
+    return v;
+  };
+  HostTensor &host = *slots[name].host;
+  if (Value v = materializeSymbolSizes(b, host))
+    return remember(v);
+  auto producer = sizeProducers.find(name);
+  if (producer == sizeProducers.end() || depth > kMaxRebuildDepth)
+    return {};
+  const onnx::NodeProto &node = *producer->second;
+  // The node's inputs computed from sizes, rebuilt; its outputs set aside
+  // while it converts once more on those.
+  std::vector<std::pair<std::string, Slot>> saved;
+  auto restore = [&] {
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it)
+      slots[it->first] = std::move(it->second);
+  };
+  for (const std::string &in : node.input()) {
+    // (positional constants too: the node must see a run-time value)
+    if (in.empty() || !slots[in].host || !slots[in].host->fromSymbolicShape ||
+        llvm::any_of(saved, [&](auto &s) { return s.first == in; }))
+      continue;
+    Value v = sizesAtRunTime(b, in, depth + 1);
+    if (!v) {
+      restore();
+      return {};
+    }
+    saved.emplace_back(in, slots[in]);
+    slots[in] = Slot{v, std::nullopt};
+  }
+  for (const std::string &out : node.output())
+    if (!out.empty()) {
+      saved.emplace_back(out, slots[out]);
+      slots.erase(out);
+    }
+  Value result;
+  {
+    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+    NodeContext again(*this, node, opset, b, b.getUnknownLoc());
+    if (succeeded(table.lookup(node.op_type())(again))) {
+      auto it = slots.find(name);
+      if (it != slots.end() && !it->second.host)
+        result = it->second.value;
+    }
+  }
+  restore();
+  return remember(result);
+}
+
+void Importer::rebuildSizesReadAsData(NodeContext &nc,
+                                      std::vector<std::pair<std::string, Slot>> &saved) {
+  const onnx::NodeProto &node = nc.node;
+  bool runtimeIn = llvm::any_of(node.input(), [&](const std::string &in) {
+    return !in.empty() && !slots[in].host;
+  });
+  if (!runtimeIn)
+    return;
+  for (int i = 0; i < node.input_size(); ++i) {
+    const std::string &in = node.input(i);
+    if (in.empty() || !isSymbolicHost(in) || !readsAsData(node.op_type(), i) ||
+        llvm::any_of(saved, [&](auto &s) { return s.first == in; }))
+      continue;
+    Value v = sizesAtRunTime(nc.builder, in, 0);
+    if (!v)
+      continue; // (reported by trackSymbols, which names the node)
+    saved.emplace_back(in, slots[in]);
+    slots[in] = Slot{v, std::nullopt};
+  }
+}
+
+} // namespace kiln::onnx_import
