@@ -84,3 +84,16 @@ def _has_zoo():
 
 if "torch" in config.available_features and _has_zoo():
     config.available_features.add("zoo")
+
+# torch.onnx's dynamo exporter (onnxscript, installed with the zoo's
+# requirements): tests that export a PyTorch model with dynamic dimensions.
+def _has_onnxscript():
+    import subprocess
+    try:
+        return subprocess.run([config.python_executable, "-c", "import onnxscript"],
+                              capture_output=True, timeout=300).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+if "torch" in config.available_features and _has_onnxscript():
+    config.available_features.add("torch-onnx")
