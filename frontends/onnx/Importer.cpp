@@ -988,13 +988,18 @@ LogicalResult Importer::run(const ImportOptions &options,
     Value v;
     if (it->second.host && it->second.host->fromSymbolicShape &&
         it->second.host->axisSymbols.empty()) {
-      // A shape value as an output: computed at run time from the symbols'
-      // sizes when every element is static or exactly one symbol's size.
-      v = materializeSymbolSizes(b, *it->second.host);
+      // A value computed from sizes as an output: computed at run time
+      // (from the symbols' sizes, or by the nodes that computed it).
+      v = sizesAtRunTime(b, vi.name(), 0);
       if (v)
         it->second.host->fromSymbolicShape = false; // (checked below)
     }
     results.push_back(v ? v : valueOf(b, vi.name()));
+  }
+  if (!symbols.empty()) {
+    std::string why; // (the symbols of outputs rebuilt just now)
+    if (failed(deriveSymbols(why)))
+      return fileError("the graph's outputs: " + why);
   }
   func::ReturnOp::create(b, func.getLoc(), results);
   // Hidden inputs after the graph's: the sizes of the symbols masks need.

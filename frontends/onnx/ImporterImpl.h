@@ -108,6 +108,10 @@ public:
   void rebuildSizesReadAsData(NodeContext &nc,
                               std::vector<std::pair<std::string, Slot>> &saved);
   static constexpr int kMaxRebuildDepth = 256;
+  /// Range(start, start + n, 1) with start a size (torch.arange(P, P + T),
+  /// a cache's positions): the n positions from the run-time start, along
+  /// n's symbol; null for other ranges.
+  mlir::Value shiftedRange(mlir::OpBuilder &b, const onnx::NodeProto &node);
   /// The error of a node that needs such a value at compile time.
   mlir::LogicalResult sizeArgumentError(NodeContext &nc, const std::string &name);
 

@@ -19,6 +19,8 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/ImporterImpl.h"
 
+#include "kiln/runtime.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -39,6 +41,49 @@ bool readsAsData(llvm::StringRef opType, size_t i) {
   if (firstIsData.contains(opType))
     return opType == "OneHot" ? i != 1 : i == 0;
   return true;
+}
+
+Value Importer::shiftedRange(OpBuilder &b, const onnx::NodeProto &node) {
+  if (node.input_size() < 3)
+    return {};
+  auto hostOf = [&](int i) -> const HostTensor * {
+    auto it = slots.find(node.input(i));
+    return it == slots.end() || !it->second.host ? nullptr : &*it->second.host;
+  };
+  const HostTensor *start = hostOf(0), *limit = hostOf(1), *delta = hostOf(2);
+  if (!start || !limit || !delta || delta->fromSymbolicShape || delta->values.size() != 1 ||
+      delta->values[0] != 1 || !start->isInteger())
+    return {};
+  auto tagOf = [](const HostTensor *h) {
+    return h->fromSymbolicShape && h->symbolTags.size() == 1 ? h->symbolTags[0] : -2;
+  };
+  int32_t from = tagOf(start), to = tagOf(limit);
+  if (from < 0 || to < 0)
+    return {};
+  // The length: the other term of limit = start + n (a symbol or static).
+  const SymbolTracker::Derivation &d = symbols.derived[to];
+  int32_t lengthSymbol = -1;
+  int64_t length;
+  if (d.op == KILN_SYM_ADD && (d.a == from || d.b == from)) {
+    lengthSymbol = static_cast<int32_t>(d.a == from ? d.b : d.a);
+    length = symbols.bounds[lengthSymbol];
+  } else if (d.op == KILN_SYM_ADD_CONST && d.a == from && d.b >= 0) {
+    length = d.b;
+  } else {
+    return {};
+  }
+  if (length > maxConstantElements())
+    return {};
+  Value first = sizesAtRunTime(b, node.input(0), 1);
+  if (!first)
+    return {};
+  HostTensor iota{start->elementType, {length}, {}, {}};
+  for (int64_t i = 0; i < length; ++i)
+    iota.values.push_back(static_cast<double>(i));
+  Value positions = materialize(b, iota, node.name() + ".iota");
+  if (lengthSymbol >= 0)
+    symbols.setSymbols(positions, AxisSymbols{lengthSymbol});
+  return kiln::AddOp::create(b, b.getUnknownLoc(), positions, first).getResult();
 }
 
 LogicalResult Importer::sizeArgumentError(NodeContext &nc, const std::string &name) {
@@ -73,6 +118,9 @@ Value Importer::sizesAtRunTime(OpBuilder &b, const std::string &name, int depth)
   if (producer == sizeProducers.end() || depth > kMaxRebuildDepth)
     return {};
   const onnx::NodeProto &node = *producer->second;
+  if (node.op_type() == "Range")
+    if (Value v = shiftedRange(b, node))
+      return remember(v);
   // The node's inputs computed from sizes, rebuilt; its outputs set aside
   // while it converts once more on those.
   std::vector<std::pair<std::string, Slot>> saved;

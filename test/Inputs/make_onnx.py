@@ -364,7 +364,8 @@ def dynamic_shape_data():
 
 def dynamic_positions():
     # A decoder's positions arange(T) + P as data, and its causal mask over
-    # the cache grown by T rows: arange(P + T) <= positions.
+    # the cache grown by T rows: arange(P + T) <= positions; the positions
+    # as arange(P, P + T) too.
     i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
     nodes = [helper.make_node("Shape", ["x"], ["sx"], name="shape_x"),
              helper.make_node("Gather", ["sx", "zero"], ["t"], axis=0, name="t"),
@@ -383,9 +384,12 @@ def dynamic_positions():
              helper.make_node("Unsqueeze", ["keys", "zero1"], ["keys2"], name="keys2"),
              helper.make_node("Unsqueeze", ["pos", "one1"], ["rows2"], name="rows2"),
              helper.make_node("LessOrEqual", ["keys2", "rows2"], ["mask"], name="mask"),
-             helper.make_node("Where", ["mask", "scores", "ninf"], ["masked"], name="masked")]
+             helper.make_node("Where", ["mask", "scores", "ninf"], ["masked"], name="masked"),
+             helper.make_node("Range", ["p", "s", "one"], ["shifted"], name="shifted"),
+             helper.make_node("Cast", ["shifted"], ["shiftedf"], to=TensorProto.FLOAT,
+                              name="shiftedf")]
     return model(nodes, [vi("x", ["T", 4]), vi("past", ["P", 4])],
-                 [vi("y", None), vi("masked", None)],
+                 [vi("y", None), vi("masked", None), vi("shiftedf", None)],
                  [init("zero", i64(0)), init("one", i64(1)), init("zero1", i64(0)),
                   init("one1", i64(1)), init("ninf", np.array(-np.inf, np.float32))])
 

@@ -282,8 +282,9 @@ def shape_values():
 def sizes_as_data():
     """Sizes used as data, as a decoder with a KV cache uses them: RoPE-like
     positions arange(T) + P, a scale 1/sqrt(T), and a causal mask
-    arange(P + T) <= arange(T) + P over the cache grown by the new rows;
-    the grown cache is an output too."""
+    arange(P + T) <= arange(T) + P over the cache grown by the new rows,
+    and the positions again as arange(P, P + T) (Hugging Face's
+    cache_position); the grown cache is an output too."""
     rng = np.random.default_rng(12)
     i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
     nodes = [helper.make_node("Shape", ["x"], ["sx"]),
@@ -310,7 +311,14 @@ def sizes_as_data():
              helper.make_node("LessOrEqual", ["keys2", "pos2"], ["mask"]),
              helper.make_node("Where", ["mask", "sc", "ninf"], ["msc"]),
              helper.make_node("Softmax", ["msc"], ["p"], axis=-1),
-             helper.make_node("MatMul", ["p", "kv"], ["attn"])]
+             helper.make_node("MatMul", ["p", "kv"], ["attn"]),
+             # torch.arange(P, P + T): the same positions, from the cache's length
+             helper.make_node("Range", ["P", "S", "one"], ["pos_b"]),
+             helper.make_node("Cast", ["pos_b"], ["pos_bf"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["pos_bf", "ax02"], ["pos_b3"]),
+             helper.make_node("Mul", ["pos_b3", "freq"], ["ang_b"]),
+             helper.make_node("Sin", ["ang_b"], ["sin_b"]),
+             helper.make_node("Mul", ["x", "sin_b"], ["y3"])]
     inits = [numpy_helper.from_array(a, n) for n, a in
              [("zero", i64(0)), ("one", i64(1)), ("ax0", i64(0)), ("ax1", i64(1)),
               ("ax02", i64(0, 2)), ("ninf", np.array(-np.inf, np.float32)),
@@ -320,7 +328,7 @@ def sizes_as_data():
                            helper.make_tensor_value_info("past", TensorProto.FLOAT,
                                                          ["B", "P", 8])],
                           [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
-                           for n in ["y1", "y2", "attn", "kv"]], inits)
+                           for n in ["y1", "y2", "attn", "kv", "y3"]], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
