@@ -244,7 +244,10 @@ std::string sourceOf(const Object &node) {
       llvm::StringRef code = rest.split('\n').second.split('\n').first.trim();
       if (code.starts_with("File \""))
         code = "";
-      where = file.str() + ":" + line.drop_front(5).str();
+      // (a trace cut short has no "line N": the file alone)
+      where = file.str();
+      if (line.consume_front("line ") && !line.empty())
+        where += ":" + line.str();
       if (!fn.empty())
         where += " " + fn.str();
       if (!code.empty())
