@@ -128,9 +128,12 @@ Value Importer::sizesAtRunTime(OpBuilder &b, const std::string &name, int depth)
     for (auto it = saved.rbegin(); it != saved.rend(); ++it)
       slots[it->first] = std::move(it->second);
   };
-  for (const std::string &in : node.input()) {
-    // (positional constants too: the node must see a run-time value)
-    if (in.empty() || !slots[in].host || !slots[in].host->fromSymbolicShape ||
+  for (int i = 0; i < node.input_size(); ++i) {
+    // Data inputs (positional constants too: the node must see a run-time
+    // value); shape arguments stay compile-time values, tagged.
+    const std::string &in = node.input(i);
+    if (in.empty() || !readsAsData(node.op_type(), i) || !slots[in].host ||
+        !slots[in].host->fromSymbolicShape ||
         llvm::any_of(saved, [&](auto &s) { return s.first == in; }))
       continue;
     Value v = sizesAtRunTime(b, in, depth + 1);
@@ -152,8 +155,16 @@ Value Importer::sizesAtRunTime(OpBuilder &b, const std::string &name, int depth)
     NodeContext again(*this, node, opset, b, b.getUnknownLoc());
     if (succeeded(table.lookup(node.op_type())(again))) {
       auto it = slots.find(name);
-      if (it != slots.end() && !it->second.host)
+      std::string why;
+      if (it != slots.end() && !it->second.host) {
         result = it->second.value;
+      } else if (it != slots.end() && node.op_type() == "Shape" &&
+                 succeeded(deriveSymbols(why))) {
+        // The shape of a rebuilt value: its sizes, named by its symbols.
+        it->second.host->fromSymbolicShape = true;
+        tagHostOutputs(again, false);
+        result = materializeSymbolSizes(b, *slots[name].host);
+      }
     }
   }
   restore();

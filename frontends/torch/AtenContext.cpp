@@ -262,6 +262,17 @@ std::optional<std::string> AtenContext::scalar(llvm::StringRef argName, int elem
   return constScalar(*v, elemType);
 }
 
+std::optional<std::string> AtenContext::sizeOrScalar(llvm::StringRef argName, int elemType) {
+  const Object *a = arg(argName);
+  const Object *s = a ? a->getObject("as_sym_int") : nullptr;
+  auto name = s ? s->getString("as_name") : std::nullopt;
+  if (!name)
+    return scalar(argName, elemType);
+  // A symbolic size is an int64[1] value: as a scalar of the wanted type.
+  std::string v = emit("Squeeze", {name->str(), constI64({0})}, {fresh()});
+  return elemType == onnx::TensorProto::INT64 ? v : castTo(v, elemType);
+}
+
 static std::string nameOfOutput(const llvm::json::Value &v) {
   const Object *o = v.getAsObject();
   if (!o)

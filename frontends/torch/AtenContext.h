@@ -82,6 +82,9 @@ public:
   /// `elemType`; nullopt when absent.
   std::optional<std::string> scalar(llvm::StringRef arg, int elemType);
   std::optional<double> scalarValue(llvm::StringRef arg);
+  /// A scalar argument that may be a symbolic size (a run-time value then,
+  /// cast to `elemType`), as a scalar of `elemType`; nullopt when absent.
+  std::optional<std::string> sizeOrScalar(llvm::StringRef arg, int elemType);
 
   /// The node's outputs: output k's value name ("" when torch drops it).
   std::string out(size_t k = 0);

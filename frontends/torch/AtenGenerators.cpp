@@ -80,11 +80,16 @@ void kiln::torch_import::registerGeneratorConverters(llvm::StringMap<AtenConvert
   });
   reg({"aten.arange.default", "aten.arange.start", "aten.arange.start_step"},
       [](AtenContext &c) {
+        // (start and end may be symbolic sizes: arange(T), arange(P, P + T))
         int t = outType(c);
-        double start = c.f("start", 0.0), end = c.f("end", 0.0), step = c.f("step", 1.0);
+        auto start = c.sizeOrScalar("start", t), end = c.sizeOrScalar("end", t),
+             step = c.sizeOrScalar("step", t);
         if (c.failed())
           return failure();
-        c.emit("Range", {c.constScalar(start, t), c.constScalar(end, t), c.constScalar(step, t)},
+        if (!end)
+          return c.fail("has no end");
+        c.emit("Range", {start ? *start : c.constScalar(0, t), *end,
+                         step ? *step : c.constScalar(1, t)},
                {c.out()});
         return success();
       });

@@ -288,6 +288,33 @@ void kiln::torch_import::registerShapeConverters(llvm::StringMap<AtenConverter> 
     c.emit("Tile", {x, c.constI64(reps)}, {c.out()});
     return success();
   });
+  // repeat_interleave by a constant count: each element r times along dim
+  // (GQA's key and value heads) -- a new axis after dim broadcast to r,
+  // merged back (dim None: over the flattened tensor).
+  reg({"aten.repeat_interleave.self_int"}, [](AtenContext &c) {
+    std::string x = c.tensor("self");
+    int64_t repeats = c.i("repeats", 1);
+    bool flat = c.isNone("dim");
+    int64_t dim = flat ? 0 : c.i("dim", 0);
+    if (c.failed())
+      return failure();
+    if (repeats < 0)
+      return c.fail("repeats must be >= 0");
+    std::string self = x;
+    if (flat)
+      x = c.emit("Reshape", {x, c.constI64({-1})});
+    int64_t r = flat ? 1 : rankOf(c, x);
+    dim = normAxis(dim, r);
+    std::vector<int64_t> target(r + 1, 1);
+    target[dim + 1] = repeats;
+    std::string spread = c.emit("Expand", {c.emit("Unsqueeze", {x, c.constI64({dim + 1})}),
+                                           c.constI64(target)});
+    std::string shape = c.shapeFromOutput(c.out(), self, -1);
+    if (c.failed())
+      return failure();
+    c.emit("Reshape", {spread, shape}, {c.out()});
+    return success();
+  });
   reg({"aten.slice.Tensor", "aten.slice_copy.Tensor"}, slice);
   // slice_scatter: `src` written over self[start:end] along dim (step 1:
   // the kept parts and src concatenated; other steps: a scatter of the

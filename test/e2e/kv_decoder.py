@@ -111,6 +111,18 @@ def export(path, max_t, max_p):
                       dynamic_shapes={"ids": {1: t}, "past_k": {3: p}, "past_v": {3: p}})
 
 
+def export_pt2(path, max_t, max_p, decompose):
+    """The same model (same seed) as a torch.export archive."""
+    torch.manual_seed(0)
+    m = Decoder().eval()
+    ids = torch.randint(0, VOCAB, (1, 5))
+    pk = torch.randn(LAYERS, 1, KV_HEADS, 7, HEAD_DIM)
+    t, p = torch.export.Dim("T", max=max_t), torch.export.Dim("P", max=max_p)
+    ep = torch.export.export(m, (ids, pk, torch.randn_like(pk)),
+                             dynamic_shapes={"ids": {1: t}, "past_k": {3: p}, "past_v": {3: p}})
+    torch.export.save(ep.run_decompositions() if decompose else ep, path)
+
+
 def generate(so, sess, prefill, steps, rng):
     """Prefill and greedy decode; the worst error, or raises on a mismatch."""
     model = kiln.Model(so)
@@ -149,26 +161,33 @@ def main():
         path = os.path.join(work, "decoder.onnx")
         export(path, args.max_t, args.max_p)
         sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        # The ONNX export with --max-shape bounds on every target; the
+        # .pt2 archives (torch's Dim bounds) on the CPU.
+        bounds = [f"input_ids=1x{args.max_t}",
+                  f"past_k={LAYERS}x1x{KV_HEADS}x{args.max_p}x{HEAD_DIM}",
+                  f"past_v={LAYERS}x1x{KV_HEADS}x{args.max_p}x{HEAD_DIM}"]
+        forms = [(t, path, [a for b in bounds for a in ("--max-shape", b)])
+                 for t in args.targets.split(",")]
+        for form, decompose in [("pt2", False), ("pt2-decomposed", True)]:
+            pt2 = os.path.join(work, form + ".pt2")
+            export_pt2(pt2, args.max_t, args.max_p, decompose)
+            forms.append((form, pt2, []))
         failed = 0
-        for target in args.targets.split(","):
-            so = os.path.join(work, f"decoder_{target}.so")
-            bounds = [f"input_ids=1x{args.max_t}",
-                      f"past_k={LAYERS}x1x{KV_HEADS}x{args.max_p}x{HEAD_DIM}",
-                      f"past_v={LAYERS}x1x{KV_HEADS}x{args.max_p}x{HEAD_DIM}"]
-            r = subprocess.run([os.path.join(args.bindir, "kiln-compile"), path, "-o", so,
-                                "--target=" + target] +
-                               [a for b in bounds for a in ("--max-shape", b)],
-                               capture_output=True, text=True)
+        for label, model, flags in forms:
+            target = label if not label.startswith("pt2") else "cpu"
+            so = os.path.join(work, f"decoder_{label}.so")
+            r = subprocess.run([os.path.join(args.bindir, "kiln-compile"), model, "-o", so,
+                                "--target=" + target] + flags, capture_output=True, text=True)
             if r.returncode != 0:
-                print(f"FAIL [{target}] kiln-compile: {r.stderr.strip()[-600:]}")
+                print(f"FAIL [{label}] kiln-compile: {r.stderr.strip()[-600:]}")
                 failed += 1
                 continue
             try:
                 worst = generate(so, sess, args.prefill, args.steps, np.random.default_rng(3))
-                print(f"[{target}] {args.steps + 1} steps match (prefill {args.prefill}, "
+                print(f"[{label}] {args.steps + 1} steps match (prefill {args.prefill}, "
                       f"worst error {worst:.2e} of max|ref|)")
             except (AssertionError, kiln.KilnError) as e:
-                print(f"FAIL [{target}] {e}")
+                print(f"FAIL [{label}] {e}")
                 failed += 1
         return 1 if failed else 0
 
