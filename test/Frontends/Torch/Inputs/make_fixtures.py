@@ -231,6 +231,20 @@ class Unsupported(nn.Module):
                 + masked)
 
 
+class CachePositions(nn.Module):
+    """A decoder's sizes used as data over a KV cache (dynamic T and P):
+    positions as arange(P, P + T) and arange(T) + P, the cache's heads
+    repeated for grouped attention, and the causal mask over P + T keys."""
+
+    def forward(self, x, past):
+        t, p = x.shape[1], past.shape[2]
+        pos = torch.arange(p, p + t)
+        rows = torch.arange(t) + p
+        heads = past.repeat_interleave(2, 1)
+        mask = torch.arange(p + t)[None, :] <= rows[:, None]
+        return x * torch.cos(pos.float() * 0.3)[None, :, None], heads, mask.float()
+
+
 def save(name, module, inputs, dynamic_shapes=None, extra_runs=(), decompose=False):
     torch.manual_seed(1)
     module = module.eval()
@@ -301,6 +315,13 @@ def main():
     fixtures["model_idioms"] = save("model_idioms", idioms, (torch.randn(2, 4, 7),))
     fixtures["model_idioms_core"] = save("model_idioms_core", idioms, (torch.randn(2, 4, 7),),
                                          decompose=True)
+    t, p = torch.export.Dim("T", max=8), torch.export.Dim("P", max=16)
+    cache_inputs = (torch.randn(1, 3, 4), torch.randn(1, 2, 5, 4))
+    fixtures["cache_positions"] = save(
+        "cache_positions", CachePositions(), cache_inputs,
+        dynamic_shapes=({1: t}, {2: p}),
+        extra_runs=[(torch.randn(1, 8, 4), torch.randn(1, 2, 16, 4)),
+                    (torch.randn(1, 1, 4), torch.randn(1, 2, 9, 4))])
     kiln.export(Unsupported(), (torch.randn(4, 5),), os.path.join(HERE, "unsupported.pt2"))
     kiln.export(InPlaceReread(), (torch.randn(4, 5),), os.path.join(HERE, "inplace_reread.pt2"))
     with open(os.path.join(HERE, "fixtures.json"), "w") as f:
