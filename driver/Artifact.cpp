@@ -1,6 +1,8 @@
 //===- Artifact.cpp - generated header and shared-library link -------------===//
 #include "driver/Artifact.h"
 
+#include "kiln/runtime.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -78,7 +80,8 @@ std::string generateHeader(const codegen::Program &p) {
   if (!p.symbolNames.empty()) {
     os << "/* Dynamic dimensions: any size from 0 to the bound per run (inputs\n"
           " * are padded to the bound; kiln_instance_output_shape gives the\n"
-          " * outputs' shapes). */\n";
+          " * outputs' shapes, kiln_instance_last_output_shape those of a\n"
+          " * data-dependent size after a run). */\n";
     os << "#define " << U << "_NUM_SYMBOLS " << p.symbolNames.size() << "\n";
     for (size_t i = 0; i < p.symbolNames.size(); ++i) {
       os << "/* symbol " << i << ": \"" << p.symbolNames[i] << "\" */\n#define " << U
@@ -96,6 +99,9 @@ std::string generateHeader(const codegen::Program &p) {
                                           "%a broadcast with %b (equal, or one is 1)",
                                           "%a divided by %c (a multiple of it)"};
         std::string text = d[0] > 0 && d[0] < 9 ? how[d[0]] : "?";
+        if (d[0] == KILN_SYM_COMPUTED)
+          text = "computed by the run from the data (hidden output " + std::to_string(d[1]) +
+                 "; kiln_instance_last_output_shape gives it)";
         for (auto [key, val] : {std::pair<std::string, std::string>{"%a", a}, {"%b", b}, {"%c", c}})
           if (size_t at = text.find(key); at != std::string::npos)
             text.replace(at, 2, val);

@@ -556,7 +556,8 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   llvm::Constant *faultSites = stringTable(p.faultSites, "fault_site");
   auto *descTy = llvm::StructType::get(
       lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
-           ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, ptrTy});
+           ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, i32,
+           i32});
   int32_t deviceKind = options.device == CpuOptions::Device::Cuda      ? KILN_DEVICE_CUDA
                        : options.device == CpuOptions::Device::CudaEmu ? KILN_DEVICE_CUDA_EMU
                                                                        : KILN_DEVICE_CPU;
@@ -574,7 +575,7 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                b.getInt32(p.faultSites.size()), symbolInputs, symbolDerived,
                weights ? static_cast<llvm::Constant *>(weights)
                        : llvm::ConstantPointerNull::get(b.getPtrTy()),
-               faultSites});
+               faultSites, b.getInt32(p.numSymbolOutputs), b.getInt32(0)});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

@@ -339,7 +339,7 @@ LogicalResult Lowering::run() {
     for (int64_t i = 0; i < d.size(); i += 3) {
       int64_t s = i / 3, op = d[i];
       bool symB = op == KILN_SYM_ADD || op == KILN_SYM_SUB || op == KILN_SYM_BROADCAST;
-      bool ok = op == KILN_SYM_INPUT ||
+      bool ok = op == KILN_SYM_INPUT || (op == KILN_SYM_COMPUTED && d[i + 1] >= 0) ||
                 (op >= KILN_SYM_MUL_CONST && op <= KILN_SYM_DIV_CONST && d[i + 1] >= 0 &&
                  d[i + 1] < s && (!symB || (d[i + 2] >= 0 && d[i + 2] < s)) &&
                  (op != KILN_SYM_MUL_CONST || d[i + 2] >= 1) &&
@@ -442,7 +442,17 @@ LogicalResult Lowering::run() {
     if (!info.dtype)
       return fn.emitError("output '")
              << info.name << "' has unsupported element type " << t.getElementType();
-    p.outputs.push_back(info);
+    // A data-dependent symbol's size: a hidden output after the caller's
+    // (the importer puts them last, so the buffer index stays i).
+    if (fn.getResultAttrDict(i) && fn.getResultAttrDict(i).get(kiln::attr::kSymbolOutput)) {
+      if (i != p.outputs.size() + p.numSymbolOutputs)
+        return fn.emitError("the sizes of data-dependent symbols must be the last results");
+      ++p.numSymbolOutputs;
+    } else {
+      if (p.numSymbolOutputs)
+        return fn.emitError("the sizes of data-dependent symbols must be the last results");
+      p.outputs.push_back(info);
+    }
     int id = bufferOf.lookup(v);
     Buffer &buf = p.buffers[id];
     bool claimed = buf.kind == Buffer::Arena;
@@ -464,6 +474,21 @@ LogicalResult Lowering::run() {
       return failure();
   }
 
+  // Each data-dependent symbol names its own hidden output.
+  {
+    std::vector<bool> named(p.numSymbolOutputs, false);
+    for (size_t i = 0; i + 2 < p.symbolDerived.size(); i += 3) {
+      if (p.symbolDerived[i] != KILN_SYM_COMPUTED)
+        continue;
+      int64_t k = p.symbolDerived[i + 1];
+      if (k >= p.numSymbolOutputs || named[k])
+        return fn.emitError("kiln.symbol_derived: symbol ")
+               << i / 3 << " names hidden output " << k << " of " << p.numSymbolOutputs;
+      named[k] = true;
+    }
+    if (llvm::is_contained(named, false))
+      return fn.emitError("a data-dependent size is returned for no symbol");
+  }
   // The arena (and the lifetimes of every buffer).
   planMemory(p);
   // Constants no kernel reads (weights replaced by packed or transposed

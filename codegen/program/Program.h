@@ -144,6 +144,10 @@ struct Program {
   /// Hidden inputs after `inputs` (the runtime fills them): the i64 size of
   /// each listed symbol, for the masks of reductions over symbolic axes.
   std::vector<int32_t> symbolInputs;
+  /// Hidden outputs after `outputs` (the model writes them): the i64 size
+  /// of each data-dependent symbol (KILN_SYM_COMPUTED), in the order the
+  /// symbols' derivations name them.
+  int numSymbolOutputs = 0;
   /// The fault word (runtime.h's kiln_model_desc::num_fault_sites): the
   /// buffer of the hidden int64 input after the symbol sizes that kernels
   /// checking run-time indices write to (-1: no kernel does), and per code

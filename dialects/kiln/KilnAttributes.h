@@ -27,6 +27,8 @@ inline constexpr llvm::StringLiteral kSymbols = KilnDialect::SymbolsAttrHelper::
 inline constexpr llvm::StringLiteral kWireType = KilnDialect::WireTypeAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kSymbolInput =
     KilnDialect::SymbolInputAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kSymbolOutput =
+    KilnDialect::SymbolOutputAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kSymbolNames =
     KilnDialect::SymbolNamesAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kSymbolBounds =

@@ -46,8 +46,11 @@ def Kiln_Dialect : Dialect {
     "::mlir::StringAttr":$name,
     "::mlir::DenseI32ArrayAttr":$symbols,
     "::mlir::TypeAttr":$wire_type,
-    // An argument that carries a symbol's run-time size.
+    // An argument that carries a symbol's run-time size; a result that is
+    // the size of a data-dependent symbol (the runtime reads it after the
+    // run: NonZero's count, Compress's length).
     "::mlir::IntegerAttr":$symbol_input,
+    "::mlir::IntegerAttr":$symbol_output,
     // The function: its symbols' names and bounds, the symbols derived from
     // others (pairs), and the symbols pinned to an input's axis (pairs).
     "::mlir::ArrayAttr":$symbol_names,

@@ -204,23 +204,47 @@ LogicalResult convertTrilu(NodeContext &ctx) {
   if (in.getRank() < 2)
     return ctx.error("expects a tensor of rank 2 or more");
   int64_t k = 0;
+  // k known only at run time (a graph input, or computed from sizes): the
+  // mask compares each element's diagonal j - i with it.
+  Value runK;
   if (ctx.hasInput(1)) {
     const HostTensor *h = ctx.hostInput(1);
-    if (!h || h->numElements() != 1)
-      return ctx.error("k must be a compile-time scalar");
-    k = hostInt(h->values[0]);
+    if (h && h->numElements() != 1)
+      return ctx.error("k must be a scalar");
+    if (h && h->fromSymbolicShape) {
+      runK = ctx.imp.sizesAtRunTime(ctx.builder, ctx.node.input(1), 0);
+      if (!runK)
+        return ctx.error("k is computed from a dynamic dimension's size in a way Kiln cannot "
+                         "compute at run time; give the inputs static sizes with --shape");
+    } else if (h) {
+      k = hostInt(h->values[0]);
+    } else {
+      runK = ctx.input(1);
+      if (ctx.inputType(1).getNumElements() != 1)
+        return ctx.error("k must be a scalar");
+    }
   }
   bool upper = ctx.attrInt("upper", 1) != 0;
   int64_t n = in.getDimSize(in.getRank() - 2), m = in.getDimSize(in.getRank() - 1);
-  HostTensor mask;
-  mask.elementType = ctx.builder.getI1Type();
-  mask.shape = {n, m};
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < m; ++j)
-      mask.values.push_back(upper ? j - i >= k : j - i <= k);
   Builder g{ctx};
   Value x = ctx.input(0);
-  Value c = Importer::materialize(ctx.builder, mask, ctx.node.name() + ".mask");
+  Value c;
+  if (runK) {
+    Value diagonal = Importer::indexConstant(ctx.builder, {n, m},
+                                             [m](int64_t e) { return e % m - e / m; });
+    Value kk = g.reshape(g.cast(runK, ctx.builder.getIntegerType(64)), {});
+    c = g.cmp(upper ? "ge" : "le", diagonal, kk);
+    if (!g.ok({c}))
+      return failure();
+  } else {
+    HostTensor mask;
+    mask.elementType = ctx.builder.getI1Type();
+    mask.shape = {n, m};
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j)
+        mask.values.push_back(upper ? j - i >= k : j - i <= k);
+    c = Importer::materialize(ctx.builder, mask, ctx.node.name() + ".mask");
+  }
   // Element (i, j) of the mask depends only on i and j, so along a dynamic
   // row or column axis it is exact at the bound: it carries the symbol.
   AxisSymbols syms = ctx.imp.symbols.of(x);
@@ -228,8 +252,11 @@ LogicalResult convertTrilu(NodeContext &ctx) {
   for (int64_t d = 0; d < 2; ++d)
     if (int32_t s = syms[in.getRank() - 2 + d]; s >= 0)
       pairs.append({d, s});
+  // (With a run-time k the positional part is the diagonals' constant.)
+  Operation *positional = runK ? c.getDefiningOp()->getOperand(0).getDefiningOp()
+                               : c.getDefiningOp();
   if (!pairs.empty())
-    c.getDefiningOp()->setAttr("kiln.axis_symbol", ctx.builder.getDenseI64ArrayAttr(pairs));
+    positional->setAttr("kiln.axis_symbol", ctx.builder.getDenseI64ArrayAttr(pairs));
   return g.result(g.where(c, x, g.scalar(x, 0.0)));
 }
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/CompositeBuilder.h"
+#include "frontends/onnx/DataDependentSizes.h"
 #include "frontends/onnx/HostEval.h"
 #include "frontends/onnx/ImporterImpl.h"
 #include "frontends/onnx/NodeContext.h"
@@ -23,10 +24,9 @@ namespace {
 /// depends on the condition's values; Kiln sizes tensors at compile time).
 LogicalResult convertCompress(NodeContext &ctx) {
   const HostTensor *c = ctx.hostInput(1);
-  if (!c || c->fromSymbolicShape)
-    return ctx.error("the condition must be known at compile time (the output's length "
-                     "depends on its values)");
-  if (c->shape.size() != 1)
+  if (c && c->fromSymbolicShape)
+    c = nullptr; // (its value at the bounds is not the run's)
+  if (c && c->shape.size() != 1)
     return ctx.error("the condition must be 1-D");
   Builder g{ctx};
   Value x = ctx.input(0);
@@ -43,13 +43,15 @@ LogicalResult convertCompress(NodeContext &ctx) {
   if (!g.ok({x}))
     return failure();
   int64_t n = g.shape(x)[axis];
-  if (c->shape[0] > n)
+  if (c && c->shape[0] > n)
     return ctx.error("the condition has " + Twine(c->shape[0]) + " entries; the axis has " +
                      Twine(n));
   auto syms = ctx.imp.symbols.of(x);
   if (axis < static_cast<int64_t>(syms.size()) && syms[axis] >= 0)
     return ctx.error("compresses along a dynamic dimension (give the inputs static sizes with "
                      "--shape)");
+  if (!c) // a run-time condition: a data-dependent length
+    return compressAtRunTime(ctx, x, axis);
   HostTensor idx{ctx.builder.getIntegerType(64), {0}, {}, {}};
   for (int64_t i = 0; i < c->shape[0]; ++i)
     if (c->values[i] != 0)
@@ -86,8 +88,10 @@ LogicalResult convertTopK(NodeContext &ctx) {
     k = ctx.attrInt("k", -1);
   } else {
     const HostTensor *kt = ctx.hostInput(1);
-    if (!kt || kt->numElements() != 1)
-      return ctx.error("k must be a compile-time scalar");
+    if (!kt)
+      return topKAtRunTime(ctx, *axis); // (a data-dependent size: k)
+    if (kt->numElements() != 1)
+      return ctx.error("k must be a scalar");
     k = hostInt(kt->values[0]);
   }
   if (k < 0 || k > in.getDimSize(*axis))

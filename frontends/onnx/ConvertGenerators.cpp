@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/CompositeBuilder.h"
+#include "frontends/onnx/DataDependentSizes.h"
 #include "frontends/onnx/HostEval.h"
 #include "frontends/onnx/ImporterImpl.h"
 #include "frontends/onnx/NodeContext.h"
@@ -86,8 +87,7 @@ LogicalResult convertRange(NodeContext &ctx) {
 LogicalResult convertNonZero(NodeContext &ctx) {
   const HostTensor *x = ctx.hostInput(0);
   if (!x || x->fromSymbolicShape)
-    return ctx.error("the input must be known at compile time (the output's size depends "
-                     "on its values; Kiln sizes tensors at compile time)");
+    return nonZeroAtRunTime(ctx); // (a data-dependent count)
   int64_t rank = x->shape.size();
   std::vector<std::vector<double>> coords(std::max<int64_t>(rank, 1));
   for (size_t i = 0; i < x->values.size(); ++i) {

@@ -27,6 +27,24 @@ int32_t SymbolTracker::addSymbol(const std::string &name, int64_t bound) {
   return names.size() - 1;
 }
 
+int32_t SymbolTracker::addComputed(const std::string &name, int64_t bound) {
+  int32_t id = addSymbol(name, bound);
+  derived[id] = {KILN_SYM_COMPUTED, numComputed++, 0};
+  return id;
+}
+
+bool SymbolTracker::dependsOnComputed(int32_t s) const {
+  if (s < 0 || s >= static_cast<int32_t>(derived.size()))
+    return false;
+  const Derivation &d = derived[s];
+  if (d.op == KILN_SYM_COMPUTED)
+    return true;
+  if (d.op == KILN_SYM_INPUT)
+    return false;
+  bool symB = d.op == KILN_SYM_ADD || d.op == KILN_SYM_SUB || d.op == KILN_SYM_BROADCAST;
+  return dependsOnComputed(d.a) || (symB && dependsOnComputed(static_cast<int32_t>(d.b)));
+}
+
 int32_t SymbolTracker::derive(int64_t op, int32_t a, int64_t b) {
   // (A sum or broadcast of two symbols is one symbol in either order.)
   if ((op == KILN_SYM_ADD || op == KILN_SYM_BROADCAST) && b < a) {

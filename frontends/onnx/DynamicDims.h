@@ -71,6 +71,14 @@ public:
 
   /// A symbol of the inputs.
   int32_t addSymbol(const std::string &name, int64_t bound);
+  /// A data-dependent symbol (KILN_SYM_COMPUTED): a size the run computes
+  /// from the data (NonZero's count), at most `bound`; the model returns it
+  /// as its next hidden output.
+  int32_t addComputed(const std::string &name, int64_t bound);
+  int32_t numComputed = 0;
+  /// Whether `s` is data-dependent or derived from one that is (its size is
+  /// a value the graph computes, not a hidden input the runtime fills).
+  bool dependsOnComputed(int32_t s) const;
   /// The symbol whose size is `op` (kiln_symbol_op) of `a` and `b`, its
   /// bound and name following from theirs (an existing one when equal).
   int32_t derive(int64_t op, int32_t a, int64_t b);

@@ -991,8 +991,10 @@ LogicalResult Importer::run(const ImportOptions &options,
       // A value computed from sizes as an output: computed at run time
       // (from the symbols' sizes, or by the nodes that computed it).
       v = sizesAtRunTime(b, vi.name(), 0);
-      if (v)
-        it->second.host->fromSymbolicShape = false; // (checked below)
+      // (Rebuilding sets slots aside and back: look the output up again.)
+      auto again = slots.find(vi.name());
+      if (v && again != slots.end() && again->second.host)
+        again->second.host->fromSymbolicShape = false; // (checked below)
     }
     results.push_back(v ? v : valueOf(b, vi.name()));
   }
@@ -1001,6 +1003,18 @@ LogicalResult Importer::run(const ImportOptions &options,
     if (failed(deriveSymbols(why)))
       return fileError("the graph's outputs: " + why);
   }
+  // Hidden outputs after the graph's: the sizes of data-dependent symbols,
+  // in the order their derivations name them.
+  size_t visibleResults = results.size();
+  std::vector<int32_t> computedOrder;
+  for (size_t s = 0; s < symbols.derived.size(); ++s)
+    if (symbols.derived[s].op == KILN_SYM_COMPUTED)
+      computedOrder.push_back(static_cast<int32_t>(s));
+  llvm::sort(computedOrder, [&](int32_t x, int32_t y) {
+    return symbols.derived[x].a < symbols.derived[y].a;
+  });
+  for (int32_t s : computedOrder)
+    results.push_back(computedSizes.at(s));
   func::ReturnOp::create(b, func.getLoc(), results);
   // Hidden inputs after the graph's: the sizes of the symbols masks need.
   SmallVector<DictionaryAttr> argAttrs;
@@ -1039,6 +1053,11 @@ LogicalResult Importer::run(const ImportOptions &options,
     for (auto [sym, k] : symbols.pins)
       pins[sym] = k;
     func->setAttr(kiln::attr::kSymbolPins, b.getDenseI64ArrayAttr(pins));
+  }
+  for (auto [j, sym] : llvm::enumerate(computedOrder)) {
+    func.setResultAttr(visibleResults + j, kiln::attr::kName,
+                       b.getStringAttr("__kiln_size_" + symbols.names[sym]));
+    func.setResultAttr(visibleResults + j, kiln::attr::kSymbolOutput, b.getI32IntegerAttr(sym));
   }
   for (auto [i, vi] : llvm::enumerate(g.output())) {
     func.setResultAttr(i, kiln::attr::kName, b.getStringAttr(vi.name()));
@@ -1157,6 +1176,7 @@ LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, St
       if (!ok)
         return sizeArgumentError(nc, sizeArgument);
     } else if (failed(table.lookup(node.op_type())(nc))) {
+      noteBindableInputs(nc);
       return failure();
     }
     if ((taintedIn || symbolicIn) &&
@@ -1314,14 +1334,22 @@ static OwningOpRef<ModuleOp> importModel(MLIRContext &ctx, StringRef path,
       }
       continue;
     }
+    // (A note held on its own belongs to the diagnostic before it.)
+    std::optional<InFlightDiagnostic> last;
     for (HeldDiagnostic &h : held) {
-      InFlightDiagnostic d = h.severity == DiagnosticSeverity::Error     ? emitError(h.loc)
-                             : h.severity == DiagnosticSeverity::Warning ? emitWarning(h.loc)
-                                                                         : emitRemark(h.loc);
-      d << h.message;
+      if (h.severity == DiagnosticSeverity::Note && last) {
+        last->attachNote(h.loc) << h.message;
+        continue;
+      }
+      last.reset();
+      last.emplace(h.severity == DiagnosticSeverity::Error     ? emitError(h.loc)
+                   : h.severity == DiagnosticSeverity::Warning ? emitWarning(h.loc)
+                                                               : emitRemark(h.loc));
+      *last << h.message;
       for (auto &[loc, msg] : h.notes)
-        d.attachNote(loc) << msg;
+        last->attachNote(loc) << msg;
     }
+    last.reset();
     if (failed(ok))
       return nullptr;
     for (const std::string &n : fixNotes)

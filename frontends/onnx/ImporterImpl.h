@@ -61,7 +61,20 @@ public:
   /// one, with the reason in `why`.
   mlir::LogicalResult deriveSymbols(std::string &why);
   std::map<int32_t, mlir::Value> symbolArgs;
+  /// A symbol's run-time size as an i64[1] value: a hidden input, or for a
+  /// data-dependent symbol (and those derived from one) the value the graph
+  /// computes (DataDependentSizes.cpp).
   mlir::Value symbolInput(int32_t sym);
+  /// Data-dependent sizes (DataDependentSizes.cpp): per symbol, the i64[1]
+  /// value holding its size; the model returns the KILN_SYM_COMPUTED ones
+  /// as hidden outputs.
+  std::map<int32_t, mlir::Value> computedSizes;
+  /// A new data-dependent symbol `name` of at most `bound`, whose size is
+  /// `size` (i64[1], computed by the graph).
+  int32_t addComputedSymbol(const std::string &name, int64_t bound, mlir::Value size);
+  /// The size of a symbol derived from data-dependent ones, as graph ops
+  /// (built right after the sizes it follows from).
+  mlir::Value derivedSizeInGraph(int32_t sym);
   /// A run-time size as an i64[1] value (SymbolTracker::SymSize).
   mlir::Value sizeValue(mlir::OpBuilder &b, mlir::Location loc, SymbolTracker::SymSize x);
   /// An i64 constant of `shape` whose element at flat position i is
@@ -112,6 +125,9 @@ public:
   /// a cache's positions): the n positions from the run-time start, along
   /// n's symbol; null for other ranges.
   mlir::Value shiftedRange(mlir::OpBuilder &b, const onnx::NodeProto &node);
+  /// After a node's converter failed: a note for each shape argument it
+  /// read that is a graph input, naming --bind (which fixes its value).
+  void noteBindableInputs(NodeContext &nc);
   /// The error of a node that needs such a value at compile time.
   mlir::LogicalResult sizeArgumentError(NodeContext &nc, const std::string &name);
 

@@ -26,6 +26,10 @@ using namespace mlir;
 namespace kiln::onnx_import {
 
 Value Importer::symbolInput(int32_t sym) {
+  if (auto c = computedSizes.find(sym); c != computedSizes.end())
+    return c->second;
+  if (symbols.dependsOnComputed(sym))
+    return derivedSizeInGraph(sym);
   // (Derived symbols too: the runtime computes every symbol's size.)
   auto it = symbolArgs.find(sym);
   if (it != symbolArgs.end())

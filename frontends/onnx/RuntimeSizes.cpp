@@ -94,6 +94,26 @@ LogicalResult Importer::sizeArgumentError(NodeContext &nc, const std::string &na
                   "--shape)");
 }
 
+void Importer::noteBindableInputs(NodeContext &nc) {
+  const onnx::NodeProto &node = nc.node;
+  for (int i = 0; i < node.input_size(); ++i) {
+    const std::string &in = node.input(i);
+    auto it = slots.find(in);
+    if (in.empty() || readsAsData(node.op_type(), i) || it == slots.end() ||
+        it->second.host || !it->second.value)
+      continue;
+    auto arg = llvm::dyn_cast<BlockArgument>(it->second.value);
+    if (!arg || arg.getOwner() != entryBlock)
+      continue;
+    // (A note of its own, which the import's held diagnostics attach to the
+    // error before it: DiagnosticEngine::emit refuses bare notes.)
+    Diagnostic note(nc.loc, DiagnosticSeverity::Note);
+    note << "'" << in << "' is a graph input; `kiln-compile --bind " << in
+         << "=FILE` (.npy or .pb) compiles the model for that value";
+    ctx->getDiagEngine().emit(std::move(note));
+  }
+}
+
 bool Importer::isSymbolicHost(const std::string &name) {
   auto it = slots.find(name);
   return it != slots.end() && it->second.host && it->second.host->fromSymbolicShape &&

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 9  # KILN_ABI_VERSION
+ABI_VERSION = 10  # KILN_ABI_VERSION
 
 # kiln_dtype codes and their NumPy types (bfloat16 only through torch).
 _NP = {1: np.float32, 2: np.float64, 3: np.int64, 4: np.int32, 5: np.int8, 6: np.uint8,
@@ -102,6 +102,9 @@ class Model:
         lib.kiln_instance_output_shape.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Tensor),
                                                    ctypes.c_size_t, ctypes.c_uint32,
                                                    ctypes.POINTER(ctypes.c_int64)]
+        lib.kiln_instance_last_output_shape.restype = ctypes.c_int
+        lib.kiln_instance_last_output_shape.argtypes = [ctypes.c_void_p, ctypes.c_uint32,
+                                                        ctypes.POINTER(ctypes.c_int64)]
         lib.kiln_instance_error.restype = ctypes.c_char_p
         lib.kiln_instance_error.argtypes = [ctypes.c_void_p]
         lib.kiln_last_error.restype = ctypes.c_char_p
@@ -193,4 +196,16 @@ class Model:
         if self._lib.kiln_instance_run(self._inst, in_ts, len(args), self._out_ts,
                                        len(outs)) != 0:
             raise KilnError(self._lib.kiln_instance_error(self._inst).decode())
+        # A data-dependent axis (NonZero's count) was given at its bound: the
+        # run's real elements come first, in the shape the run reports.
+        for k, spec in enumerate(self.outputs):
+            if not any(spec.dynamic):
+                continue
+            dims = (ctypes.c_int64 * max(len(spec.shape), 1))()
+            if self._lib.kiln_instance_last_output_shape(self._inst, k, dims) != 0:
+                raise KilnError(self._lib.kiln_instance_error(self._inst).decode())
+            shape = tuple(dims[i] for i in range(len(spec.shape)))
+            if shape != tuple(outs[k].shape):
+                n = int(np.prod(shape))
+                outs[k] = outs[k].reshape(-1)[:n].reshape(shape)
         return outs

@@ -32,6 +32,10 @@ struct kiln_instance {
   std::vector<int64_t> symbolValues;
   std::vector<int64_t> hiddenInputs; // the sizes symbol_inputs name, per run
   int64_t faultWord = 0;             // the hidden input after them (fault sites)
+  // Hidden outputs: the sizes of data-dependent (KILN_SYM_COMPUTED) symbols
+  // as the run wrote them; and every output's shape in the last good run.
+  std::vector<int64_t> symbolOutputs;
+  std::vector<std::vector<int64_t>> lastShapes;
   std::vector<void *> stageIn, stageOut;
   // Narrow inputs and outputs (float8, int4, ...) in their carrier type, at
   // the run's sizes (kiln/narrow.h converts them).
@@ -203,6 +207,8 @@ void boxCopy(char *dst, const char *src, const int64_t *act, const int64_t *boun
 kiln_status deriveSymbol(kiln_instance *inst, uint32_t s) {
   const kiln_model_desc *m = inst->model;
   const int64_t *d = m->symbol_derived + 3 * s;
+  if (d[0] == KILN_SYM_COMPUTED)
+    return KILN_OK; // (known after the run: the bound stands until then)
   auto size = [&](int64_t sym) -> int64_t {
     return sym >= 0 && sym < static_cast<int64_t>(s) ? inst->symbolValues[sym] : -1;
   };
@@ -273,6 +279,40 @@ kiln_status checkInputs(kiln_instance *inst, const kiln_tensor *inputs, size_t n
   }
   return st;
 }
+/// After a run: the sizes of data-dependent symbols, as the model wrote
+/// them, and the symbols derived from them.
+kiln_status readComputedSymbols(kiln_instance *inst) {
+  const kiln_model_desc *m = inst->model;
+  if (!m->num_symbol_outputs || !m->symbol_derived)
+    return KILN_OK;
+  std::vector<bool> dependent(m->num_symbols, false);
+  for (uint32_t s = 0; s < m->num_symbols; ++s) {
+    const int64_t *d = m->symbol_derived + 3 * s;
+    if (d[0] == KILN_SYM_COMPUTED) {
+      int64_t v = d[1] >= 0 && d[1] < m->num_symbol_outputs ? inst->symbolOutputs[d[1]] : -1;
+      if (v < 0 || v > m->symbol_bounds[s]) { // (a TopK's k past its axis, say)
+        inst->error = "data-dependent dimension '" + std::string(m->symbol_names[s]) +
+                      "' is " + std::to_string(v) + " in this run, outside [0, " +
+                      std::to_string(m->symbol_bounds[s]) +
+                      "]: the inputs that set it are out of range; the outputs are undefined";
+        return KILN_ERROR_SHAPE_MISMATCH;
+      }
+      inst->symbolValues[s] = v;
+      dependent[s] = true;
+      continue;
+    }
+    bool symB = d[0] == KILN_SYM_ADD || d[0] == KILN_SYM_SUB || d[0] == KILN_SYM_BROADCAST;
+    auto dep = [&](int64_t x) { return x >= 0 && x < s && dependent[x]; };
+    if (d[0] == KILN_SYM_INPUT || !(dep(d[1]) || (symB && dep(d[2]))))
+      continue;
+    dependent[s] = true;
+    inst->symbolValues[s] = -1;
+    if (kiln_status st = deriveSymbol(inst, s); st != KILN_OK)
+      return st;
+  }
+  return KILN_OK;
+}
+
 /// Below the bounds: inputs carrying a symbol are padded into bound-sized
 /// staging, and outputs carrying one are computed there.
 kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **ins,
@@ -324,9 +364,21 @@ void cropOutputs(kiln_instance *inst, const kiln_tensor *outputs) {
   for (uint32_t i = 0; i < m->num_outputs; ++i) {
     const kiln_tensor_desc &d = m->outputs[i];
     void *dst = isNarrow(d.dtype) ? inst->carrierOut[i].data() : outputs[i].data;
-    if (d.symbols)
-      boxCopy(static_cast<char *>(dst), static_cast<const char *>(inst->stageOut[i]),
-              outputs[i].shape, d.shape, d.rank, carrierSize(d.dtype), false);
+    if (!d.symbols)
+      continue;
+    // (The run's sizes: a data-dependent axis is known only now, and its
+    // real elements go packed at the start of the bound-sized buffer.)
+    int64_t real[16];
+    std::vector<int64_t> held;
+    int64_t *act = real;
+    if (d.rank > 16) {
+      held.resize(d.rank);
+      act = held.data();
+    }
+    for (int32_t k = 0; k < d.rank; ++k)
+      act[k] = wantDim(inst, d, k);
+    boxCopy(static_cast<char *>(dst), static_cast<const char *>(inst->stageOut[i]), act,
+            d.shape, d.rank, carrierSize(d.dtype), false);
   }
 }
 
@@ -446,13 +498,15 @@ kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t n
   // The caller's inputs, then the hidden ones: symbol sizes, the fault word.
   uint32_t faultAt = m->num_inputs + m->num_symbol_inputs;
   uint32_t numIns = faultAt + (m->num_fault_sites ? 1 : 0);
+  // The caller's outputs, then the hidden ones: data-dependent sizes.
+  uint32_t numOuts = m->num_outputs + m->num_symbol_outputs;
   std::vector<void *> heldIns, heldOuts;
   if (numIns > 64)
     heldIns.resize(numIns);
-  if (m->num_outputs > 64)
-    heldOuts.resize(m->num_outputs);
+  if (numOuts > 64)
+    heldOuts.resize(numOuts);
   void **ins = numIns <= 64 ? in : heldIns.data();
-  void **outs = m->num_outputs <= 64 ? outp : heldOuts.data();
+  void **outs = numOuts <= 64 ? outp : heldOuts.data();
   kiln_status st = checkInputs(inst, inputs, numInputs, ins);
   if (st == KILN_OK)
     st = checkTensors(inst, "output", m->outputs, m->num_outputs, outputs,
@@ -461,7 +515,9 @@ kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t n
     toCarriers(inst->carrierIn, m->inputs, m->num_inputs, inputs, ins, true);
     toCarriers(inst->carrierOut, m->outputs, m->num_outputs, outputs, outs, false);
   }
-  bool padded = false;
+  // (Data-dependent sizes are known only after the run: their outputs are
+  // always computed in staging and cropped.)
+  bool padded = m->num_symbol_outputs > 0;
   for (uint32_t s = 0; s < m->num_symbols; ++s)
     padded |= inst->symbolValues[s] != m->symbol_bounds[s];
   if (st == KILN_OK && padded)
@@ -476,6 +532,9 @@ kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t n
   inst->faultWord = 0;
   if (m->num_fault_sites)
     ins[faultAt] = &inst->faultWord;
+  inst->symbolOutputs.assign(m->num_symbol_outputs, -1);
+  for (uint32_t j = 0; j < m->num_symbol_outputs; ++j)
+    outs[m->num_outputs + j] = &inst->symbolOutputs[j];
   if (st == KILN_OK && inst->device) {
     st = inst->device->run(ins, outs, inst->error);
   } else if (st == KILN_OK) {
@@ -489,11 +548,42 @@ kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t n
   }
   if (st == KILN_OK && inst->faultWord)
     st = reportFault(inst);
+  if (st == KILN_OK)
+    st = readComputedSymbols(inst);
   if (st == KILN_OK && padded)
     cropOutputs(inst, outputs);
   if (st == KILN_OK)
     fromCarriers(inst, outputs);
+  if (st == KILN_OK) {
+    inst->lastShapes.resize(m->num_outputs);
+    for (uint32_t i = 0; i < m->num_outputs; ++i) {
+      const kiln_tensor_desc &d = m->outputs[i];
+      inst->lastShapes[i].resize(d.rank);
+      for (int32_t k = 0; k < d.rank; ++k)
+        inst->lastShapes[i][k] = wantDim(inst, d, k);
+    }
+  }
   return st;
+}
+
+kiln_status lastOutputShape(kiln_instance *inst, uint32_t index, int64_t *shape) {
+  const kiln_model_desc *m = inst->model;
+  if (index >= m->num_outputs) {
+    inst->error = "output " + std::to_string(index) + " of a model with " +
+                  std::to_string(m->num_outputs) + " outputs";
+    return KILN_ERROR_INVALID_ARGUMENT;
+  }
+  if (index >= inst->lastShapes.size()) {
+    inst->error = "kiln_instance_last_output_shape: the instance has not run yet";
+    return KILN_ERROR_INVALID_ARGUMENT;
+  }
+  if (!shape && m->outputs[index].rank > 0) {
+    inst->error = "kiln_instance_last_output_shape: null shape array";
+    return KILN_ERROR_INVALID_ARGUMENT;
+  }
+  for (size_t k = 0; k < inst->lastShapes[index].size(); ++k)
+    shape[k] = inst->lastShapes[index][k];
+  return KILN_OK;
 }
 
 kiln_status outputShape(kiln_instance *inst, const kiln_tensor *inputs, size_t numInputs,
@@ -630,6 +720,11 @@ kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
 kiln_status kiln_instance_output_shape(kiln_instance *inst, const kiln_tensor *inputs,
                                        size_t numInputs, uint32_t index, int64_t *shape) {
   return guardedCall(inst, [&] { return outputShape(inst, inputs, numInputs, index, shape); });
+}
+
+kiln_status kiln_instance_last_output_shape(kiln_instance *inst, uint32_t index,
+                                            int64_t *shape) {
+  return guardedCall(inst, [&] { return lastOutputShape(inst, index, shape); });
 }
 
 void kiln_instance_destroy(kiln_instance *inst) {

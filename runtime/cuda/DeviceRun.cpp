@@ -404,6 +404,15 @@ std::unique_ptr<DeviceRun> DeviceRun::create(const kiln_model_desc &m, const kil
   if (!io(m.inputs, m.num_inputs, r->inDev, r->inHost, r->inBytes) ||
       !io(m.outputs, m.num_outputs, r->outDev, r->outHost, r->outBytes))
     return nullptr;
+  // The hidden outputs after the caller's: one int64 data-dependent size
+  // each, read back with the outputs.
+  for (uint32_t j = 0; j < m.num_symbol_outputs; ++j) {
+    r->outBytes.push_back(8);
+    r->outDev.push_back(0);
+    r->outHost.push_back(nullptr);
+    if (!be.alloc(8, r->outDev.back(), error) || !be.allocHost(8, r->outHost.back(), error))
+      return nullptr;
+  }
   // The hidden inputs after the caller's: one int64 symbol size each.
   for (uint32_t j = 0; j < m.num_symbol_inputs; ++j) {
     r->inBytes.push_back(8);

@@ -603,8 +603,28 @@ def data_dependent():
 
 
 def nonzero_runtime():
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"], name="nonzero"),
+             helper.make_node("Compress", ["x", "keep"], ["cx"], axis=1, name="comp"),
+             helper.make_node("Concat", ["cx", "cx"], ["cc"], axis=1, name="cat")]
+    return model(nodes, [vi("x", [2, 3]), vi("keep", [3], TensorProto.BOOL)],
+                 [vi("nz", None), vi("cc", None)], opset=13)
+
+
+def trilu_runtime_k():
+    nodes = [helper.make_node("Trilu", ["x", "k"], ["y"], upper=0, name="tril")]
+    return model(nodes, [vi("x", [3, 4]), vi("k", [], TensorProto.INT64)], [vi("y", None)],
+                 opset=14)
+
+
+def cumsum_runtime_axis():
+    nodes = [helper.make_node("CumSum", ["x", "ax"], ["y"], name="cs")]
+    return model(nodes, [vi("x", [2, 3]), vi("ax", [], TensorProto.INT32)], [vi("y", None)],
+                 opset=14)
+
+
+def nonzero_dynamic():
     nodes = [helper.make_node("NonZero", ["x"], ["nz"], name="nonzero")]
-    return model(nodes, [vi("x", [2, 3])], [vi("nz", None)], opset=13)
+    return model(nodes, [vi("x", ["N", 3])], [vi("nz", None)], opset=13)
 
 
 def dynamic_layer_norm():
@@ -812,7 +832,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

@@ -87,7 +87,7 @@ def typed(inputs, nodes, opset=17, consts=()):
     """A graph over inputs of any type: (name, shape, type, values) with type
     a key of ONNX_TYPES and values how the fresh random inputs are drawn
     (normal, unit: (-0.99, 0.99), ge1: [1, 4), int: [-40, 40), nonzero: no 0,
-    small: [0, 9), bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
+    small: [0, 9), diag: [-4, 5), sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
     last node's output is y."""
     ins = [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t, _ in inputs]
     made = []
@@ -125,6 +125,10 @@ def draw(how, shape, onnx_type):
         if not np.issubdtype(t, np.unsignedinteger):
             v = v * rng.choice([-1, 1], shape)
         return v.astype(t)
+    if how == "diag":  # a diagonal offset: [-4, 5)
+        return rng.integers(-4, 5, shape).astype(t)
+    if how == "sparse":  # normal, about 70% of it zeros
+        return (rng.standard_normal(shape) * (rng.random(shape) < 0.3)).astype(t)
     if how == "small":
         return rng.integers(0, 9, shape).astype(t)
     if how == "full":  # every value of an 8-bit type, extremes included
@@ -1264,6 +1268,45 @@ CASES = {
         [("ConvInteger", ["x", "w", "zx", "zw"], {"pads": [1, 0, 1, 2], "strides": [2, 1]})],
         opset=10, consts=[("zx", np.array(128, np.uint8)), ("zw", np.array(201, np.uint8))]),
 
+    # Data-dependent sizes: the count of selected elements is known only at
+    # run time (the output crops to it; KILN_SYM_COMPUTED).
+    "nonzero_runtime": typed([("x", (4, 6, 5), "f32", "sparse")], [("NonZero", ["x"], {})],
+                             opset=13),
+    "nonzero_runtime_int": typed([("x", (37,), "i32", "small")], [("NonZero", ["x"], {})],
+                                 opset=13),
+    "nonzero_runtime_bool": typed([("x", (3, 9), "bool", "bool")], [("NonZero", ["x"], {})],
+                                  opset=13),
+    # x[x > 0]: the positions NonZero lists, gathered (exported boolean masks).
+    "masked_select_runtime": typed(
+        [("x", (6, 8), "f32", "normal")],
+        [("Greater", ["x", "zero"], {}), ("NonZero", ["t0"], {}),
+         ("Transpose", ["t1"], {"perm": [1, 0]}), ("GatherND", ["x", "t2"], {})],
+        opset=13, consts=[("zero", np.array(0.0, np.float32))]),
+    "compress_runtime": typed([("x", (5, 9), "f32", "normal"), ("c", (9,), "bool", "bool")],
+                              [("Compress", ["x", "c"], {"axis": 1})], opset=13),
+    "compress_runtime_flat": typed([("x", (3, 4), "f32", "normal"), ("c", (7,), "bool", "bool")],
+                                   [("Compress", ["x", "c"], {})], opset=13),
+    # Reductions and a concat along the data-dependent axis: masked by the
+    # run-time count, and a derived size (2 * count + 9) computed in the graph.
+    "compress_runtime_softmax": typed(
+        [("x", (4, 9), "f32", "normal"), ("c", (9,), "bool", "bool")],
+        [("Compress", ["x", "c"], {"axis": 1}), ("Concat", ["t0", "x", "t0"], {"axis": 1}),
+         ("Softmax", ["t1"], {"axis": 1})], opset=13),
+    # Trilu's k as a run-time value: the mask compares each diagonal with it.
+    "trilu_runtime_k_upper": typed([("x", (2, 5, 7), "f32", "normal"), ("k", (), "i64", "diag")],
+                                   [("Trilu", ["x", "k"], {"upper": 1})], opset=14),
+    "trilu_runtime_k_lower": typed([("x", (6, 4), "f32", "normal"), ("k", (), "i64", "diag")],
+                                   [("Trilu", ["x", "k"], {"upper": 0})], opset=14),
+    # TopK's k as a run-time value (a data-dependent size, at most the axis).
+    "topk_runtime_k": typed([("x", (3, 9), "f32", "normal"), ("k", (1,), "i64", "small")],
+                            [("TopK", ["x", "k"], {"axis": 1}, ["y", "i"])], opset=11),
+    "topk_runtime_k_indices_smallest": typed(
+        [("x", (9, 4), "f32", "normal"), ("k", (1,), "i64", "small")],
+        [("TopK", ["x", "k"], {"axis": 0, "largest": 0}, ["v", "y"])], opset=11),
+    "compress_runtime_reduce": typed(
+        [("x", (4, 9), "f32", "normal"), ("c", (9,), "bool", "bool")],
+        [("Compress", ["x", "c"], {"axis": 1}), ("ReduceMean", ["t0"], {"axes": [1]})],
+        opset=13),
 }
 
 # Tolerances per element type of the case's output: f16 results may differ

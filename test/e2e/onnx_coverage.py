@@ -14,10 +14,14 @@ compared with the stored ones (rtol 1e-3, atol 1e-7: the ONNX backend
 tests' defaults, or a test's data.json's: DenseNet-121 rtol 2e-3, as onnx
 runs it), in two shape modes:
 
-  static   the model as stored;
+  static   the model as stored; shape arguments given as graph inputs
+           (axes, target shapes, pads, ...) bound to their stored values
+           where the compiler needs them at compile time (--bind);
   dynamic  every graph input's first dimension made symbolic (dim_param),
            compiled at the default bound (--max-shape the stored size
-           where that is larger, as a user with such inputs gives it).
+           where that is larger, as a user with such inputs gives it);
+  unbound  as static, but nothing bound: every graph input arrives at run
+           time (a test static mode did not bind takes its result).
 
 A test ends as
   pass          every output of every data set within tolerance;
@@ -432,7 +436,7 @@ def run_test(label, d, target, mode, bindir, work):
     r = subprocess.run(compile_cmd, capture_output=True, text=True)
     m = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
     bound = {}
-    if r.returncode == 0 or r.returncode < 0 or "Stack dump" in r.stderr:
+    if r.returncode == 0 or r.returncode < 0 or "Stack dump" in r.stderr or mode == "unbound":
         pass
     elif re.search(r"must be (known at compile time|a compile-time scalar)", r.stderr):
         # Shape arguments given as graph inputs (axes, target shapes, pads):
@@ -520,7 +524,9 @@ def write_markdown(path, results, tests, targets, modes, scope):
         "pads, repeats, OneHot's depth, Resize's scales) are graph inputs compile with "
         "those inputs (integer and bool ones, and float ones of at most 8 values) bound to their "
         "stored values (`kiln-compile --bind NAME=FILE`, as onnx-mlir's backend tests make "
-        "them constants); their cells say so. A test whose model and data are "
+        "them constants); their cells say so. *unbound*: as static, with every graph input "
+        "given at run time (nothing bound; a test static mode did not bind shares its result). "
+        "A test whose model and data are "
         "byte-identical to another's (onnx 1.12's node tests that the pinned onnx ships "
         "unchanged) runs once and both rows show the result. The real models count on "
         f"{', '.join(REAL_QUICK_TARGETS)} only (through cuda-emu's emulation they take "
@@ -542,6 +548,19 @@ def write_markdown(path, results, tests, targets, modes, scope):
         lines.append(f"| {t} | {m} | {n} | {c.get('pass', 0)} | {c.get('fail', 0)} | "
                      f"{c.get('unsupported', 0)} | {c.get('crash', 0)} | "
                      f"{100.0 * c.get('pass', 0) / max(n, 1):.1f} |")
+    suites = sorted({k[0] for k in in_scope})
+    lines += ["", "By suite (pass % of the in-scope tests; *unbound* compiles every graph input "
+              "as a run-time value, nothing bound):", "",
+              "| suite | in scope | " + " | ".join(f"{t} {m}" for t, m in cols) + " |",
+              "| --- | ---: | " + " | ".join("---:" for _ in cols) + " |"]
+    for su in suites:
+        ks = [k for k in in_scope if k[0] == su]
+        pcts = []
+        for t, m in cols:
+            col = [k for k in ks if counted(k, t)]
+            n = sum(results[k][(t, m)][0] == "pass" for k in col)
+            pcts.append(f"{n} ({100.0 * n / max(len(col), 1):.1f}%)" if col else "-")
+        lines.append(f"| {su} | {len(ks)} | " + " | ".join(pcts) + " |")
     lines += ["", f"Out of scope: {len(scope)} tests (random, string, sequence, optional and "
               "training ops or values; non-default domains; invalid tests, whose stored "
               "inputs contradict the model).", ""]
@@ -592,7 +611,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bindir", required=True)
     ap.add_argument("--targets", default="cpu,cuda-emu")
-    ap.add_argument("--modes", default="static,dynamic")
+    ap.add_argument("--modes", default="static,dynamic,unbound")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--only", default="",
                     help="only tests whose name contains one of these (comma-separated) texts")
@@ -694,6 +713,8 @@ def main():
             if (t, mo) == first or results[k].get((t, mo)):
                 continue
             s, detail = results[k][first]
+            if mo == "unbound":
+                continue  # (filled below from the static result, or run unbound)
             if s == "unsupported" and "(kiln." not in detail:
                 # Refused by the importer (not by a target's code generator,
                 # whose diagnostics name a kiln op): the same everywhere.
@@ -702,6 +723,21 @@ def main():
             rest.append((k, t, mo))
         futures = {pool.submit(run_test, k[0], tests[k], t, mo, args.bindir, work): (k, t, mo)
                    for k, t, mo in rest}
+        for f in cf.as_completed(futures):
+            k, t, mo = futures[f]
+            results[k][(t, mo)] = f.result()
+        # Unbound: only the tests static mode bound inputs for compile again.
+        again = []
+        for k, t, mo in jobs:
+            if mo != "unbound" or results[k].get((t, mo)):
+                continue
+            s, detail = results[k].get((t, "static"), ("", ""))
+            if s and "inputs bound at compile time" not in detail:
+                results[k][(t, mo)] = (s, detail)
+            else:
+                again.append((k, t, mo))
+        futures = {pool.submit(run_test, k[0], tests[k], t, mo, args.bindir, work): (k, t, mo)
+                   for k, t, mo in again}
         for f in cf.as_completed(futures):
             k, t, mo = futures[f]
             results[k][(t, mo)] = f.result()

@@ -6,7 +6,8 @@ its output's batch dynamic too) is compiled once and called at batches 4,
 and on the same array twice, each against numpy (rtol 1e-5); a wrong
 input count and a batch past the bound must raise KilnError. One Model
 called from 4 threads at once (200 calls of mixed batches, each checked);
-a 0-d NumPy array fed to a scalar input."""
+a 0-d NumPy array fed to a scalar input; a data-dependent output size
+(NonZero's count) reported call by call."""
 import argparse
 import os
 import subprocess
@@ -113,6 +114,37 @@ def main():
         subprocess.run([os.path.join(a.bindir, "kiln-compile"), src0, "-o", so0], check=True)
         y = kiln.Model(so0)(np.array(1.25, np.float32))[0]
         check("a 0-d input", y.shape == () and float(y) == 2.5, "shape %s" % (y.shape,))
+
+        # A data-dependent size (NonZero's count): the output comes back in
+        # the run's shape, call after call (torch tensors too).
+        gz = helper.make_graph(
+            [helper.make_node("NonZero", ["v"], ["nz"])], "gz",
+            [helper.make_tensor_value_info("v", TensorProto.FLOAT, [3, 5])],
+            [helper.make_tensor_value_info("nz", TensorProto.INT64, [2, None])])
+        mz = helper.make_model(gz, opset_imports=[helper.make_opsetid("", 13)])
+        mz.ir_version = 8
+        srcz, soz = os.path.join(tmp, "z.onnx"), os.path.join(tmp, "z.so")
+        onnx.save(mz, srcz)
+        subprocess.run([os.path.join(a.bindir, "kiln-compile"), srcz, "-o", soz], check=True)
+        nonzero = kiln.Model(soz)
+        sizes = []
+        good = True
+        for keep in (0.5, 0.0, 1.0, 0.2):
+            v = (rng.standard_normal((3, 5)) * (rng.random((3, 5)) < keep)).astype(np.float32)
+            got = nonzero(v)[0]
+            sizes.append(got.shape[1])
+            good = good and np.array_equal(got, np.stack(np.nonzero(v)))
+        check("a data-dependent count, 4 calls", good and sizes[1] == 0 and sizes[2] == 15,
+              "counts %s" % sizes)
+        try:
+            import torch
+            v = torch.tensor([[0.0, 1.5, 0.0, 0.0, 2.0]] * 3)
+            got = nonzero(v)[0]
+            check("a data-dependent count from torch", tuple(got.shape) == (2, 6) and
+                  torch.equal(got, torch.nonzero(v).T), "shape %s" % (tuple(got.shape),))
+        except ImportError:
+            check("a data-dependent count from torch (no torch: numpy again)",
+                  nonzero(np.ones((3, 5), np.float32))[0].shape == (2, 15))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

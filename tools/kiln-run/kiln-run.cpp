@@ -38,6 +38,7 @@ struct Api {
   decltype(&kiln_instance_profile) profile = nullptr;
   decltype(&kiln_instance_device) device = nullptr;
   decltype(&kiln_instance_output_shape) outputShape = nullptr;
+  decltype(&kiln_instance_last_output_shape) lastOutputShape = nullptr;
 };
 
 int usage() {
@@ -138,8 +139,10 @@ int main(int argc, char **argv) {
   api.device = reinterpret_cast<decltype(api.device)>(dlsym(lib, "kiln_instance_device"));
   api.outputShape =
       reinterpret_cast<decltype(api.outputShape)>(dlsym(lib, "kiln_instance_output_shape"));
+  api.lastOutputShape = reinterpret_cast<decltype(api.lastOutputShape)>(
+      dlsym(lib, "kiln_instance_last_output_shape"));
   if (!modelPtr || !api.create || !api.run || !api.destroy || !api.error || !api.lastError ||
-      !api.profile || !api.device || !api.outputShape)
+      !api.profile || !api.device || !api.outputShape || !api.lastOutputShape)
     return fail("'" + modelPath + "' is not a model compiled by kiln-compile (missing symbols)");
   api.model = *modelPtr;
   const kiln_model_desc *m = api.model;
@@ -247,6 +250,18 @@ int main(int argc, char **argv) {
     api.destroy(inst);
     return 1;
   }
+  // The outputs as the run shaped them: a data-dependent axis was given at
+  // its bound and holds its real elements first (`out` stays bound-sized
+  // for the timed runs).
+  std::vector<HostArray> result(out.begin(), out.end());
+  for (uint32_t j = 0; j < m->num_outputs; ++j) {
+    if (api.lastOutputShape(inst, j, result[j].shape.data()) != KILN_OK) {
+      fail(std::string("run failed: ") + api.error(inst));
+      api.destroy(inst);
+      return 1;
+    }
+    result[j].data.resize(result[j].bytes());
+  }
 
   int status = 0;
   if (!outDir.empty()) {
@@ -255,7 +270,7 @@ int main(int argc, char **argv) {
       std::string err, name = m->outputs[j].name;
       for (char &c : name)
         if (c == '/' || c == '\\') c = '_';
-      if (!kiln::support::writeNpy(outDir + "/" + name + ".npy", out[j], err))
+      if (!kiln::support::writeNpy(outDir + "/" + name + ".npy", result[j], err))
         status = fail(err);
     }
   }
@@ -274,17 +289,17 @@ int main(int argc, char **argv) {
       status = fail(err);
       continue;
     }
-    if (out[idx].dtype == KILN_BF16 && ref.dtype == KILN_U16)
+    if (result[idx].dtype == KILN_BF16 && ref.dtype == KILN_U16)
       ref.dtype = KILN_BF16; // bit patterns, as the ONNX test data stores bf16
-    if (ref.shape != out[idx].shape) {
-      status = fail("output '" + name + "' has shape " + shapeStr(out[idx].shape) +
+    if (ref.shape != result[idx].shape) {
+      status = fail("output '" + name + "' has shape " + shapeStr(result[idx].shape) +
                     "; the reference has " + shapeStr(ref.shape));
       continue;
     }
     double maxAbs = 0, maxRel = 0;
     int64_t bad = 0, firstBad = -1;
     for (int64_t e = 0; e < ref.numElements(); ++e) {
-      double got = out[idx].at(e), want = ref.at(e);
+      double got = result[idx].at(e), want = ref.at(e);
       double diff = std::fabs(got - want);
       if (std::isnan(got) != std::isnan(want)) diff = INFINITY;
       else if (std::isnan(got) || got == want) diff = 0;
@@ -300,7 +315,7 @@ int main(int argc, char **argv) {
     if (bad)
       std::printf("  %lld of %lld elements differ; first at %lld: got %.8g, want %.8g",
                   static_cast<long long>(bad), static_cast<long long>(ref.numElements()),
-                  static_cast<long long>(firstBad), out[idx].at(firstBad), ref.at(firstBad));
+                  static_cast<long long>(firstBad), result[idx].at(firstBad), ref.at(firstBad));
     std::printf("\n");
     if (bad) status = 1;
   }

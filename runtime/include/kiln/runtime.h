@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 9
+#define KILN_ABI_VERSION 10
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -199,8 +199,14 @@ typedef enum kiln_symbol_op {
   KILN_SYM_CEIL_DIV_CONST = 6, /* S = ceil(A / b), b > 0 */
   KILN_SYM_BROADCAST = 7,      /* S = A if A == B or B == 1, B if A == 1;
                                   any other pair is a shape error */
-  KILN_SYM_DIV_CONST = 8       /* S = A / b, b > 0; an A that is not a
+  KILN_SYM_DIV_CONST = 8,      /* S = A / b, b > 0; an A that is not a
                                   multiple of b is a shape error (ABI 7) */
+  KILN_SYM_COMPUTED = 9        /* S is computed by the run from the data
+                                  (NonZero's count, Compress's length): the
+                                  model writes it into hidden output a
+                                  (outputs num_outputs + a, one int64 each;
+                                  ABI 10). Before the run only its bound is
+                                  known. */
 } kiln_symbol_op;
 
 /** What kiln-compile emits for a model (`<name>_desc`). */
@@ -263,6 +269,11 @@ typedef struct kiln_model_desc {
   /** num_fault_sites entries: what each checking kernel computes, for
    *  which nodes ("gather (node 'Gather_3')"). */
   const char *const *fault_sites;
+  /** Hidden outputs after the caller's (`run` and device programs write
+   *  them as outputs num_outputs...): one int64 each, the size of a
+   *  KILN_SYM_COMPUTED symbol, which the runtime reads after the run. */
+  uint32_t num_symbol_outputs;
+  uint32_t reserved3;
 } kiln_model_desc;
 
 /** The most threads one instance's pool may have. */
@@ -294,7 +305,12 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
 /** Checks every tensor's dtype and shape against the model, then runs it.
  *  Output buffers are written in place. With symbolic dimensions, inputs
  *  smaller than the bounds are padded to them (edge values repeated) and the
- *  outputs cropped; kiln_instance_output_shape gives the outputs' shapes. */
+ *  outputs cropped; kiln_instance_output_shape gives the outputs' shapes.
+ *  An output whose size depends on the data (a KILN_SYM_COMPUTED symbol:
+ *  NonZero, Compress) is given at its bound on that axis, as
+ *  kiln_instance_output_shape states; the run writes its real elements
+ *  packed at the start (row-major in the real shape) and
+ *  kiln_instance_last_output_shape says what that shape is. */
 kiln_status kiln_instance_run(kiln_instance *instance,
                               const kiln_tensor *inputs, size_t num_inputs,
                               const kiln_tensor *outputs, size_t num_outputs);
@@ -305,6 +321,12 @@ void kiln_instance_destroy(kiln_instance *instance);
 kiln_status kiln_instance_output_shape(kiln_instance *instance,
                                        const kiln_tensor *inputs, size_t num_inputs,
                                        uint32_t index, int64_t *shape);
+/** The shape output `index` had in the instance's last successful run
+ *  (rank entries written to `shape`): the real sizes of data-dependent
+ *  axes, which kiln_instance_output_shape knows only as bounds. Fails
+ *  before the first run. */
+kiln_status kiln_instance_last_output_shape(kiln_instance *instance, uint32_t index,
+                                            int64_t *shape);
 /** The message of the instance's last failed call ("" if none). */
 const char *kiln_instance_error(const kiln_instance *instance);
 /** The message of this thread's last failed kiln_instance_create. */

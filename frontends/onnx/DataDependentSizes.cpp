@@ -1,0 +1,270 @@
+//===- DataDependentSizes.cpp - sizes the run computes from the data ------===//
+//
+// NonZero's count and Compress's length depend on values known only at run
+// time. Such an axis gets a *data-dependent* symbol (KILN_SYM_COMPUTED): the
+// graph is built at its bound (every element selected), the graph computes
+// the size as an i64[1] value, and the model returns that value as a
+// hidden output, which the runtime reads after the run to crop the outputs
+// and report their shapes (kiln_instance_last_output_shape). Inside the
+// graph the value stands where a symbol's hidden size input would
+// (symbolInput): masks of reductions over the axis, repacks, and the sizes
+// of symbols derived from it, which are computed by graph ops here too.
+//
+// The selected positions come from a stable partition, built from kiln ops
+// every target has: an inclusive running sum of the selection gives each
+// selected element its place, the others follow in order, and a scatter of
+// the positions into those places lists the selected ones first. Past the
+// count the list repeats its last real entry, as a run pads its inputs, so
+// the padding holds valid indices and a size of 1 broadcasts like numpy's.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/CompositeBuilder.h"
+#include "frontends/onnx/DataDependentSizes.h"
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+int32_t Importer::addComputedSymbol(const std::string &name, int64_t bound, Value size) {
+  int32_t s = symbols.addComputed(name, bound);
+  computedSizes[s] = size;
+  return s;
+}
+
+Value Importer::derivedSizeInGraph(int32_t sym) {
+  const SymbolTracker::Derivation d = symbols.derived[sym];
+  bool symB = d.op == KILN_SYM_ADD || d.op == KILN_SYM_SUB || d.op == KILN_SYM_BROADCAST;
+  Value a = symbolInput(d.a);
+  Value b = symB ? symbolInput(static_cast<int32_t>(d.b)) : Value();
+  // Right after the later of the sizes it follows from: before every value
+  // that carries it.
+  OpBuilder ob(a.getContext());
+  Operation *after = nullptr;
+  for (Value v : {a, b})
+    if (Operation *def = v ? v.getDefiningOp() : nullptr)
+      if (!after || after->isBeforeInBlock(def))
+        after = def;
+  if (after)
+    ob.setInsertionPointAfter(after);
+  else
+    ob.setInsertionPointToStart(entryBlock);
+  Location loc = ob.getUnknownLoc();
+  auto constant = [&](int64_t c) {
+    return indexConstant(ob, {1}, [c](int64_t) { return c; });
+  };
+  auto zero = [&] { return constant(0); };
+  Value v;
+  switch (d.op) {
+  case KILN_SYM_MUL_CONST: v = kiln::MulOp::create(ob, loc, a, constant(d.b)); break;
+  case KILN_SYM_ADD: v = kiln::AddOp::create(ob, loc, a, b); break;
+  case KILN_SYM_ADD_CONST:
+    v = kiln::MaxOp::create(ob, loc, kiln::AddOp::create(ob, loc, a, constant(d.b)), zero());
+    break;
+  case KILN_SYM_MIN_CONST: v = kiln::MinOp::create(ob, loc, a, constant(d.b)); break;
+  case KILN_SYM_SUB:
+    v = kiln::MaxOp::create(ob, loc, kiln::SubOp::create(ob, loc, a, b), zero());
+    break;
+  case KILN_SYM_CEIL_DIV_CONST:
+    v = kiln::DivOp::create(ob, loc, kiln::AddOp::create(ob, loc, a, constant(d.b - 1)),
+                            constant(d.b));
+    break;
+  case KILN_SYM_DIV_CONST: v = kiln::DivOp::create(ob, loc, a, constant(d.b)); break;
+  case KILN_SYM_BROADCAST: {
+    // (The runtime checks that the sizes broadcast when it re-derives them.)
+    Value one = kiln::CompareOp::create(ob, loc, a, constant(1), "eq");
+    v = kiln::WhereOp::create(ob, loc, one, b, a);
+    break;
+  }
+  default: v = a; break;
+  }
+  computedSizes[sym] = v;
+  return v;
+}
+
+namespace {
+
+/// The positions of `keep`'s true elements (1-D, i1) in order, along a new
+/// data-dependent symbol named `name` (set in `sym`) whose size is their
+/// count; past it, the last of them repeated. Null on failure (reported).
+Value selectedPositions(Builder &g, Value keep, const std::string &name, int32_t &sym) {
+  NodeContext &ctx = g.ctx;
+  OpBuilder &b = ctx.builder;
+  Type i64 = b.getIntegerType(64);
+  if (!g.ok({keep}))
+    return {};
+  int64_t n = g.shape(keep)[0];
+  Value iota = iotaAlong(g, n, 0, 1);
+  Value ones = g.cast(keep, i64);
+  if (!g.ok({iota, ones}))
+    return {};
+  // Inclusive running count: a kept element's place is its count - 1; a
+  // dropped one's, after all kept ones, count + (its position - its count).
+  Value running = g.take(ctx.createTyped<kiln::CumSumOp>(
+      ones.getType(), ones, b.getI64IntegerAttr(0), b.getBoolAttr(false), b.getBoolAttr(false)));
+  Value count = g.slice(running, {n - 1}, {1}, {1});
+  Value one = g.scalar(iota, 1.0);
+  Value place = g.where(keep, g.sub(running, one), g.add(count, g.sub(iota, running)));
+  if (!g.ok({place}))
+    return {};
+  Value order = g.take(ctx.create<kiln::ScatterElementsOp>(
+      iota, place, iota, b.getI64IntegerAttr(0), b.getStringAttr("none")));
+  if (!g.ok({order, count}))
+    return {};
+  sym = ctx.imp.addComputedSymbol(name, n, count);
+  // Past the count: the last real entry (position max(count - 1, 0)).
+  Value last = g.bin<kiln::MaxOp>(g.sub(count, one), g.scalar(iota, 0.0));
+  Value at = g.bin<kiln::MinOp>(iota, last);
+  if (!g.ok({at}))
+    return {};
+  Value positions = g.take(ctx.create<kiln::GatherOp>(order, at, b.getI64IntegerAttr(0)));
+  if (!g.ok({positions}))
+    return {};
+  positions.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({0, sym}));
+  return positions;
+}
+
+/// Refuses an input that carries a dynamic dimension (its padding would
+/// be counted as data).
+LogicalResult requireStatic(NodeContext &ctx, Value v, const char *what) {
+  for (int32_t s : ctx.imp.symbols.of(v))
+    if (s >= 0)
+      return ctx.error(Twine(what) + " has dynamic dimension '" + ctx.imp.symbols.names[s] +
+                       "'; a data-dependent result needs it static (give the inputs static "
+                       "sizes with --shape)");
+  return success();
+}
+
+/// Which elements of `v` are selected: a bool as is, any other value where
+/// it is not 0 (NaN included).
+Value selection(Builder &g, Value v) {
+  if (!g.ok({v}) || g.elem(v).isInteger(1))
+    return v;
+  return g.un<kiln::NotOp>(g.cmp("eq", v, g.scalar(v, 0.0)));
+}
+
+std::string countName(NodeContext &ctx) {
+  std::string out = ctx.node.output_size() ? ctx.node.output(0) : ctx.node.name();
+  return out + ".count";
+}
+
+} // namespace
+
+LogicalResult nonZeroAtRunTime(NodeContext &ctx) {
+  Builder g{ctx};
+  Value x = ctx.input(0);
+  if (!g.ok({x}) || failed(requireStatic(ctx, x, "the input")))
+    return failure();
+  auto xt = ctx.inputType(0);
+  int64_t rank = xt.getRank(), n = xt.getNumElements();
+  Type i64 = ctx.builder.getIntegerType(64);
+  if (n == 0) { // nothing to select: an empty [rank, 0]
+    HostTensor h{i64, {std::max<int64_t>(rank, 1), 0}, {}, {}};
+    ctx.setHostOutput(0, std::move(h));
+    return success();
+  }
+  Value flat = g.reshape(x, {n});
+  Value keep = selection(g, flat);
+  int32_t sym = -1;
+  Value at = selectedPositions(g, keep, countName(ctx), sym);
+  if (!g.ok({at}))
+    return failure();
+  // Row d: the selected positions' coordinate along axis d (row-major).
+  llvm::SmallVector<Value> rows;
+  int64_t stride = n;
+  for (int64_t d = 0; d < std::max<int64_t>(rank, 1); ++d) {
+    Value c = at;
+    if (rank == 0) {
+      c = g.mul(at, g.scalar(at, 0.0));
+    } else {
+      stride /= xt.getDimSize(d);
+      if (stride != 1)
+        c = g.div(c, g.scalar(c, double(stride)));
+      if (d > 0) { // (c mod the axis size)
+        Value size = g.scalar(c, double(xt.getDimSize(d)));
+        c = g.sub(c, g.mul(g.div(c, size), size));
+      }
+    }
+    rows.push_back(g.reshape(c, {1, n}));
+  }
+  for (Value r : rows)
+    if (!g.ok({r}))
+      return failure();
+  // (Each row is elementwise on the positions: the symbol stays on axis 1.)
+  Value y = rows.size() == 1 ? rows[0]
+                             : g.take(ctx.create<kiln::ConcatOp>(
+                                   rows, ctx.builder.getI64IntegerAttr(0)));
+  return g.result(y);
+}
+
+LogicalResult compressAtRunTime(NodeContext &ctx, Value x, int64_t axis) {
+  Builder g{ctx};
+  Value c = ctx.input(1);
+  if (!g.ok({x, c}) || failed(requireStatic(ctx, c, "the condition")))
+    return failure();
+  auto ct = ctx.inputType(1);
+  if (ct.getRank() != 1)
+    return ctx.error("the condition must be 1-D");
+  int64_t n = g.shape(x)[axis], len = ct.getDimSize(0);
+  if (len > n)
+    return ctx.error("the condition has " + Twine(len) + " entries; the axis has " + Twine(n));
+  if (len == 0)
+    return ctx.error("the condition is empty (an empty result)");
+  Value keep = selection(g, c);
+  int32_t sym = -1;
+  Value at = selectedPositions(g, keep, countName(ctx), sym);
+  if (!g.ok({at}))
+    return failure();
+  Value y = g.take(ctx.create<kiln::GatherOp>(x, at, ctx.builder.getI64IntegerAttr(axis)));
+  if (!g.ok({y}))
+    return failure();
+  y.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol,
+                             ctx.builder.getDenseI64ArrayAttr({axis, sym}));
+  return g.result(y);
+}
+
+LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis) {
+  Builder g{ctx};
+  OpBuilder &b = ctx.builder;
+  Value x = ctx.input(0), k = ctx.input(1);
+  if (!g.ok({x, k}))
+    return failure();
+  if (ctx.inputType(1).getNumElements() != 1)
+    return ctx.error("k must be a scalar");
+  int64_t n = g.shape(x)[axis];
+  if (n == 0)
+    return ctx.error("ranks an empty axis");
+  // The whole axis ranked; the output keeps the first k (a data-dependent
+  // size the runtime checks against the axis), the padding repeating the
+  // k-th.
+  Value order = g.take(ctx.create<kiln::TopKIndicesOp>(
+      x, b.getI64IntegerAttr(axis), b.getI64IntegerAttr(n),
+      b.getBoolAttr(ctx.attrInt("largest", 1) != 0)));
+  Value count = g.reshape(g.cast(k, b.getIntegerType(64)), {1});
+  Value iota = iotaAlong(g, n, 0, 1);
+  if (!g.ok({order, count, iota}))
+    return failure();
+  int32_t sym = ctx.imp.addComputedSymbol(
+      (ctx.node.output_size() ? ctx.node.output(0) : ctx.node.name()) + ".k", n, count);
+  Value one = g.scalar(iota, 1.0);
+  Value last = g.bin<kiln::MaxOp>(g.sub(count, one), g.scalar(iota, 0.0));
+  Value at = g.bin<kiln::MinOp>(iota, last);
+  // (Each op states the size before the next one reads its symbols.)
+  auto alongK = [&](Value v) {
+    if (g.ok({v}))
+      v.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({axis, sym}));
+    return v;
+  };
+  Value idx = g.ok({at}) ? alongK(g.take(ctx.create<kiln::GatherOp>(order, at,
+                                                                    b.getI64IntegerAttr(axis))))
+                         : Value();
+  Value vals = g.ok({idx}) ? alongK(g.take(ctx.create<kiln::GatherElementsOp>(
+                                 x, idx, b.getI64IntegerAttr(axis))))
+                           : Value();
+  if (!g.ok({idx, vals}))
+    return failure();
+  ctx.setOutput(0, vals);
+  ctx.setOutput(1, idx);
+  return success();
+}
+
+} // namespace kiln::onnx_import
