@@ -431,8 +431,9 @@ struct FusePass : impl::FusePassBase<FusePass> {
           if (user->getBlock() != &block || taken.contains(user) ||
               !canJoin(user, chain, anchor))
             break;
-          // A reduction's epilogue keeps its element type too.
-          if (isa<CastOp>(user) && isReduction(&op))
+          // A reduction's epilogue keeps its element type too (no cast, no
+          // comparison: the kernel stores in the reduction's type).
+          if (isReduction(&op) && user->getResult(0).getType() != chain.getType())
             break;
           // Recomputed producers of its other operands come along.
           for (Operation *pre : prologue(user, chain, anchor, taken)) {

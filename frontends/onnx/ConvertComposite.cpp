@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/CompositeBuilder.h"
+#include "frontends/onnx/DataDependentSizes.h"
 #include "frontends/onnx/HostEval.h"
 #include "frontends/onnx/ImporterImpl.h"
 #include "frontends/onnx/NodeContext.h"
@@ -36,6 +37,35 @@ LogicalResult convertSum(NodeContext &ctx, bool mean) {
 enum class Reduction { L1, L2, SumSquare, LogSum, LogSumExp };
 
 LogicalResult convertReduction(NodeContext &ctx, Reduction kind) {
+  if (runTimeAxes(ctx, 18)) {
+    // Axes known only at run time: the per-element function, then each
+    // axis reduced where they select it (log-sum-exp axis by axis, each
+    // from its maximum), then the final function.
+    Builder g{ctx};
+    Value x = ctx.input(0);
+    auto reduceAxis = [&](Value v, int64_t d) -> Value {
+      if (kind != Reduction::LogSumExp)
+        return g.reduce<kiln::ReduceSumOp>(v, {d}, true);
+      Value m = g.reduce<kiln::ReduceMaxOp>(v, {d}, true);
+      Value safe = g.where(g.cmp("eq", m, g.scalar(m, -INFINITY)), g.scalar(m, 0.0), m);
+      Value s = g.reduce<kiln::ReduceSumOp>(g.un<kiln::ExpOp>(g.sub(v, safe)), {d}, true);
+      return g.add(g.un<kiln::LogOp>(s), safe);
+    };
+    Value pre = kind == Reduction::L1 ? g.un<kiln::AbsOp>(x)
+                : kind == Reduction::L2 || kind == Reduction::SumSquare ? g.mul(x, x)
+                                                                        : x;
+    auto y = reduceOverRunTimeAxes(ctx, pre, reduceAxis, [&](Value v) {
+      if (kind == Reduction::L2)
+        return g.un<kiln::SqrtOp>(v);
+      if (kind == Reduction::LogSum)
+        return g.un<kiln::LogOp>(v);
+      return v;
+    });
+    if (failed(y))
+      return failure();
+    ctx.setOutput(0, *y);
+    return success();
+  }
   auto axes = reductionAxes(ctx, 18);
   if (failed(axes))
     return failure();
@@ -220,6 +250,8 @@ LogicalResult convertTrilu(NodeContext &ctx) {
       k = hostInt(h->values[0]);
     } else {
       runK = ctx.input(1);
+      if (failed(requireStatic(ctx, runK, "k")))
+        return failure();
       if (ctx.inputType(1).getNumElements() != 1)
         return ctx.error("k must be a scalar");
     }
@@ -228,10 +260,21 @@ LogicalResult convertTrilu(NodeContext &ctx) {
   int64_t n = in.getDimSize(in.getRank() - 2), m = in.getDimSize(in.getRank() - 1);
   Builder g{ctx};
   Value x = ctx.input(0);
+  // Element (i, j) of the mask depends only on i and j, so along a dynamic
+  // row or column axis it is exact at the bound: it carries the symbol
+  // (stated before any op reads it).
+  AxisSymbols syms = ctx.imp.symbols.of(x);
+  SmallVector<int64_t> pairs;
+  for (int64_t d = 0; d < 2; ++d)
+    if (int32_t s = syms[in.getRank() - 2 + d]; s >= 0)
+      pairs.append({d, s});
   Value c;
   if (runK) {
     Value diagonal = Importer::indexConstant(ctx.builder, {n, m},
                                              [m](int64_t e) { return e % m - e / m; });
+    if (!pairs.empty())
+      diagonal.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol,
+                                        ctx.builder.getDenseI64ArrayAttr(pairs));
     Value kk = g.reshape(g.cast(runK, ctx.builder.getIntegerType(64)), {});
     c = g.cmp(upper ? "ge" : "le", diagonal, kk);
     if (!g.ok({c}))
@@ -244,19 +287,9 @@ LogicalResult convertTrilu(NodeContext &ctx) {
       for (int64_t j = 0; j < m; ++j)
         mask.values.push_back(upper ? j - i >= k : j - i <= k);
     c = Importer::materialize(ctx.builder, mask, ctx.node.name() + ".mask");
+    if (!pairs.empty())
+      c.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, ctx.builder.getDenseI64ArrayAttr(pairs));
   }
-  // Element (i, j) of the mask depends only on i and j, so along a dynamic
-  // row or column axis it is exact at the bound: it carries the symbol.
-  AxisSymbols syms = ctx.imp.symbols.of(x);
-  SmallVector<int64_t> pairs;
-  for (int64_t d = 0; d < 2; ++d)
-    if (int32_t s = syms[in.getRank() - 2 + d]; s >= 0)
-      pairs.append({d, s});
-  // (With a run-time k the positional part is the diagonals' constant.)
-  Operation *positional = runK ? c.getDefiningOp()->getOperand(0).getDefiningOp()
-                               : c.getDefiningOp();
-  if (!pairs.empty())
-    positional->setAttr("kiln.axis_symbol", ctx.builder.getDenseI64ArrayAttr(pairs));
   return g.result(g.where(c, x, g.scalar(x, 0.0)));
 }
 

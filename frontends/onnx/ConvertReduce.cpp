@@ -1,5 +1,6 @@
 //===- ConvertReduce.cpp - ReduceSum/Mean/Max/Min, LayerNormalization ------===//
 #include "frontends/onnx/CompositeBuilder.h"
+#include "frontends/onnx/DataDependentSizes.h"
 #include "frontends/onnx/ImporterImpl.h"
 #include "frontends/onnx/NodeContext.h"
 
@@ -19,9 +20,9 @@ FailureOr<std::optional<std::vector<int64_t>>> reductionAxes(NodeContext &ctx,
     axes = ctx.attrInts("axes").value_or(std::vector<int64_t>{});
   } else if (ctx.hasInput(1)) {
     const HostTensor *h = ctx.hostInput(1);
-    if (!h)
+    if (!h && ctx.inputType(1).getNumElements() != 0)
       return ctx.error("axes must be known at compile time");
-    for (double v : h->values)
+    for (double v : h ? h->values : std::vector<double>{})
       axes.push_back(hostInt(v));
   }
   if (axes.empty()) {
@@ -42,10 +43,34 @@ FailureOr<std::optional<std::vector<int64_t>>> reductionAxes(NodeContext &ctx,
   return std::optional<std::vector<int64_t>>(axes);
 }
 
+bool runTimeAxes(NodeContext &ctx, int64_t inputFromOpset) {
+  return ctx.opset >= inputFromOpset && ctx.hasInput(1) && !ctx.hostInput(1) &&
+         ctx.inputType(1).getNumElements() != 0;
+}
+
 namespace {
 
 template <typename OpTy>
 LogicalResult convertReduce(NodeContext &ctx, int64_t inputFromOpset) {
+  if (runTimeAxes(ctx, inputFromOpset)) {
+    // Axes known only at run time: each axis reduced where they select it.
+    Builder g{ctx};
+    Value x = ctx.input(0);
+    Type et = ctx.inputType(0).getElementType();
+    bool viaF64 = et.isInteger();
+    if (viaF64 && (!llvm::is_one_of<OpTy, kiln::ReduceMaxOp, kiln::ReduceMinOp>::value ||
+                   et.getIntOrFloatBitWidth() > 32))
+      return ctx.error("reduces integer tensors of at most 32 bits by max or min only");
+    if (viaF64)
+      x = g.cast(x, ctx.builder.getF64Type());
+    auto y = reduceOverRunTimeAxes(
+        ctx, x, [&](Value v, int64_t d) { return g.reduce<OpTy>(v, {d}, true); },
+        [&](Value v) { return viaF64 ? g.cast(v, et) : v; });
+    if (failed(y))
+      return failure();
+    ctx.setOutput(0, *y);
+    return success();
+  }
   auto axes = reductionAxes(ctx, inputFromOpset);
   if (failed(axes))
     return failure();

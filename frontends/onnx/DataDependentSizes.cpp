@@ -123,16 +123,19 @@ Value selectedPositions(Builder &g, Value keep, const std::string &name, int32_t
   return positions;
 }
 
-/// Refuses an input that carries a dynamic dimension (its padding would
-/// be counted as data).
+} // namespace
+
 LogicalResult requireStatic(NodeContext &ctx, Value v, const char *what) {
   for (int32_t s : ctx.imp.symbols.of(v))
     if (s >= 0)
-      return ctx.error(Twine(what) + " has dynamic dimension '" + ctx.imp.symbols.names[s] +
-                       "'; a data-dependent result needs it static (give the inputs static "
-                       "sizes with --shape)");
+      return ctx.error(Twine(what) + " must be known at compile time when it has a dynamic "
+                       "dimension ('" + ctx.imp.symbols.names[s] +
+                       "'): its padding would count toward the data-dependent result (give "
+                       "the inputs static sizes with --shape)");
   return success();
 }
+
+namespace {
 
 /// Which elements of `v` are selected: a bool as is, any other value where
 /// it is not 0 (NaN included).
@@ -228,6 +231,8 @@ LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis) {
   Value x = ctx.input(0), k = ctx.input(1);
   if (!g.ok({x, k}))
     return failure();
+  if (failed(requireStatic(ctx, k, "k")))
+    return failure();
   if (ctx.inputType(1).getNumElements() != 1)
     return ctx.error("k must be a scalar");
   int64_t n = g.shape(x)[axis];
@@ -265,6 +270,69 @@ LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis) {
   ctx.setOutput(0, vals);
   ctx.setOutput(1, idx);
   return success();
+}
+
+FailureOr<Value>
+reduceOverRunTimeAxes(NodeContext &ctx, Value x, function_ref<Value(Value, int64_t)> reduceAxis,
+                      function_ref<Value(Value)> finish) {
+  Builder g{ctx};
+  OpBuilder &b = ctx.builder;
+  if (ctx.attrInt("keepdims", 1) == 0)
+    return ctx.error("axes must be known at compile time when keepdims is 0 (the result's "
+                     "rank depends on them)");
+  if (!g.ok({x}) || failed(requireStatic(ctx, x, "the input")) ||
+      failed(requireStatic(ctx, ctx.input(1), "axes")))
+    return failure();
+  auto xt = llvm::cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  if (xt.getNumElements() == 0) // (an empty axis reduced has size 1, not 0)
+    return ctx.error("axes must be known at compile time when the input is empty (the "
+                     "result's size depends on them)");
+  Type i64 = b.getIntegerType(64), f32 = b.getF32Type();
+  // Axis d is selected when some entry of the axes (negative ones counted
+  // from the end) is d.
+  Value axes = g.cast(ctx.input(1), i64);
+  if (!g.ok({axes}))
+    return failure();
+  Value r = g.scalar(axes, double(rank));
+  Value norm = g.where(g.cmp("lt", axes, g.scalar(axes, 0.0)), g.add(axes, r), axes);
+  Value y = x;
+  llvm::SmallVector<std::pair<int64_t, Value>> sizes; // (axis, its run-time size)
+  for (int64_t d = 0; d < rank; ++d) {
+    Value hits = g.reduce<kiln::ReduceSumOp>(
+        g.cast(g.cmp("eq", norm, g.scalar(norm, double(d))), f32), {0}, true);
+    Value chosen = g.cmp("gt", hits, g.scalar(hits, 0.5)); // [1]
+    if (!g.ok({chosen}))
+      return failure();
+    int64_t n = xt.getDimSize(d);
+    if (n <= 1)
+      continue; // (reducing one element is the element)
+    Value reduced = reduceAxis(y, d);
+    Value spread = g.expand(reduced, g.shape(y));
+    llvm::SmallVector<int64_t> at(rank, 1);
+    y = g.where(g.reshape(chosen, at), spread, y);
+    sizes.push_back({d, g.where(chosen, g.reshape(g.scalar(axes, 1.0), {1}),
+                                g.reshape(g.scalar(axes, double(n)), {1}))});
+  }
+  for (auto &[d, v] : sizes)
+    if (!g.ok({v}))
+      return failure();
+  llvm::SmallVector<int64_t> pairs;
+  std::string base = ctx.node.output_size() ? ctx.node.output(0) : ctx.node.name();
+  for (auto &[d, v] : sizes) {
+    int32_t sym = ctx.imp.addComputedSymbol(base + "[" + std::to_string(d) + "]",
+                                            xt.getDimSize(d), v);
+    pairs.append({d, sym});
+  }
+  Value out = finish(y);
+  if (!g.ok({out}))
+    return failure();
+  if (!pairs.empty()) {
+    if (out == x || !out.getDefiningOp())
+      return ctx.error("internal: the reduction has no op of its own");
+    out.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr(pairs));
+  }
+  return out;
 }
 
 } // namespace kiln::onnx_import

@@ -12,6 +12,9 @@
 
 namespace kiln::onnx_import {
 
+/// Refuses `v` (named `what` in the error) when it carries a dynamic
+/// dimension: a data-dependent result would count its padding.
+mlir::LogicalResult requireStatic(NodeContext &ctx, mlir::Value v, const char *what);
 /// NonZero of a run-time input: [rank, count] coordinates, count at most
 /// the input's element count.
 mlir::LogicalResult nonZeroAtRunTime(NodeContext &ctx);
@@ -21,6 +24,17 @@ mlir::LogicalResult compressAtRunTime(NodeContext &ctx, mlir::Value x, int64_t a
 /// TopK with k a run-time value: the whole axis ranked, the output axis a
 /// data-dependent size k (at most the axis' size).
 mlir::LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis);
+
+/// A reduction whose axes arrive at run time (keepdims 1; the input static):
+/// the tensor at the input's shape where every selected axis holds its
+/// reduction, each axis a data-dependent size (1 where selected). Built by
+/// `reduceAxis(v, d)` (one axis, keepdims) on the axes the run selects;
+/// `finish` maps the result (the last op, which states the sizes). Null
+/// when the axes are known (an empty list: the caller's default).
+mlir::FailureOr<mlir::Value>
+reduceOverRunTimeAxes(NodeContext &ctx, mlir::Value x,
+                      llvm::function_ref<mlir::Value(mlir::Value, int64_t)> reduceAxis,
+                      llvm::function_ref<mlir::Value(mlir::Value)> finish);
 
 } // namespace kiln::onnx_import
 

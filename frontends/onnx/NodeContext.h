@@ -296,6 +296,9 @@ void registerControlFlowConverters(llvm::StringMap<Converter> &table);
 /// (noop_with_empty_axes).
 mlir::FailureOr<std::optional<std::vector<int64_t>>> reductionAxes(NodeContext &ctx,
                                                                   int64_t inputFromOpset);
+/// Whether the node's axes (input 1, from `inputFromOpset`) arrive at run
+/// time: then reduceOverRunTimeAxes (DataDependentSizes.h) builds it.
+bool runTimeAxes(NodeContext &ctx, int64_t inputFromOpset);
 /// Clip as max/min with tensor bounds (run-time bounds, integer inputs).
 mlir::LogicalResult convertClipGeneral(NodeContext &ctx);
 mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t onnxType);

@@ -301,6 +301,24 @@ func.func @casts(%x: tensor<4x8xf16>, %w: tensor<8x8xf32>) -> (tensor<4x8xf16>, 
 
 // -----
 
+// A reduction's epilogue keeps its element type: a comparison of the sum
+// (i1) is a kernel of its own.
+// CHECK-LABEL: func @reduce_then_compare
+// CHECK: %[[S:.*]] = kiln.fusion %arg0 : (tensor<4x8xi1>) -> tensor<4x1xf32>
+// CHECK:   kiln.cast
+// CHECK:   kiln.reduce_sum
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.compare %[[S]], %{{.*}} {predicate = "gt"} : tensor<4x1xf32>, tensor<f32>
+func.func @reduce_then_compare(%m: tensor<4x8xi1>) -> tensor<4x1xi1> {
+  %h = kiln.constant dense<0.5> : tensor<f32>
+  %f = kiln.cast %m : tensor<4x8xi1> -> tensor<4x8xf32>
+  %s = kiln.reduce_sum %f {axes = array<i64: 1>, keepdims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %c = kiln.compare %s, %h {predicate = "gt"} : tensor<4x1xf32>, tensor<f32>
+  return %c : tensor<4x1xi1>
+}
+
+// -----
+
 // A rounding pair (f32 -> bf16 -> f32, kiln-lower-precision on the CPU)
 // joins the conv's epilogue: the kernel rounds in registers and keeps f32.
 // A lone cast to bf16 (the value stored narrow) does not.

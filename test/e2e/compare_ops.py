@@ -87,7 +87,7 @@ def typed(inputs, nodes, opset=17, consts=()):
     """A graph over inputs of any type: (name, shape, type, values) with type
     a key of ONNX_TYPES and values how the fresh random inputs are drawn
     (normal, unit: (-0.99, 0.99), ge1: [1, 4), int: [-40, 40), nonzero: no 0,
-    small: [0, 9), diag: [-4, 5), sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
+    small: [0, 9), diag: [-4, 5), axesR: distinct axes of rank R, sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
     last node's output is y."""
     ins = [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t, _ in inputs]
     made = []
@@ -125,6 +125,10 @@ def draw(how, shape, onnx_type):
         if not np.issubdtype(t, np.unsignedinteger):
             v = v * rng.choice([-1, 1], shape)
         return v.astype(t)
+    if how.startswith("axes"):  # distinct axes of a rank-R tensor (axesR), some negative
+        r = int(how[4:])
+        picks = rng.choice(r, shape[0], replace=False)
+        return (picks - r * rng.integers(0, 2, shape[0])).astype(t)
     if how == "diag":  # a diagonal offset: [-4, 5)
         return rng.integers(-4, 5, shape).astype(t)
     if how == "sparse":  # normal, about 70% of it zeros
@@ -1303,6 +1307,24 @@ CASES = {
     "topk_runtime_k_indices_smallest": typed(
         [("x", (9, 4), "f32", "normal"), ("k", (1,), "i64", "small")],
         [("TopK", ["x", "k"], {"axis": 0, "largest": 0}, ["v", "y"])], opset=11),
+    # Reductions whose axes arrive at run time (keepdims): each axis reduced
+    # where the axes select it, its size data-dependent (1 or the axis).
+    "reducesum_runtime_axes": typed([("x", (4, 5, 6), "f32", "normal"),
+                                     ("a", (2,), "i64", "axes3")],
+                                    [("ReduceSum", ["x", "a"], {"keepdims": 1})], opset=13),
+    "reducemean_runtime_axes": typed([("x", (3, 4, 5), "f32", "normal"),
+                                      ("a", (1,), "i64", "axes3")],
+                                     [("ReduceMean", ["x", "a"], {"keepdims": 1})], opset=18),
+    "reducemax_runtime_axes_int": typed([("x", (3, 7), "i32", "int"),
+                                         ("a", (1,), "i64", "axes2")],
+                                        [("ReduceMax", ["x", "a"], {"keepdims": 1})], opset=18),
+    "reducel2_runtime_axes": typed([("x", (2, 3, 4, 5), "f32", "normal"),
+                                    ("a", (3,), "i64", "axes4")],
+                                   [("ReduceL2", ["x", "a"], {"keepdims": 1})], opset=18),
+    "reducelogsumexp_runtime_axes": typed([("x", (4, 6), "f32", "normal"),
+                                           ("a", (2,), "i64", "axes2")],
+                                          [("ReduceLogSumExp", ["x", "a"], {"keepdims": 1})],
+                                          opset=18),
     "compress_runtime_reduce": typed(
         [("x", (4, 9), "f32", "normal"), ("c", (9,), "bool", "bool")],
         [("Compress", ["x", "c"], {"axis": 1}), ("ReduceMean", ["t0"], {"axes": [1]})],
