@@ -46,6 +46,10 @@ LogicalResult convertCompress(NodeContext &ctx) {
   if (c && c->shape[0] > n)
     return ctx.error("the condition has " + Twine(c->shape[0]) + " entries; the axis has " +
                      Twine(n));
+  // (A run-time condition with a dynamic dimension must be known at compile
+  // time, as --bind makes it, before the axis is looked at.)
+  if (!c && failed(requireStatic(ctx, ctx.input(1), "the condition")))
+    return failure();
   auto syms = ctx.imp.symbols.of(x);
   if (axis < static_cast<int64_t>(syms.size()) && syms[axis] >= 0)
     return ctx.error("compresses along a dynamic dimension (give the inputs static sizes with "

@@ -5,6 +5,7 @@
 // import time whenever its inputs are known.
 //
 //===----------------------------------------------------------------------===//
+#include "frontends/onnx/DataDependentSizes.h"
 #include "frontends/onnx/HostEval.h"
 #include "frontends/onnx/ImporterImpl.h"
 #include "frontends/onnx/NodeContext.h"
@@ -508,6 +509,12 @@ LogicalResult convertSlice(NodeContext &ctx) {
     ends = ctx.attrInts("ends").value_or(ends);
     axes = ctx.attrInts("axes").value_or(axes);
   } else {
+    // Any of them a run-time value: gathered by run-time positions.
+    bool runTime = false;
+    for (size_t i = 1; i <= 4; ++i)
+      runTime |= ctx.hasInput(i) && !ctx.hostInput(i);
+    if (runTime && !data)
+      return sliceAtRunTime(ctx);
     auto s = hostInts(ctx, 1, "starts"), e = hostInts(ctx, 2, "ends");
     if (failed(s) || failed(e))
       return failure();

@@ -272,6 +272,109 @@ LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis) {
   return success();
 }
 
+LogicalResult sliceAtRunTime(NodeContext &ctx) {
+  Builder g{ctx};
+  OpBuilder &b = ctx.builder;
+  Value x = ctx.input(0);
+  if (!g.ok({x}) || failed(requireStatic(ctx, x, "the data")))
+    return failure();
+  auto xt = llvm::cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  Type i64 = b.getIntegerType(64);
+  int64_t k = ctx.inputType(1).getNumElements();
+  for (int i = 1; i <= 4; ++i) {
+    if (!ctx.hasInput(i))
+      continue;
+    if (failed(requireStatic(ctx, ctx.input(i), i == 1   ? "starts"
+                                                : i == 2 ? "ends"
+                                                : i == 3 ? "axes"
+                                                         : "steps")))
+      return failure();
+    if (ctx.inputType(i).getRank() != 1 || ctx.inputType(i).getNumElements() != k)
+      return ctx.error("starts, ends, axes and steps differ in length");
+  }
+  // Entry j of a [k] vector as an i64[1].
+  auto entry = [&](Value v, int64_t j) { return g.slice(v, {j}, {1}, {1}); };
+  auto c = [&](int64_t v) { return Importer::indexConstant(b, {1}, [v](int64_t) { return v; }); };
+  Value starts = g.cast(ctx.input(1), i64), ends = g.cast(ctx.input(2), i64);
+  Value axes = ctx.hasInput(3) ? g.cast(ctx.input(3), i64) : Value();
+  Value steps = ctx.hasInput(4) ? g.cast(ctx.input(4), i64) : Value();
+  if (!g.ok({starts, ends}))
+    return failure();
+  // The axes a known `axes` names (all of them when it arrives at run time).
+  llvm::SmallVector<int64_t> candidates;
+  if (const HostTensor *h = ctx.hasInput(3) ? ctx.hostInput(3) : nullptr) {
+    for (double v : h->values) {
+      auto a = normalizeAxis(ctx, hostInt(v), rank);
+      if (failed(a))
+        return failure();
+      candidates.push_back(*a);
+    }
+  } else if (!ctx.hasInput(3)) {
+    for (int64_t j = 0; j < std::min(k, rank); ++j)
+      candidates.push_back(j);
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      candidates.push_back(d);
+  }
+  Value y = x;
+  std::string base = ctx.node.output_size() ? ctx.node.output(0) : ctx.node.name();
+  for (int64_t d : candidates) {
+    int64_t n = xt.getDimSize(d);
+    if (n == 0)
+      continue;
+    // This axis' start, end and step: the entries whose axis is d (a
+    // duplicate axis is an invalid model), else the whole axis.
+    Value named, s, e, t;
+    for (int64_t j = 0; j < k; ++j) {
+      Value aj = axes ? entry(axes, j) : c(j);
+      aj = axes ? g.where(g.cmp("lt", aj, c(0)), g.add(aj, c(rank)), aj) : aj;
+      Value pick = g.cmp("eq", aj, c(d));
+      Value sj = g.where(pick, entry(starts, j), c(0));
+      Value ej = g.where(pick, entry(ends, j), c(0));
+      Value tj = g.where(pick, steps ? entry(steps, j) : c(1), c(0));
+      named = named ? g.bin<kiln::OrOp>(named, pick) : pick;
+      s = s ? g.add(s, sj) : sj;
+      e = e ? g.add(e, ej) : ej;
+      t = t ? g.add(t, tj) : tj;
+    }
+    if (k == 0)
+      continue;
+    s = g.where(named, s, c(0));
+    e = g.where(named, e, c(n));
+    t = g.where(named, t, c(1));
+    // ONNX's clamping: negative positions count from the end; a forward
+    // slice stays in [0, n], a backward one in [-1, n - 1]. (A step of 0,
+    // invalid, divides by 1 instead of trapping.)
+    Value forward = g.cmp("gt", t, c(0));
+    auto fromEnd = [&](Value v) { return g.where(g.cmp("lt", v, c(0)), g.add(v, c(n)), v); };
+    auto clamp = [&](Value v) {
+      Value lo = g.where(forward, c(0), c(-1)), hi = g.where(forward, c(n), c(n - 1));
+      return g.bin<kiln::MinOp>(g.bin<kiln::MaxOp>(v, lo), hi);
+    };
+    s = clamp(fromEnd(s));
+    e = clamp(fromEnd(e));
+    Value safeT = g.where(g.cmp("eq", t, c(0)), c(1), t);
+    Value up = g.div(g.add(g.sub(e, s), g.sub(safeT, c(1))), safeT);
+    Value negT = g.sub(c(0), safeT);
+    Value down = g.div(g.add(g.sub(s, e), g.sub(negT, c(1))), negT);
+    Value count = g.bin<kiln::MaxOp>(g.where(forward, up, down), c(0));
+    // Position i of the result: s + min(i, count - 1) * t, kept in the axis.
+    Value iota = iotaAlong(g, n, 0, 1);
+    Value last = g.bin<kiln::MaxOp>(g.sub(count, c(1)), c(0));
+    Value at = g.add(s, g.mul(g.bin<kiln::MinOp>(iota, last), t));
+    at = g.bin<kiln::MinOp>(g.bin<kiln::MaxOp>(at, c(0)), c(n - 1));
+    if (!g.ok({count, at}))
+      return failure();
+    int32_t sym = ctx.imp.addComputedSymbol(base + "[" + std::to_string(d) + "]", n, count);
+    y = g.take(ctx.create<kiln::GatherOp>(y, at, b.getI64IntegerAttr(d)));
+    if (!g.ok({y}))
+      return failure();
+    y.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({d, sym}));
+  }
+  return g.result(y);
+}
+
 FailureOr<Value>
 reduceOverRunTimeAxes(NodeContext &ctx, Value x, function_ref<Value(Value, int64_t)> reduceAxis,
                       function_ref<Value(Value)> finish) {

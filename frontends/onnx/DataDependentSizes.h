@@ -25,6 +25,10 @@ mlir::LogicalResult compressAtRunTime(NodeContext &ctx, mlir::Value x, int64_t a
 /// data-dependent size k (at most the axis' size).
 mlir::LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis);
 
+/// Slice (opset 10+) whose starts, ends, axes or steps arrive at run time:
+/// each axis they may name gathered from its clamped start by its step, its
+/// length a data-dependent size (at most the axis).
+mlir::LogicalResult sliceAtRunTime(NodeContext &ctx);
 /// A reduction whose axes arrive at run time (keepdims 1; the input static):
 /// the tensor at the input's shape where every selected axis holds its
 /// reduction, each axis a data-dependent size (1 where selected). Built by

@@ -246,9 +246,10 @@ def gathernd_batch():
 
 
 def slice_dynamic_starts():
-    """Slice whose starts are known only at run time."""
+    """Slice whose starts are known only at run time, of data with a dynamic
+    dimension."""
     nodes = [helper.make_node("Slice", ["x", "dyn", "en"], ["y"], name="cut_dyn")]
-    return model(nodes, [vi("x", [2, 6, 10]), vi("dyn", [1], TensorProto.INT64)],
+    return model(nodes, [vi("x", ["N", 6, 10]), vi("dyn", [1], TensorProto.INT64)],
                  [vi("y", None)], [init("en", np.array([3], np.int64))])
 
 
@@ -628,6 +629,12 @@ def reduce_runtime_axes():
                  opset=13)
 
 
+def slice_runtime_starts():
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends"], ["y"], name="sl")]
+    return model(nodes, [vi("x", [6]), vi("starts", [1], TensorProto.INT64),
+                         vi("ends", [1], TensorProto.INT64)], [vi("y", None)], opset=13)
+
+
 def nonzero_dynamic():
     nodes = [helper.make_node("NonZero", ["x"], ["nz"], name="nonzero")]
     return model(nodes, [vi("x", ["N", 3])], [vi("nz", None)], opset=13)
@@ -838,7 +845,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, reduce_runtime_axes, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, reduce_runtime_axes, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

@@ -87,7 +87,7 @@ def typed(inputs, nodes, opset=17, consts=()):
     """A graph over inputs of any type: (name, shape, type, values) with type
     a key of ONNX_TYPES and values how the fresh random inputs are drawn
     (normal, unit: (-0.99, 0.99), ge1: [1, 4), int: [-40, 40), nonzero: no 0,
-    small: [0, 9), diag: [-4, 5), axesR: distinct axes of rank R, sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
+    small: [0, 9), diag: [-4, 5), pos9: [-9, 9), step: +-1..3, axesR: distinct axes of rank R, sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
     last node's output is y."""
     ins = [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t, _ in inputs]
     made = []
@@ -129,6 +129,10 @@ def draw(how, shape, onnx_type):
         r = int(how[4:])
         picks = rng.choice(r, shape[0], replace=False)
         return (picks - r * rng.integers(0, 2, shape[0])).astype(t)
+    if how == "pos9":  # a slice position, in range or past either end: [-9, 9)
+        return rng.integers(-9, 9, shape).astype(t)
+    if how == "step":  # a slice step: +-1, +-2, +-3
+        return rng.choice([-3, -2, -1, 1, 2, 3], shape).astype(t)
     if how == "diag":  # a diagonal offset: [-4, 5)
         return rng.integers(-4, 5, shape).astype(t)
     if how == "sparse":  # normal, about 70% of it zeros
@@ -1325,6 +1329,19 @@ CASES = {
                                            ("a", (2,), "i64", "axes2")],
                                           [("ReduceLogSumExp", ["x", "a"], {"keepdims": 1})],
                                           opset=18),
+    # Slice with run-time starts, ends, axes and steps: each axis gathered
+    # from its clamped start by its step, its length data-dependent.
+    "slice_runtime_all": typed(
+        [("x", (6, 7, 5), "f32", "normal"), ("s", (2,), "i64", "pos9"),
+         ("e", (2,), "i64", "pos9"), ("a", (2,), "i64", "axes3"), ("t", (2,), "i64", "step")],
+        [("Slice", ["x", "s", "e", "a", "t"], {})], opset=13),
+    "slice_runtime_starts_ends": typed(
+        [("x", (8, 6), "f32", "normal"), ("s", (2,), "i64", "pos9"), ("e", (2,), "i64", "pos9")],
+        [("Slice", ["x", "s", "e"], {})], opset=13),
+    "slice_runtime_then_softmax": typed(
+        [("x", (4, 9), "f32", "normal"), ("s", (1,), "i64", "pos9"), ("e", (1,), "i64", "pos9")],
+        [("Slice", ["x", "s", "e", "a"], {}), ("Softmax", ["t0"], {"axis": 1})], opset=13,
+        consts=[("a", np.array([1], np.int64))]),
     "compress_runtime_reduce": typed(
         [("x", (4, 9), "f32", "normal"), ("c", (9,), "bool", "bool")],
         [("Compress", ["x", "c"], {"axis": 1}), ("ReduceMean", ["t0"], {"axes": [1]})],
