@@ -404,32 +404,26 @@ std::unique_ptr<DeviceRun> DeviceRun::create(const kiln_model_desc &m, const kil
   if (!io(m.inputs, m.num_inputs, r->inDev, r->inHost, r->inBytes) ||
       !io(m.outputs, m.num_outputs, r->outDev, r->outHost, r->outBytes))
     return nullptr;
-  // The hidden outputs after the caller's: one int64 data-dependent size
-  // each, read back with the outputs.
-  for (uint32_t j = 0; j < m.num_symbol_outputs; ++j) {
-    r->outBytes.push_back(8);
-    r->outDev.push_back(0);
-    r->outHost.push_back(nullptr);
-    if (!be.alloc(8, r->outDev.back(), error) || !be.allocHost(8, r->outHost.back(), error))
+  // One hidden int64 (a size, the fault word) after the caller's tensors.
+  auto hidden = [&](std::vector<uint64_t> &dev, std::vector<void *> &host,
+                    std::vector<size_t> &bytes) {
+    bytes.push_back(8);
+    dev.push_back(0);
+    host.push_back(nullptr);
+    return be.alloc(8, dev.back(), error) && be.allocHost(8, host.back(), error);
+  };
+  // The hidden outputs: each data-dependent size, read back with the outputs.
+  for (uint32_t j = 0; j < m.num_symbol_outputs; ++j)
+    if (!hidden(r->outDev, r->outHost, r->outBytes))
       return nullptr;
-  }
-  // The hidden inputs after the caller's: one int64 symbol size each.
-  for (uint32_t j = 0; j < m.num_symbol_inputs; ++j) {
-    r->inBytes.push_back(8);
-    r->inDev.push_back(0);
-    r->inHost.push_back(nullptr);
-    if (!be.alloc(8, r->inDev.back(), error) || !be.allocHost(8, r->inHost.back(), error))
+  // The hidden inputs: each symbol size the kernels read.
+  for (uint32_t j = 0; j < m.num_symbol_inputs; ++j)
+    if (!hidden(r->inDev, r->inHost, r->inBytes))
       return nullptr;
-  }
   // Then the fault word: zero as uploaded, read back after the launches.
-  if (m.num_fault_sites) {
-    r->inBytes.push_back(8);
-    r->inDev.push_back(0);
-    r->inHost.push_back(nullptr);
-    if (!be.alloc(8, r->inDev.back(), error) || !be.allocHost(8, r->inHost.back(), error) ||
-        !be.allocHost(8, r->faultHost, error))
-      return nullptr;
-  }
+  if (m.num_fault_sites &&
+      (!hidden(r->inDev, r->inHost, r->inBytes) || !be.allocHost(8, r->faultHost, error)))
+    return nullptr;
   // Every launch's parameters, resolved once: the addresses never change
   // for the life of the instance (which is what makes graph replay valid).
   status = KILN_ERROR_INVALID_ARGUMENT;
