@@ -211,11 +211,17 @@ llvm::Function *emitCpuSchedule(Program &p, llvm::Module &m, llvm::GlobalVariabl
     std::vector<llvm::Value *> args;
     for (size_t i = 0; i < l.buffers.size(); ++i)
       args.push_back(b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, e->getArg(0), i)));
+    // The run's sizes: their hidden inputs' addresses follow the buffers.
+    for (size_t i = 0; i < l.sizeInputs.size(); ++i) {
+      llvm::Value *at = b.CreateLoad(
+          ptrTy, b.CreateConstGEP1_64(ptrTy, e->getArg(0), l.buffers.size() + i));
+      args.push_back(b.CreateLoad(i64, at));
+    }
     args.push_back(e->getArg(1));
     b.CreateCall(k, args);
     b.CreateRetVoid();
     entries.push_back(e);
-    maxArgs = std::max(maxArgs, l.buffers.size());
+    maxArgs = std::max(maxArgs, l.buffers.size() + l.sizeInputs.size());
   }
 
   // run(arena, inputs, outputs, pool): the launch schedule.
@@ -243,19 +249,26 @@ llvm::Function *emitCpuSchedule(Program &p, llvm::Module &m, llvm::GlobalVariabl
       }
       b.CreateStore(ptr, b.CreateConstGEP1_64(ptrTy, argv, ai));
     }
+    auto sizeInput = [&](int sym) -> llvm::Value * {
+      auto at = std::find(p.symbolInputs.begin(), p.symbolInputs.end(), sym);
+      int64_t index = static_cast<int64_t>(p.inputs.size() + (at - p.symbolInputs.begin()));
+      return b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, run->getArg(1), index));
+    };
+    for (auto [k, sym] : llvm::enumerate(l.sizeSymbols))
+      b.CreateStore(sizeInput(sym), b.CreateConstGEP1_64(ptrTy, argv, l.buffers.size() + k));
     llvm::Value *workgroups = b.getInt64(l.workgroups);
-    if (l.liveSymbol >= 0 && l.liveInput >= 0) {
-      // Only the run's rows: inner * ceil(n * num / den) workgroups, at most
-      // all of them (n: the symbol's size, a hidden input).
-      llvm::Value *sizePtr =
-          b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, run->getArg(1), l.liveInput));
-      llvm::Value *n = b.CreateLoad(i64, sizePtr);
-      llvm::Value *rows = b.CreateUDiv(
-          b.CreateAdd(b.CreateMul(n, b.getInt64(l.liveNum)), b.getInt64(l.liveDen - 1)),
-          b.getInt64(l.liveDen));
-      workgroups = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin,
-                                           b.CreateMul(rows, b.getInt64(l.liveInner)),
-                                           workgroups);
+    if (!l.liveTerms.empty()) {
+      // Only the live part: inner * prod(ceil(num * sizes / den)), at most
+      // all of them (the sizes: hidden inputs).
+      llvm::Value *count = b.getInt64(l.liveInner);
+      for (const Launch::LiveTerm &t : l.liveTerms) {
+        llvm::Value *n = b.getInt64(t.num);
+        for (int sym : t.syms)
+          n = b.CreateMul(n, b.CreateLoad(i64, sizeInput(sym)));
+        count = b.CreateMul(
+            count, b.CreateUDiv(b.CreateAdd(n, b.getInt64(t.den - 1)), b.getInt64(t.den)));
+      }
+      workgroups = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, count, workgroups);
     }
     b.CreateCall(pfor, {run->getArg(3), entries[li], argv, workgroups});
   }

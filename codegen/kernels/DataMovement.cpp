@@ -38,7 +38,7 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
   // 0.37 ms on one thread).
   int64_t q = llvm::find(perm, rank - 1) - perm.begin();
   constexpr int64_t kBlock = 16;
-  if (q < rank - 2 && liveSym < 0 && out[q] > 1 && inner > 1) {
+  if (q < rank - 2 && liveBox.empty() && out[q] > 1 && inner > 1) {
     int64_t qBlocks = ceilDiv(out[q], kBlock);
     int64_t groups = outer / out[q] * qBlocks;
     // Output rows apart for one step along q.
@@ -86,7 +86,7 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
   // 0.060 -> 0.013 ms alone, 0.094 -> 0.060 inside MobileNetV2, whose input
   // comes from memory). Rows one at a time decoded each row's coordinates
   // to copy 3 elements.
-  if (q == rank - 2 && inner <= 16 && liveSym < 0 && out[q] >= 16) {
+  if (q == rank - 2 && inner <= 16 && liveBox.empty() && out[q] >= 16) {
     int64_t lines = outer / out[q];
     int64_t perWg = std::max<int64_t>(1, rowsPerWorkgroup(inner) / out[q]);
     return launch(op, {op.getInput()}, ceilDiv(lines, perWg), [&](KernelEmitter &e) {
@@ -111,9 +111,13 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
   }
   int64_t perWg = rowsPerWorkgroup(inner);
   liveShare(op.getResult(), outer, perWg);
+  SmallVector<int> syms = liveSyms(rank);
+  auto outerShape = out.drop_back();
+  auto outerSyms = ArrayRef<int>(syms).drop_back();
   return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
-    auto [lo, hi] = e.share(outer, perWg);
-    e.loop(lo, hi, [&](Value r) {
+    auto [lo, hi] = e.share(e.liveCount(outerShape, outerSyms), perWg);
+    e.loop(lo, hi, [&](Value live) {
+      Value r = e.liveToBound(live, outerShape, outerSyms);
       Value off = e.idx(0), rest = r;
       for (int64_t d = rank - 2; d >= 0; --d) {
         Value coord = d == 0 ? rest : e.rem(rest, out[d]);
@@ -121,7 +125,7 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
         off = e.add(off, e.mul(coord, inStr[perm[d]]));
       }
       Value outBase = e.mul(r, inner);
-      e.loop(0, inner, [&](Value j) {
+      e.loop(e.idx(0), e.extent(inner, syms.back()), [&](Value j) {
         e.store(e.load(0, e.add(off, e.mul(j, inStr[perm[rank - 1]]))), 1, e.add(outBase, j));
       });
     });
@@ -148,9 +152,13 @@ LogicalResult Lowering::slice(kiln::SliceOp op) {
   int64_t inner = out.back(), outer = elems(op.getResult()) / std::max<int64_t>(inner, 1);
   int64_t perWg = rowsPerWorkgroup(inner);
   liveShare(op.getResult(), outer, perWg);
+  SmallVector<int> syms = liveSyms(rank);
+  auto outerShape = out.drop_back();
+  auto outerSyms = ArrayRef<int>(syms).drop_back();
   return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
-    auto [lo, hi] = e.share(outer, perWg);
-    e.loop(lo, hi, [&](Value r) {
+    auto [lo, hi] = e.share(e.liveCount(outerShape, outerSyms), perWg);
+    e.loop(lo, hi, [&](Value live) {
+      Value r = e.liveToBound(live, outerShape, outerSyms);
       Value off = e.idx(base), rest = r;
       for (int64_t d = rank - 2; d >= 0; --d) {
         Value coord = d == 0 ? rest : e.rem(rest, out[d]);
@@ -158,7 +166,7 @@ LogicalResult Lowering::slice(kiln::SliceOp op) {
         off = e.add(off, e.mul(coord, st[d]));
       }
       Value outBase = e.mul(r, inner);
-      e.loop(0, inner, [&](Value j) {
+      e.loop(e.idx(0), e.extent(inner, syms.back()), [&](Value j) {
         e.store(e.load(0, e.add(off, e.mul(j, st[rank - 1]))), 1, e.add(outBase, j));
       });
     });
@@ -166,6 +174,10 @@ LogicalResult Lowering::slice(kiln::SliceOp op) {
 }
 
 LogicalResult Lowering::concat(kiln::ConcatOp op) {
+  // (A repacked concat whose gather reads its pieces in place: no kernel.)
+  for (auto [g, c] : live.packedConcat)
+    if (c == op.getOperation())
+      return success();
   auto out = shape(op.getResult());
   int64_t axis = static_cast<int64_t>(op.getAxis());
   int64_t outer = 1, inner = 1;
@@ -189,10 +201,10 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
       p.launches.back().concatSlices = slices;
     return r;
   };
-  if (p.options.gpu)
-    // A thread per output element: which input holds it is decided by its
-    // position along the axis (a chain of selects, in bounds always).
-    return markSlices(gpuForEach(op, ins, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
+  // A thread per output element (on the CPU: per live element, when axes
+  // after the concat's are live): which input holds it is decided by its
+  // position along the axis (a chain of selects, in bounds always).
+  auto perElement = [&](KernelEmitter &e, Value i) {
       Value o = e.div(i, outRow), j = e.rem(i, outRow);
       Value v = e.zero(elemType(op.getResult()));
       int64_t at = 0;
@@ -209,7 +221,11 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
         at += len;
       }
       e.store(v, ins.size(), i);
-    }));
+  };
+  if (p.options.gpu)
+    return markSlices(gpuForEach(op, ins, elems(op.getResult()), perElement));
+  if (liveInside())
+    return forEach(op, ins, elems(op.getResult()), perElement);
   liveShare(op.getResult(), outer, perWg);
   return markSlices(launch(op, ins, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outer, perWg);

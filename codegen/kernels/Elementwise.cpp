@@ -102,9 +102,15 @@ LogicalResult Lowering::elementwise(
   }
   int64_t rows = rowsPerWorkgroup(inner);
   liveShare(op->getResult(0), outer, rows);
+  // Live extents (LiveExtents.h): the live rows, decoded to their rows at
+  // the bounds, each to its live length.
+  SmallVector<int> syms = liveSyms(rank);
+  auto outerShape = ArrayRef<int64_t>(outShape).drop_back();
+  auto outerSyms = ArrayRef<int>(syms).drop_back();
   return markInPlace(launch(op, ins, ceilDiv(outer, rows), [&](KernelEmitter &e) {
-    auto [lo, hi] = e.share(outer, rows);
-    e.loop(lo, hi, [&](Value r) {
+    auto [lo, hi] = e.share(e.liveCount(outerShape, outerSyms), rows);
+    e.loop(lo, hi, [&](Value live) {
+      Value r = e.liveToBound(live, outerShape, outerSyms);
       // Base offset of row r in every input.
       SmallVector<Value> base;
       for (size_t k = 0; k < ins.size(); ++k) {
@@ -116,7 +122,7 @@ LogicalResult Lowering::elementwise(
                                   e.idx(0)));
       }
       Value outBase = e.mul(r, inner);
-      e.loop(0, inner, [&](Value j) {
+      e.loop(e.idx(0), e.extent(inner, syms.back()), [&](Value j) {
         SmallVector<Value> vals;
         for (size_t k = 0; k < ins.size(); ++k)
           vals.push_back(e.load(k, e.add(base[k], e.mul(j, strides[k][rank - 1]))));
@@ -130,8 +136,11 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
   loweringFusion = op;
   llvm::scope_exit reset([&] { loweringFusion = nullptr; });
   Block &body = op.getBody().front();
-  for (auto [arg, in] : llvm::zip(body.getArguments(), op.getInputs()))
+  for (auto [arg, in] : llvm::zip(body.getArguments(), op.getInputs())) {
     bufferOf[arg] = bufferOf.lookup(in);
+    if (auto it = live.symbols.find(in); it != live.symbols.end())
+      live.symbols[arg] = SmallVector<int>(it->second);
+  }
   SmallVector<Operation *> ops;
   for (Operation &o : body.without_terminator())
     ops.push_back(&o);

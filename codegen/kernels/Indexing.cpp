@@ -39,7 +39,56 @@ static Value boundedIndex(KernelEmitter &e, Value raw, int64_t dim) {
   return arith::IndexCastOp::create(b, b.getIndexType(), v);
 }
 
+/// A repacked concat's pieces one after another along its axis, each at its
+/// run-time extent (LiveExtents::packedConcat): the gather putting them in
+/// place, without the concat at the bounds.
+LogicalResult Lowering::packedConcat(kiln::GatherOp op, kiln::ConcatOp concat) {
+  auto out = shape(op.getResult());
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= out[d];
+  for (int64_t d = axis + 1; d < static_cast<int64_t>(out.size()); ++d) inner *= out[d];
+  SmallVector<Value> ins(concat.getInputs());
+  SmallVector<int> pieceSyms;
+  for (Value v : ins)
+    pieceSyms.push_back(live.symbolOf(v, axis));
+  int64_t len = out[axis];
+  return forEach(op, ins, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
+    Value r = e.rem(i, inner), rest = e.div(i, inner);
+    Value j = e.rem(rest, len), o = e.div(rest, len);
+    SmallVector<Value> ends;
+    Value total = e.idx(0);
+    for (auto [k, in] : llvm::enumerate(ins)) {
+      total = e.add(total, e.extent(shape(in)[axis], pieceSyms[k]));
+      ends.push_back(total);
+    }
+    // Past the pieces (padding, when some kernel reads it): the last
+    // position repeated, as the runtime pads.
+    j = e.minI(j, arith::SubIOp::create(e.b, e.maxI(total, e.idx(1)), e.idx(1)));
+    Value v = e.zero(elemType(op.getResult()));
+    Value start = e.idx(0);
+    for (auto [k, in] : llvm::enumerate(ins)) {
+      int64_t bound = shape(in)[axis];
+      Value end = ends[k];
+      if (bound == 0) {
+        start = end;
+        continue;
+      }
+      Value here = arith::AndIOp::create(
+          e.b, arith::CmpIOp::create(e.b, arith::CmpIPredicate::uge, j, start), e.ult(j, end));
+      // (Clamped inside the piece: every piece is read, one is kept.)
+      Value at = e.minI(arith::SubIOp::create(e.b, e.maxI(j, start), start), e.idx(bound - 1));
+      Value src = e.add(e.mul(e.add(e.mul(o, bound), at), inner), r);
+      v = arith::SelectOp::create(e.b, here, e.load(k, src), v);
+      start = end;
+    }
+    e.store(v, ins.size(), i);
+  });
+}
+
 LogicalResult Lowering::gather(kiln::GatherOp op) {
+  if (auto it = live.packedConcat.find(op); it != live.packedConcat.end())
+    return packedConcat(op, cast<kiln::ConcatOp>(it->second));
   auto data = shape(op.getData()), ids = shape(op.getIndices()), out = shape(op.getResult());
   int64_t axis = static_cast<int64_t>(op.getAxis());
   int64_t outer = 1, inner = 1;

@@ -447,9 +447,57 @@ public:
 
   /// The [begin, end) slice of `total` items that this workgroup owns.
   std::pair<Value, Value> share(int64_t total, int64_t perWg) {
+    return share(idx(total), perWg);
+  }
+  std::pair<Value, Value> share(Value total, int64_t perWg) {
     Value lo = mul(wg, perWg);
-    Value hi = minI(add(lo, idx(perWg)), idx(total));
+    Value hi = minI(add(lo, idx(perWg)), total);
     return {lo, hi};
+  }
+
+  /// The run's size of each symbol (index values; null where the kernel
+  /// does not take it), for kernels computing live extents only.
+  SmallVector<Value> sizes;
+  /// The live extent of an axis: its bound, or symbol `sym`'s size (at most
+  /// the bound).
+  Value extent(int64_t bound, int sym) {
+    if (sym < 0 || sym >= static_cast<int>(sizes.size()) || !sizes[sym])
+      return idx(bound);
+    return minI(sizes[sym], idx(bound));
+  }
+  /// The number of live positions of a box (row-major axes: bounds and
+  /// symbols, -1 for a whole axis).
+  Value liveCount(ArrayRef<int64_t> bounds, ArrayRef<int> syms) {
+    Value n = idx(1);
+    int64_t fixed = 1;
+    for (auto [d, bound] : llvm::enumerate(bounds)) {
+      if (d < syms.size() && syms[d] >= 0)
+        n = mul(n, extent(bound, syms[d]));
+      else
+        fixed *= bound;
+    }
+    return mul(n, fixed);
+  }
+  /// The row-major index at the bounds of the live position numbered `i`
+  /// (row-major over the live extents). Whole axes cost nothing extra.
+  Value liveToBound(Value i, ArrayRef<int64_t> bounds, ArrayRef<int> syms) {
+    // (Only the outermost live: the live positions are a prefix.)
+    if (llvm::none_of(syms.drop_front(), [](int s) { return s >= 0; }))
+      return i;
+    Value out = idx(0), rest = i;
+    int64_t stride = 1;
+    for (int64_t d = static_cast<int64_t>(bounds.size()) - 1; d >= 0; --d) {
+      bool sym = d < static_cast<int64_t>(syms.size()) && syms[d] >= 0;
+      Value coord = rest;
+      if (d > 0) {
+        Value n = sym ? extent(bounds[d], syms[d]) : idx(bounds[d]);
+        coord = arith::RemUIOp::create(b, rest, n);
+        rest = arith::DivUIOp::create(b, rest, n);
+      }
+      out = add(out, mul(coord, stride));
+      stride *= bounds[d];
+    }
+    return out;
   }
 };
 

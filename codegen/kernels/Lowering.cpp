@@ -119,18 +119,25 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   l.bytesWritten = p.buffers[buffers.back()].bytes;
   l.kernel = "kiln_k" + std::to_string(kernelCount++) + "_" + what.str();
   l.workgroups = std::max<int64_t>(workgroups, 1);
-  if (liveGeometry) {
+  if (liveTerms) {
     // (The stated geometry must give every workgroup at the bound.)
-    auto [num, den, inner] = *liveGeometry;
-    int64_t bound = p.symbolBounds[liveSym];
-    if (inner * ceilDiv(bound * num, den) == l.workgroups && l.workgroups > 1) {
-      l.liveSymbol = liveSym;
-      l.liveNum = num;
-      l.liveDen = den;
-      l.liveInner = inner;
+    int64_t atBound = liveInner;
+    for (const Launch::LiveTerm &t : *liveTerms) {
+      int64_t n = t.num;
+      for (int s : t.syms)
+        n *= p.symbolBounds[s];
+      atBound *= ceilDiv(n, t.den);
     }
-    liveGeometry.reset();
+    if (atBound == l.workgroups && l.workgroups > 1) {
+      l.liveTerms = *liveTerms;
+      l.liveInner = liveInner;
+    }
+    liveTerms.reset();
   }
+  if (sized)
+    for (int s = 0; s < static_cast<int>(p.symbolBounds.size()); ++s)
+      if (s < static_cast<int>(knownSymbols.size()) && knownSymbols[s])
+        l.sizeSymbols.push_back(s);
   l.what = what.str();
   l.contraction = llvm::is_contained({"conv", "gemm", "matmul", "attention"}, what);
   if (llvm::is_contained({"conv", "max_pool", "avg_pool", "global_avg_pool", "batch_norm"},
@@ -154,21 +161,38 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
     argTypes.push_back(MemRefType::get(
         {std::max<int64_t>(p.buffers[id].bytes / widthOf(elem), 1)}, elem));
   }
+  for (size_t i = 0; i < l.sizeSymbols.size(); ++i)
+    argTypes.push_back(IntegerType::get(ctx, 64));
   argTypes.push_back(IndexType::get(ctx));
 
   ImplicitLocOpBuilder b(loc, ctx);
   b.setInsertionPointToEnd(p.kernels->getBody());
   auto fn = func::FuncOp::create(b, l.kernel, b.getFunctionType(argTypes, {}));
   fn->setAttr(kiln::attr::kWorkgroups, b.getI64IntegerAttr(l.workgroups));
-  if (l.liveSymbol >= 0)
-    fn->setAttr(kiln::attr::kLiveRows,
-                b.getDenseI64ArrayAttr({l.liveSymbol, l.liveNum, l.liveDen, l.liveInner}));
-  for (unsigned i = 0; i + 1 < argTypes.size(); ++i)
+  if (!l.liveTerms.empty()) {
+    // [inner, then per term: num, den, symbol count, symbols...]
+    SmallVector<int64_t> geometry{l.liveInner};
+    for (const Launch::LiveTerm &t : l.liveTerms) {
+      geometry.append({t.num, t.den, static_cast<int64_t>(t.syms.size())});
+      geometry.append(t.syms.begin(), t.syms.end());
+    }
+    fn->setAttr(kiln::attr::kLiveLaunch, b.getDenseI64ArrayAttr(geometry));
+  }
+  if (!l.sizeSymbols.empty())
+    fn->setAttr(kiln::attr::kSizeArgs,
+                b.getDenseI32ArrayAttr(SmallVector<int32_t>(l.sizeSymbols.begin(),
+                                                            l.sizeSymbols.end())));
+  for (unsigned i = 0; i < buffers.size(); ++i)
     fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  SmallVector<Value> bufs(entry->getArguments().drop_back());
+  SmallVector<Value> bufs(entry->getArguments().take_front(buffers.size()));
   KernelEmitter e(b, bufs, entry->getArguments().back());
+  for (auto [k, s] : llvm::enumerate(l.sizeSymbols)) {
+    e.sizes.resize(std::max<size_t>(e.sizes.size(), s + 1));
+    e.sizes[s] = arith::IndexCastOp::create(b, b.getIndexType(),
+                                            entry->getArgument(buffers.size() + k));
+  }
   if (auto at = llvm::find(buffers, p.faultBuffer); p.faultBuffer >= 0 && at != buffers.end()) {
     std::string site = l.what;
     if (!l.nodes.empty())
@@ -226,10 +250,37 @@ LogicalResult Lowering::forEach(Operation *op, ArrayRef<Value> ins, int64_t tota
                                 const std::function<void(KernelEmitter &, Value)> &body) {
   if (p.options.gpu)
     return gpuForEach(op, ins, total, body);
+  // Live extents: the live elements of the result, at their positions at
+  // the bounds.
+  SmallVector<int64_t> out;
+  SmallVector<int> syms;
+  if (!liveBox.empty() && total == elems(op->getResult(0))) {
+    out.assign(shape(op->getResult(0)).begin(), shape(op->getResult(0)).end());
+    syms = liveBox;
+  }
+  if (out.size() < 2 && !syms.empty())
+    liveShareBox(out, syms, kWorkgroupElems);
+  if (!syms.empty() && out.size() >= 2) {
+    // Rows of the last axis: each live row decoded once.
+    int64_t inner = out.back(), rows = rowsPerWorkgroup(inner);
+    auto outer = ArrayRef<int64_t>(out).drop_back();
+    auto outerSyms = ArrayRef<int>(syms).drop_back();
+    liveShareBox(outer, outerSyms, rows);
+    return launch(op, ins, ceilDiv(std::max<int64_t>(total / std::max<int64_t>(inner, 1), 1), rows),
+                  [&](KernelEmitter &e) {
+                    auto [lo, hi] = e.share(e.liveCount(outer, outerSyms), rows);
+                    e.loop(lo, hi, [&](Value r) {
+                      Value base = e.mul(e.liveToBound(r, outer, outerSyms), inner);
+                      e.loop(e.idx(0), e.extent(inner, syms.back()),
+                             [&](Value j) { body(e, e.add(base, j)); });
+                    });
+                  });
+  }
   return launch(op, ins, ceilDiv(std::max<int64_t>(total, 1), kWorkgroupElems),
                 [&](KernelEmitter &e) {
-                  auto [lo, hi] = e.share(total, kWorkgroupElems);
-                  e.loop(lo, hi, [&](Value i) { body(e, i); });
+                  Value n = syms.empty() ? e.idx(total) : e.liveCount(out, syms);
+                  auto [lo, hi] = e.share(n, kWorkgroupElems);
+                  e.loop(lo, hi, [&](Value i) { body(e, e.liveToBound(i, out, syms)); });
                 });
 }
 
@@ -379,21 +430,37 @@ LogicalResult Lowering::run() {
   }
 
   Operation *ret = fn.getBody().front().getTerminator();
-  // CPU kernels whose padded rows nothing reads compute a run's rows only.
+  // CPU kernels whose padding nothing reads compute the live extents only.
+  knownSymbols.assign(p.symbolBounds.size(), true);
+  for (size_t s = 0; s < p.symbolBounds.size() && 3 * s + 2 < p.symbolDerived.size(); ++s) {
+    int64_t op = p.symbolDerived[3 * s];
+    bool symB = op == KILN_SYM_ADD || op == KILN_SYM_SUB || op == KILN_SYM_BROADCAST;
+    knownSymbols[s] = op != KILN_SYM_COMPUTED &&
+                      (op == KILN_SYM_INPUT || knownSymbols[p.symbolDerived[3 * s + 1]]) &&
+                      (!symB || knownSymbols[p.symbolDerived[3 * s + 2]]);
+  }
   if (!p.options.gpu && p.options.liveRows && !p.symbolBounds.empty())
-    liveOps = liveRowOps(fn);
+    live = liveExtents(fn, knownSymbols);
   for (Operation &op : fn.getBody().front().without_terminator()) {
     ++opIndex;
     opTunable = 0;
     opWinograd = false;
-    auto live = liveOps.find(&op);
-    liveSym = live == liveOps.end() ? -1 : live->second;
-    if (liveSym >= static_cast<int>(p.symbolBounds.size()))
-      liveSym = -1;
-    liveGeometry.reset();
+    liveBox.clear();
+    if (auto it = live.box.find(&op); it != live.box.end())
+      liveBox = it->second;
+    sized = live.sized.contains(&op);
+    if (live.unused.contains(&op))
+      continue; // (a packed concat's indices: its gather does without them)
+    liveSym = -1;
+    if (!liveBox.empty() && liveBox[0] >= 0 &&
+        llvm::all_of(ArrayRef<int>(liveBox).drop_front(), [](int s) { return s < 0; }))
+      liveSym = liveBox[0];
+    liveTerms.reset();
     size_t before = p.launches.size();
     LogicalResult r = lowerOp(&op);
     liveSym = -1;
+    liveBox.clear();
+    sized = false;
     if (failed(r))
       return failure();
     // kiln-lower-precision's contractions: the kernel that computes one
@@ -417,15 +484,23 @@ LogicalResult Lowering::run() {
       }
   }
   // Their symbols' sizes come as hidden inputs (after the existing ones).
-  for (Launch &l : p.launches) {
-    if (l.liveSymbol < 0)
-      continue;
-    auto at = llvm::find(p.symbolInputs, l.liveSymbol);
+  auto sizeInput = [&](int s) {
+    auto at = llvm::find(p.symbolInputs, s);
     if (at == p.symbolInputs.end()) {
-      p.symbolInputs.push_back(l.liveSymbol);
+      p.symbolInputs.push_back(s);
       at = std::prev(p.symbolInputs.end());
     }
-    l.liveInput = static_cast<int>(p.inputs.size() + (at - p.symbolInputs.begin()));
+    return static_cast<int>(p.inputs.size() + (at - p.symbolInputs.begin()));
+  };
+  for (Launch &l : p.launches) {
+    std::vector<int> syms = l.sizeSymbols;
+    for (const Launch::LiveTerm &t : l.liveTerms)
+      syms.insert(syms.end(), t.syms.begin(), t.syms.end());
+    for (int s : syms)
+      sizeInput(s);
+    l.sizeInputs.clear();
+    for (int s : l.sizeSymbols)
+      l.sizeInputs.push_back(sizeInput(s));
   }
   // The fault word follows them.
   if (p.faultBuffer >= 0)

@@ -17,7 +17,7 @@
 
 #include "codegen/kernels/Epilogue.h"
 #include "codegen/kernels/KernelEmitter.h"
-#include "codegen/program/LiveRows.h"
+#include "codegen/program/LiveExtents.h"
 #include "codegen/program/Program.h"
 #include "dialects/kiln/KilnDialect.h"
 
@@ -147,38 +147,98 @@ private:
     }
     return t;
   }
-  /// The op being lowered may compute only a run's rows of its result's
-  /// axis 0 (LiveRows.h): the symbol, or -1; its builders state how their
-  /// workgroups cover those rows with liveRows() before they launch.
-  llvm::DenseMap<Operation *, int> liveOps;
+  /// CPU kernels that compute only the live positions of dynamic axes
+  /// (LiveExtents.h), for the whole function.
+  LiveExtents live;
+  /// The op being lowered: per result axis, the symbol its kernel stops at
+  /// (-1: the whole axis); empty when it computes everything. liveSym: the
+  /// symbol when only axis 0 is live (the builders that compute rows of
+  /// axis 0 state how their workgroups cover them with liveRows()).
+  SmallVector<int> liveBox;
   int liveSym = -1;
+  /// The op's kernels take the run's sizes (KernelEmitter::sizes).
+  bool sized = false;
+  /// Per symbol: its size is known before the run (not data-dependent).
+  SmallVector<bool> knownSymbols;
   /// The kiln.fusion being lowered (its anchor's lowering may ask about the
   /// fusion's result), or null.
   kiln::FusionOp loweringFusion;
-  struct LiveGeometry {
-    int64_t num, den, inner;
-  };
-  std::optional<LiveGeometry> liveGeometry;
+  /// How the next kernel's launch shrinks with the run's sizes.
+  std::optional<std::vector<Launch::LiveTerm>> liveTerms;
+  int64_t liveInner = 1;
   /// The next kernel's workgroups cover the result's axis-0 rows [0, r)
   /// with their first inner * ceil(r * num / den) (row-major from axis 0).
   void liveRows(int64_t num, int64_t den, int64_t inner = 1) {
-    if (liveSym >= 0 && num >= 1 && den >= 1 && inner >= 1)
-      liveGeometry = LiveGeometry{num, den, inner};
+    if (liveSym >= 0 && num >= 1 && den >= 1 && inner >= 1) {
+      liveTerms = std::vector<Launch::LiveTerm>{{{liveSym}, num, den}};
+      liveInner = inner;
+    }
+  }
+  /// The next kernel's launch: inner * prod(ceil(num * sizes / den)).
+  void liveLaunch(std::vector<Launch::LiveTerm> terms, int64_t inner = 1) {
+    liveTerms = std::move(terms);
+    liveInner = inner;
+  }
+  /// The live symbol of result axis d, or -1.
+  int liveAxis(int64_t d) const {
+    return d >= 0 && d < static_cast<int64_t>(liveBox.size()) ? liveBox[d] : -1;
+  }
+  /// The symbol of axis `axis` of `v` when its live extent may be used for
+  /// a reduction over it (the op is sized), else -1.
+  int liveOf(Value v, int64_t axis) const { return sized ? live.symbolOf(v, axis) : -1; }
+  /// A launch sharing the live part of `rows` (a row-major box of result
+  /// axes: their bounds and live symbols) `perWg` rows per workgroup.
+  void liveShareBox(ArrayRef<int64_t> rows, ArrayRef<int> syms, int64_t perWg) {
+    if (liveBox.empty())
+      return;
+    Launch::LiveTerm t;
+    t.den = perWg;
+    for (auto [d, n] : llvm::enumerate(rows)) {
+      if (syms[d] >= 0)
+        t.syms.push_back(syms[d]);
+      else
+        t.num *= n;
+    }
+    if (!t.syms.empty())
+      liveLaunch({t});
   }
   /// Row tiles of a matrix product for a run of few rows: at most 24 rows
   /// (4 ukernel groups) or one unit of `unitRows` (the rows of one index
   /// along the symbolic axis), so a small run computes few padded rows.
   int64_t liveTileRows(int64_t rb, int64_t unitRows) const {
-    if (liveSym < 0)
+    if (liveBox.empty())
       return rb;
     return std::min(rb, std::max<int64_t>(24, (unitRows + 5) / 6 * 6));
   }
-  /// liveRows() for a kernel sharing `outer` rows of its result (all axes but
-  /// the last, axis 0 outermost) `perWg` at a time.
+  /// liveShareBox() for a kernel sharing `outer` rows of its result (all
+  /// axes but the last) `perWg` at a time.
   void liveShare(Value result, int64_t outer, int64_t perWg) {
-    auto t = llvm::cast<RankedTensorType>(result.getType());
-    if (t.getRank() >= 2 && t.getDimSize(0) > 0 && outer % t.getDimSize(0) == 0)
-      liveRows(outer / t.getDimSize(0), perWg);
+    auto sh = shape(result);
+    if (sh.size() < 2 || sh[0] <= 0)
+      return;
+    if (!liveInside()) { // (axis 0 only: its rows are a prefix)
+      if (outer % sh[0] == 0)
+        liveRows(outer / sh[0], perWg);
+      return;
+    }
+    SmallVector<int> syms;
+    for (size_t d = 0; d + 1 < sh.size(); ++d)
+      syms.push_back(liveAxis(d));
+    liveShareBox(sh.drop_back(), syms, perWg);
+  }
+  /// Whether the op's kernel takes the run's sizes: its builder decodes live
+  /// positions (KernelEmitter::liveToBound) and stops reductions at live
+  /// extents. (The builders that compute rows of axis 0 only launch fewer
+  /// workgroups: liveRows.)
+  bool liveInside() const { return sized; }
+  /// The live symbols of the result's `rank` axes when the kernel decodes
+  /// live positions (liveInside), else none (-1 each).
+  SmallVector<int> liveSyms(int64_t rank) const {
+    SmallVector<int> syms(rank, -1);
+    if (liveInside())
+      for (int64_t d = 0; d < rank; ++d)
+        syms[d] = liveAxis(d);
+    return syms;
   }
   /// Set while a kernel that converts its non-f32 operands itself is
   /// launched: tensor-core and f16 depthwise convolutions, reductions whose
@@ -342,6 +402,7 @@ private:
   /// targets, chunks of kWorkgroupElems per workgroup on the CPU.
   LogicalResult forEach(Operation *op, ArrayRef<Value> ins, int64_t total,
                         const std::function<void(KernelEmitter &, Value)> &body);
+  LogicalResult packedConcat(kiln::GatherOp op, kiln::ConcatOp concat);
   LogicalResult gather(kiln::GatherOp op);
   LogicalResult gatherElements(kiln::GatherElementsOp op);
   LogicalResult argReduce(kiln::ArgReduceOp op);

@@ -370,6 +370,62 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
   bool f32 = llvm::all_of(ins, [](Value v) {
     return llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32();
   });
+  int symK = liveOf(op.getLhs(), shape(op.getLhs()).size() - 1);
+  if (symK != liveOf(op.getRhs(), shape(op.getRhs()).size() - 2))
+    symK = -1; // (as LiveExtents: the contraction whole)
+  // (Live rows of axis 0 alone: the paths below launch fewer workgroups.)
+  if (liveInside() && (liveSym < 0 || symK >= 0)) {
+    // Live extents (LiveExtents.h): tiles of the live rows and columns of
+    // the live batches (a prefix along axis 0), each through the sgemm
+    // ukernel over the live depth, at the operands' bound strides.
+    if (!f32)
+      return op.emitError("a matrix product over live extents computes f32 only");
+    int symM = liveAxis(rank - 2), symN = liveAxis(rank - 1);
+    int symB = rank > 2 ? liveAxis(0) : -1;
+    int64_t perB0 = symB >= 0 ? B / batch[0] : 1;
+    auto [rb, cb] = productTiles(M, N, B);
+    rb = liveTileRows(rb, M);
+    int64_t rTiles = ceilDiv(M, rb), cTiles = ceilDiv(N, cb);
+    std::vector<Launch::LiveTerm> terms;
+    int64_t inner = 1;
+    auto term = [&](int sym, int64_t bound, int64_t num, int64_t den) {
+      if (sym >= 0)
+        terms.push_back({{sym}, num, den});
+      else
+        inner *= ceilDiv(bound * num, den);
+    };
+    if (symB >= 0)
+      term(symB, batch[0], perB0, 1);
+    else
+      inner *= B;
+    term(symM, M, 1, rb);
+    term(symN, N, 1, cb);
+    if (!terms.empty())
+      liveLaunch(terms, inner);
+    return launch(op, ins, B * rTiles * cTiles, [&](KernelEmitter &e) {
+      Value m = e.extent(M, symM), n = e.extent(N, symN), k = e.extent(K, symK);
+      Value liveB = symB >= 0 ? e.mul(e.extent(batch[0], symB), perB0) : e.idx(B);
+      Value rt = e.div(e.add(m, e.idx(rb - 1)), rb), ct = e.div(e.add(n, e.idx(cb - 1)), cb);
+      Value perBatch = e.mul(rt, ct);
+      Value bi = arith::DivUIOp::create(e.b, e.wg, perBatch);
+      Value t = arith::RemUIOp::create(e.b, e.wg, perBatch);
+      e.ifThen(e.ult(bi, liveB), [&] {
+        Value i0 = e.mul(arith::DivUIOp::create(e.b, t, ct), rb);
+        Value j0 = e.mul(arith::RemUIOp::create(e.b, t, ct), cb);
+        Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, m, i0));
+        Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, n, j0));
+        auto [aOff, bOff] = batchOffsets(e, bi);
+        Value cRow0 = e.add(e.mul(bi, M), i0);
+        e.sgemmPtr(rows, cols, k, e.addr(0, e.add(aOff, e.mul(i0, K))), K,
+                   e.addr(1, e.add(bOff, j0)), N, e.addr(o, e.add(e.mul(cRow0, N), j0)), N,
+                   false);
+        if (epi)
+          e.loop(e.idx(0), rows, [&](Value r) {
+            applyEpilogue(e, e.add(cRow0, r), j0, e.add(j0, cols));
+          });
+      });
+    });
+  }
   // fp16 (kiln_uk_hgemm): a constant B shared by every batch, in half; any
   // number of rows (the weights are read once either way).
   bool f16 = f32 && K > 0 && lowersToF16(op) && sharedB &&

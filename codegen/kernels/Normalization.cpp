@@ -79,24 +79,43 @@ LogicalResult Lowering::softmax(kiln::SoftmaxOp op) {
       e.loop(e.tid(), e.idx(D), [&](Value dd) { e.store(e.fmul(e.load(1, at(dd)), inv), 1, at(dd)); }, n);
     });
   int64_t perWg = rowsPerWorkgroup(D);
-  liveShare(op.getResult(), lines, perWg);
+  // Live extents: the live lines (the result's axes but `axis`), each
+  // reduced over the live extent of the axis.
+  SmallVector<int64_t> lineShape;
+  SmallVector<int> lineSyms, syms = liveSyms(sh.size());
+  for (int64_t d = 0; d < static_cast<int64_t>(sh.size()); ++d)
+    if (d != axis) {
+      lineShape.push_back(sh[d]);
+      lineSyms.push_back(syms[d]);
+    }
+  int axisSym = liveOf(op.getInput(), axis);
+  if (liveInside())
+    liveShareBox(lineShape, lineSyms, perWg);
+  else
+    liveShare(op.getResult(), lines, perWg);
   return launch(op, {op.getInput()}, ceilDiv(lines, perWg), [&](KernelEmitter &e) {
-    auto [lo, hi] = e.share(lines, perWg);
-    e.loop(lo, hi, [&](Value line) {
+    auto [lo, hi] = e.share(e.liveCount(lineShape, lineSyms), perWg);
+    Value len = e.extent(D, axisSym);
+    e.loop(lo, hi, [&](Value live) {
+      Value line = e.liveToBound(live, lineShape, lineSyms);
       Value base = e.add(e.mul(e.div(line, inner), D * inner), e.rem(line, inner));
       auto at = [&](Value dd) { return e.add(base, e.mul(dd, inner)); };
-      Value mx = e.reduce(e.idx(0), e.idx(D),
+      Value mx = e.reduce(e.idx(0), len,
                           e.f32(-std::numeric_limits<float>::infinity()),
                           [&](Value dd, Value acc) {
                             return arith::MaximumFOp::create(e.b, acc, e.load(0, at(dd))).getResult();
                           });
-      Value sum = e.reduce(e.idx(0), e.idx(D), e.f32(0.0f), [&](Value dd, Value acc) {
+      Value sum = e.reduce(e.idx(0), len, e.f32(0.0f), [&](Value dd, Value acc) {
         Value ex = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, e.load(0, at(dd)), mx));
         e.store(ex, 1, at(dd));
         return e.fadd(acc, ex, true);
       });
       Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), sum);
-      e.loop(0, D, [&](Value dd) { e.store(e.fmul(e.load(1, at(dd)), inv), 1, at(dd)); });
+      e.loop(e.idx(0), len, [&](Value dd) { e.store(e.fmul(e.load(1, at(dd)), inv), 1, at(dd)); });
+      // (The axis computed whole past a live extent: the padding's share is
+      // zero, as the masked softmax at the bounds gives.)
+      if (syms[axis] < 0 && axisSym >= 0)
+        e.loop(len, e.idx(D), [&](Value dd) { e.store(e.f32(0.0f), 1, at(dd)); });
     });
   });
 }

@@ -79,13 +79,21 @@ struct Launch {
   bool tensorCores = false;
   /// The element types of its buffers, for reports ("f32", "f16+f32").
   std::string dtypes = "f32";
-  /// CPU targets: the kernel computes only the rows of its output's axis 0
-  /// below the run's size n of symbol `liveSymbol` (LiveRows.h): it runs
-  /// min(workgroups, liveInner * ceil(n * liveNum / liveDen)) workgroups;
-  /// n is read from the run's input `liveInput` (a hidden size input).
-  int liveSymbol = -1;
-  int liveInput = -1;
-  int64_t liveNum = 1, liveDen = 1, liveInner = 1;
+  /// CPU targets: the kernel computes only the live part of its output
+  /// (LiveExtents.h), and its launch shrinks with the run's sizes: it runs
+  /// min(workgroups, liveInner * prod over liveTerms of
+  /// ceil(num * prod(sizes of syms) / den)) workgroups. Empty: all of them.
+  struct LiveTerm {
+    std::vector<int> syms;
+    int64_t num = 1, den = 1;
+  };
+  std::vector<LiveTerm> liveTerms;
+  int64_t liveInner = 1;
+  /// Symbols whose run-time sizes the kernel takes as i64 arguments after
+  /// its buffers (in this order), and the run's inputs holding them (hidden
+  /// size inputs; set when the lowering knows them).
+  std::vector<int> sizeSymbols;
+  std::vector<int> sizeInputs;
   /// Positions in `buffers` of the inputs the kernel reads only at the
   /// element it writes (same element type and size as the output, the last
   /// buffer): kiln-plan-memory may give the output one's memory.

@@ -45,7 +45,8 @@ inline constexpr llvm::StringLiteral kMaskedAxes = KilnDialect::MaskedAxesAttrHe
 inline constexpr llvm::StringLiteral kPinsSymbol = KilnDialect::PinsSymbolAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kRepacked = KilnDialect::RepackedAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kWorkgroups = KilnDialect::WorkgroupsAttrHelper::getNameStr();
-inline constexpr llvm::StringLiteral kLiveRows = KilnDialect::LiveRowsAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kLiveLaunch = KilnDialect::LiveLaunchAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kSizeArgs = KilnDialect::SizeArgsAttrHelper::getNameStr();
 
 /// The precision kiln-lower-precision gave a contraction (kiln.precision;
 /// none: f32).

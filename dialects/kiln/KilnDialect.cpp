@@ -51,7 +51,8 @@ LogicalResult KilnDialect::verifyOperationAttribute(Operation *op, NamedAttribut
   check(getPinsSymbolAttrHelper());
   check(getRepackedAttrHelper());
   check(getWorkgroupsAttrHelper());
-  check(getLiveRowsAttrHelper());
+  check(getLiveLaunchAttrHelper());
+  check(getSizeArgsAttrHelper());
   if (!ok)
     return op->emitOpError() << "has '" << name
                              << "', which the kiln dialect does not declare (KilnDialect.td)";

@@ -67,10 +67,11 @@ def Kiln_Dialect : Dialect {
     "::mlir::DenseI64ArrayAttr":$masked_axes,
     "::mlir::IntegerAttr":$pins_symbol,
     "::mlir::UnitAttr":$repacked,
-    // Kernels (codegen): their workgroup count, and the rows a run with
-    // symbolic sizes computes.
+    // Kernels (codegen): their workgroup count, how the launch shrinks with
+    // a run's symbolic sizes, and the symbols whose sizes they take.
     "::mlir::IntegerAttr":$workgroups,
-    "::mlir::DenseI64ArrayAttr":$live_rows
+    "::mlir::DenseI64ArrayAttr":$live_launch,
+    "::mlir::DenseI32ArrayAttr":$size_args
   );
 }
 

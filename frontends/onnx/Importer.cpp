@@ -1270,9 +1270,18 @@ Value Importer::valueOf(OpBuilder &b, Slot &s, StringRef name) {
   if (!s.value && s.host) {
     OpBuilder::InsertionGuard guard(b);
     s.value = materialize(b, *s.host, name);
-    if (!s.host->axisSymbols.empty())
+    if (!s.host->axisSymbols.empty()) {
       symbols.setSymbols(s.value, AxisSymbols(s.host->axisSymbols.begin(),
                                               s.host->axisSymbols.end()));
+      // A positional constant (a range over a size, ...): its axes' symbols
+      // stay on it for the code generator (kernels computing live extents).
+      SmallVector<int64_t> pairs;
+      for (auto [axis, sym] : llvm::enumerate(s.host->axisSymbols))
+        if (sym >= 0)
+          pairs.append({static_cast<int64_t>(axis), sym});
+      if (auto c = s.value.getDefiningOp<kiln::ConstantOp>(); c && !pairs.empty())
+        c->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr(pairs));
+    }
   }
   return s.value;
 }

@@ -150,6 +150,9 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
       for (int64_t i = 0; i < t.getDimSize(d); ++i)
         iota.values.push_back(static_cast<double>(i));
       Value c = note(materialize(b, iota, "iota"));
+      // (Positional along the symbol: kernels computing live extents.)
+      if (auto k = c.getDefiningOp<kiln::ConstantOp>())
+        k->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({d, s}));
       Value lt = kiln::CompareOp::create(b, loc, c, symbolInput(s), "lt");
       cond = cond ? Value(kiln::AndOp::create(b, loc, cond, lt)) : lt;
     }
