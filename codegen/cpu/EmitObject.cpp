@@ -570,7 +570,18 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   auto *descTy = llvm::StructType::get(
       lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
            ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, i32,
-           i32});
+           i32, ptrTy});
+  // Per input: whether kernels read the padding of its symbolic axes.
+  llvm::Constant *inputPadding = llvm::ConstantPointerNull::get(b.getPtrTy());
+  if (llvm::any_of(p.inputs, [](const TensorInfo &t) { return !t.symbols.empty() && !t.paddingRead; })) {
+    std::vector<uint8_t> flags;
+    for (const TensorInfo &t : p.inputs)
+      flags.push_back(t.paddingRead ? 1 : 0);
+    auto *init = llvm::ConstantDataArray::get(lc, flags);
+    inputPadding = new llvm::GlobalVariable(*mod, init->getType(), true,
+                                            llvm::GlobalValue::InternalLinkage, init,
+                                            p.name + "_input_padding");
+  }
   int32_t deviceKind = options.device == CpuOptions::Device::Cuda      ? KILN_DEVICE_CUDA
                        : options.device == CpuOptions::Device::CudaEmu ? KILN_DEVICE_CUDA_EMU
                                                                        : KILN_DEVICE_CPU;
@@ -588,7 +599,7 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                b.getInt32(p.faultSites.size()), symbolInputs, symbolDerived,
                weights ? static_cast<llvm::Constant *>(weights)
                        : llvm::ConstantPointerNull::get(b.getPtrTy()),
-               faultSites, b.getInt32(p.numSymbolOutputs), b.getInt32(0)});
+               faultSites, b.getInt32(p.numSymbolOutputs), b.getInt32(0), inputPadding});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

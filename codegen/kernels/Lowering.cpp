@@ -440,7 +440,19 @@ LogicalResult Lowering::run() {
                       (!symB || knownSymbols[p.symbolDerived[3 * s + 2]]);
   }
   if (!p.options.gpu && p.options.liveRows && !p.symbolBounds.empty())
+  {
     live = liveExtents(fn, knownSymbols);
+    // Inputs whose padding no kernel reads: the runtime need not fill it.
+    size_t k = 0;
+    for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
+      auto attrs = fn.getArgAttrDict(i);
+      if (attrs && attrs.get(kiln::attr::kSymbolInput))
+        continue;
+      if (k < p.inputs.size() && i < live.argPaddingRead.size())
+        p.inputs[k].paddingRead = live.argPaddingRead[i];
+      ++k;
+    }
+  }
   for (Operation &op : fn.getBody().front().without_terminator()) {
     ++opIndex;
     opTunable = 0;

@@ -670,6 +670,12 @@ LiveExtents liveExtents(func::FuncOp fn, ArrayRef<bool> known) {
           markWhole(rd.v, axis);
       }
   }
+  for (BlockArgument arg : fn.getArguments()) {
+    bool read = false;
+    for (int64_t d = 0; d < static_cast<int64_t>(shapeOf(arg).size()); ++d)
+      read |= x.symbolOf(arg, d) >= 0 && isWhole(arg, d);
+    x.argPaddingRead.push_back(read);
+  }
   return x;
 }
 

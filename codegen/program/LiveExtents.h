@@ -53,6 +53,9 @@ struct LiveExtents {
   /// Ops whose kernels take the run's sizes: those in `box`, and those
   /// reducing over a symbolic axis only to its live extent.
   llvm::DenseSet<mlir::Operation *> sized;
+  /// Per argument of the function: some kernel reads past the live extent
+  /// of one of its symbolic axes.
+  llvm::SmallVector<bool> argPaddingRead;
 
   /// The symbol of axis `axis` of `v`, or -1.
   int symbolOf(mlir::Value v, int64_t axis) const {

@@ -52,6 +52,9 @@ struct TensorInfo {
   int32_t dtype = kF32;
   std::vector<int64_t> shape;   // symbolic axes: the symbol's bound
   std::vector<int32_t> symbols; // per axis: a symbol id, or -1; empty: static
+  /// Inputs: some kernel reads the padding of its symbolic axes (the runtime
+  /// fills it below the bounds); false: only the live extents (LiveExtents.h).
+  bool paddingRead = true;
 };
 
 struct Launch {

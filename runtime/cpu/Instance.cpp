@@ -176,9 +176,10 @@ kiln_status checkTensors(kiln_instance *inst, const char *what,
 /// shape `bound` (each axis at least as long): `toBound` pads into the
 /// bound-shaped `dst`, repeating the last element along every padded axis
 /// (zeros when an axis is empty); otherwise it crops out of the
-/// bound-shaped `src`.
+/// bound-shaped `src`. `fill`: pad (else the padding is left as it is: no
+/// kernel reads it).
 void boxCopy(char *dst, const char *src, const int64_t *act, const int64_t *bound,
-             int32_t rank, size_t elem, bool toBound) {
+             int32_t rank, size_t elem, bool toBound, bool fill = true) {
   if (rank == 0) {
     std::memcpy(dst, src, elem);
     return;
@@ -190,7 +191,7 @@ void boxCopy(char *dst, const char *src, const int64_t *act, const int64_t *boun
   }
   size_t dstRow = toBound ? boundRow : actRow, srcRow = toBound ? actRow : boundRow;
   if (act[0] == 0) { // an empty run: zeros pad it (no last element to repeat)
-    if (toBound)
+    if (toBound && fill)
       std::memset(dst, 0, bound[0] * boundRow);
     return;
   }
@@ -198,8 +199,9 @@ void boxCopy(char *dst, const char *src, const int64_t *act, const int64_t *boun
     std::memcpy(dst, src, act[0] * actRow);
   else
     for (int64_t i = 0; i < act[0]; ++i)
-      boxCopy(dst + i * dstRow, src + i * srcRow, act + 1, bound + 1, rank - 1, elem, toBound);
-  for (int64_t i = act[0]; toBound && i < bound[0]; ++i)
+      boxCopy(dst + i * dstRow, src + i * srcRow, act + 1, bound + 1, rank - 1, elem, toBound,
+              fill);
+  for (int64_t i = act[0]; toBound && fill && i < bound[0]; ++i)
     std::memcpy(dst + i * dstRow, dst + (act[0] - 1) * dstRow, dstRow);
 }
 
@@ -337,7 +339,8 @@ kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **i
       return KILN_ERROR_OUT_OF_MEMORY;
     }
     boxCopy(static_cast<char *>(buf), static_cast<const char *>(ins[i]), inputs[i].shape,
-            d.shape, d.rank, carrierSize(d.dtype), true);
+            d.shape, d.rank, carrierSize(d.dtype), true,
+            !m->input_padding || m->input_padding[i]);
     ins[i] = buf;
   }
   for (uint32_t i = 0; i < m->num_outputs; ++i) {

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 10
+#define KILN_ABI_VERSION 11
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -274,6 +274,11 @@ typedef struct kiln_model_desc {
    *  KILN_SYM_COMPUTED symbol, which the runtime reads after the run. */
   uint32_t num_symbol_outputs;
   uint32_t reserved3;
+  /** Null, or num_inputs entries: 1 when some kernel reads the padding of
+   *  the input's symbolic axes (a run below the bounds fills it, repeating
+   *  the last element), 0 when kernels read only the run's sizes (the
+   *  runtime copies those and leaves the padding as it is). */
+  const uint8_t *input_padding;
 } kiln_model_desc;
 
 /** The most threads one instance's pool may have. */
