@@ -2,7 +2,7 @@
 """What a dynamic batch costs on the CPU: the same model compiled static at
 the run's batch (--shape), with a symbolic batch bounded at --bound (kernels
 compute only the run's rows where nothing reads the padding,
-codegen/program/LiveRows.h), and with a symbolic batch where every kernel
+codegen/program/LiveExtents.h), and with a symbolic batch where every kernel
 runs at the bound (--disable-pass=kiln-live-rows: what a run cost before),
 side by side in one run. Latency: kiln-run --bench medians, the variants
 alternating round by round; the table holds the median over rounds and the

@@ -46,7 +46,7 @@ struct CodegenOptions {
   /// keep the CPU loop nests, run one workgroup per GPU thread.
   bool gpu = false;
   /// CPU kernels whose padded rows nothing reads compute only a run's rows
-  /// (LiveRows.h; off with --disable-pass=kiln-live-rows).
+  /// (LiveExtents.h; off with --disable-pass=kiln-live-rows).
   bool liveRows = true;
   /// Arena offsets from lifetimes with kernels in place (PlanMemory.h); off
   /// (--disable-pass=kiln-plan-memory): every intermediate its own bytes.

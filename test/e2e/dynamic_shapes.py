@@ -513,7 +513,7 @@ def live_rows():
     the batch (which read padded rows as repeats of the last, so that chain
     stays at the bound), and a second chain (conv, pool, gemm, softmax,
     matmul, concat) whose rows nothing else reads (computed for the run's
-    rows only, codegen/program/LiveRows.h)."""
+    rows only, codegen/program/LiveExtents.h)."""
     rng = np.random.default_rng(11)
     f32 = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
