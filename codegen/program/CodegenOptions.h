@@ -45,7 +45,7 @@ struct CodegenOptions {
   /// (elementwise, matrix products, softmax, layer norm) use them; the rest
   /// keep the CPU loop nests, run one workgroup per GPU thread.
   bool gpu = false;
-  /// CPU kernels whose padded rows nothing reads compute only a run's rows
+  /// CPU kernels whose padding nothing reads compute only the live extents
   /// (LiveExtents.h; off with --disable-pass=kiln-live-rows).
   bool liveRows = true;
   /// Arena offsets from lifetimes with kernels in place (PlanMemory.h); off
