@@ -13,7 +13,6 @@ usage: bench/kv_decode.py --bindir build/bin [--max-t 512] [--max-p 4096]
 """
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -25,14 +24,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "test", "e2e"))
 import kv_decoder as K  # noqa: E402
-
-
-def kiln_median(bindir, so, feeds, threads, runs):
-    cmd = [os.path.join(bindir, "kiln-run"), so, "--bench", str(runs), "--threads", str(threads)]
-    for name, path in feeds.items():
-        cmd += ["--input", f"{name}={path}"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return float(re.search(r"median ([0-9.]+) ms", out).group(1))
+from dynamic_batch import bench as kiln_median  # noqa: E402  (kiln-run --bench median)
 
 
 def ort_median(sess, feeds, runs):

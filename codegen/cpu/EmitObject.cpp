@@ -212,7 +212,7 @@ llvm::Function *emitCpuSchedule(Program &p, llvm::Module &m, llvm::GlobalVariabl
     for (size_t i = 0; i < l.buffers.size(); ++i)
       args.push_back(b.CreateLoad(ptrTy, b.CreateConstGEP1_64(ptrTy, e->getArg(0), i)));
     // The run's sizes: their hidden inputs' addresses follow the buffers.
-    for (size_t i = 0; i < l.sizeInputs.size(); ++i) {
+    for (size_t i = 0; i < l.sizeSymbols.size(); ++i) {
       llvm::Value *at = b.CreateLoad(
           ptrTy, b.CreateConstGEP1_64(ptrTy, e->getArg(0), l.buffers.size() + i));
       args.push_back(b.CreateLoad(i64, at));
@@ -221,7 +221,7 @@ llvm::Function *emitCpuSchedule(Program &p, llvm::Module &m, llvm::GlobalVariabl
     b.CreateCall(k, args);
     b.CreateRetVoid();
     entries.push_back(e);
-    maxArgs = std::max(maxArgs, l.buffers.size() + l.sizeInputs.size());
+    maxArgs = std::max(maxArgs, l.buffers.size() + l.sizeSymbols.size());
   }
 
   // run(arena, inputs, outputs, pool): the launch schedule.

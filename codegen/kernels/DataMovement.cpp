@@ -115,9 +115,7 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
   auto outerShape = out.drop_back();
   auto outerSyms = ArrayRef<int>(syms).drop_back();
   return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
-    auto [lo, hi] = e.share(e.liveCount(outerShape, outerSyms), perWg);
-    e.loop(lo, hi, [&](Value live) {
-      Value r = e.liveToBound(live, outerShape, outerSyms);
+    e.liveLoop(outerShape, outerSyms, perWg, [&](Value r) {
       Value off = e.idx(0), rest = r;
       for (int64_t d = rank - 2; d >= 0; --d) {
         Value coord = d == 0 ? rest : e.rem(rest, out[d]);
@@ -156,9 +154,7 @@ LogicalResult Lowering::slice(kiln::SliceOp op) {
   auto outerShape = out.drop_back();
   auto outerSyms = ArrayRef<int>(syms).drop_back();
   return launch(op, {op.getInput()}, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
-    auto [lo, hi] = e.share(e.liveCount(outerShape, outerSyms), perWg);
-    e.loop(lo, hi, [&](Value live) {
-      Value r = e.liveToBound(live, outerShape, outerSyms);
+    e.liveLoop(outerShape, outerSyms, perWg, [&](Value r) {
       Value off = e.idx(base), rest = r;
       for (int64_t d = rank - 2; d >= 0; --d) {
         Value coord = d == 0 ? rest : e.rem(rest, out[d]);
@@ -174,10 +170,6 @@ LogicalResult Lowering::slice(kiln::SliceOp op) {
 }
 
 LogicalResult Lowering::concat(kiln::ConcatOp op) {
-  // (A repacked concat whose gather reads its pieces in place: no kernel.)
-  for (auto [g, c] : live.packedConcat)
-    if (c == op.getOperation())
-      return success();
   auto out = shape(op.getResult());
   int64_t axis = static_cast<int64_t>(op.getAxis());
   int64_t outer = 1, inner = 1;

@@ -108,9 +108,7 @@ LogicalResult Lowering::elementwise(
   auto outerShape = ArrayRef<int64_t>(outShape).drop_back();
   auto outerSyms = ArrayRef<int>(syms).drop_back();
   return markInPlace(launch(op, ins, ceilDiv(outer, rows), [&](KernelEmitter &e) {
-    auto [lo, hi] = e.share(e.liveCount(outerShape, outerSyms), rows);
-    e.loop(lo, hi, [&](Value live) {
-      Value r = e.liveToBound(live, outerShape, outerSyms);
+    e.liveLoop(outerShape, outerSyms, rows, [&](Value r) {
       // Base offset of row r in every input.
       SmallVector<Value> base;
       for (size_t k = 0; k < ins.size(); ++k) {

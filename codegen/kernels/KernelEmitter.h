@@ -478,6 +478,13 @@ public:
     }
     return mul(n, fixed);
   }
+  /// This workgroup's share (perWg at a time) of the live positions of a
+  /// box, each as its row-major index at the bounds.
+  void liveLoop(ArrayRef<int64_t> bounds, ArrayRef<int> syms, int64_t perWg,
+                const std::function<void(Value)> &body) {
+    auto [lo, hi] = share(liveCount(bounds, syms), perWg);
+    loop(lo, hi, [&](Value live) { body(liveToBound(live, bounds, syms)); });
+  }
   /// The row-major index at the bounds of the live position numbered `i`
   /// (row-major over the live extents). Whole axes cost nothing extra.
   Value liveToBound(Value i, ArrayRef<int64_t> bounds, ArrayRef<int> syms) {

@@ -268,9 +268,8 @@ LogicalResult Lowering::forEach(Operation *op, ArrayRef<Value> ins, int64_t tota
     liveShareBox(outer, outerSyms, rows);
     return launch(op, ins, ceilDiv(std::max<int64_t>(total / std::max<int64_t>(inner, 1), 1), rows),
                   [&](KernelEmitter &e) {
-                    auto [lo, hi] = e.share(e.liveCount(outer, outerSyms), rows);
-                    e.loop(lo, hi, [&](Value r) {
-                      Value base = e.mul(e.liveToBound(r, outer, outerSyms), inner);
+                    e.liveLoop(outer, outerSyms, rows, [&](Value r) {
+                      Value base = e.mul(r, inner);
                       e.loop(e.idx(0), e.extent(inner, syms.back()),
                              [&](Value j) { body(e, e.add(base, j)); });
                     });
@@ -278,9 +277,12 @@ LogicalResult Lowering::forEach(Operation *op, ArrayRef<Value> ins, int64_t tota
   }
   return launch(op, ins, ceilDiv(std::max<int64_t>(total, 1), kWorkgroupElems),
                 [&](KernelEmitter &e) {
-                  Value n = syms.empty() ? e.idx(total) : e.liveCount(out, syms);
-                  auto [lo, hi] = e.share(n, kWorkgroupElems);
-                  e.loop(lo, hi, [&](Value i) { body(e, e.liveToBound(i, out, syms)); });
+                  if (syms.empty()) {
+                    auto [lo, hi] = e.share(total, kWorkgroupElems);
+                    e.loop(lo, hi, [&](Value i) { body(e, i); });
+                    return;
+                  }
+                  e.liveLoop(out, syms, kWorkgroupElems, [&](Value i) { body(e, i); });
                 });
 }
 
@@ -496,23 +498,14 @@ LogicalResult Lowering::run() {
       }
   }
   // Their symbols' sizes come as hidden inputs (after the existing ones).
-  auto sizeInput = [&](int s) {
-    auto at = llvm::find(p.symbolInputs, s);
-    if (at == p.symbolInputs.end()) {
+  auto needSize = [&](int s) {
+    if (!llvm::is_contained(p.symbolInputs, s))
       p.symbolInputs.push_back(s);
-      at = std::prev(p.symbolInputs.end());
-    }
-    return static_cast<int>(p.inputs.size() + (at - p.symbolInputs.begin()));
   };
-  for (Launch &l : p.launches) {
-    std::vector<int> syms = l.sizeSymbols;
+  for (const Launch &l : p.launches) {
+    llvm::for_each(l.sizeSymbols, needSize);
     for (const Launch::LiveTerm &t : l.liveTerms)
-      syms.insert(syms.end(), t.syms.begin(), t.syms.end());
-    for (int s : syms)
-      sizeInput(s);
-    l.sizeInputs.clear();
-    for (int s : l.sizeSymbols)
-      l.sizeInputs.push_back(sizeInput(s));
+      llvm::for_each(t.syms, needSize);
   }
   // The fault word follows them.
   if (p.faultBuffer >= 0)

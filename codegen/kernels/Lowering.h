@@ -216,7 +216,7 @@ private:
     auto sh = shape(result);
     if (sh.size() < 2 || sh[0] <= 0)
       return;
-    if (!liveInside()) { // (axis 0 only: its rows are a prefix)
+    if (liveSym >= 0) { // (axis 0 only: its rows are a prefix)
       if (outer % sh[0] == 0)
         liveRows(outer / sh[0], perWg);
       return;

@@ -89,15 +89,10 @@ LogicalResult Lowering::softmax(kiln::SoftmaxOp op) {
       lineSyms.push_back(syms[d]);
     }
   int axisSym = liveOf(op.getInput(), axis);
-  if (liveInside())
-    liveShareBox(lineShape, lineSyms, perWg);
-  else
-    liveShare(op.getResult(), lines, perWg);
+  liveShareBox(lineShape, lineSyms, perWg);
   return launch(op, {op.getInput()}, ceilDiv(lines, perWg), [&](KernelEmitter &e) {
-    auto [lo, hi] = e.share(e.liveCount(lineShape, lineSyms), perWg);
     Value len = e.extent(D, axisSym);
-    e.loop(lo, hi, [&](Value live) {
-      Value line = e.liveToBound(live, lineShape, lineSyms);
+    e.liveLoop(lineShape, lineSyms, perWg, [&](Value line) {
       Value base = e.add(e.mul(e.div(line, inner), D * inner), e.rem(line, inner));
       auto at = [&](Value dd) { return e.add(base, e.mul(dd, inner)); };
       Value mx = e.reduce(e.idx(0), len,

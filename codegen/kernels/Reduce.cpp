@@ -191,15 +191,11 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
   } else {
     // Live extents: the live outputs, at their positions at the bounds.
     SmallVector<int> syms = liveSyms(outShape.size());
-    if (liveInside())
-      liveShareBox(outShape, syms, perWg);
-    else
-      liveShare(result, outN, perWg);
+    liveShareBox(outShape, syms, perWg);
     emitKernel(op->getLoc(), op->getName().stripDialect(), ids, ceilDiv(outN, perWg),
                [&](KernelEmitter &e) {
       e.computeType = computeType;
-      auto [lo, hi] = e.share(e.liveCount(outShape, syms), perWg);
-      e.loop(lo, hi, [&](Value o) { serial(e, e.liveToBound(o, outShape, syms)); });
+      e.liveLoop(outShape, syms, perWg, [&](Value o) { serial(e, o); });
     }, flops);
   }
   bufferOf[result] = out;

@@ -617,6 +617,8 @@ LiveExtents liveExtents(func::FuncOp fn, ArrayRef<bool> known) {
     if (unused)
       x.unused.insert(&op);
   }
+  for (auto [gather, concat] : x.packedConcat)
+    x.unused.insert(concat);
   // Backward: the axes read past their live extent.
   llvm::DenseMap<Value, SmallVector<bool>> whole;
   auto markWhole = [&](Value v, int64_t axis) {

@@ -48,7 +48,8 @@ struct LiveExtents {
   /// is the gather putting their pieces one after another: the gather's
   /// kernel reads the pieces at their run-time sizes, the concat has none.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> packedConcat; // gather -> concat
-  /// Ops computing only the indices of packedConcat's gathers: no kernel.
+  /// Ops without a kernel: packedConcat's concats, and the ops computing
+  /// only the indices of its gathers.
   llvm::DenseSet<mlir::Operation *> unused;
   /// Ops whose kernels take the run's sizes: those in `box`, and those
   /// reducing over a symbolic axis only to its live extent.

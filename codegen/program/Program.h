@@ -93,10 +93,8 @@ struct Launch {
   std::vector<LiveTerm> liveTerms;
   int64_t liveInner = 1;
   /// Symbols whose run-time sizes the kernel takes as i64 arguments after
-  /// its buffers (in this order), and the run's inputs holding them (hidden
-  /// size inputs; set when the lowering knows them).
+  /// its buffers (in this order; each a hidden size input).
   std::vector<int> sizeSymbols;
-  std::vector<int> sizeInputs;
   /// Positions in `buffers` of the inputs the kernel reads only at the
   /// element it writes (same element type and size as the output, the last
   /// buffer): kiln-plan-memory may give the output one's memory.
