@@ -169,6 +169,57 @@ LogicalResult Lowering::slice(kiln::SliceOp op) {
   });
 }
 
+/// A concat over live extents (the CPU): each live row of the result's last
+/// axis is copied from the input that holds it, 16 elements at a time (the
+/// concat's own axis is whole: LiveExtents repacks concats along a symbol).
+LogicalResult Lowering::liveConcat(kiln::ConcatOp op) {
+  auto out = shape(op.getResult());
+  int64_t rank = out.size(), axis = static_cast<int64_t>(op.getAxis());
+  SmallVector<Value> ins(op.getInputs());
+  SmallVector<int> syms = liveSyms(rank);
+  auto rowShape = out.drop_back();
+  auto rowSyms = ArrayRef<int>(syms).drop_back();
+  int64_t last = out.back(), perWg = rowsPerWorkgroup(last);
+  int64_t rows = elems(op.getResult()) / std::max<int64_t>(last, 1);
+  liveShareBox(rowShape, rowSyms, perWg);
+  return launch(op, ins, ceilDiv(std::max<int64_t>(rows, 1), perWg), [&](KernelEmitter &e) {
+    auto copy = [&](int k, Value src, Value dst, Value n) {
+      e.vecLoop(e.idx(0), n, [&](Value j) {
+        e.vstore(e.vload(k, e.add(src, j)), ins.size(), e.add(dst, j));
+      });
+    };
+    e.liveLoop(rowShape, rowSyms, perWg, [&](Value r) {
+      if (axis == rank - 1) { // every input's piece of the row
+        int64_t at = 0;
+        for (size_t k = 0; k < ins.size(); ++k) {
+          int64_t len = shape(ins[k])[axis];
+          if (len > 0)
+            copy(k, e.mul(r, len), e.add(e.mul(r, last), e.idx(at)), e.idx(len));
+          at += len;
+        }
+        return;
+      }
+      // The row's position along the axis picks its input.
+      int64_t innerRows = 1;
+      for (int64_t d = axis + 1; d < rank - 1; ++d)
+        innerRows *= out[d];
+      Value w = e.rem(r, innerRows), ao = e.div(r, innerRows);
+      Value a = e.rem(ao, out[axis]), o = e.div(ao, out[axis]);
+      Value n = e.extent(last, syms.back());
+      int64_t at = 0;
+      for (size_t k = 0; k < ins.size(); ++k) {
+        int64_t len = shape(ins[k])[axis];
+        if (len > 0)
+          e.ifThen(inRangeS(e, a, at, at + len), [&] {
+            Value srcRow = e.add(e.mul(e.add(e.mul(o, len), signedSub(e, a, at)), innerRows), w);
+            copy(k, e.mul(srcRow, last), e.mul(r, last), n);
+          });
+        at += len;
+      }
+    });
+  });
+}
+
 LogicalResult Lowering::concat(kiln::ConcatOp op) {
   auto out = shape(op.getResult());
   int64_t axis = static_cast<int64_t>(op.getAxis());
@@ -217,7 +268,7 @@ LogicalResult Lowering::concat(kiln::ConcatOp op) {
   if (p.options.gpu)
     return markSlices(gpuForEach(op, ins, elems(op.getResult()), perElement));
   if (liveInside())
-    return forEach(op, ins, elems(op.getResult()), perElement);
+    return liveConcat(op);
   liveShare(op.getResult(), outer, perWg);
   return markSlices(launch(op, ins, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
     auto [lo, hi] = e.share(outer, perWg);

@@ -480,10 +480,68 @@ public:
   }
   /// This workgroup's share (perWg at a time) of the live positions of a
   /// box, each as its row-major index at the bounds.
+  /// The first live position is decoded by divisions; the loop then steps
+  /// the coordinates as an odometer (a compare and select per axis).
   void liveLoop(ArrayRef<int64_t> bounds, ArrayRef<int> syms, int64_t perWg,
                 const std::function<void(Value)> &body) {
     auto [lo, hi] = share(liveCount(bounds, syms), perWg);
-    loop(lo, hi, [&](Value live) { body(liveToBound(live, bounds, syms)); });
+    if (llvm::none_of(syms.drop_front(), [](int s) { return s >= 0; })) {
+      loop(lo, hi, body); // (a prefix: live and bound positions agree)
+      return;
+    }
+    // Runs of whole axes step as one axis.
+    SmallVector<int64_t> axisBound;
+    SmallVector<int> axisSym;
+    for (auto [d, bound] : llvm::enumerate(bounds)) {
+      int sym = d < syms.size() ? syms[d] : -1;
+      if (sym < 0 && !axisSym.empty() && axisSym.back() < 0)
+        axisBound.back() *= bound;
+      else {
+        axisBound.push_back(bound);
+        axisSym.push_back(sym);
+      }
+    }
+    size_t n = axisBound.size();
+    SmallVector<Value> ext(n), start(n);
+    SmallVector<int64_t> stride(n, 1);
+    for (size_t d = n; d-- > 0;) {
+      ext[d] = axisSym[d] >= 0 ? extent(axisBound[d], axisSym[d]) : idx(axisBound[d]);
+      if (d + 1 < n)
+        stride[d] = stride[d + 1] * axisBound[d + 1];
+    }
+    Value rest = lo;
+    for (size_t d = n; d-- > 0;) {
+      if (d == 0) {
+        start[d] = rest;
+        break;
+      }
+      Value m = maxI(ext[d], idx(1)); // (no division by a size of 0)
+      start[d] = arith::RemUIOp::create(b, rest, m);
+      rest = arith::DivUIOp::create(b, rest, m);
+    }
+    auto f = scf::ForOp::create(b, lo, hi, idx(1), start);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(f.getBody());
+    auto c = f.getRegionIterArgs();
+    Value at = idx(0);
+    for (size_t d = 0; d < n; ++d)
+      at = add(at, mul(c[d], stride[d]));
+    body(at);
+    SmallVector<Value> next(n);
+    Value carry;
+    for (size_t d = n; d-- > 0;) {
+      Value v = add(c[d], idx(1));
+      if (d + 1 < n)
+        v = arith::SelectOp::create(b, carry, v, c[d]);
+      if (d == 0) {
+        next[d] = v;
+        break;
+      }
+      Value wrap = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, v, ext[d]);
+      next[d] = arith::SelectOp::create(b, wrap, idx(0), v);
+      carry = wrap;
+    }
+    scf::YieldOp::create(b, next);
   }
   /// The row-major index at the bounds of the live position numbered `i`
   /// (row-major over the live extents). Whole axes cost nothing extra.

@@ -465,6 +465,11 @@ LogicalResult Lowering::run() {
     sized = live.sized.contains(&op);
     if (live.unused.contains(&op))
       continue; // (a packed concat's indices: its gather does without them)
+    if (live.passThrough.contains(&op)) {
+      // (a padding mask no reader needs: its data's buffer)
+      bufferOf[op.getResult(0)] = bufferOf.lookup(op.getOperand(1));
+      continue;
+    }
     liveSym = -1;
     if (!liveBox.empty() && liveBox[0] >= 0 &&
         llvm::all_of(ArrayRef<int>(liveBox).drop_front(), [](int s) { return s < 0; }))

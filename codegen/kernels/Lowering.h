@@ -298,6 +298,9 @@ private:
       return it->second;
     return packedBs[key] = addConstantData(make());
   }
+  /// packedB() of a constant f32 B ([K, N], row-major) in 32-column panels
+  /// (kiln_uk_sgemm_pb).
+  int packedPanelsF32(int src, int64_t K, int64_t N);
   std::map<std::tuple<int, int, bool, int64_t, int64_t>, int> packedBs;
   /// Creates a kernel for `op` with `ins` -> a fresh arena buffer for the
   /// result; `body` fills it. Returns failure on unsupported types.
@@ -397,6 +400,7 @@ private:
                           ArrayRef<MatrixView> views, const MatrixView &outView);
   LogicalResult transpose(kiln::TransposeOp op);
   LogicalResult concat(kiln::ConcatOp op);
+  LogicalResult liveConcat(kiln::ConcatOp op);
   LogicalResult slice(kiln::SliceOp op);
   /// body(e, i) for every i in [0, total): a grid-stride loop on GPU
   /// targets, chunks of kWorkgroupElems per workgroup on the CPU.

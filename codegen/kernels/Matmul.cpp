@@ -19,6 +19,14 @@ using namespace mlir;
 
 namespace kiln::codegen::kernels {
 
+int Lowering::packedPanelsF32(int src, int64_t K, int64_t N) {
+  const float *w = reinterpret_cast<const float *>(p.weights.data() + p.buffers[src].offset);
+  return packedB(src, PackedB::PanelsF32, false, K, N, [&] {
+    return weightBytes(packPanels(1, K, N, [&](int64_t, int64_t k, int64_t n) { return w[k * N + n]; }),
+                       false);
+  });
+}
+
 LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   auto a = shape(op.getA()), out = shape(op.getResult());
   int64_t M = out[0], N = out[1];
@@ -402,6 +410,15 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
     term(symN, N, 1, cb);
     if (!terms.empty())
       liveLaunch(terms, inner);
+    // Constant weights shared by every batch: read from 32-column panels
+    // packed at compile time (kiln_uk_sgemm_pb), as the static path.
+    Value rhs = op.getRhs();
+    int rhsBuf = bufferOf.lookup(rhs);
+    bool panels = sharedB && K > 0 && p.buffers[rhsBuf].kind == Buffer::Constant &&
+                  (cTiles == 1 || cb % 32 == 0);
+    if (panels)
+      bufferOf[rhs] = packedPanelsF32(rhsBuf, K, N);
+    llvm::scope_exit restore([&] { bufferOf[rhs] = rhsBuf; });
     return launch(op, ins, B * rTiles * cTiles, [&](KernelEmitter &e) {
       Value m = e.extent(M, symM), n = e.extent(N, symN), k = e.extent(K, symK);
       Value liveB = symB >= 0 ? e.mul(e.extent(batch[0], symB), perB0) : e.idx(B);
@@ -416,9 +433,31 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
         Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, n, j0));
         auto [aOff, bOff] = batchOffsets(e, bi);
         Value cRow0 = e.add(e.mul(bi, M), i0);
-        e.sgemmPtr(rows, cols, k, e.addr(0, e.add(aOff, e.mul(i0, K))), K,
-                   e.addr(1, e.add(bOff, j0)), N, e.addr(o, e.add(e.mul(cRow0, N), j0)), N,
-                   false);
+        Value aRow0 = e.add(aOff, e.mul(i0, K)), cAt = e.add(e.mul(cRow0, N), j0);
+        if (panels) {
+          e.ukernel("kiln_uk_sgemm_pb", rows, cols, k, e.addr(0, aRow0), K,
+                    e.addr(1, e.mul(e.div(j0, 32), 32 * K)), 32 * K, e.addr(o, cAt), N, false);
+        } else {
+          // A few live rows (a decode step's attention): each row's columns
+          // summed over the depth in registers, 16 at a time; the ukernel
+          // would pack B's tile for them first.
+          ifElse(e, e.ult(rows, e.idx(6)), [&] {
+            e.loop(e.idx(0), rows, [&](Value r) {
+              Value aRow = e.add(aRow0, e.mul(r, K)), cRow = e.add(cAt, e.mul(r, N));
+              e.vecLoop(e.idx(0), cols, [&](Value j) {
+                Value bCol = e.add(bOff, e.add(j0, j));
+                Value acc = e.reduce(e.idx(0), k, e.f32(0), [&](Value kk, Value a) {
+                  return e.fma(e.splat(e.load(0, e.add(aRow, kk))),
+                               e.vload(1, e.add(bCol, e.mul(kk, N))), a);
+                });
+                e.vstore(acc, o, e.add(cRow, j));
+              });
+            });
+          }, [&] {
+            e.sgemmPtr(rows, cols, k, e.addr(0, aRow0), K, e.addr(1, e.add(bOff, j0)), N,
+                       e.addr(o, cAt), N, false);
+          });
+        }
         if (epi)
           e.loop(e.idx(0), rows, [&](Value r) {
             applyEpilogue(e, e.add(cRow0, r), j0, e.add(j0, cols));
@@ -489,8 +528,7 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
           return weightBytes(ArrayRef<float>(src, K * N), true);
         });
       else
-        bufferOf[rhs] = packedB(rhsBuf, PackedB::PanelsF32, false, K, N,
-                                [&] { return weightBytes(packPanels(1, K, N, b), false); });
+        bufferOf[rhs] = packedPanelsF32(rhsBuf, K, N);
     }
     llvm::scope_exit restore([&] { bufferOf[rhs] = rhsBuf; });
     if (int64_t D = rank ? shape(op.getResult())[0] : 0; D < 1)

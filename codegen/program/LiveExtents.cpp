@@ -591,6 +591,22 @@ public:
 
 } // namespace
 
+/// A padding mask (see LiveExtents::passThrough) whose kernel would stop
+/// at the live extent of every axis it masks, its data of the result's
+/// shape and type, not a result of the function.
+static bool isLiveMask(Operation *op, ArrayRef<int> box) {
+  auto w = dyn_cast<kiln::WhereOp>(op);
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kMaskedAxes);
+  if (!w || !axes || w.getLhs().getType() != w.getResult().getType())
+    return false;
+  for (Operation *user : w.getResult().getUsers())
+    if (isa<func::ReturnOp>(user))
+      return false;
+  return llvm::all_of(axes.asArrayRef(), [&](int64_t a) {
+    return a >= 0 && a < static_cast<int64_t>(box.size()) && box[a] >= 0;
+  });
+}
+
 LiveExtents liveExtents(func::FuncOp fn, ArrayRef<bool> known) {
   LiveExtents x;
   Analysis a(x, known);
@@ -661,6 +677,8 @@ LiveExtents liveExtents(func::FuncOp fn, ArrayRef<bool> known) {
     if (any && !isa<kiln::ReshapeOp>(op)) {
       x.box[&op] = box;
       x.sized.insert(&op);
+      if (isLiveMask(&op, box))
+        x.passThrough.insert(&op);
     }
     for (const Read &rd : rule.reads)
       for (auto [axis, d] : llvm::enumerate(rd.map)) {
@@ -672,6 +690,18 @@ LiveExtents liveExtents(func::FuncOp fn, ArrayRef<bool> known) {
           markWhole(rd.v, axis);
       }
   }
+  // The conditions only pass-through masks read.
+  llvm::DenseSet<Operation *> conditions;
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (op.getNumResults() != 1 || op.getResult(0).use_empty() || isa<kiln::ConstantOp>(op))
+      continue;
+    if (llvm::all_of(op.getResult(0).getUses(), [&](OpOperand &use) {
+          return conditions.contains(use.getOwner()) ||
+                 (x.passThrough.contains(use.getOwner()) && use.getOperandNumber() == 0);
+        }))
+      conditions.insert(&op);
+  }
+  x.unused.insert(conditions.begin(), conditions.end());
   for (BlockArgument arg : fn.getArguments()) {
     bool read = false;
     for (int64_t d = 0; d < static_cast<int64_t>(shapeOf(arg).size()); ++d)

@@ -51,6 +51,11 @@ struct LiveExtents {
   /// Ops without a kernel: packedConcat's concats, and the ops computing
   /// only the indices of its gathers.
   llvm::DenseSet<mlir::Operation *> unused;
+  /// Padding masks without a kernel (MaskSymbols' where(iota < size, x,
+  /// fill)) where every reader stops at the live extent of the masked axes:
+  /// on the live positions the mask is x, so its result is x's buffer. The
+  /// ops computing only their conditions join `unused`.
+  llvm::DenseSet<mlir::Operation *> passThrough;
   /// Ops whose kernels take the run's sizes: those in `box`, and those
   /// reducing over a symbolic axis only to its live extent.
   llvm::DenseSet<mlir::Operation *> sized;
