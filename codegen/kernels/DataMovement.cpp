@@ -183,11 +183,7 @@ LogicalResult Lowering::liveConcat(kiln::ConcatOp op) {
   int64_t rows = elems(op.getResult()) / std::max<int64_t>(last, 1);
   liveShareBox(rowShape, rowSyms, perWg);
   return launch(op, ins, ceilDiv(std::max<int64_t>(rows, 1), perWg), [&](KernelEmitter &e) {
-    auto copy = [&](int k, Value src, Value dst, Value n) {
-      e.vecLoop(e.idx(0), n, [&](Value j) {
-        e.vstore(e.vload(k, e.add(src, j)), ins.size(), e.add(dst, j));
-      });
-    };
+    auto copy = [&](int k, Value src, Value dst, Value n) { e.copy(k, src, ins.size(), dst, n); };
     e.liveLoop(rowShape, rowSyms, perWg, [&](Value r) {
       if (axis == rank - 1) { // every input's piece of the row
         int64_t at = 0;

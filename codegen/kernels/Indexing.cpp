@@ -52,16 +52,87 @@ LogicalResult Lowering::packedConcat(kiln::GatherOp op, kiln::ConcatOp concat) {
   SmallVector<int> pieceSyms;
   for (Value v : ins)
     pieceSyms.push_back(live.symbolOf(v, axis));
-  int64_t len = out[axis];
-  return forEach(op, ins, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
-    Value r = e.rem(i, inner), rest = e.div(i, inner);
-    Value j = e.rem(rest, len), o = e.div(rest, len);
-    SmallVector<Value> ends;
+  int64_t len = out[axis], rank = out.size();
+  // The run's end of each piece along the axis, and where the pieces end.
+  auto pieceEnds = [&](KernelEmitter &e, SmallVectorImpl<Value> &ends) {
     Value total = e.idx(0);
     for (auto [k, in] : llvm::enumerate(ins)) {
       total = e.add(total, e.extent(shape(in)[axis], pieceSyms[k]));
       ends.push_back(total);
     }
+    return total;
+  };
+  SmallVector<int> liveAxes = liveSyms(rank);
+  if (!p.options.gpu && liveAxes[axis] >= 0 &&
+      llvm::all_of(ArrayRef<int>(liveAxes).drop_front(axis + 1), [](int s) { return s < 0; })) {
+    // Only the pieces' live positions are read and the axes after the
+    // concat's are whole: per position before the axis, each piece's live
+    // part is one contiguous run in its buffer and in the result.
+    auto outerShape = out.take_front(axis);
+    auto outerSyms = ArrayRef<int>(liveAxes).take_front(axis);
+    int64_t perWg = rowsPerWorkgroup(len * inner);
+    liveShareBox(outerShape, outerSyms, perWg);
+    return launch(op, ins, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
+      SmallVector<Value> ends;
+      pieceEnds(e, ends);
+      auto body = [&](Value o) {
+        Value start = e.idx(0);
+        for (auto [k, in] : llvm::enumerate(ins)) {
+          int64_t bound = shape(in)[axis];
+          Value count = e.mul(arith::SubIOp::create(e.b, ends[k], start), inner);
+          if (bound > 0)
+            e.copy(k, e.mul(o, bound * inner), ins.size(),
+                   e.mul(e.add(e.mul(o, len), start), inner), count);
+          start = ends[k];
+        }
+      };
+      if (outerShape.empty())
+        body(e.idx(0));
+      else
+        e.liveLoop(outerShape, outerSyms, perWg, body);
+    });
+  }
+  if (!p.options.gpu && axis + 1 < rank && out.back() > 0) {
+    // Rows of the last axis: each row's piece found once, the row copied 16
+    // elements at a time.
+    int64_t last = out.back(), innerRows = inner / last, perWg = rowsPerWorkgroup(last);
+    SmallVector<int> syms = liveSyms(rank);
+    auto rowShape = out.drop_back();
+    auto rowSyms = ArrayRef<int>(syms).drop_back();
+    liveShareBox(rowShape, rowSyms, perWg);
+    return launch(op, ins, ceilDiv(elems(op.getResult()) / last, perWg), [&](KernelEmitter &e) {
+      SmallVector<Value> ends;
+      Value total = pieceEnds(e, ends);
+      Value lastPos = arith::SubIOp::create(e.b, e.maxI(total, e.idx(1)), e.idx(1));
+      Value n = e.extent(last, syms.back());
+      e.liveLoop(rowShape, rowSyms, perWg, [&](Value row) {
+        Value w = e.rem(row, innerRows), rest = e.div(row, innerRows);
+        // (Past the pieces: the last position repeated, as the runtime pads.)
+        Value j = e.minI(e.rem(rest, len), lastPos), o = e.div(rest, len);
+        Value start = e.idx(0);
+        for (auto [k, in] : llvm::enumerate(ins)) {
+          int64_t bound = shape(in)[axis];
+          Value end = ends[k];
+          if (bound > 0) {
+            Value here = arith::AndIOp::create(
+                e.b, arith::CmpIOp::create(e.b, arith::CmpIPredicate::uge, j, start),
+                e.ult(j, end));
+            e.ifThen(here, [&] {
+              Value at = arith::SubIOp::create(e.b, j, start);
+              Value srcRow = e.add(e.mul(e.add(e.mul(o, bound), at), innerRows), w);
+              e.copy(k, e.mul(srcRow, last), ins.size(), e.mul(row, last), n);
+            });
+          }
+          start = end;
+        }
+      });
+    });
+  }
+  return forEach(op, ins, elems(op.getResult()), [&](KernelEmitter &e, Value i) {
+    Value r = e.rem(i, inner), rest = e.div(i, inner);
+    Value j = e.rem(rest, len), o = e.div(rest, len);
+    SmallVector<Value> ends;
+    Value total = pieceEnds(e, ends);
     // Past the pieces (padding, when some kernel reads it): the last
     // position repeated, as the runtime pads.
     j = e.minI(j, arith::SubIOp::create(e.b, e.maxI(total, e.idx(1)), e.idx(1)));
@@ -97,8 +168,28 @@ LogicalResult Lowering::gather(kiln::GatherOp op) {
   int64_t n = 1;
   for (int64_t d : ids) n *= d;
   int64_t dim = data[axis];
-  (void)out;
   llvm::SaveAndRestore checking(checksIndices, true);
+  if (!p.options.gpu && inner > 1 && !out.empty() && out.back() > 0) {
+    // Rows of the result's last axis (a data axis after the gathered one):
+    // one index per row, the row copied 16 elements at a time.
+    int64_t rank = out.size(), last = out.back(), rows = elems(op.getResult()) / last;
+    int64_t perWg = rowsPerWorkgroup(last);
+    SmallVector<int> syms = liveSyms(rank);
+    auto rowShape = out.drop_back();
+    auto rowSyms = ArrayRef<int>(syms).drop_back();
+    liveShareBox(rowShape, rowSyms, perWg);
+    return launch(op, {op.getData(), op.getIndices()}, ceilDiv(rows, perWg),
+                  [&](KernelEmitter &e) {
+                    e.liveLoop(rowShape, rowSyms, perWg, [&](Value row) {
+                      Value i = e.mul(row, last);
+                      Value r = e.rem(i, inner), rest = e.div(i, inner);
+                      Value k = e.rem(rest, n), o = e.div(rest, n);
+                      Value at = boundedIndex(e, e.load(1, k), dim);
+                      Value src = e.add(e.mul(e.add(e.mul(o, dim), at), inner), r);
+                      e.copy(0, src, kOut, i, e.extent(last, syms.back()));
+                    });
+                  });
+  }
   return forEach(op, {op.getData(), op.getIndices()}, elems(op.getResult()),
                  [&](KernelEmitter &e, Value i) {
                    // i = (o * n + k) * inner + r

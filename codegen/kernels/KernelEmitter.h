@@ -358,6 +358,16 @@ public:
     loop(mid, hi, body);
     lanes = saved;
   }
+  /// Copies n elements from buffer `src` at srcOff to buffer `dst` at
+  /// dstOff (the same element type), 16 at a time (i1 one at a time: a
+  /// vector of i1 is bits in memory, a buffer of them bytes).
+  void copy(int src, Value srcOff, int dst, Value dstOff, Value n) {
+    auto body = [&](Value j) { vstore(vload(src, add(srcOff, j)), dst, add(dstOff, j)); };
+    if (llvm::cast<MemRefType>(bufs[src].getType()).getElementType().isInteger(1))
+      loop(idx(0), n, body);
+    else
+      vecLoop(idx(0), n, body);
+  }
   void vecLoop(int64_t lo, int64_t hi, const std::function<void(Value)> &body) {
     int64_t mid = lo + (hi - lo) / kVectorLanes * kVectorLanes;
     int64_t saved = lanes;

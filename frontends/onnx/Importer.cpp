@@ -572,6 +572,30 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
 /// tags as it moves their values -- found by running the converter once
 /// more on the tags themselves; ConstantOfShape of an exact shape gets the
 /// shape's symbols on its axes.
+/// The axis symbols of a positional host tensor after a view that only adds
+/// or drops unit axes: its other axes in order, with their symbols (none
+/// when the view moves elements across axes).
+static std::vector<int32_t> viewSymbols(ArrayRef<int64_t> in, ArrayRef<int32_t> syms,
+                                        ArrayRef<int64_t> out) {
+  std::vector<int32_t> result(out.size(), -1);
+  size_t i = 0;
+  for (size_t o = 0; o < out.size(); ++o) {
+    if (out[o] == 1)
+      continue;
+    while (i < in.size() && in[i] == 1)
+      ++i;
+    if (i == in.size() || in[i] != out[o])
+      return {};
+    result[o] = i < syms.size() ? syms[i] : -1;
+    ++i;
+  }
+  while (i < in.size() && in[i] == 1)
+    ++i;
+  if (i != in.size() || llvm::none_of(result, [](int32_t s) { return s >= 0; }))
+    return {};
+  return result;
+}
+
 void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
   const onnx::NodeProto &node = nc.node;
   const std::string &opType = node.op_type();
@@ -721,6 +745,11 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
       out->symbolTags = {tag};
     return;
   }
+  static const llvm::StringSet<> views = {"Identity", "Squeeze", "Unsqueeze", "Reshape",
+                                          "Flatten"};
+  if (const HostTensor *in = nc.numInputs() ? nc.hostInput(0) : nullptr;
+      views.contains(opType) && in && !in->axisSymbols.empty())
+    out->axisSymbols = viewSymbols(in->shape, in->axisSymbols, out->shape);
   static const llvm::StringSet<> moves = {"Identity", "Gather", "Slice", "Concat", "Squeeze",
                                           "Unsqueeze", "Reshape", "Flatten", "Transpose", "Cast"};
   if (!taintedIn || !moves.contains(opType) || node.output_size() != 1 ||
