@@ -13,6 +13,7 @@
 #include "dialects/kiln/KilnDialect.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <functional>
 
@@ -27,6 +28,9 @@ struct Epilogue {
   SmallVector<Value> siteArgs;                  // body arguments, one per site
   SmallVector<std::vector<int64_t>> siteStrides; // output coordinates
   DenseMap<std::pair<Operation *, unsigned>, int> siteOf;
+  /// Padding masks (MaskSymbols' where) along axes the kernel computes only
+  /// to their live extents: each is its data operand there.
+  llvm::DenseSet<Operation *> liveMasks;
 
   void collect() {
     for (Operation *op : ops)
@@ -56,13 +60,18 @@ struct Epilogue {
       scalar[start] = convertElements(
           e.b, x, getElementTypeOrSelf(x.getType()),
           llvm::cast<RankedTensorType>(start.getType()).getElementType());
+    auto operand = [&](Operation *op, unsigned i) {
+      auto it = scalar.find(op->getOperand(i));
+      return it != scalar.end() ? it->second : site(siteOf.lookup({op, i}));
+    };
     for (Operation *op : ops) {
-      SmallVector<Value> in;
-      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-        auto it = scalar.find(v);
-        in.push_back(it != scalar.end() ? it->second
-                                        : site(siteOf.lookup({op, static_cast<unsigned>(i)})));
+      if (liveMasks.contains(op)) {
+        scalar[op->getResult(0)] = operand(op, 1);
+        continue;
       }
+      SmallVector<Value> in;
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        in.push_back(operand(op, i));
       scalar[op->getResult(0)] = scalarOp(e, op, in);
     }
     return scalar.lookup(yielded);

@@ -18,8 +18,9 @@ reshapes merging the batch with the axes after it (a derived symbol),
 tiles, Trilu and Size along the batch, reshapes moving or splitting it,
 scatters along the batch (negative indices, a dynamic number of updates), an
 LSTM over a dynamic batch, reductions and matrix products over the symbolic batch (masked
-padding), self-attention over a symbolic sequence length, and a constant
-position table sliced to it. Then the run-time errors: a size past the bound, two inputs that
+padding), self-attention over a symbolic sequence length, a constant
+position table sliced to it, and kernels over the live extents of inner
+axes (row gathers, a cache concat, stacks of float and bool rows). Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
 Tolerance: |kiln - ort| <= 1e-4 * |ort| + 1e-5 * max(1, max|ort|) (integers
@@ -544,6 +545,46 @@ def live_rows():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def live_inner_axes():
+    """Kernels over live extents of inner axes (S new rows, P cached rows):
+    a gather of one row block (rows copied), a product with constant weights
+    over the live rows, the cache grown by a concat along P (its pieces at
+    their run-time lengths), a stack along a static axis (float and bool
+    rows), and attention over the live keys (the padding masks before the
+    softmax and the product drop out, LiveExtents::passThrough)."""
+    rng = np.random.default_rng(12)
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    nodes = [helper.make_node("Gather", ["x", "one"], ["g"], axis=0),
+             helper.make_node("MatMul", ["g", "w"], ["q"]),
+             helper.make_node("Concat", ["past", "x"], ["cat"], axis=1),
+             helper.make_node("Gather", ["cat", "one"], ["k"], axis=0),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[1, 0]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "k"], ["o"]),
+             helper.make_node("Unsqueeze", ["x", "ax0"], ["x0"]),
+             helper.make_node("Mul", ["x0", "two"], ["x2"]),
+             helper.make_node("Concat", ["x0", "x2"], ["stack"], axis=0),
+             helper.make_node("Greater", ["stack", "zero"], ["pos"]),
+             helper.make_node("Concat", ["pos", "pos"], ["pos2"], axis=1),
+             helper.make_node("Cast", ["pos2"], ["posf"], to=TensorProto.FLOAT)]
+    inits = [numpy_helper.from_array(a, n) for n, a in
+             [("w", f32(8, 8)), ("one", np.array(1, np.int64)), ("ax0", np.array([0], np.int64)),
+              ("two", np.array(2.0, np.float32)), ("zero", np.array(0.0, np.float32))]]
+    g = helper.make_graph(nodes, "live_inner_axes",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "S", 8]),
+                           helper.make_tensor_value_info("past", TensorProto.FLOAT, [2, "P", 8])],
+                          [helper.make_tensor_value_info("q", TensorProto.FLOAT, ["S", 8]),
+                           helper.make_tensor_value_info("cat", TensorProto.FLOAT, [2, None, 8]),
+                           helper.make_tensor_value_info("o", TensorProto.FLOAT, ["S", 8]),
+                           helper.make_tensor_value_info("stack", TensorProto.FLOAT,
+                                                         [2, 2, "S", 8]),
+                           helper.make_tensor_value_info("posf", TensorProto.FLOAT,
+                                                         [2, 4, "S", 8])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -641,6 +682,9 @@ def main():
          [{"B": 1, "S": 24}, {"B": 3, "S": 5}, {"B": 2, "S": 1}]),
         ("live_rows", live_rows(), ["--max-shape", "x=16x3x8x8"],
          [{"N": 1}, {"N": 5}, {"N": 16}]),
+        ("live_inner_axes", live_inner_axes(),
+         ["--max-shape", "x=2x8x8", "--max-shape", "past=2x12x8"],
+         [{"S": 1, "P": 5}, {"S": 3, "P": 0}, {"S": 8, "P": 12}, {"S": 2, "P": 9}]),
         ("small_cnn", cnn, ["--max-shape", "input=4x3x32x32"], [{"batch": 1}, {"batch": 3}]),
         ("bert_layer", bert, ["--max-shape", "input=3x32x64"], [{"batch": 2}, {"batch": 3}]),
         ("gpt2_block", gpt2, ["--max-shape", "input=3x32x64"], [{"batch": 1}, {"batch": 3}]),
