@@ -108,6 +108,9 @@ LogicalResult Lowering::flashAttention(kiln::AttentionOp op, ArrayRef<Value> sou
   // and the second product starts the output.
   bool oneBlock = Sk > 0 && kb0 >= Sk;
   const float negInf = -std::numeric_limits<float>::infinity();
+  // (Live batch rows: the workgroups of the first rows' batches.)
+  if (int64_t rows0 = shape(op.getQuery())[0]; rows0 > 0 && a.batches % rows0 == 0)
+    liveRows(a.batches / rows0 * qBlocks, 1);
   emitKernel(op.getLoc(), "attention", ids, a.batches * qBlocks, [&](KernelEmitter &e) {
     Type bf16Type = e.b.getBF16Type();
     Value bi = e.div(e.wg, qBlocks);

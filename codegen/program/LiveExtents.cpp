@@ -142,6 +142,17 @@ public:
       }
       return u;
     }
+    if (auto a = dyn_cast<AttentionOp>(op)) {
+      // Per batch row: its queries, keys and values; a mask of one row
+      // broadcasts (read whole).
+      if (shapeOf(a.getQuery()).size() < 3 || !rowOperand(0) || !rowOperand(1) ||
+          !rowOperand(2))
+        return fail();
+      if (Value m = a.getMask(); m && shapeOf(m).size() == static_cast<size_t>(rank) &&
+                                 shapeOf(m)[0] != 1 && !rowOperand(3))
+        return fail();
+      return u;
+    }
     if (firstKeepsRows() && op->getNumOperands() >= 1 && rowOperand(0))
       return u;
     if (auto f = dyn_cast<FusionOp>(op))
