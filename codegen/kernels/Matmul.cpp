@@ -502,10 +502,17 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
     int rhsBuf = bufferOf.lookup(rhs);
     bool bf16Candidate =
         lowersToBf16(op) && sharedB && p.buffers[rhsBuf].kind == Buffer::Constant;
-    auto [rb, cb] = bf16Candidate ? bf16Tiles(rowsPerBatch, N, batches)
-                                  : productTiles(rowsPerBatch, N, batches);
-    if (int64_t D = rank ? shape(op.getResult())[0] : 0; batches == 1 && D > 0)
-      rb = liveTileRows(rb, rowsPerBatch / D);
+    // Live rows of axis 0: tiles sized for one of its rows (a run of one
+    // sequence shares its columns among the threads as the static build
+    // does; tiles for the bound's rows were few and wide).
+    int64_t D0 = rank ? shape(op.getResult())[0] : 0;
+    int64_t tileRows = liveSym >= 0 && batches == 1 && D0 > 0 && rowsPerBatch % D0 == 0
+                           ? rowsPerBatch / D0
+                           : rowsPerBatch;
+    auto [rb, cb] = bf16Candidate ? bf16Tiles(tileRows, N, batches)
+                                  : productTiles(tileRows, N, batches);
+    if (batches == 1 && D0 > 0)
+      rb = liveTileRows(rb, rowsPerBatch / D0);
     int64_t rTiles = ceilDiv(rowsPerBatch, rb), cTiles = ceilDiv(N, cb);
     // bf16 (kiln_uk_sbgemm_pb): a constant B shared by every batch, in
     // 32-column panels of bf16 pairs of k (column tiles are whole panels);
