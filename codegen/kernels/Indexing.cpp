@@ -169,7 +169,7 @@ LogicalResult Lowering::gather(kiln::GatherOp op) {
   for (int64_t d : ids) n *= d;
   int64_t dim = data[axis];
   llvm::SaveAndRestore checking(checksIndices, true);
-  if (!p.options.gpu && inner > 1 && !out.empty() && out.back() > 0) {
+  if (!p.options.gpu && inner > 1 && n > 0 && !out.empty() && out.back() > 0) {
     // Rows of the result's last axis (a data axis after the gathered one):
     // one index per row, the row copied 16 elements at a time.
     int64_t rank = out.size(), last = out.back(), rows = elems(op.getResult()) / last;
