@@ -46,26 +46,6 @@ LogicalResult Lowering::attention(kiln::AttentionOp op, ArrayRef<Value> sources,
   return flashAttention(op, sources, views, outView, lowersToBf16(op));
 }
 
-/// Transposes the 16 x 16 block whose rows are r (vectors of 16 f32), in
-/// registers: four stages, stage k exchanging bit k of the row index with
-/// bit k of the column index through two-source shuffles (64 in all).
-static void transpose16x16(KernelEmitter &e, SmallVector<Value> &r) {
-  for (int64_t bit = 1; bit < 16; bit <<= 1) {
-    SmallVector<int64_t> lo(16), hi(16);
-    for (int64_t j = 0; j < 16; ++j) {
-      lo[j] = (j & bit) ? 16 + (j ^ bit) : j;
-      hi[j] = (j & bit) ? 16 + j : (j ^ bit);
-    }
-    for (int64_t i = 0; i < 16; ++i) {
-      if (i & bit)
-        continue;
-      Value a = r[i], c = r[i | bit];
-      r[i] = vector::ShuffleOp::create(e.b, a, c, lo);
-      r[i | bit] = vector::ShuffleOp::create(e.b, a, c, hi);
-    }
-  }
-}
-
 /// Attention, flash style, on the matrix-product ukernels. A workgroup owns
 /// up to 128 query rows of one batch (balanced blocks): Q scaled once into
 /// rows (Q16: bf16, rounded, for bf16; else f32). Per block of 128 keys (or

@@ -12,6 +12,50 @@ using namespace mlir;
 
 namespace kiln::codegen::kernels {
 
+/// A transpose of the last two axes, [..., A, D] -> [..., D, A] with D a
+/// multiple of 16 and 32-bit elements (the CPU; K^T in attention): tiles of
+/// 16 x 16, 16 input rows loaded as vectors, transposed in registers,
+/// stored as 16 output rows; the rows of A past the last whole tile one by
+/// one. A may stop at its live extent; the other axes are whole. Fails
+/// (no kernel emitted) when the op is not such a transpose.
+LogicalResult Lowering::swapLastTwo(kiln::TransposeOp op) {
+  auto in = shape(op.getInput());
+  auto perm = op.getPerm();
+  int64_t rank = in.size();
+  if (p.options.gpu || rank < 2 || elemType(op.getInput()).getIntOrFloatBitWidth() != 32)
+    return failure();
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != d || liveAxis(d) >= 0)
+      return failure();
+  int64_t A = in[rank - 2], D = in[rank - 1];
+  if (perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2 || D % 16 != 0 || D == 0 ||
+      A < 16 || liveAxis(rank - 2) >= 0)
+    return failure();
+  int64_t batches = elems(op.getInput()) / (A * D), dBlocks = D / 16;
+  int symA = liveAxis(rank - 1);
+  return launch(op, {op.getInput()}, batches * dBlocks, [&](KernelEmitter &e) {
+    Value bi = e.div(e.wg, dBlocks), d0 = e.mul(e.rem(e.wg, dBlocks), 16);
+    Value inBase = e.add(e.mul(bi, A * D), d0), outBase = e.mul(e.add(e.mul(bi, D), d0), A);
+    Value n = e.extent(A, symA);
+    Value whole = e.mul(e.div(n, 16), 16);
+    e.loop(e.idx(0), whole, [&](Value a0) {
+      e.lanes = 16;
+      SmallVector<Value> r;
+      for (int64_t i = 0; i < 16; ++i)
+        r.push_back(e.vload(0, e.add(inBase, e.mul(e.add(a0, e.idx(i)), D))));
+      transpose16x16(e, r);
+      for (int64_t i = 0; i < 16; ++i)
+        e.vstore(r[i], 1, e.add(e.add(outBase, e.idx(i * A)), a0));
+      e.lanes = 1;
+    }, 16);
+    e.loop(whole, n, [&](Value a) {
+      for (int64_t i = 0; i < 16; ++i)
+        e.store(e.load(0, e.add(e.add(inBase, e.mul(a, D)), e.idx(i))), 1,
+                e.add(e.add(outBase, e.idx(i * A)), a));
+    });
+  });
+}
+
 LogicalResult Lowering::transpose(kiln::TransposeOp op) {
   auto in = shape(op.getInput()), out = shape(op.getResult());
   auto perm = op.getPerm();
@@ -27,6 +71,8 @@ LogicalResult Lowering::transpose(kiln::TransposeOp op) {
         st.push_back(inStr[perm[d]]);
       e.store(e.load(0, e.offsetOf(i, out, st, e.idx(0))), 1, i);
     });
+  if (succeeded(swapLastTwo(op)))
+    return success();
   int64_t inner = out.back(), outer = elems(op.getResult()) / std::max<int64_t>(inner, 1);
   // The output dimension the input's contiguous one became. When it is not
   // the last, a row of the output reads one element per input line; when

@@ -399,6 +399,7 @@ private:
   LogicalResult attention(kiln::AttentionOp op, ArrayRef<Value> sources,
                           ArrayRef<MatrixView> views, const MatrixView &outView);
   LogicalResult transpose(kiln::TransposeOp op);
+  LogicalResult swapLastTwo(kiln::TransposeOp op);
   LogicalResult concat(kiln::ConcatOp op);
   LogicalResult liveConcat(kiln::ConcatOp op);
   LogicalResult slice(kiln::SliceOp op);

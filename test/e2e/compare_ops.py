@@ -167,6 +167,10 @@ CASES = {
     "transpose_nhwc_rgb": model("Transpose", [("x", (2, 3, 9, 37))], [], None,
                                 perm=[0, 2, 3, 1]),
     "transpose_2d_short_rows": model("Transpose", [("x", (5, 40))], [], None, perm=[1, 0]),
+    # The last two axes swapped, 16 x 16 tiles in registers and a tail of
+    # 5 rows (K^T in attention).
+    "transpose_last_two": model("Transpose", [("x", (2, 3, 37, 32))], [], None,
+                                perm=[0, 1, 3, 2]),
     "transpose_rank5_short_rows": model("Transpose", [("x", (2, 3, 4, 5, 17))], [], None,
                                         perm=[0, 2, 3, 4, 1]),
     "batchnorm": model("BatchNormalization", [("x", (2, 6, 5, 5))],
