@@ -287,7 +287,8 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     // A pure elementwise chain: every site is an input of the kernel.
     for (Operation *o : epi.ops) {
       auto masked = o->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kMaskedAxes);
-      if (isa<kiln::WhereOp>(o) && masked && o->getResult(0).getType() == o->getOperand(1).getType() &&
+      if (isa<kiln::WhereOp>(o) && masked &&
+          o->getResult(0).getType() == o->getOperand(1).getType() &&
           shape(o->getResult(0)) == shape(op.getResult()) &&
           llvm::all_of(masked.asArrayRef(), [&](int64_t a) { return liveAxis(a) >= 0; }))
         epi.liveMasks.insert(o);

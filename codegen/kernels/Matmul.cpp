@@ -21,10 +21,9 @@ namespace kiln::codegen::kernels {
 
 int Lowering::packedPanelsF32(int src, int64_t K, int64_t N) {
   const float *w = reinterpret_cast<const float *>(p.weights.data() + p.buffers[src].offset);
-  return packedB(src, PackedB::PanelsF32, false, K, N, [&] {
-    return weightBytes(packPanels(1, K, N, [&](int64_t, int64_t k, int64_t n) { return w[k * N + n]; }),
-                       false);
-  });
+  auto at = [&](int64_t, int64_t k, int64_t n) { return w[k * N + n]; };
+  return packedB(src, PackedB::PanelsF32, false, K, N,
+                 [&] { return weightBytes(packPanels(1, K, N, at), false); });
 }
 
 LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {

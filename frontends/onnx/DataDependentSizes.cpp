@@ -344,16 +344,17 @@ LogicalResult sliceAtRunTime(NodeContext &ctx) {
     e = g.where(named, e, c(n));
     t = g.where(named, t, c(1));
     // ONNX's clamping: negative positions count from the end; a forward
-    // slice stays in [0, n], a backward one in [-1, n - 1]. (A step of 0,
-    // invalid, divides by 1 instead of trapping.)
+    // slice's start and end stay in [0, n], a backward one's start in
+    // [0, n - 1] and its end in [-1, n - 1]. (A step of 0, invalid, divides
+    // by 1 instead of trapping.)
     Value forward = g.cmp("gt", t, c(0));
     auto fromEnd = [&](Value v) { return g.where(g.cmp("lt", v, c(0)), g.add(v, c(n)), v); };
-    auto clamp = [&](Value v) {
-      Value lo = g.where(forward, c(0), c(-1)), hi = g.where(forward, c(n), c(n - 1));
+    auto clamp = [&](Value v, Value lo) {
+      Value hi = g.where(forward, c(n), c(n - 1));
       return g.bin<kiln::MinOp>(g.bin<kiln::MaxOp>(v, lo), hi);
     };
-    s = clamp(fromEnd(s));
-    e = clamp(fromEnd(e));
+    s = clamp(fromEnd(s), c(0));
+    e = clamp(fromEnd(e), g.where(forward, c(0), c(-1)));
     Value safeT = g.where(g.cmp("eq", t, c(0)), c(1), t);
     Value up = g.div(g.add(g.sub(e, s), g.sub(safeT, c(1))), safeT);
     Value negT = g.sub(c(0), safeT);
