@@ -96,7 +96,7 @@ LogicalResult Lowering::packedConcat(kiln::GatherOp op, kiln::ConcatOp concat) {
     // Rows of the last axis: each row's piece found once, the row copied 16
     // elements at a time.
     int64_t last = out.back(), innerRows = inner / last, perWg = rowsPerWorkgroup(last);
-    SmallVector<int> syms = liveSyms(rank);
+    ArrayRef<int> syms = liveAxes;
     auto rowShape = out.drop_back();
     auto rowSyms = ArrayRef<int>(syms).drop_back();
     liveShareBox(rowShape, rowSyms, perWg);
