@@ -391,10 +391,12 @@ LogicalResult Lowering::run() {
       return fn.emitError("kiln.symbol_derived needs {op, a, b} per symbol");
     for (int64_t i = 0; i < d.size(); i += 3) {
       int64_t s = i / 3, op = d[i];
-      bool symB = op == KILN_SYM_ADD || op == KILN_SYM_SUB || op == KILN_SYM_BROADCAST;
+      bool symB = KILN_SYM_B_IS_SYMBOL(op);
+      bool derivedOp = (op >= KILN_SYM_MUL_CONST && op <= KILN_SYM_DIV_CONST) ||
+                       op == KILN_SYM_MUL;
       bool ok = op == KILN_SYM_INPUT || (op == KILN_SYM_COMPUTED && d[i + 1] >= 0) ||
-                (op >= KILN_SYM_MUL_CONST && op <= KILN_SYM_DIV_CONST && d[i + 1] >= 0 &&
-                 d[i + 1] < s && (!symB || (d[i + 2] >= 0 && d[i + 2] < s)) &&
+                (derivedOp && d[i + 1] >= 0 && d[i + 1] < s &&
+                 (!symB || (d[i + 2] >= 0 && d[i + 2] < s)) &&
                  (op != KILN_SYM_MUL_CONST || d[i + 2] >= 1) &&
                  ((op != KILN_SYM_CEIL_DIV_CONST && op != KILN_SYM_DIV_CONST) || d[i + 2] >= 1));
       if (!ok)

@@ -248,6 +248,10 @@ LogicalResult convertGatherND(NodeContext &ctx) {
   int64_t span = 1;
   for (int64_t d = 0; d < r; ++d)
     span *= d < b + k ? dt.getDimSize(d) : 1;
+  // A dynamic addressed axis: the tuple's component wraps and is checked
+  // by the run's size; the strides stay the bound's (a padded buffer's).
+  AxisSymbols dataSyms = ctx.hostInput(0) ? AxisSymbols(r, -1) : ctx.imp.symbols.of(ctx.input(0));
+  bool symbolic = false;
   Value linear;
   int64_t stride = 1;
   for (int64_t j = k - 1; j >= 0; --j) {
@@ -256,10 +260,15 @@ LogicalResult convertGatherND(NodeContext &ctx) {
     off[q - 1] = j;
     sizes[q - 1] = 1;
     Value c = g.reshape(g.slice(idx, off, sizes, steps), tupleShape);
-    c = g.where(g.cmp("lt", c, g.scalar(c, 0.0)), g.add(c, g.scalar(c, static_cast<double>(n))), c);
+    Value size = g.scalar(c, static_cast<double>(n));
+    if (int32_t s = dataSyms[b + j]; s >= 0) {
+      size = ctx.imp.symbolInput(s);
+      symbolic = true;
+    }
+    c = g.where(g.cmp("lt", c, g.scalar(c, 0.0)), g.add(c, size), c);
     Value outside = g.scalar(c, static_cast<double>((std::max<int64_t>(span, 1) + stride - 1) / stride));
     c = g.where(g.cmp("lt", c, g.scalar(c, 0.0)), outside, c);
-    c = g.where(g.cmp("ge", c, g.scalar(c, static_cast<double>(n))), outside, c);
+    c = g.where(g.cmp("ge", c, size), outside, c);
     if (stride != 1)
       c = g.mul(c, g.scalar(c, static_cast<double>(stride)));
     linear = linear ? g.add(linear, c) : c;
@@ -281,10 +290,47 @@ LogicalResult convertGatherND(NodeContext &ctx) {
   SmallVector<int64_t> flat{batch * block};
   for (int64_t d = b + k; d < r; ++d)
     flat.push_back(dt.getDimSize(d));
+  for (int64_t d = 0; d < b && !symbolic; ++d)
+    symbolic = dataSyms[d] >= 0;
+  if (symbolic) {
+    // The tuples at padded positions (past a run's size along the indices'
+    // dynamic axes) may hold anything, say the bound's positions: they read
+    // position 0 instead of failing the range check.
+    AxisSymbols idxSyms = ctx.imp.symbols.of(ctx.input(1));
+    Value live;
+    for (int64_t d = 0; d + 1 < q; ++d) {
+      if (idxSyms[d] < 0)
+        continue;
+      SmallVector<int64_t> shape(q - 1, 1);
+      shape[d] = it.getDimSize(d);
+      Value iota = Importer::indexConstant(ob, shape, [](int64_t i) { return i; });
+      iota.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol,
+                                    ob.getDenseI64ArrayAttr({d, idxSyms[d]}));
+      Value in = g.cmp("lt", iota, ctx.imp.symbolInput(idxSyms[d]));
+      live = live ? g.bin<kiln::AndOp>(live, in) : in;
+    }
+    if (live)
+      linear = g.where(live, linear, g.scalar(linear, 0.0));
+  }
   Value data = g.reshape(ctx.input(0), flat);
+  // The flattened axis is a view of the padded buffer that the gather
+  // reads at real positions only (DynamicDims drops its symbols).
+  if (symbolic && data && data.getDefiningOp<kiln::ReshapeOp>()) {
+    Operation *view = data.getDefiningOp();
+    view->setAttr(kiln::attr::kRepacked, ob.getUnitAttr());
+    SmallVector<int64_t> behind; // (the axes behind the tuples keep theirs)
+    for (int64_t d = b + k; d < r; ++d)
+      if (dataSyms[d] >= 0)
+        behind.append({d - (b + k) + 1, dataSyms[d]});
+    if (!behind.empty())
+      view->setAttr(kiln::attr::kAxisSymbol, ob.getDenseI64ArrayAttr(behind));
+  }
   if (!g.ok({data, linear}))
     return failure();
-  return g.result(g.take(ctx.create<kiln::GatherOp>(data, linear, ob.getI64IntegerAttr(0))));
+  Value out = g.take(ctx.create<kiln::GatherOp>(data, linear, ob.getI64IntegerAttr(0)));
+  if (symbolic && out)
+    out.getDefiningOp()->setAttr(kiln::attr::kSymbolIndices, ob.getUnitAttr());
+  return g.result(out);
 }
 
 LogicalResult convertArgReduce(NodeContext &ctx, bool max) {

@@ -17,6 +17,212 @@ using namespace mlir;
 namespace kiln::onnx_import {
 namespace {
 
+/// A reshape merging input axes [i0, i1) into one output axis when they
+/// hold a dynamic axis that is not the outermost of static ones (e.g. [B, S]
+/// -> [B*S], torch's flattened advanced indexing): the real elements are not
+/// a prefix of the padded buffer, so they are gathered into one (compact
+/// layout). Output position j < L (the product of the axes' run-time sizes,
+/// a derived symbol) reads the input at j's digits in the run-time sizes
+/// times the bound strides; positions past L repeat the last real one. The
+/// other axes must view as they are. Null when that does not apply.
+Value compactReshape(NodeContext &ctx, Value x, ArrayRef<int64_t> outS) {
+  SymbolTracker &st = ctx.imp.symbols;
+  auto inS = llvm::cast<RankedTensorType>(x.getType()).getShape();
+  AxisSymbols a = st.of(x);
+  int64_t n = inS.size(), rank = outS.size();
+  // Axis groups of equal element counts (unit axes on their own).
+  struct Group { int64_t i0, i1, o0, o1; };
+  SmallVector<Group> groups;
+  int64_t i = 0, o = 0;
+  while (i < n || o < rank) {
+    if (i < n && inS[i] == 1) {
+      if (a[i] >= 0)
+        return {};
+      ++i;
+      continue;
+    }
+    if (o < rank && outS[o] == 1) {
+      ++o;
+      continue;
+    }
+    if (i >= n || o >= rank)
+      return {};
+    Group g{i, 0, o, 0};
+    int64_t pi = inS[i++], po = outS[o++];
+    while (pi != po) {
+      if (pi < po && i < n)
+        pi *= inS[i++];
+      else if (po < pi && o < rank)
+        po *= outS[o++];
+      else
+        return {};
+    }
+    g.i1 = i;
+    g.o1 = o;
+    groups.push_back(g);
+  }
+  // The one group to compact: a merge whose symbols a view cannot keep.
+  const Group *merge = nullptr;
+  for (const Group &g : groups) {
+    bool sym = false, innerStatic = true;
+    for (int64_t k = g.i0; k < g.i1; ++k) {
+      sym |= a[k] >= 0;
+      innerStatic &= k == g.i0 || a[k] < 0;
+    }
+    if (!sym || (g.i1 - g.i0 == 1 && g.o1 - g.o0 == 1) || (innerStatic && g.o1 - g.o0 == 1))
+      continue;
+    if (merge || g.o1 - g.o0 != 1)
+      return {};
+    merge = &g;
+  }
+  if (!merge)
+    return {};
+  OpBuilder &b = ctx.builder;
+  Location loc = ctx.loc;
+  auto et = llvm::cast<RankedTensorType>(x.getType()).getElementType();
+  int64_t i0 = merge->i0, i1 = merge->i1, span = outS[merge->o0];
+  // The view with the group as one axis of the bound's size.
+  SmallVector<int64_t> viewShape(inS.begin(), inS.begin() + i0);
+  viewShape.push_back(span);
+  viewShape.append(inS.begin() + i1, inS.end());
+  auto view = kiln::ReshapeOp::create(b, loc, RankedTensorType::get(viewShape, et), x);
+  view->setAttr(kiln::attr::kRepacked, b.getUnitAttr());
+  SmallVector<int64_t> kept;
+  for (int64_t d = 0; d < (int64_t)viewShape.size(); ++d) {
+    int64_t from = d < i0 ? d : d - 1 + (i1 - i0);
+    if (d != i0 && a[from] >= 0)
+      kept.append({d, a[from]});
+  }
+  if (!kept.empty())
+    view->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr(kept));
+  // The merged axis's symbol: the product of the group's sizes.
+  int32_t sym = -1;
+  int64_t factor = 1;
+  for (int64_t k = i0; k < i1; ++k) {
+    if (a[k] < 0)
+      factor *= inS[k];
+    else
+      sym = sym < 0 ? a[k] : st.derive(KILN_SYM_MUL, sym, a[k]);
+  }
+  sym = st.product(sym, factor);
+  auto scalar = [&](int64_t v) {
+    return Importer::indexConstant(b, {1}, [=](int64_t) { return v; });
+  };
+  Value j = Importer::indexConstant(b, {span}, [](int64_t p) { return p; });
+  j = kiln::MinOp::create(b, loc, j, ctx.imp.lastPosition(b, loc, {sym, 0}));
+  Value idx;
+  int64_t stride = 1;
+  for (int64_t k = i1 - 1; k >= i0; --k) {
+    Value digit = j;
+    if (k > i0) {
+      Value size = a[k] >= 0 ? ctx.imp.symbolInput(a[k]) : scalar(inS[k]);
+      digit = kiln::ModOp::create(b, loc, j, size, false);
+      j = kiln::DivOp::create(b, loc, j, size);
+    }
+    if (stride != 1)
+      digit = kiln::MulOp::create(b, loc, digit, scalar(stride));
+    idx = idx ? Value(kiln::AddOp::create(b, loc, idx, digit)) : digit;
+    stride *= inS[k];
+  }
+  auto gather = kiln::GatherOp::create(b, loc, view, idx, b.getI64IntegerAttr(i0));
+  gather->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
+  gather->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({i0, sym}));
+  auto outType = RankedTensorType::get(outS, et);
+  if (gather.getType() == outType)
+    return gather.getResult();
+  return kiln::ReshapeOp::create(b, loc, outType, gather.getResult()).getResult();
+}
+
+/// The base symbols and static factor a merged size is the product of
+/// (KILN_SYM_MUL and MUL_CONST derivations taken apart); false for any
+/// other derivation.
+static bool productFactors(const SymbolTracker &st, int32_t s, SmallVectorImpl<int32_t> &syms,
+                           int64_t &factor) {
+  const SymbolTracker::Derivation &d = st.derived[s];
+  if (d.op == KILN_SYM_MUL)
+    return productFactors(st, d.a, syms, factor) &&
+           productFactors(st, static_cast<int32_t>(d.b), syms, factor);
+  if (d.op == KILN_SYM_MUL_CONST) {
+    factor *= d.b;
+    return productFactors(st, d.a, syms, factor);
+  }
+  syms.push_back(s);
+  return true;
+}
+
+/// The inverse of compactReshape: a compact axis whose size is a product of
+/// symbols (input axis i) split into output axes [i, i + k) that the target
+/// names by those symbols and static sizes (`tags`: the target shape's
+/// symbolTags), in the padded layout. Output position (p_0, ..., p_k-1)
+/// reads the compact axis at sum_d min(p_d, n_d - 1) * (n_d+1 x ... ), the
+/// n_d run-time sizes. The other axes must stay as they are. Null when that
+/// does not apply.
+Value splitReshape(NodeContext &ctx, Value x, ArrayRef<int64_t> outS, ArrayRef<int32_t> tags) {
+  SymbolTracker &st = ctx.imp.symbols;
+  auto inS = llvm::cast<RankedTensorType>(x.getType()).getShape();
+  AxisSymbols a = st.of(x);
+  int64_t n = inS.size(), rank = outS.size();
+  if ((int64_t)tags.size() != rank || rank < n)
+    return {};
+  int64_t i = 0;
+  while (i < n && a[i] < 0)
+    ++i;
+  int64_t k = rank - n + 1; // output axes for input axis i
+  if (i == n || i + k > rank)
+    return {};
+  for (int64_t d = 0; d < n; ++d) {
+    if (d == i)
+      continue;
+    int64_t od = d < i ? d : d + k - 1;
+    if (a[d] >= 0 || inS[d] != outS[od] || (tags[od] >= 0))
+      return {};
+  }
+  SmallVector<int32_t> want, have;
+  int64_t wantFactor = 1, haveFactor = 1, span = 1;
+  if (!productFactors(st, a[i], want, wantFactor))
+    return {};
+  for (int64_t d = i; d < i + k; ++d) {
+    span *= outS[d];
+    if (tags[d] >= 0)
+      have.push_back(tags[d]);
+    else
+      haveFactor *= outS[d];
+  }
+  llvm::sort(want);
+  llvm::sort(have);
+  if (want != have || wantFactor != haveFactor || span != inS[i] || have.size() < 2)
+    return {};
+  OpBuilder &b = ctx.builder;
+  Location loc = ctx.loc;
+  auto scalar = [&](int64_t v) {
+    return Importer::indexConstant(b, {1}, [=](int64_t) { return v; });
+  };
+  SmallVector<int64_t> groupShape(outS.begin() + i, outS.begin() + i + k);
+  Value idx, stride;
+  SmallVector<int64_t> pairs;
+  for (int64_t d = i + k - 1; d >= i; --d) {
+    SmallVector<int64_t> shape(k, 1);
+    shape[d - i] = outS[d];
+    Value p = Importer::indexConstant(b, shape, [](int64_t v) { return v; });
+    Value size = tags[d] >= 0 ? ctx.imp.symbolInput(tags[d]) : scalar(outS[d]);
+    if (tags[d] >= 0) {
+      p = kiln::MinOp::create(b, loc, p, ctx.imp.lastPosition(b, loc, {tags[d], 0}));
+      pairs.append({d, tags[d]});
+    }
+    if (stride)
+      p = kiln::MulOp::create(b, loc, p, stride);
+    idx = idx ? Value(kiln::AddOp::create(b, loc, idx, p)) : p;
+    stride = stride ? Value(kiln::MulOp::create(b, loc, stride, size)) : size;
+  }
+  auto shapeOf = [](Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); };
+  if (shapeOf(idx) != ArrayRef<int64_t>(groupShape)) // (every axis static and of size 1)
+    return {};
+  auto g = kiln::GatherOp::create(b, loc, x, idx, b.getI64IntegerAttr(i));
+  g->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
+  g->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr(pairs));
+  return g.getResult();
+}
+
 /// Sets output 0 to `input(0)` viewed with `shape` (host or IR).
 LogicalResult reshapeTo(NodeContext &ctx, ArrayRef<int64_t> shape) {
   if (const HostTensor *h = ctx.hostInput(0)) {
@@ -49,7 +255,13 @@ LogicalResult reshapeTo(NodeContext &ctx, ArrayRef<int64_t> shape) {
   if (type.getNumElements() != in.getNumElements())
     return ctx.error("cannot reshape " + Twine(in.getNumElements()) +
                      " elements to " + Twine(type.getNumElements()));
-  return ctx.setResult(ctx.createTyped<kiln::ReshapeOp>(type, ctx.input(0)));
+  Value x = ctx.input(0);
+  std::string why;
+  if (ctx.imp.symbols.carriesSymbol(x) &&
+      !ctx.imp.symbols.reshapeSymbols(x, shape, why, /*dryRun=*/true))
+    if (Value c = compactReshape(ctx, x, shape))
+      return ctx.setResult(c);
+  return ctx.setResult(ctx.createTyped<kiln::ReshapeOp>(type, x));
 }
 
 /// The compile-time integer vector of input `i`, or an error.
@@ -179,6 +391,17 @@ LogicalResult convertReshape(NodeContext &ctx) {
     } else {
       known *= target[i];
     }
+  }
+  // A compact merged axis split back into the target's symbols.
+  if (const HostTensor *t = ctx.opset >= 5 ? ctx.hostInput(1) : nullptr;
+      t && inferAt < 0 && !allowZero && !ctx.hostInput(0) &&
+      t->symbolTags.size() == target.size() && ctx.imp.symbols.carriesSymbol(ctx.input(0))) {
+    std::vector<int32_t> tags(t->symbolTags);
+    for (size_t i = 0; i < tags.size(); ++i)
+      if (t->values[i] == 0) // (a 0 copies the input's axis)
+        tags[i] = ctx.imp.symbols.of(ctx.input(0))[i];
+    if (Value g = splitReshape(ctx, ctx.input(0), target, tags))
+      return ctx.setResult(g);
   }
   if (inferAt >= 0) {
     if (known == 0 || in.getNumElements() % known)

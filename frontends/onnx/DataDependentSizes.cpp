@@ -33,7 +33,7 @@ int32_t Importer::addComputedSymbol(const std::string &name, int64_t bound, Valu
 
 Value Importer::derivedSizeInGraph(int32_t sym) {
   const SymbolTracker::Derivation d = symbols.derived[sym];
-  bool symB = d.op == KILN_SYM_ADD || d.op == KILN_SYM_SUB || d.op == KILN_SYM_BROADCAST;
+  bool symB = KILN_SYM_B_IS_SYMBOL(d.op);
   Value a = symbolInput(d.a);
   Value b = symB ? symbolInput(static_cast<int32_t>(d.b)) : Value();
   // Right after the later of the sizes it follows from: before every value
@@ -57,6 +57,7 @@ Value Importer::derivedSizeInGraph(int32_t sym) {
   switch (d.op) {
   case KILN_SYM_MUL_CONST: v = kiln::MulOp::create(ob, loc, a, constant(d.b)); break;
   case KILN_SYM_ADD: v = kiln::AddOp::create(ob, loc, a, b); break;
+  case KILN_SYM_MUL: v = kiln::MulOp::create(ob, loc, a, b); break;
   case KILN_SYM_ADD_CONST:
     v = kiln::MaxOp::create(ob, loc, kiln::AddOp::create(ob, loc, a, constant(d.b)), zero());
     break;

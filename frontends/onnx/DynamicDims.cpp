@@ -41,13 +41,13 @@ bool SymbolTracker::dependsOnComputed(int32_t s) const {
     return true;
   if (d.op == KILN_SYM_INPUT)
     return false;
-  bool symB = d.op == KILN_SYM_ADD || d.op == KILN_SYM_SUB || d.op == KILN_SYM_BROADCAST;
+  bool symB = KILN_SYM_B_IS_SYMBOL(d.op);
   return dependsOnComputed(d.a) || (symB && dependsOnComputed(static_cast<int32_t>(d.b)));
 }
 
 int32_t SymbolTracker::derive(int64_t op, int32_t a, int64_t b) {
-  // (A sum or broadcast of two symbols is one symbol in either order.)
-  if ((op == KILN_SYM_ADD || op == KILN_SYM_BROADCAST) && b < a) {
+  // (A sum, product or broadcast of two symbols is one symbol in either order.)
+  if ((op == KILN_SYM_ADD || op == KILN_SYM_MUL || op == KILN_SYM_BROADCAST) && b < a) {
     int32_t first = static_cast<int32_t>(b);
     b = a;
     a = first;
@@ -57,7 +57,7 @@ int32_t SymbolTracker::derive(int64_t op, int32_t a, int64_t b) {
       return i;
   int64_t ba = bounds[a], bb = 0;
   std::string na = names[a], nb = std::to_string(b);
-  bool symB = op == KILN_SYM_ADD || op == KILN_SYM_SUB || op == KILN_SYM_BROADCAST;
+  bool symB = KILN_SYM_B_IS_SYMBOL(op);
   if (symB) {
     bb = bounds[b];
     nb = names[b];
@@ -67,6 +67,7 @@ int32_t SymbolTracker::derive(int64_t op, int32_t a, int64_t b) {
   switch (op) {
   case KILN_SYM_MUL_CONST: bound = ba * b; name = na + "*" + nb; break;
   case KILN_SYM_ADD: bound = ba + bb; name = na + "+" + nb; break;
+  case KILN_SYM_MUL: bound = ba * bb; name = na + "*" + nb; break;
   case KILN_SYM_ADD_CONST:
     bound = std::max<int64_t>(0, ba + b);
     name = na + (b < 0 ? "" : "+") + nb;
@@ -646,6 +647,12 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         return broadcast(op, ops, why);
       })
       .Case<kiln::ReshapeOp>([&](kiln::ReshapeOp r) -> LogicalResult {
+        // A view of the padded buffer merging dynamic axes, read at real
+        // positions only (GatherND's linearized tuples, compactReshape's
+        // gather): the merged axis is the bound's; the creator states the
+        // other axes' symbols (kiln.axis_symbol).
+        if (r->hasAttr(kiln::attr::kRepacked))
+          return success();
         std::optional<AxisSymbols> out = reshapeSymbols(
             r.getInput(), llvm::cast<RankedTensorType>(res.getType()).getShape(), why);
         if (!out)

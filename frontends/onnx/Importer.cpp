@@ -491,10 +491,14 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
     if (opType == "Shape" || opType == "Size")
       return false;
     size_t valuesFrom;
-    if (opType == "Gather" || opType == "Concat" || opType == "Cast" || opType == "Identity" ||
-        opType == "Neg" || opType == "Abs")
+    static const llvm::StringSet<> shapeFromShapes = {
+        "Gather", "Concat", "Cast", "Identity", "Neg", "Abs", "Flatten", "Transpose",
+        "Add", "Sub", "Mul", "Div", "Max", "Min", "Equal", "Less", "Greater", "Not",
+        "And", "Or", "Where"};
+    if (shapeFromShapes.contains(opType))
       valuesFrom = nc.numInputs();
-    else if (opType == "Unsqueeze" || opType == "Squeeze" || opType == "Slice")
+    else if (opType == "Unsqueeze" || opType == "Squeeze" || opType == "Slice" ||
+             opType == "Reshape" || opType == "Expand")
       valuesFrom = 1;
     else
       return true;
@@ -627,10 +631,89 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
       return h.symbolTags;
     return std::vector<int32_t>(h.values.size(), h.fromSymbolicShape ? -2 : -1);
   };
-  if (opType == "Shape" && !nc.hostInput(0)) {
-    AxisSymbols a = symbols.of(nc.input(0));
+  if (opType == "Shape" && (!nc.hostInput(0) || !nc.hostInput(0)->axesOf().empty())) {
+    // (A host tensor's symbolic axes are its symbols' sizes.)
+    AxisSymbols a = nc.hostInput(0) ? AxisSymbols(nc.hostInput(0)->axesOf().begin(),
+                                                  nc.hostInput(0)->axesOf().end())
+                                    : symbols.of(nc.input(0));
     AxisSymbols read = shapeSymbols(nc, a);
     out->symbolTags.assign(read.begin(), read.end());
+    return;
+  }
+  auto exactTags = [](const HostTensor *h) {
+    return h && h->fromSymbolicShape && !h->symbolTags.empty() &&
+           h->symbolTags.size() == h->values.size() &&
+           llvm::all_of(h->symbolTags, [](int32_t t) { return t >= -1; });
+  };
+  auto staticValue = [](const HostTensor *h) { return h && !h->fromSymbolicShape; };
+  if (opType == "Equal" && nc.numInputs() == 2) {
+    // Sizes against a negative constant (torch's `shape == -1` before an
+    // Expand): a size is never negative, so the result is the same in
+    // every run -- a static value.
+    for (int k = 0; k < 2; ++k) {
+      const HostTensor *sizes = nc.hostInput(k), *c = nc.hostInput(1 - k);
+      if (exactTags(sizes) && staticValue(c) && !c->values.empty() &&
+          llvm::all_of(c->values, [](double v) { return v < 0; })) {
+        out->fromSymbolicShape = false;
+        out->shapeFromSymbolicShape = false;
+        return;
+      }
+    }
+  }
+  if (opType == "Where" && nc.numInputs() == 3 && staticValue(nc.hostInput(0))) {
+    // A static choice between sizes: each element takes its side's tag.
+    const HostTensor *c = nc.hostInput(0), *x = nc.hostInput(1), *y = nc.hostInput(2);
+    size_t n = out->values.size();
+    auto sized = [&](const HostTensor *h) {
+      return h && (h->values.size() == n || h->values.size() == 1);
+    };
+    if (sized(c) && sized(x) && sized(y) && (exactTags(x) || staticValue(x)) &&
+        (exactTags(y) || staticValue(y))) {
+      auto tag = [&](const HostTensor *h, size_t e) -> int32_t {
+        if (!h->fromSymbolicShape)
+          return -1;
+        return h->symbolTags[h->values.size() == 1 ? 0 : e];
+      };
+      out->symbolTags.resize(n);
+      for (size_t e = 0; e < n; ++e)
+        out->symbolTags[e] = c->values[c->values.size() == 1 ? 0 : e] != 0 ? tag(x, e) : tag(y, e);
+      return;
+    }
+  }
+  static const llvm::StringSet<> elementwise = {
+      "Add", "Sub", "Mul", "Div", "Max", "Min", "Mod", "Equal", "Less", "LessOrEqual",
+      "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Not", "Neg", "Abs", "Where", "Cast"};
+  if (elementwise.contains(opType) && out->values.size() > 1) {
+    // Element-wise on static and positional tensors: the result's element
+    // at a position depends on that position only, so its padded layout is
+    // exact too; its axes carry the inputs' symbols (broadcast). With a
+    // size among the inputs (arange(B) * S), only its shape's are known.
+    size_t rank = out->shape.size();
+    std::vector<int32_t> axes(rank, -1);
+    bool positional = true, any = false;
+    for (size_t i = 0; i < nc.numInputs(); ++i) {
+      const HostTensor *h = nc.hasInput(i) ? nc.hostInput(i) : nullptr;
+      if (!h)
+        return;
+      const std::vector<int32_t> &ha = h->axesOf();
+      if (h->fromSymbolicShape && h->axisSymbols.empty()) {
+        positional = false;
+        if (ha.empty() && h->values.size() != 1)
+          return; // (its shape's symbols are unknown)
+      }
+      for (size_t k = 0; k < ha.size() && k < rank; ++k) {
+        int32_t sym = ha[ha.size() - 1 - k];
+        int32_t &have = axes[rank - 1 - k];
+        if (sym < 0)
+          continue;
+        if (have >= 0 && have != sym)
+          return; // (two symbols meet: not exact)
+        have = sym;
+        any = true;
+      }
+    }
+    if (any)
+      (positional ? out->axisSymbols : out->shapeSymbols) = axes;
     return;
   }
   if (opType == "Size" && !nc.hostInput(0)) {
@@ -652,15 +735,27 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
     out->symbolTags = {count == 1 && rest > 0 ? symbols.product(sym, rest) : -2};
     return;
   }
-  if (opType == "Expand" && nc.hostInput(0) && !nc.hostInput(0)->fromSymbolicShape) {
-    // A static tensor broadcast to an exact shape: copies along the symbols.
+  if (const HostTensor *in = nc.hostInput(0);
+      opType == "Expand" && in && (!in->fromSymbolicShape || !in->axisSymbols.empty())) {
+    // A static or positional tensor broadcast to an exact shape: copies
+    // along the target's symbols, positions along the input's.
     const HostTensor *shape = nc.hostInput(1);
     if (shape && !shape->symbolTags.empty() &&
         llvm::all_of(shape->symbolTags, [](int32_t t) { return t >= -1; })) {
       size_t rank = out->shape.size(), n = shape->symbolTags.size();
+      size_t inRank = in->axisSymbols.size();
       out->axisSymbols.assign(rank, -1);
       for (size_t i = 0; i < n && i < rank; ++i)
         out->axisSymbols[rank - 1 - i] = shape->symbolTags[n - 1 - i];
+      for (size_t i = 0; i < inRank && i < rank; ++i)
+        if (int32_t s = in->axisSymbols[inRank - 1 - i]; s >= 0) {
+          int32_t &have = out->axisSymbols[rank - 1 - i];
+          if (have >= 0 && have != s) {
+            out->axisSymbols.clear(); // (two symbols on one axis: not exact)
+            break;
+          }
+          have = s;
+        }
     }
     return;
   }
@@ -748,8 +843,9 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
   static const llvm::StringSet<> views = {"Identity", "Squeeze", "Unsqueeze", "Reshape",
                                           "Flatten"};
   if (const HostTensor *in = nc.numInputs() ? nc.hostInput(0) : nullptr;
-      views.contains(opType) && in && !in->axisSymbols.empty())
-    out->axisSymbols = viewSymbols(in->shape, in->axisSymbols, out->shape);
+      views.contains(opType) && in && !in->axesOf().empty())
+    (in->axisSymbols.empty() ? out->shapeSymbols : out->axisSymbols) =
+        viewSymbols(in->shape, in->axesOf(), out->shape);
   static const llvm::StringSet<> moves = {"Identity", "Gather", "Slice", "Concat", "Squeeze",
                                           "Unsqueeze", "Reshape", "Flatten", "Transpose", "Cast"};
   if (!taintedIn || !moves.contains(opType) || node.output_size() != 1 ||

@@ -337,6 +337,10 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     Value size = symbolInput(sa[0].second);
     if (it.getElementType() != llvm::cast<RankedTensorType>(size.getType()).getElementType())
       size = note(kiln::CastOp::create(b, loc, vec, size).getResult());
+    if (it.getRank() == 0) // (a scalar index stays a scalar: the result's rank follows it)
+      size = note(kiln::ReshapeOp::create(b, loc, RankedTensorType::get({}, it.getElementType()),
+                                          size)
+                      .getResult());
     HostTensor zero;
     zero.elementType = it.getElementType();
     zero.values = {0.0};

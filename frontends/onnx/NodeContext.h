@@ -103,6 +103,13 @@ struct HostTensor {
   /// the same value everywhere, so the padded layout is exact); such a
   /// tensor may be materialized for run-time ops. Empty: none.
   std::vector<int32_t> axisSymbols;
+  /// Per axis: the symbol whose size the axis has, for a tensor whose values
+  /// are not positional (arange(B) * S): what Shape reads. Empty: none, or
+  /// axisSymbols says.
+  std::vector<int32_t> shapeSymbols;
+  const std::vector<int32_t> &axesOf() const {
+    return axisSymbols.empty() ? shapeSymbols : axisSymbols;
+  }
 
   /// The element count; -1 for a negative dimension or a count past
   /// kMaxTensorElements.

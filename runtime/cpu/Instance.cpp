@@ -215,13 +215,14 @@ kiln_status deriveSymbol(kiln_instance *inst, uint32_t s) {
     return sym >= 0 && sym < static_cast<int64_t>(s) ? inst->symbolValues[sym] : -1;
   };
   int64_t a = size(d[1]), b = d[2], v = -1;
-  bool symB = d[0] == KILN_SYM_ADD || d[0] == KILN_SYM_SUB || d[0] == KILN_SYM_BROADCAST;
+  bool symB = KILN_SYM_B_IS_SYMBOL(d[0]);
   if (symB)
     b = size(d[2]);
   if (a < 0 || (symB && b < 0))
     return KILN_OK; // (an operand no input carries: the bound stands)
   switch (d[0]) {
-  case KILN_SYM_MUL_CONST: v = a * b; break;
+  case KILN_SYM_MUL_CONST:
+  case KILN_SYM_MUL: v = a * b; break;
   case KILN_SYM_ADD: v = a + b; break;
   case KILN_SYM_ADD_CONST: v = std::max<int64_t>(0, a + b); break;
   case KILN_SYM_MIN_CONST: v = std::min(a, b); break;
@@ -303,7 +304,7 @@ kiln_status readComputedSymbols(kiln_instance *inst) {
       dependent[s] = true;
       continue;
     }
-    bool symB = d[0] == KILN_SYM_ADD || d[0] == KILN_SYM_SUB || d[0] == KILN_SYM_BROADCAST;
+    bool symB = KILN_SYM_B_IS_SYMBOL(d[0]);
     auto dep = [&](int64_t x) { return x >= 0 && x < s && dependent[x]; };
     if (d[0] == KILN_SYM_INPUT || !(dep(d[1]) || (symB && dep(d[2]))))
       continue;

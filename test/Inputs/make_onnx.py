@@ -839,13 +839,23 @@ def narrow_types():
     return m
 
 
+def dynamic_advanced_index():
+    """torch's advanced indexing of a mask over two dynamic axes, as both
+    exporters write it (test/e2e/dynamic_shapes.py runs it)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+    from dynamic_shapes import advanced_index_mask
+    m = advanced_index_mask()
+    m.ir_version = 8
+    return m
+
+
 CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empty, bad_round_mode, loss_quant_ops, resize_pad, attention_einsum, lppool_crop, gathernd_batch, transformer_ops, conv_bn_relu, shape_chain, softmax_opset11, clip_relu6,
                                  clip_opset7, gemm_flatten, wide_gemm, tune_mix, unsupported, dynamic_batch, bad_conv,
                                  missing_input, huge_reshape, huge_tile,
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, reduce_runtime_axes, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, reduce_runtime_axes, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

@@ -20,7 +20,9 @@ scatters along the batch (negative indices, a dynamic number of updates), an
 LSTM over a dynamic batch, reductions and matrix products over the symbolic batch (masked
 padding), self-attention over a symbolic sequence length, a constant
 position table sliced to it, and kernels over the live extents of inner
-axes (row gathers, a cache concat, stacks of float and bool rows). Then the run-time errors: a size past the bound, two inputs that
+axes (row gathers, a cache concat, stacks of float and bool rows), and
+torch's advanced indexing of a mask over two dynamic axes (a compact merged
+axis and back; GatherND tuples). Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
 Tolerance: |kiln - ort| <= 1e-4 * |ort| + 1e-5 * max(1, max|ort|) (integers
@@ -585,6 +587,62 @@ def live_inner_axes():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def advanced_index_mask():
+    """torch's advanced indexing of a [B, S] mask by broadcast ranges
+    (m[arange(B)[:, None, None, None], arange(S)]), as its two exporters
+    write it: flattened with the index b * S + s (a compact [B*S] axis,
+    KILN_SYM_MUL) then viewed back to [B, 1, 1, S] and expanded through
+    `where(shape == -1, 1, shape)`; and a GatherND of stacked expanded
+    ranges (tuples into two dynamic axes)."""
+    ints = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    N = helper.make_node
+    nodes = [N("Shape", ["m"], ["shp"]),
+             N("Gather", ["shp", "i0"], ["B"], axis=0),
+             N("Gather", ["shp", "i1"], ["S"], axis=0),
+             N("Range", ["zero", "B", "one"], ["rb"]),
+             N("Range", ["zero", "S", "one"], ["rs"]),
+             N("Unsqueeze", ["rb", "ax123"], ["bi"]),
+             N("Unsqueeze", ["rs", "ax012"], ["si"]),
+             N("Mul", ["bi", "S"], ["bS"]),
+             N("Add", ["si", "bS"], ["lin"]),
+             N("Flatten", ["m"], ["flat"], axis=2),
+             N("Gather", ["flat", "lin"], ["g"], axis=0),
+             N("Reshape", ["g", "minus1"], ["r"]),
+             N("Shape", ["lin"], ["linshape"]),
+             N("Reshape", ["r", "linshape"], ["r2"]),
+             N("Greater", ["r2", "zerof"], ["keep"]),
+             N("Unsqueeze", ["B", "ax0"], ["Bu"]),
+             N("Unsqueeze", ["S", "ax0"], ["Su"]),
+             N("Concat", ["Bu", "minus1", "Su", "Su"], ["target"], axis=0),
+             N("Shape", ["target"], ["tshape"]),
+             N("ConstantOfShape", ["tshape"], ["ones"], value=ints("v", [1])),
+             N("Mul", ["ones", "minus1"], ["negs"]),
+             N("Equal", ["target", "negs"], ["isneg"]),
+             N("Where", ["isneg", "ones", "target"], ["eshape"]),
+             N("Expand", ["keep", "eshape"], ["wide"]),
+             N("Where", ["wide", "zerof", "big"], ["bias"]),
+             N("Max", ["bi", "si"], ["both"]),
+             N("Shape", ["both"], ["shape4"]),
+             N("Expand", ["bi", "shape4"], ["be"]),
+             N("Expand", ["si", "shape4"], ["se"]),
+             N("Unsqueeze", ["be", "ax4"], ["be1"]),
+             N("Unsqueeze", ["se", "ax4"], ["se1"]),
+             N("Concat", ["be1", "se1"], ["tuples"], axis=-1),
+             N("GatherND", ["m", "tuples"], ["picked"])]
+    inits = [ints("i0", 0), ints("i1", 1), ints("zero", 0), ints("one", 1),
+             ints("ax123", [1, 2, 3]), ints("ax012", [0, 1, 2]), ints("ax0", [0]),
+             ints("ax4", [4]), ints("minus1", [-1]),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zerof"),
+             numpy_helper.from_array(np.array(-1e9, np.float32), "big")]
+    g = helper.make_graph(nodes, "advanced_index_mask",
+                          [helper.make_tensor_value_info("m", TensorProto.FLOAT, ["B", "S"])],
+                          [helper.make_tensor_value_info("bias", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("r", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("picked", TensorProto.FLOAT, None)],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -685,6 +743,8 @@ def main():
         ("live_inner_axes", live_inner_axes(),
          ["--max-shape", "x=2x8x8", "--max-shape", "past=2x12x8"],
          [{"S": 1, "P": 5}, {"S": 3, "P": 0}, {"S": 8, "P": 12}, {"S": 2, "P": 9}]),
+        ("advanced_index_mask", advanced_index_mask(), ["--max-shape", "m=4x12"],
+         [{"B": 1, "S": 1}, {"B": 3, "S": 7}, {"B": 4, "S": 12}, {"B": 2, "S": 5}]),
         ("small_cnn", cnn, ["--max-shape", "input=4x3x32x32"], [{"batch": 1}, {"batch": 3}]),
         ("bert_layer", bert, ["--max-shape", "input=3x32x64"], [{"batch": 2}, {"batch": 3}]),
         ("gpt2_block", gpt2, ["--max-shape", "input=3x32x64"], [{"batch": 1}, {"batch": 3}]),

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 11
+#define KILN_ABI_VERSION 12
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -188,7 +188,8 @@ typedef struct kiln_device_program {
  *  a dynamic axis: a reshape merging it with static axes (MUL_CONST), a
  *  concat (ADD, ADD_CONST), a slice (ADD_CONST, MIN_CONST, SUB,
  *  CEIL_DIV_CONST), two symbols broadcast on one axis (BROADCAST), a
- *  reshape splitting it into parts of a static size (DIV_CONST). */
+ *  reshape splitting it into parts of a static size (DIV_CONST), a reshape
+ *  merging two dynamic axes (MUL). */
 typedef enum kiln_symbol_op {
   KILN_SYM_INPUT = 0,          /* a size an input carries */
   KILN_SYM_MUL_CONST = 1,      /* S = A * b */
@@ -201,13 +202,19 @@ typedef enum kiln_symbol_op {
                                   any other pair is a shape error */
   KILN_SYM_DIV_CONST = 8,      /* S = A / b, b > 0; an A that is not a
                                   multiple of b is a shape error (ABI 7) */
-  KILN_SYM_COMPUTED = 9        /* S is computed by the run from the data
+  KILN_SYM_COMPUTED = 9,       /* S is computed by the run from the data
                                   (NonZero's count, Compress's length): the
                                   model writes it into hidden output a
                                   (outputs num_outputs + a, one int64 each;
                                   ABI 10). Before the run only its bound is
                                   known. */
+  KILN_SYM_MUL = 10            /* S = A * B (ABI 12) */
 } kiln_symbol_op;
+
+/** Whether a derivation's b names a symbol (B) rather than a constant. */
+#define KILN_SYM_B_IS_SYMBOL(op)                                                   \
+  ((op) == KILN_SYM_ADD || (op) == KILN_SYM_SUB || (op) == KILN_SYM_BROADCAST ||   \
+   (op) == KILN_SYM_MUL)
 
 /** What kiln-compile emits for a model (`<name>_desc`). */
 typedef struct kiln_model_desc {
