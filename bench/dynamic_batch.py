@@ -8,8 +8,15 @@ side by side in one run. Latency: kiln-run --bench medians, the variants
 alternating round by round; the table holds the median over rounds and the
 ratios to the static build.
 
+Models: python/kiln_models builders (their batch made symbolic), and
+hf_bert_base: Hugging Face's BertModel at BERT-base size (random weights,
+--bert-layers of them) exported by torch.onnx.export(dynamo=True) with a
+dynamic batch *and* sequence length, bounded at --bound x --seq-bound and
+run at --seq tokens with a padding mask.
+
 usage: bench/dynamic_batch.py --bindir build/bin [--bound 32] [--batches 1,8]
-                              [--threads 2] [--runs 5] [--rounds 3] [MODEL ...]
+                              [--threads 2] [--runs 5] [--rounds 3]
+                              [--seq 128] [--seq-bound 512] [MODEL ...]
 """
 import argparse
 import os
@@ -49,6 +56,73 @@ def bench(bindir, so, feeds, threads, runs):
     return float(re.search(r"median ([0-9.]+) ms", out).group(1))
 
 
+class Workload:
+    """A model to compare: its dynamic ONNX file and bounds, the file and
+    --shape flags of its static build at batch b, and a run's inputs."""
+
+    def __init__(self, dyn_path, bound_flags, static_path, static_flags, inputs):
+        self.dyn_path, self.bound_flags = dyn_path, bound_flags
+        self.static_path, self.static_flags, self.inputs = static_path, static_flags, inputs
+
+
+def builder_workload(tmp, name, bound):
+    """A kiln_models builder with its batch made symbolic (float inputs)."""
+    m = MODELS[name]()
+    static_path = os.path.join(tmp, name + ".onnx")
+    onnx.save(m, static_path)
+    dyn_path = os.path.join(tmp, name + "_dyn.onnx")
+    onnx.save(symbolic(MODELS[name]()), dyn_path)
+    shapes = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim]
+              for vi in graph_inputs(m)}
+    dims = lambda b, s: "x".join(map(str, [b] + s[1:]))  # noqa: E731
+    return Workload(
+        dyn_path, [f"--max-shape={n}={dims(bound, s)}" for n, s in shapes.items()],
+        static_path, lambda b: [f"--shape={n}={dims(b, s)}" for n, s in shapes.items()],
+        lambda b, rng: {n: rng.standard_normal([b] + s[1:]).astype(np.float32)
+                        for n, s in shapes.items()})
+
+
+def hf_bert_workload(tmp, args):
+    """transformers' BertModel (BERT-base widths, random weights) with a
+    dynamic batch and sequence length, exported by the dynamo exporter;
+    the static build is the same file with both sizes given."""
+    import torch
+    import transformers
+    cfg = transformers.BertConfig(num_hidden_layers=args.bert_layers)
+    torch.manual_seed(0)
+    bert = transformers.BertModel(cfg).eval()
+
+    class Outputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, ids, mask, types):
+            o = self.bert(input_ids=ids, attention_mask=mask, token_type_ids=types)
+            return o.last_hidden_state, o.pooler_output
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    example = (torch.randint(0, cfg.vocab_size, (2, 16)), torch.ones(2, 16, dtype=torch.long),
+               torch.zeros(2, 16, dtype=torch.long))
+    batch = torch.export.Dim("batch", max=args.bound)
+    seq = torch.export.Dim("seq", max=args.seq_bound)
+    path = os.path.join(tmp, "hf_bert_base.onnx")
+    torch.onnx.export(Outputs(), example, path, dynamo=True, input_names=names,
+                      output_names=["last_hidden_state", "pooler_output"],
+                      dynamic_shapes=({0: batch, 1: seq},) * 3, external_data=False)
+
+    def inputs(b, rng):
+        mask = np.ones((b, args.seq), np.int64)
+        for r in range(b):  # each row padded at its end
+            mask[r, rng.integers(args.seq // 2, args.seq + 1):] = 0
+        return {"input_ids": rng.integers(0, cfg.vocab_size, (b, args.seq)).astype(np.int64),
+                "attention_mask": mask,
+                "token_type_ids": rng.integers(0, 2, (b, args.seq)).astype(np.int64)}
+
+    return Workload(path, [f"--max-shape={n}={args.bound}x{args.seq_bound}" for n in names],
+                    path, lambda b: [f"--shape={n}={b}x{args.seq}" for n in names], inputs)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -58,37 +132,33 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("models", nargs="*", default=["resnet50", "mobilenetv2", "bert_layer"])
+    ap.add_argument("--seq", type=int, default=128, help="hf_bert_base: the run's tokens")
+    ap.add_argument("--seq-bound", type=int, default=512, help="hf_bert_base: the bound")
+    ap.add_argument("--bert-layers", type=int, default=12, help="hf_bert_base: its layers")
+    ap.add_argument("models", nargs="*",
+                    default=["resnet50", "mobilenetv2", "bert_layer", "hf_bert_base"])
     args = ap.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
     compile_ = os.path.join(args.bindir, "kiln-compile")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
-            m = MODELS[name]()
-            static_path = os.path.join(tmp, name + ".onnx")
-            onnx.save(m, static_path)
-            dyn_path = os.path.join(tmp, name + "_dyn.onnx")
-            onnx.save(symbolic(MODELS[name]()), dyn_path)
-            shapes = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim]
-                      for vi in graph_inputs(m)}
-            bound = [f"--max-shape={n}=" + "x".join(map(str, [args.bound] + s[1:]))
-                     for n, s in shapes.items()]
+            w = (hf_bert_workload(tmp, args) if name == "hf_bert_base"
+                 else builder_workload(tmp, name, args.bound))
             dyn = os.path.join(tmp, name + "_live.so")
-            subprocess.run([compile_, dyn_path, "-o", dyn] + bound, check=True)
+            subprocess.run([compile_, w.dyn_path, "-o", dyn] + w.bound_flags, check=True)
             at_bound = os.path.join(tmp, name + "_bound.so")
-            subprocess.run([compile_, dyn_path, "-o", at_bound,
-                            "--disable-pass=kiln-live-rows"] + bound, check=True)
+            subprocess.run([compile_, w.dyn_path, "-o", at_bound,
+                            "--disable-pass=kiln-live-rows"] + w.bound_flags, check=True)
             for b in batches:
                 feeds = {}
                 rng = np.random.default_rng(b)
-                for n, s in shapes.items():
+                for n, a in w.inputs(b, rng).items():
                     feeds[n] = os.path.join(tmp, f"{name}_{n.replace('/', '_')}_{b}.npy")
-                    np.save(feeds[n], rng.standard_normal([b] + s[1:]).astype(np.float32))
+                    np.save(feeds[n], a)
                 static = os.path.join(tmp, f"{name}_static{b}.so")
-                subprocess.run([compile_, static_path, "-o", static] +
-                               [f"--shape={n}=" + "x".join(map(str, [b] + s[1:]))
-                                for n, s in shapes.items()], check=True)
+                subprocess.run([compile_, w.static_path, "-o", static] + w.static_flags(b),
+                               check=True)
                 variants = [("static", static), ("dynamic", dyn), ("dynamic, at the bound", at_bound)]
                 times = {label: [] for label, _ in variants}
                 for _ in range(args.rounds):

@@ -382,16 +382,23 @@ std::optional<AxisSymbols> SymbolTracker::reshapeSymbols(Value in, ArrayRef<int6
     bool innerStatic = true;
     for (int64_t k = i0 + 1; k < i; ++k)
       innerStatic &= a[k] < 0;
-    if (pi == po && o - o0 == 1 && a[i0] >= 0 && innerStatic && inS[i0] > 0) {
-      out[o0] = dryRun ? a[i0] : product(a[i0], pi / inS[i0]);
-      continue;
-    }
     int32_t t = a[i0];
-    if (pi == po && i - i0 == 1 && t >= 0 && derived[t].op == KILN_SYM_MUL_CONST &&
-        outS[o0] == bounds[derived[t].a] && outS[o0] > 0 &&
-        po / outS[o0] == derived[t].b) {
-      out[o0] = derived[t].a;
-      continue;
+    if (pi == po && t >= 0 && innerStatic && inS[i0] > 0 && outS[o0] > 0) {
+      // The symbol outermost (its real elements a prefix): base x f x the
+      // static inner count live elements, the output's outer axis takes
+      // all of them that its static inner axes do not (a merge: [B, 32]
+      // -> [B*32]; back: [B*4, 8] -> [B, 32]; both: [B, 32] -> [B*4, 8]).
+      int32_t base = t;
+      int64_t f = 1;
+      if (derived[t].op == KILN_SYM_MUL_CONST) {
+        base = derived[t].a;
+        f = derived[t].b;
+      }
+      int64_t live = f * (pi / inS[i0]), innerOut = po / outS[o0];
+      if (innerOut > 0 && live % innerOut == 0) {
+        out[o0] = dryRun ? t : product(base, live / innerOut);
+        continue;
+      }
     }
     // One symbol split into an outer axis and static inner ones (its real
     // elements stay a prefix): the outer axis carries it divided by the

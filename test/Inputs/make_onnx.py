@@ -318,12 +318,15 @@ def dynamic_tile_trilu_size():
 def dynamic_reshape_split():
     # Reshapes of [N, 3, 4]: to [2, -1, 2] the batch's share (3N) lands after
     # a static axis (gathered by run-time indices); to [-1, 2, 3, 4] it is
-    # split in two (N/2, a derived DIV_CONST symbol).
+    # split in two (N/2, a derived DIV_CONST symbol); to [-1, 2] the static
+    # axes are regrouped behind it (N*6: a view, the real elements a prefix).
     nodes = [helper.make_node("Reshape", ["x", "t1"], ["y"], name="move_batch"),
-             helper.make_node("Reshape", ["x", "t2"], ["z"], name="halve_batch")]
-    return model(nodes, [vi("x", ["N", 3, 4])], [vi("y", None), vi("z", None)],
+             helper.make_node("Reshape", ["x", "t2"], ["z"], name="halve_batch"),
+             helper.make_node("Reshape", ["x", "t3"], ["w"], name="regroup")]
+    return model(nodes, [vi("x", ["N", 3, 4])], [vi("y", None), vi("z", None), vi("w", None)],
                  [init("t1", np.array([2, -1, 2], np.int64)),
-                  init("t2", np.array([-1, 2, 3, 4], np.int64))])
+                  init("t2", np.array([-1, 2, 3, 4], np.int64)),
+                  init("t3", np.array([-1, 2], np.int64))])
 
 
 def dynamic_hardmax():

@@ -366,18 +366,25 @@ def merged_batch():
     """Reshapes merging the symbolic batch with the static axes after it
     (Flatten at axis 0 and 2): the merged axis is a derived symbol (N x 12,
     N x 3) whose real elements are a prefix; a mean over it is masked by
-    its run-time size, and a reshape splits it back into N."""
+    its run-time size, and a reshape splits it back into N; [N, 3, 4] to
+    [-1, 2] merges and splits at once (N x 6, a softmax over it masked) and
+    back to x's shape."""
     nodes = [helper.make_node("Flatten", ["x"], ["f0"], axis=0),
              helper.make_node("Flatten", ["x"], ["f2"], axis=2),
              helper.make_node("ReduceMean", ["f0"], ["m"], axes=[1], keepdims=1),
              helper.make_node("Sub", ["f0", "m"], ["c"]),
              helper.make_node("Shape", ["x"], ["s"]),
              helper.make_node("Reshape", ["c", "s"], ["y"]),
-             helper.make_node("Softmax", ["f2"], ["p"], axis=0)]
+             helper.make_node("Softmax", ["f2"], ["p"], axis=0),
+             helper.make_node("Reshape", ["x", "t6"], ["r6"]),
+             helper.make_node("Softmax", ["r6"], ["p6"], axis=0),
+             helper.make_node("Relu", ["r6"], ["relu6"]),
+             helper.make_node("Reshape", ["relu6", "s"], ["y6"])]
     g = helper.make_graph(nodes, "merged_batch",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])],
                           [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
-                           for n in ["f0", "f2", "y", "p"]])
+                           for n in ["f0", "f2", "y", "p", "p6", "y6"]],
+                          [numpy_helper.from_array(np.array([-1, 2], np.int64), "t6")])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 

@@ -8,7 +8,8 @@ with random weights, each
   - through torch.compile(model, backend="kiln") (the Dynamo backend);
 
 plus a dynamic batch (torch.export.Dim) run at two sizes, torch.compile
-meeting new batch sizes (one artifact each), and the backend's fallback on
+meeting new batch sizes, torch.compile(dynamic=True) over a range of batch
+and sequence sizes (one artifact, a second past the bound), and the backend's fallback on
 an unsupported op (torch.bucketize) (one warning naming it; eager's result).
 rtol 1e-4, atol 1e-5 * max(1, max|ref|)."""
 import argparse
@@ -142,6 +143,46 @@ def main():
     if fell_back:
         print("FAIL resnet18 [torch.compile, new shapes]: fell back: %s" % fell_back)
     tally(ok and not fell_back)
+
+    # torch.compile(dynamic=True): the backend exports the graph with its
+    # sizes dynamic and compiles one artifact for a range (each symbol
+    # bounded at 4x its first size, at least 64); a size past a bound
+    # compiles once more. Sizes of 1 are Dynamo's own static graph.
+    class Tokens(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pos = torch.nn.Embedding(512, 32)
+            self.attn = torch.nn.MultiheadAttention(32, 4, batch_first=True)
+            self.out = torch.nn.Linear(32, 8)
+
+        def forward(self, x):
+            h = x + self.pos(torch.arange(x.shape[1]))
+            a, _ = self.attn(h, h, h, need_weights=False)
+            return self.out(a).softmax(-1) * x.shape[1]
+
+    tokens = Tokens().eval()
+    cache = os.path.join(tmp, "cache_dynamic")
+    os.environ["KILN_CACHE_DIR"] = cache
+    torch._dynamo.reset()
+    artifacts = lambda: len([f for f in os.listdir(cache) if f.endswith(".so")])  # noqa: E731
+    counts = []
+    ok = True
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = torch.compile(tokens, backend="kiln", dynamic=True)
+        for b, t in ((2, 5), (3, 9), (4, 17), (2, 64), (2, 300)):
+            x = torch.randn(b, t, 32)
+            with torch.no_grad():
+                ok &= close("tokens [torch.compile dynamic=True, batch %d, %d tokens]" % (b, t),
+                            compiled(x), tokens(x))
+            counts.append(artifacts())
+    os.environ["KILN_CACHE_DIR"] = os.path.join(tmp, "cache")
+    fell_back = [str(w.message) for w in caught if "kiln:" in str(w.message)]
+    ranged = counts == [1, 1, 1, 1, 2]
+    print("%s torch.compile dynamic=True: artifacts after each call %s (want 1, 1, 1, 1, 2)%s" %
+          ("ok" if ranged and not fell_back else "FAIL", counts,
+           "; fell back: %s" % fell_back if fell_back else ""))
+    tally(ok and ranged and not fell_back)
 
     # Fallback: one warning naming the unsupported op, eager's result.
     class Buckets(torch.nn.Module):
