@@ -390,7 +390,12 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
     int symM = liveAxis(rank - 2), symN = liveAxis(rank - 1);
     int symB = rank > 2 ? liveAxis(0) : -1;
     int64_t perB0 = symB >= 0 ? B / batch[0] : 1;
-    auto [rb, cb] = productTiles(M, N, B);
+    // Tiles for one batch of a live batch, and for one row tile of live
+    // rows: a small run shares its columns among the threads as the static
+    // build does (tiles for the bound's rows were few and wide: B's panels
+    // past the L2 cache).
+    auto [rb, cb] = productTiles(symM >= 0 ? std::min(M, kTileRows) : M, N,
+                                 symB >= 0 ? perB0 : B);
     rb = liveTileRows(rb, M);
     int64_t rTiles = ceilDiv(M, rb), cTiles = ceilDiv(N, cb);
     std::vector<Launch::LiveTerm> terms;

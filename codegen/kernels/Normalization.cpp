@@ -160,10 +160,15 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
       e.loop(e.tid(), e.idx(D), [&](Value j) { normalize(e, base, j, mean, inv); }, n);
     });
   int64_t perWg = rowsPerWorkgroup(D);
-  liveShare(op->getResult(0), rows, perWg);
+  // Live extents: the live rows of the axes before `axis`.
+  SmallVector<int64_t> rowShape(in.begin(), in.begin() + axis);
+  SmallVector<int> rowSyms = liveSyms(axis);
+  if (liveSym >= 0)
+    liveShare(op->getResult(0), rows, perWg);
+  else
+    liveShareBox(rowShape, rowSyms, perWg);
   return launch(op, ins, ceilDiv(rows, perWg), [&](KernelEmitter &e) {
-    auto [lo, hi] = e.share(rows, perWg);
-    e.loop(lo, hi, [&](Value r) {
+    e.liveLoop(rowShape, rowSyms, perWg, [&](Value r) {
       Value base = e.mul(r, D);
       Value invD = e.f32(1.0f / static_cast<float>(D));
       Value sum = e.reduce(e.idx(0), e.idx(D), e.f32(0.0f), [&](Value j, Value acc) {

@@ -10,6 +10,8 @@
 #include "LiveExtents.h"
 
 #include "dialects/kiln/KilnDialect.h"
+#include "kiln/runtime.h"
+#include "mlir/IR/Matchers.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -223,16 +225,30 @@ struct Rule {
 
 class Analysis {
 public:
-  Analysis(LiveExtents &x, ArrayRef<bool> known) : x(x), known(known), axisZero(x) {}
+  Analysis(LiveExtents &x, ArrayRef<bool> known, ArrayRef<int64_t> derived)
+      : x(x), known(known), derived(derived), axisZero(x) {}
 
   LiveExtents &x;
   ArrayRef<bool> known;
+  ArrayRef<int64_t> derived; // kiln.symbol_derived: {op, a, b} per symbol
   AxisZeroRules axisZero;
   llvm::DenseMap<Operation *, Rule> rules;
 
   bool isKnown(int s) const {
     return s >= 0 && s < static_cast<int>(known.size()) && known[s];
   }
+  /// The symbol a static multiple of `s` (KILN_SYM_MUL_CONST) stands on.
+  int baseOf(int s) const {
+    int64_t k = 3 * static_cast<int64_t>(s);
+    if (s >= 0 && k + 2 < static_cast<int64_t>(derived.size()) &&
+        derived[k] == KILN_SYM_MUL_CONST)
+      return static_cast<int>(derived[k + 1]);
+    return s;
+  }
+  /// Whether live prefixes of sizes `s` and `t` are the same elements: a
+  /// reshape regrouping static axes behind a symbol ([B, 12, ...] ->
+  /// [B*12, ...] and back) maps the first B rows onto the first B*12.
+  bool proportional(int s, int t) const { return s >= 0 && t >= 0 && baseOf(s) == baseOf(t); }
   /// kLive for an axis carrying a symbol known before the run, else kWhole.
   int liveOr(Value v, int64_t a) const {
     return isKnown(x.symbolOf(v, a)) ? kLive : kWhole;
@@ -258,7 +274,10 @@ public:
 
   /// A reshape's axes that keep their position: the same size after the
   /// same number of elements (so the same bound strides).
-  Read reshape(Value in, ArrayRef<int64_t> out) const {
+  /// A symbolic axis whose group of static axes behind it is regrouped
+  /// ([B, 12, 64] -> [B*12, 64], and back) maps to the group's outer axis
+  /// when the symbol `op` states there is proportional to its own.
+  Read reshape(Value in, ArrayRef<int64_t> out, Operation *op = nullptr) const {
     auto sh = shapeOf(in);
     Read r{in, SmallVector<int>(sh.size(), kWhole)};
     int64_t before = 1;
@@ -269,11 +288,44 @@ public:
           r.map[a] = static_cast<int>(d);
           break;
         }
+        if (outBefore == before && op && out[d] != 1 &&
+            proportional(x.symbolOf(in, a), statedSymbol(op, d)) &&
+            innerStatic(in, a, out, d)) {
+          r.map[a] = static_cast<int>(d);
+          break;
+        }
         outBefore *= out[d];
       }
       before *= sh[a];
     }
     return r;
+  }
+  /// The symbol `op` states for its result's axis d (kiln.axis_symbol), or -1.
+  static int statedSymbol(Operation *op, int64_t d) {
+    if (auto pairs = op->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kAxisSymbol))
+      for (int64_t i = 0; i + 1 < pairs.size(); i += 2)
+        if (pairs[i] == d)
+          return static_cast<int>(pairs[i + 1]);
+    return -1;
+  }
+  /// Whether the axes of `in` after `a` in its group (the input axes from
+  /// `a` and output axes from `d` of equal element counts) carry no symbol.
+  bool innerStatic(Value in, size_t a, ArrayRef<int64_t> out, size_t d) const {
+    auto sh = shapeOf(in);
+    int64_t pi = sh[a], po = out[d];
+    size_t i = a + 1, o = d + 1;
+    while (pi != po) {
+      if (pi < po && i < sh.size()) {
+        if (x.symbolOf(in, i) >= 0)
+          return false;
+        pi *= sh[i++];
+      } else if (po < pi && o < out.size()) {
+        po *= out[o++];
+      } else {
+        return false;
+      }
+    }
+    return true;
   }
 
   /// A matrix product [.., M, K] x [.., K, N] (or [K, N]) -> [.., M, N]
@@ -483,6 +535,22 @@ public:
       r.tied = static_cast<int>(a);
       return r;
     }
+    if (auto ln = dyn_cast<kiln::LayerNormOp>(op)) {
+      // Each row (the axes before `axis`) is normalized on its own; the
+      // normalized axes, the scale and the bias are read whole.
+      int64_t a = static_cast<int64_t>(ln.getAxis());
+      a = a < 0 ? a + R : a;
+      Read in = identity(ln.getInput());
+      for (int64_t d = a; d < R; ++d)
+        in.map[d] = kWhole;
+      r.reads = {in};
+      for (Value v : op->getOperands().drop_front())
+        r.reads.push_back(Read{v, SmallVector<int>(shapeOf(v).size(), kWhole)});
+      r.restrictable = all(R, false);
+      for (int64_t d = 0; d < a; ++d)
+        r.restrictable[d] = true;
+      return r;
+    }
     if (auto t = dyn_cast<kiln::TransposeOp>(op)) {
       Read in{t.getInput(), SmallVector<int>(R, kWhole)};
       for (int64_t d = 0; d < R; ++d)
@@ -492,7 +560,7 @@ public:
       return r;
     }
     if (auto s = dyn_cast<kiln::ReshapeOp>(op)) {
-      r.reads = {reshape(s.getInput(), out)};
+      r.reads = {reshape(s.getInput(), out, op)};
       r.restrictable = all(R); // (no kernel: a view of its input)
       return r;
     }
@@ -538,6 +606,12 @@ public:
       for (int64_t a = 0; a < static_cast<int64_t>(data.size()); ++a)
         if (a != axis)
           d.map[a] = static_cast<int>(a < axis ? a : a + ir - 1);
+      // Constant indices (the pooler's first token): positions a valid run
+      // has, so the axis is read within its live extent.
+      DenseIntElementsAttr idx;
+      if (matchPattern(g.getIndices(), m_Constant(&idx)) &&
+          llvm::all_of(idx.getValues<APInt>(), [](const APInt &v) { return !v.isNegative(); }))
+        d.map[axis] = liveOr(g.getData(), axis);
       Read i{g.getIndices(), SmallVector<int>(ir, kWhole)};
       for (int64_t a = 0; a < ir; ++a)
         i.map[a] = static_cast<int>(axis + a);
@@ -620,7 +694,10 @@ static bool isLiveMask(Operation *op, ArrayRef<int> box) {
 
 LiveExtents liveExtents(func::FuncOp fn, ArrayRef<bool> known) {
   LiveExtents x;
-  Analysis a(x, known);
+  ArrayRef<int64_t> derived;
+  if (auto d = fn->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kSymbolDerived))
+    derived = d.asArrayRef();
+  Analysis a(x, known, derived);
   for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
     auto attrs = fn.getArgAttrDict(i);
     auto syms = attrs ? attrs.getAs<DenseI32ArrayAttr>(kiln::attr::kSymbols) : nullptr;
@@ -696,7 +773,9 @@ LiveExtents liveExtents(func::FuncOp fn, ArrayRef<bool> known) {
         if (d == kLive && (rule.tied < 0 || box.empty() || box[rule.tied] >= 0))
           continue;
         int s = x.symbolOf(rd.v, axis);
-        bool prefix = d >= 0 && box[d] >= 0 && (s < 0 || s == box[d]);
+        bool prefix = d >= 0 && box[d] >= 0 &&
+                      (s < 0 || s == box[d] ||
+                       (isa<kiln::ReshapeOp>(op) && a.proportional(s, box[d])));
         if (!prefix)
           markWhole(rd.v, axis);
       }

@@ -665,6 +665,20 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         if (!out)
           return failure();
         setSymbols(res, *out);
+        // Regrouped static axes behind a symbol ([B, 12, ..] <-> [B*12, ..]):
+        // the result's symbols, for the code generator (LiveExtents maps
+        // the input's live rows onto them).
+        auto multiple = [&](int32_t sym) {
+          return sym >= 0 && derived[sym].op == KILN_SYM_MUL_CONST;
+        };
+        if (llvm::any_of(*out, multiple) || llvm::any_of(of(r.getInput()), multiple)) {
+          SmallVector<int64_t> pairs;
+          for (auto [d, sym] : llvm::enumerate(*out))
+            if (sym >= 0)
+              pairs.append({static_cast<int64_t>(d), sym});
+          if (!pairs.empty() && !r->hasAttr(kiln::attr::kAxisSymbol))
+            r->setAttr(kiln::attr::kAxisSymbol, DenseI64ArrayAttr::get(r.getContext(), pairs));
+        }
         return success();
       })
       .Case<kiln::TransposeOp>([&](kiln::TransposeOp t) {

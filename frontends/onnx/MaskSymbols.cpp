@@ -17,6 +17,7 @@
 #include "frontends/onnx/ImporterImpl.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 
 #include <cmath>
 #include <limits>
@@ -332,6 +333,12 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     auto sa = symbolicAxes(data, {axis});
     if (sa.empty())
       return static_cast<Operation *>(nullptr);
+    DenseIntElementsAttr constant; // (none negative: nothing to wrap)
+    if (matchPattern(idx, m_Constant(&constant)) &&
+        llvm::all_of(constant.getValues<APInt>(), [](const APInt &v) { return !v.isNegative(); })) {
+      op->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
+      return static_cast<Operation *>(nullptr);
+    }
     auto it = llvm::cast<RankedTensorType>(idx.getType());
     auto vec = RankedTensorType::get({1}, it.getElementType());
     Value size = symbolInput(sa[0].second);
