@@ -22,7 +22,8 @@ padding), self-attention over a symbolic sequence length, a constant
 position table sliced to it, and kernels over the live extents of inner
 axes (row gathers, a cache concat, stacks of float and bool rows), and
 torch's advanced indexing of a mask over two dynamic axes (a compact merged
-axis and back; GatherND tuples). Then the run-time errors: a size past the bound, two inputs that
+axis and back; GatherND tuples), an encoder layer over a dynamic batch and
+sequence (per-head keys regrouped behind the batch). Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
 Tolerance: |kiln - ort| <= 1e-4 * |ort| + 1e-5 * max(1, max|ort|) (integers
@@ -650,6 +651,60 @@ def advanced_index_mask():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def encoder_batch_seq():
+    """An encoder layer over a dynamic batch *and* sequence, as exporters
+    write one: layer norms, per-head views [B, S, 2, 8], keys regrouped to
+    [B*2, S, 8] and transposed (a product symbol; the reshape back splits
+    it), an additive mask over the keys, softmax, and the first token
+    gathered by a constant index (the pooler's). Every kernel runs at the
+    live extents (batch and sequence)."""
+    rng = np.random.default_rng(13)
+    f32 = lambda *sh: rng.standard_normal(sh).astype(np.float32)  # noqa: E731
+    ints = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    N = helper.make_node
+    nodes = [N("LayerNormalization", ["x", "g0", "b0"], ["h"], axis=-1),
+             N("MatMul", ["h", "wq"], ["q"]), N("MatMul", ["h", "wk"], ["k"]),
+             N("MatMul", ["h", "wv"], ["v"]),
+             N("Reshape", ["q", "heads"], ["q4"]), N("Reshape", ["k", "heads"], ["k4"]),
+             N("Reshape", ["v", "heads"], ["v4"]),
+             N("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+             N("Transpose", ["k4"], ["kh"], perm=[0, 2, 1, 3]),
+             N("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+             N("Shape", ["kh"], ["khs"]),
+             N("Slice", ["khs", "s2", "s3"], ["seqdim"]),
+             N("Slice", ["khs", "s0", "s2"], ["bh"]),
+             N("Concat", ["minus1", "seqdim", "eight"], ["flat3"], axis=0),
+             N("Reshape", ["kh", "flat3"], ["kf"]),
+             N("Transpose", ["kf"], ["kft"], perm=[0, 2, 1]),
+             N("Concat", ["bh", "eight", "seqdim"], ["back4"], axis=0),
+             N("Reshape", ["kft", "back4"], ["kt"]),
+             N("MatMul", ["qh", "kt"], ["sc"]),
+             N("Mul", ["sc", "scale"], ["scs"]),
+             N("Unsqueeze", ["mask", "ax12"], ["m4"]),
+             N("Add", ["scs", "m4"], ["scm"]),
+             N("Softmax", ["scm"], ["pr"], axis=-1),
+             N("MatMul", ["pr", "vh"], ["oh"]),
+             N("Transpose", ["oh"], ["o4"], perm=[0, 2, 1, 3]),
+             N("Reshape", ["o4", "merge"], ["o"]),
+             N("Add", ["o", "x"], ["res"]),
+             N("LayerNormalization", ["res", "g1", "b1"], ["y"], axis=-1),
+             N("Gather", ["y", "zero"], ["first"], axis=1)]
+    inits = [numpy_helper.from_array(a, n) for n, a in
+             [("g0", f32(16)), ("b0", f32(16)), ("g1", f32(16)), ("b1", f32(16)),
+              ("wq", f32(16, 16)), ("wk", f32(16, 16)), ("wv", f32(16, 16)),
+              ("scale", np.array(0.35, np.float32))]]
+    inits += [ints("heads", [0, 0, 2, 8]), ints("merge", [0, 0, 16]), ints("s0", [0]),
+              ints("s2", [2]), ints("s3", [3]), ints("minus1", [-1]), ints("eight", [8]),
+              ints("ax12", [1, 2]), ints("zero", 0)]
+    g = helper.make_graph(nodes, "encoder_batch_seq",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", 16]),
+                           helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["B", "S"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", 16]),
+                           helper.make_tensor_value_info("first", TensorProto.FLOAT, ["B", 16])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -750,6 +805,9 @@ def main():
         ("live_inner_axes", live_inner_axes(),
          ["--max-shape", "x=2x8x8", "--max-shape", "past=2x12x8"],
          [{"S": 1, "P": 5}, {"S": 3, "P": 0}, {"S": 8, "P": 12}, {"S": 2, "P": 9}]),
+        ("encoder_batch_seq", encoder_batch_seq(),
+         ["--max-shape", "x=4x24x16", "--max-shape", "mask=4x24"],
+         [{"B": 1, "S": 7}, {"B": 3, "S": 24}, {"B": 4, "S": 1}, {"B": 2, "S": 13}]),
         ("advanced_index_mask", advanced_index_mask(), ["--max-shape", "m=4x12"],
          [{"B": 1, "S": 1}, {"B": 3, "S": 7}, {"B": 4, "S": 12}, {"B": 2, "S": 5}]),
         ("small_cnn", cnn, ["--max-shape", "input=4x3x32x32"], [{"batch": 1}, {"batch": 3}]),
