@@ -1068,6 +1068,13 @@ CASES = {
         [("x", (4, 9), "f32", "normal"), ("c", (9,), "bool", "bool")],
         [("Compress", ["x", "c"], {"axis": 1}), ("ReduceMean", ["t0"], {"axes": [1]})],
         opset=13),
+    # A backward slice starting before the axis: its start clamps to 0 (ONNX:
+    # [0, n - 1] for a negative step), so it keeps the first row.
+    "slice_runtime_backward_from_before": typed(
+        [("x", (5, 4), "f32", "normal"), ("s", (1,), "i64", "fixed:-9"),
+         ("e", (1,), "i64", "fixed:-9"), ("t", (1,), "i64", "fixed:-1")],
+        [("Slice", ["x", "s", "e", "a", "t"], {})], opset=13,
+        consts=[("a", np.array([0], np.int64))]),
 }
 
 # Tolerances per element type of the case's output: f16 results may differ

@@ -71,7 +71,7 @@ def typed(inputs, nodes, opset=17, consts=()):
     """A graph over inputs of any type: (name, shape, type, values) with type
     a key of ONNX_TYPES and values how the fresh random inputs are drawn
     (normal, unit: (-0.99, 0.99), ge1: [1, 4), int: [-40, 40), nonzero: no 0,
-    small: [0, 9), diag: [-4, 5), pos9: [-9, 9), step: +-1..3, axesR: distinct axes of rank R, sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
+    small: [0, 9), diag: [-4, 5), pos9: [-9, 9), step: +-1..3, fixed:V: V everywhere, axesR: distinct axes of rank R, sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
     last node's output is y."""
     ins = [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t, _ in inputs]
     made = []
@@ -113,6 +113,8 @@ def draw(how, shape, onnx_type):
         r = int(how[4:])
         picks = rng.choice(r, shape[0], replace=False)
         return (picks - r * rng.integers(0, 2, shape[0])).astype(t)
+    if how.startswith("fixed:"):  # every element the value after the colon (no draw)
+        return np.full(shape, int(how[6:])).astype(t)
     if how == "pos9":  # a slice position, in range or past either end: [-9, 9)
         return rng.integers(-9, 9, shape).astype(t)
     if how == "step":  # a slice step: +-1, +-2, +-3
