@@ -49,14 +49,8 @@ Value compactReshape(NodeContext &ctx, Value x, ArrayRef<int64_t> outS) {
       return {};
     Group g{i, 0, o, 0};
     int64_t pi = inS[i++], po = outS[o++];
-    while (pi != po) {
-      if (pi < po && i < n)
-        pi *= inS[i++];
-      else if (po < pi && o < rank)
-        po *= outS[o++];
-      else
-        return {};
-    }
+    if (!SymbolTracker::growGroup(inS, outS, i, o, pi, po))
+      return {};
     g.i1 = i;
     g.o1 = o;
     groups.push_back(g);

@@ -362,14 +362,7 @@ std::optional<AxisSymbols> SymbolTracker::reshapeSymbols(Value in, ArrayRef<int6
     if (i >= n || o >= rank)
       break;
     int64_t i0 = i, o0 = o, pi = inS[i++], po = outS[o++];
-    while (pi != po) {
-      if (pi < po && i < n)
-        pi *= inS[i++];
-      else if (po < pi && o < rank)
-        po *= outS[o++];
-      else
-        break;
-    }
+    growGroup(inS, outS, i, o, pi, po); // (counts that never agree: checked below)
     bool sym = false;
     for (int64_t k = i0; k < i; ++k)
       sym |= a[k] >= 0;

@@ -129,6 +129,21 @@ public:
   /// real position (as a run pads the inputs, and repackAxis does): then
   /// a size of 1 broadcasts like numpy's.
   static bool repeatsLast(mlir::Value v);
+  /// Extends a reshape's axis group, input axes from i and output axes from
+  /// o with element counts pi and po, until the counts agree; false when
+  /// they never do.
+  static bool growGroup(llvm::ArrayRef<int64_t> inS, llvm::ArrayRef<int64_t> outS, int64_t &i,
+                        int64_t &o, int64_t &pi, int64_t &po) {
+    while (pi != po) {
+      if (pi < po && i < static_cast<int64_t>(inS.size()))
+        pi *= inS[i++];
+      else if (po < pi && o < static_cast<int64_t>(outS.size()))
+        po *= outS[o++];
+      else
+        return false;
+    }
+    return true;
+  }
   /// The symbols of `in` viewed with shape `outS` (a reshape), or nullopt
   /// with the reason in `why` when the view moves real elements off a
   /// prefix-preserving position along a symbolic axis. `dryRun` only
