@@ -26,6 +26,57 @@ int Lowering::packedPanelsF32(int src, int64_t K, int64_t N) {
                  [&] { return weightBytes(packPanels(1, K, N, at), false); });
 }
 
+/// A few rows of A (buffer 0, rows K apart from aRow0) times B's 32-column
+/// panels (buffer 1, kiln_uk_sgemm_pb's layout) into buffer `out` (rows N
+/// apart from cAt), columns [j0, j0 + cols), j0 a multiple of 32: per row
+/// and panel, four accumulators (the panel's two 16-lane halves, even and
+/// odd k) summed over the depth in registers, streaming the panel once. A
+/// run of fewer than 6 live rows (batch 1 at a dynamic batch) takes this
+/// path: the ukernel's 6-row tiles would run mostly empty.
+static void fewRowsOnPanels(KernelEmitter &e, Value rows, Value cols, Value aRow0, int64_t K,
+                            Value j0, int out, Value cAt, int64_t N) {
+  int64_t saved = e.lanes;
+  e.lanes = KernelEmitter::kVectorLanes;
+  auto maskT = VectorType::get({KernelEmitter::kVectorLanes}, e.b.getI1Type());
+  Value panels = e.div(e.add(cols, e.idx(31)), 32);
+  e.loop(e.idx(0), rows, [&](Value r) {
+    Value aRow = e.add(aRow0, e.mul(r, K)), cRow = e.add(cAt, e.mul(r, N));
+    e.loop(e.idx(0), panels, [&](Value pi) {
+      Value base = e.mul(e.add(e.div(j0, 32), pi), 32 * K);
+      Value zero = e.f32(0); // (a vector: lanes are 16 here)
+      auto step = [&](Value k, Value lo, Value hi) -> std::pair<Value, Value> {
+        Value a = e.splat(e.load(0, e.add(aRow, k)));
+        Value at = e.add(base, e.mul(k, 32));
+        return {e.fma(a, e.vload(1, at), lo), e.fma(a, e.vload(1, e.add(at, e.idx(16))), hi)};
+      };
+      auto f = scf::ForOp::create(e.b, e.idx(0), e.idx(K / 2 * 2), e.idx(2),
+                                  ValueRange{zero, zero, zero, zero});
+      {
+        OpBuilder::InsertionGuard guard(e.b);
+        e.b.setInsertionPointToStart(f.getBody());
+        Value k = f.getInductionVar();
+        auto acc = f.getRegionIterArgs();
+        auto [lo0, hi0] = step(k, acc[0], acc[1]);
+        auto [lo1, hi1] = step(e.add(k, e.idx(1)), acc[2], acc[3]);
+        scf::YieldOp::create(e.b, ValueRange{lo0, hi0, lo1, hi1});
+      }
+      Value lo = arith::AddFOp::create(e.b, f.getResult(0), f.getResult(2));
+      Value hi = arith::AddFOp::create(e.b, f.getResult(1), f.getResult(3));
+      if (K % 2)
+        std::tie(lo, hi) = step(e.idx(K - 1), lo, hi);
+      // The panel's columns this tile owns: 32, or fewer in the last.
+      Value at = e.add(cRow, e.mul(pi, 32));
+      Value n = e.minI(e.idx(32), arith::SubIOp::create(e.b, cols, e.mul(pi, 32)));
+      Value nHi = arith::SubIOp::create(e.b, e.maxI(n, e.idx(16)), e.idx(16));
+      vector::MaskedStoreOp::create(e.b, e.bufs[out], ValueRange{at},
+                                    vector::CreateMaskOp::create(e.b, maskT, ValueRange{n}), lo);
+      vector::MaskedStoreOp::create(e.b, e.bufs[out], ValueRange{e.add(at, e.idx(16))},
+                                    vector::CreateMaskOp::create(e.b, maskT, ValueRange{nHi}), hi);
+    });
+  });
+  e.lanes = saved;
+}
+
 LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
   auto a = shape(op.getA()), out = shape(op.getResult());
   int64_t M = out[0], N = out[1];
@@ -164,9 +215,15 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
       for (Operation *o : epi->ops)
         flops += estimateFlops(o);
     liveRows(1, rb, cTiles);
+    // Live rows of axis 0: a tile stops at the run's rows (its size
+    // argument when the kernel takes them), and a run of fewer than 6
+    // rows goes through the registers.
+    int liveM = liveSym;
+    bool fewLiveRows = liveM >= 0;
     emitKernel(op.getLoc(), "gemm", ids, rTiles * cTiles, [&](KernelEmitter &e) {
       Value i0 = e.mul(e.div(e.wg, cTiles), rb), j0 = e.mul(e.rem(e.wg, cTiles), cb);
-      Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.idx(M), i0));
+      Value m = fewLiveRows ? e.extent(M, liveM) : e.idx(M);
+      Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.maxI(m, i0), i0));
       Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(N), j0));
       int o = ids.size() - 1;
       if (bf16)
@@ -176,10 +233,19 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
       else if (f16)
         e.ukernel("kiln_uk_hgemm", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
                   e.addr16(1, j0), N, e.addr(o, e.add(e.mul(i0, N), j0)), N, false);
-      else if (f32Panels)
-        e.ukernel("kiln_uk_sgemm_pb", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
-                  e.addr(1, e.mul(e.div(j0, 32), 32 * K)), 32 * K,
-                  e.addr(o, e.add(e.mul(i0, N), j0)), N, false);
+      else if (f32Panels) {
+        auto tiles = [&] {
+          e.ukernel("kiln_uk_sgemm_pb", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
+                    e.addr(1, e.mul(e.div(j0, 32), 32 * K)), 32 * K,
+                    e.addr(o, e.add(e.mul(i0, N), j0)), N, false);
+        };
+        if (fewLiveRows)
+          ifElse(e, e.ult(rows, e.idx(6)), [&] {
+            fewRowsOnPanels(e, rows, cols, e.mul(i0, K), K, j0, o, e.add(e.mul(i0, N), j0), N);
+          }, tiles);
+        else
+          tiles();
+      }
       else if (gemv)
         e.ukernel("kiln_uk_sgemv_t", rows, cols, e.idx(K), e.addr(0, e.mul(i0, K)), K,
                   e.addr(1, e.mul(j0, K)), K, e.addr(o, e.add(e.mul(i0, N), j0)), N, false);

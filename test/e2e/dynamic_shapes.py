@@ -23,7 +23,8 @@ position table sliced to it, and kernels over the live extents of inner
 axes (row gathers, a cache concat, stacks of float and bool rows), and
 torch's advanced indexing of a mask over two dynamic axes (a compact merged
 axis and back; GatherND tuples), an encoder layer over a dynamic batch and
-sequence (per-head keys regrouped behind the batch). Then the run-time errors: a size past the bound, two inputs that
+sequence (per-head keys regrouped behind the batch), a Gemm over a few
+live rows. Then the run-time errors: a size past the bound, two inputs that
 disagree on one symbol, a pinned symbol at another size.
 
 Tolerance: |kiln - ort| <= 1e-4 * |ort| + 1e-5 * max(1, max|ort|) (integers
@@ -705,6 +706,21 @@ def encoder_batch_seq():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def gemm_few_rows():
+    """A Gemm with constant weights over a dynamic batch: a run of fewer
+    than 6 rows sums each 32-column panel in registers (odd depth 37, 45
+    columns: a full panel and a partial one), 6 or more go through the
+    ukernel's tiles."""
+    rng = np.random.default_rng(14)
+    inits = [numpy_helper.from_array(rng.standard_normal((37, 45)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(45).astype(np.float32), "b")]
+    g = helper.make_graph([helper.make_node("Gemm", ["x", "w", "b"], ["y"])], "gemm_few_rows",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 37])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 45])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def random_inputs(m, sizes, rng):
     """Fresh inputs: symbolic dims from `sizes` (by dim_param, else the
     input's own entry), index inputs within the table."""
@@ -805,6 +821,8 @@ def main():
         ("live_inner_axes", live_inner_axes(),
          ["--max-shape", "x=2x8x8", "--max-shape", "past=2x12x8"],
          [{"S": 1, "P": 5}, {"S": 3, "P": 0}, {"S": 8, "P": 12}, {"S": 2, "P": 9}]),
+        ("gemm_few_rows", gemm_few_rows(), ["--max-shape", "x=24x37"],
+         [{"N": 1}, {"N": 5}, {"N": 6}, {"N": 17}, {"N": 24}]),
         ("encoder_batch_seq", encoder_batch_seq(),
          ["--max-shape", "x=4x24x16", "--max-shape", "mask=4x24"],
          [{"B": 1, "S": 7}, {"B": 3, "S": 24}, {"B": 4, "S": 1}, {"B": 2, "S": 13}]),
