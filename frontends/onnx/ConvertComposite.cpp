@@ -170,7 +170,7 @@ LogicalResult convertSplit(NodeContext &ctx) {
   } else if (ctx.hasInput(1)) {
     const HostTensor *h = ctx.hostInput(1);
     if (!h)
-      return ctx.error("split sizes must be known at compile time");
+      return splitAtRunTime(ctx, *axis); // (data-dependent sizes)
     for (double v : h->values)
       sizes.push_back(hostInt(v));
   }

@@ -345,8 +345,10 @@ LogicalResult convertArgReduce(NodeContext &ctx, bool max) {
 
 LogicalResult convertCumSum(NodeContext &ctx) {
   const HostTensor *a = ctx.hostInput(1);
-  if (!a || a->numElements() != 1)
-    return ctx.error("axis must be a compile-time scalar");
+  if (!a)
+    return cumSumAtRunTime(ctx);
+  if (a->numElements() != 1)
+    return ctx.error("axis must be a scalar");
   auto axis = normalizeAxis(ctx, static_cast<int64_t>(a->values[0]), ctx.inputType(0).getRank());
   if (failed(axis))
     return failure();

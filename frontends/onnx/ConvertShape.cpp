@@ -358,6 +358,8 @@ LogicalResult convertReshape(NodeContext &ctx) {
   if (ctx.opset < 5) {
     target = ctx.attrInts("shape").value_or(std::vector<int64_t>{});
   } else {
+    if (!ctx.hostInput(1) && ctx.input(1))
+      return reshapeAtRunTime(ctx); // (a data-dependent shape)
     auto t = hostInts(ctx, 1, "the target shape");
     if (failed(t))
       return failure();
@@ -426,6 +428,8 @@ LogicalResult convertUnsqueeze(NodeContext &ctx) {
   if (ctx.opset < 13) {
     axes = ctx.attrInts("axes").value_or(std::vector<int64_t>{});
   } else {
+    if (!ctx.hostInput(1) && ctx.input(1))
+      return unsqueezeAtRunTime(ctx); // (a data-dependent shape)
     auto a = hostInts(ctx, 1, "axes");
     if (failed(a))
       return failure();
@@ -454,6 +458,8 @@ LogicalResult convertSqueeze(NodeContext &ctx) {
   if (ctx.opset < 13) {
     axes = ctx.attrInts("axes");
   } else if (ctx.hasInput(1)) {
+    if (!ctx.hostInput(1) && ctx.input(1))
+      return squeezeAtRunTime(ctx); // (a data-dependent shape)
     auto a = hostInts(ctx, 1, "axes");
     if (failed(a))
       return failure();

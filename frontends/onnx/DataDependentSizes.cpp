@@ -377,22 +377,21 @@ LogicalResult sliceAtRunTime(NodeContext &ctx) {
   return g.result(y);
 }
 
-FailureOr<Value>
-reduceOverRunTimeAxes(NodeContext &ctx, Value x, function_ref<Value(Value, int64_t)> reduceAxis,
-                      function_ref<Value(Value)> finish) {
+FailureOr<Value> reduceOverRunTimeAxes(NodeContext &ctx, Value x,
+                                       function_ref<Value(Value, int64_t)> reduceAxis,
+                                       function_ref<Value(Value)> finish) {
   Builder g{ctx};
   OpBuilder &b = ctx.builder;
-  if (ctx.attrInt("keepdims", 1) == 0)
-    return ctx.error("axes must be known at compile time when keepdims is 0 (the result's "
-                     "rank depends on them)");
+  bool keep = ctx.attrInt("keepdims", 1) != 0;
   if (!g.ok({x}) || failed(requireStatic(ctx, x, "the input")) ||
       failed(requireStatic(ctx, ctx.input(1), "axes")))
     return failure();
   auto xt = llvm::cast<RankedTensorType>(x.getType());
-  int64_t rank = xt.getRank();
-  if (xt.getNumElements() == 0) // (an empty axis reduced has size 1, not 0)
-    return ctx.error("axes must be known at compile time when the input is empty (the "
-                     "result's size depends on them)");
+  int64_t rank = xt.getRank(), k = ctx.inputType(1).getNumElements();
+  if (rank == 0)
+    return ctx.error("reduces a scalar over axes given at run time");
+  if (!keep && k > rank)
+    return ctx.error("names " + Twine(k) + " axes of a rank-" + Twine(rank) + " input");
   Type i64 = b.getIntegerType(64), f32 = b.getF32Type();
   // Axis d is selected when some entry of the axes (negative ones counted
   // from the end) is d.
@@ -401,32 +400,59 @@ reduceOverRunTimeAxes(NodeContext &ctx, Value x, function_ref<Value(Value, int64
     return failure();
   Value r = g.scalar(axes, double(rank));
   Value norm = g.where(g.cmp("lt", axes, g.scalar(axes, 0.0)), g.add(axes, r), axes);
-  Value y = x;
-  llvm::SmallVector<std::pair<int64_t, Value>> sizes; // (axis, its run-time size)
+  llvm::SmallVector<Value> chosen; // [1] each
   for (int64_t d = 0; d < rank; ++d) {
     Value hits = g.reduce<kiln::ReduceSumOp>(
         g.cast(g.cmp("eq", norm, g.scalar(norm, double(d))), f32), {0}, true);
-    Value chosen = g.cmp("gt", hits, g.scalar(hits, 0.5)); // [1]
-    if (!g.ok({chosen}))
+    chosen.push_back(g.cmp("gt", hits, g.scalar(hits, 0.5)));
+    if (!g.ok({chosen.back()}))
       return failure();
+  }
+  Value y = x;
+  if (xt.getNumElements() == 0) {
+    // Every element of the result reduces an empty set, or there is none:
+    // the reduction's identity, from reducing each empty axis.
+    for (int64_t d = 0; d < rank; ++d)
+      if (xt.getDimSize(d) == 0)
+        y = reduceAxis(y, d);
+  } else {
+    for (int64_t d = 0; d < rank; ++d) {
+      if (xt.getDimSize(d) <= 1)
+        continue; // (reducing one element is the element)
+      Value reduced = reduceAxis(y, d);
+      Value spread = g.expand(reduced, g.shape(y));
+      llvm::SmallVector<int64_t> at(rank, 1);
+      y = g.where(g.reshape(chosen[d], at), spread, y);
+    }
+  }
+  if (!g.ok({y}))
+    return failure();
+  std::string base = ctx.node.output_size() ? ctx.node.output(0) : ctx.node.name();
+  if (!keep) {
+    // The axes not selected, in order (RunTimeShapes.cpp).
+    Value out = dropReducedAxes(ctx, y, xt.getShape(), chosen, k, base);
+    if (!g.ok({out}))
+      return failure();
+    out = finish(out);
+    if (!g.ok({out}))
+      return failure();
+    return out;
+  }
+  // Each axis 1 where selected, else its size.
+  llvm::SmallVector<std::pair<int64_t, Value>> sizes; // (axis, its run-time size)
+  for (int64_t d = 0; d < rank; ++d) {
     int64_t n = xt.getDimSize(d);
-    if (n <= 1)
-      continue; // (reducing one element is the element)
-    Value reduced = reduceAxis(y, d);
-    Value spread = g.expand(reduced, g.shape(y));
-    llvm::SmallVector<int64_t> at(rank, 1);
-    y = g.where(g.reshape(chosen, at), spread, y);
-    sizes.push_back({d, g.where(chosen, g.reshape(g.scalar(axes, 1.0), {1}),
-                                g.reshape(g.scalar(axes, double(n)), {1}))});
+    if (n != 1)
+      sizes.push_back({d, g.where(chosen[d], g.reshape(g.scalar(axes, 1.0), {1}),
+                                  g.reshape(g.scalar(axes, double(n)), {1}))});
   }
   for (auto &[d, v] : sizes)
     if (!g.ok({v}))
       return failure();
   llvm::SmallVector<int64_t> pairs;
-  std::string base = ctx.node.output_size() ? ctx.node.output(0) : ctx.node.name();
   for (auto &[d, v] : sizes) {
     int32_t sym = ctx.imp.addComputedSymbol(base + "[" + std::to_string(d) + "]",
-                                            xt.getDimSize(d), v);
+                                            std::max<int64_t>(xt.getDimSize(d), 1), v);
     pairs.append({d, sym});
   }
   Value out = finish(y);

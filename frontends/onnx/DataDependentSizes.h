@@ -29,16 +29,37 @@ mlir::LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis);
 /// each axis they may name gathered from its clamped start by its step, its
 /// length a data-dependent size (at most the axis).
 mlir::LogicalResult sliceAtRunTime(NodeContext &ctx);
-/// A reduction whose axes arrive at run time (keepdims 1; the input static):
-/// the tensor at the input's shape where every selected axis holds its
-/// reduction, each axis a data-dependent size (1 where selected). Built by
-/// `reduceAxis(v, d)` (one axis, keepdims) on the axes the run selects;
-/// `finish` maps the result (the last op, which states the sizes). Null
-/// when the axes are known (an empty list: the caller's default).
+/// A reduction whose axes arrive at run time (the input static): the tensor
+/// at the input's shape where every selected axis holds its reduction, each
+/// axis a data-dependent size (1 where selected), or with keepdims 0 the
+/// axes not selected (dropReducedAxes); an empty input gives the
+/// reduction's identity. Built by `reduceAxis(v, d)` (one axis, keepdims)
+/// on the axes the run selects; `finish` maps the result. Null when the
+/// axes are known (an empty list: the caller's default).
 mlir::FailureOr<mlir::Value>
 reduceOverRunTimeAxes(NodeContext &ctx, mlir::Value x,
                       llvm::function_ref<mlir::Value(mlir::Value, int64_t)> reduceAxis,
                       llvm::function_ref<mlir::Value(mlir::Value)> finish);
+
+// Shapes named by run-time values (RunTimeShapes.cpp): the result's rank is
+// known, each axis a data-dependent size; the data must be static and
+// non-empty.
+
+/// Reshape to a target shape that arrives at run time (0 and -1 as ONNX's).
+mlir::LogicalResult reshapeAtRunTime(NodeContext &ctx);
+/// Unsqueeze and Squeeze by axes that arrive at run time.
+mlir::LogicalResult unsqueezeAtRunTime(NodeContext &ctx);
+mlir::LogicalResult squeezeAtRunTime(NodeContext &ctx);
+/// Split along `axis` by sizes that arrive at run time (one per output).
+mlir::LogicalResult splitAtRunTime(NodeContext &ctx, int64_t axis);
+/// CumSum along an axis that arrives at run time (the result's shape is
+/// the input's: the running sum along every axis, the named one chosen).
+mlir::LogicalResult cumSumAtRunTime(NodeContext &ctx);
+/// `y` (a reduction's result spread over the input's shape, `shape` the
+/// input's sizes) without the `k` axes `chosen` selects (i1[1] each). Null
+/// on failure (reported).
+mlir::Value dropReducedAxes(NodeContext &ctx, mlir::Value y, llvm::ArrayRef<int64_t> shape,
+                            llvm::ArrayRef<mlir::Value> chosen, int64_t k, const std::string &name);
 
 } // namespace kiln::onnx_import
 

@@ -626,6 +626,29 @@ def cumsum_runtime_axis():
                  opset=14)
 
 
+def onehot_runtime_depth():
+    nodes = [helper.make_node("OneHot", ["i", "depth", "v"], ["y"], name="oh")]
+    return model(nodes, [vi("i", [3], TensorProto.INT64), vi("depth", [], TensorProto.INT64),
+                         vi("v", [2])], [vi("y", None)], opset=11)
+
+
+def reduce_runtime_axes_dropped():
+    nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0, name="rs")]
+    return model(nodes, [vi("x", [4, 5]), vi("axes", [1], TensorProto.INT64)], [vi("y", None)],
+                 opset=13)
+
+
+def runtime_shape_views():
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+             helper.make_node("Unsqueeze", ["x", "ua"], ["u"], name="unsqueeze"),
+             helper.make_node("Squeeze", ["z", "sa"], ["q"], name="squeeze"),
+             helper.make_node("Split", ["x", "parts"], ["p0", "p1"], axis=1, name="split")]
+    return model(nodes, [vi("x", [2, 6]), vi("shape", [3], TensorProto.INT64),
+                         vi("ua", [1], TensorProto.INT64), vi("z", [1, 3, 1]),
+                         vi("sa", [1], TensorProto.INT64), vi("parts", [2], TensorProto.INT64)],
+                 [vi(n, None) for n in ("r", "u", "q", "p0", "p1")], opset=13)
+
+
 def reduce_runtime_axes():
     nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=1, name="rs")]
     return model(nodes, [vi("x", [4, 5]), vi("axes", [1], TensorProto.INT64)], [vi("y", None)],
@@ -858,7 +881,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, reduce_runtime_axes, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, onehot_runtime_depth, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

@@ -1051,6 +1051,40 @@ CASES = {
                                            ("a", (2,), "i64", "axes2")],
                                           [("ReduceLogSumExp", ["x", "a"], {"keepdims": 1})],
                                           opset=18),
+    # Keepdims 0 over run-time axes: the axes not selected gathered in order,
+    # each a data-dependent size.
+    "reducesum_runtime_axes_dropped": typed([("x", (4, 5, 6), "f32", "normal"),
+                                             ("a", (2,), "i64", "axes3")],
+                                            [("ReduceSum", ["x", "a"], {"keepdims": 0})],
+                                            opset=13),
+    "reducemax_runtime_axes_dropped": typed([("x", (2, 3, 4, 5), "f32", "normal"),
+                                             ("a", (1,), "i64", "axes4")],
+                                            [("ReduceMax", ["x", "a"], {"keepdims": 0})],
+                                            opset=18),
+    "reducelogsumexp_runtime_axes_dropped": typed(
+        [("x", (3, 1, 7), "f32", "normal"), ("a", (2,), "i64", "axes3")],
+        [("ReduceLogSumExp", ["x", "a"], {"keepdims": 0})], opset=18),
+    # Shapes that arrive at run time (RunTimeShapes.cpp): each axis of the
+    # result a data-dependent size, the result gathered into its bounds.
+    "reshape_runtime_target": typed([("x", (2, 3, 4), "f32", "normal"),
+                                     ("s", (3,), "i64", "reshape:2x3x4")],
+                                    [("Reshape", ["x", "s"], {})], opset=14),
+    "reshape_runtime_target_rank4": typed([("x", (6, 10), "f32", "normal"),
+                                           ("s", (4,), "i64", "reshape:6x10")],
+                                          [("Reshape", ["x", "s"], {}), ("Relu", ["t0"], {})],
+                                          opset=14),
+    "unsqueeze_runtime_axes": typed([("x", (3, 4, 5), "f32", "normal"),
+                                     ("a", (2,), "i64", "axes5")],
+                                    [("Unsqueeze", ["x", "a"], {})], opset=13),
+    "squeeze_runtime_axes": typed([("x", (1, 3, 1, 4, 1), "f32", "normal"),
+                                   ("a", (2,), "i64", "squeeze:1x3x1x4x1")],
+                                  [("Squeeze", ["x", "a"], {})], opset=13),
+    "split_runtime_sizes": typed([("x", (3, 11), "f32", "normal"),
+                                  ("s", (3,), "i64", "split:11")],
+                                 [("Split", ["x", "s"], {"axis": 1}, ["y", "y1", "y2"])],
+                                 opset=13),
+    "cumsum_runtime_axis": typed([("x", (3, 4, 5), "f32", "normal"), ("a", (), "i32", "axes3")],
+                                 [("CumSum", ["x", "a"], {"reverse": 1})], opset=14),
     # Slice with run-time starts, ends, axes and steps: each axis gathered
     # from its clamped start by its step, its length data-dependent.
     "slice_runtime_all": typed(

@@ -71,7 +71,7 @@ def typed(inputs, nodes, opset=17, consts=()):
     """A graph over inputs of any type: (name, shape, type, values) with type
     a key of ONNX_TYPES and values how the fresh random inputs are drawn
     (normal, unit: (-0.99, 0.99), ge1: [1, 4), int: [-40, 40), nonzero: no 0,
-    small: [0, 9), diag: [-4, 5), pos9: [-9, 9), step: +-1..3, fixed:V: V everywhere, axesR: distinct axes of rank R, sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
+    small: [0, 9), diag: [-4, 5), pos9: [-9, 9), step: +-1..3, fixed:V: V everywhere, axesR: distinct axes of rank R (one, for a scalar), reshape:AxB..: a target shape for those dims (0s and a -1 sometimes), squeeze:AxB..: distinct unit axes of those dims, split:N: sizes adding up to N, sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
     last node's output is y."""
     ins = [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t, _ in inputs]
     made = []
@@ -111,8 +111,32 @@ def draw(how, shape, onnx_type):
         return v.astype(t)
     if how.startswith("axes"):  # distinct axes of a rank-R tensor (axesR), some negative
         r = int(how[4:])
+        if not shape:  # (one axis, a scalar)
+            return np.array(rng.integers(-r, r)).astype(t)
         picks = rng.choice(r, shape[0], replace=False)
         return (picks - r * rng.integers(0, 2, shape[0])).astype(t)
+    if how.startswith("reshape:"):  # a target shape for dims AxBx..: 0 and -1 sometimes
+        dims = [int(d) for d in how[8:].split("x")]
+        n, out = int(np.prod(dims)), []
+        for j in range(shape[0] - 1):  # a random divisor of what is left
+            left = n // int(np.prod(out)) if out else n
+            out.append(int(rng.choice([d for d in range(1, left + 1) if left % d == 0])))
+        out.append(n // int(np.prod(out)) if out else n)
+        out = [int(v) for v in rng.permutation(out)]
+        if rng.random() < 0.6:
+            out[rng.integers(0, len(out))] = -1
+        for j in range(min(len(out), len(dims))):
+            if out[j] == dims[j] and rng.random() < 0.5:
+                out[j] = 0  # (copies the input's dimension)
+        return np.array(out).astype(t)
+    if how.startswith("squeeze:"):  # distinct unit axes of dims AxBx.., some negative
+        dims = [int(d) for d in how[8:].split("x")]
+        units = [d for d, v in enumerate(dims) if v == 1]
+        picks = rng.choice(units, shape[0], replace=False)
+        return (picks - len(dims) * rng.integers(0, 2, shape[0])).astype(t)
+    if how.startswith("split:"):  # non-negative sizes adding up to N
+        cuts = np.sort(rng.integers(0, int(how[6:]) + 1, shape[0] - 1))
+        return np.diff(np.concatenate([[0], cuts, [int(how[6:])]])).astype(t)
     if how.startswith("fixed:"):  # every element the value after the colon (no draw)
         return np.full(shape, int(how[6:])).astype(t)
     if how == "pos9":  # a slice position, in range or past either end: [-9, 9)
