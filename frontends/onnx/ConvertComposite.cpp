@@ -117,8 +117,7 @@ LogicalResult convertReduction(NodeContext &ctx, Reduction kind) {
 LogicalResult convertExpand(NodeContext &ctx) {
   const HostTensor *shape = ctx.hostInput(1);
   if (!shape)
-    return ctx.error("the shape must be known at compile time (a constant or shape "
-                     "arithmetic on static shapes)");
+    return expandAtRunTime(ctx); // (data-dependent sizes)
   HostTensor target;
   target.elementType = ctx.inputType(0).getElementType();
   for (double d : shape->values)
@@ -299,7 +298,7 @@ LogicalResult convertTile(NodeContext &ctx) {
   auto in = ctx.inputType(0);
   const HostTensor *reps = ctx.hostInput(1);
   if (!reps)
-    return ctx.error("repeats must be known at compile time");
+    return tileAtRunTime(ctx); // (data-dependent sizes)
   if (reps->numElements() != in.getRank())
     return ctx.error("repeats has " + Twine(reps->numElements()) + " values for a rank-" +
                      Twine(in.getRank()) + " input");

@@ -363,16 +363,18 @@ LogicalResult convertCumSum(NodeContext &ctx) {
 /// along the new axis, values[0] elsewhere; depth known at compile time.
 LogicalResult convertOneHot(NodeContext &ctx) {
   const HostTensor *depthT = ctx.hostInput(1);
-  if (!depthT || depthT->numElements() != 1)
-    return ctx.error("depth must be a compile-time scalar");
-  int64_t depth = hostInt(depthT->values[0]);
-  if (depth <= 0)
-    return ctx.error("depth must be positive");
   auto idxT = ctx.inputType(0);
   int64_t rank = idxT.getRank() + 1;
   auto axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), rank);
   if (failed(axis))
     return failure();
+  if (!depthT)
+    return oneHotAtRunTime(ctx, *axis); // (a data-dependent size)
+  if (depthT->numElements() != 1)
+    return ctx.error("depth must be a scalar");
+  int64_t depth = hostInt(depthT->values[0]);
+  if (depth <= 0)
+    return ctx.error("depth must be positive");
   if (ctx.inputType(2).getNumElements() != 2)
     return ctx.error("values must hold two elements [off, on]");
   Builder g{ctx};

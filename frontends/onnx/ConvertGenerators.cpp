@@ -28,9 +28,6 @@ LogicalResult convertSize(NodeContext &ctx) {
 
 LogicalResult convertConstantOfShape(NodeContext &ctx) {
   const HostTensor *shape = ctx.hostInput(0);
-  if (!shape)
-    return ctx.error("the shape must be known at compile time (a constant or shape "
-                     "arithmetic on static shapes)");
   HostTensor h;
   h.elementType = ctx.builder.getF32Type();
   double value = 0;
@@ -42,6 +39,11 @@ LogicalResult convertConstantOfShape(NodeContext &ctx) {
       return ctx.error("value must hold exactly one element");
     h.elementType = t->elementType;
     value = t->values[0];
+  }
+  if (!shape) { // (data-dependent sizes)
+    HostTensor one = h;
+    one.values = {value};
+    return constantOfShapeAtRunTime(ctx, one);
   }
   for (double d : shape->values) {
     if (d < 0)
@@ -58,8 +60,7 @@ LogicalResult convertConstantOfShape(NodeContext &ctx) {
 LogicalResult convertRange(NodeContext &ctx) {
   const HostTensor *s = ctx.hostInput(0), *l = ctx.hostInput(1), *d = ctx.hostInput(2);
   if (!s || !l || !d)
-    return ctx.error("start, limit and delta must be known at compile time (the output's "
-                     "length depends on them)");
+    return rangeAtRunTime(ctx); // (a data-dependent length)
   if (s->numElements() != 1 || l->numElements() != 1 || d->numElements() != 1)
     return ctx.error("start, limit and delta must be scalars");
   double start = s->values[0], limit = l->values[0], delta = d->values[0];
@@ -214,18 +215,20 @@ LogicalResult convertEyeLike(NodeContext &ctx) {
 /// with N = size (periodic) or size - 1 (symmetric).
 LogicalResult convertWindow(NodeContext &ctx, double a0, double a1, double a2) {
   const HostTensor *sizeT = ctx.hostInput(0);
-  if (!sizeT || sizeT->values.size() != 1)
-    return ctx.error("size must be known at compile time (a constant scalar)");
-  int64_t size = hostInt(sizeT->values[0]);
-  if (size < 0)
-    return ctx.error("size " + Twine(size) + " is negative");
-  if (failed(ctx.checkConstantSize(size, "the window")))
-    return failure();
   HostTensor h;
   h.elementType = elementTypeOf(ctx.builder.getContext(),
                                 static_cast<int32_t>(ctx.attrInt("output_datatype", 1)));
   if (!h.elementType)
     return ctx.error("unsupported output_datatype " + Twine(ctx.attrInt("output_datatype", 1)));
+  if (!sizeT)
+    return windowAtRunTime(ctx, h.elementType, a0, a1, a2); // (a data-dependent length)
+  if (sizeT->values.size() != 1)
+    return ctx.error("size must be a scalar");
+  int64_t size = hostInt(sizeT->values[0]);
+  if (size < 0)
+    return ctx.error("size " + Twine(size) + " is negative");
+  if (failed(ctx.checkConstantSize(size, "the window")))
+    return failure();
   h.shape = {size};
   double n1 = static_cast<double>(ctx.attrInt("periodic", 1) != 0 ? size : size - 1);
   for (int64_t i = 0; i < size; ++i) {

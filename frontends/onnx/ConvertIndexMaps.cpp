@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/CompositeBuilder.h"
+#include "frontends/onnx/DataDependentSizes.h"
 
 #include <cmath>
 #include <cstring>
@@ -516,11 +517,9 @@ LogicalResult convertPad(NodeContext &ctx) {
     pads = ctx.attrInts("pads").value_or(std::vector<int64_t>{});
     value = ctx.attrFloat("value", 0.0f);
   } else {
-    const HostTensor *p = ctx.hostInput(1);
-    if (!p)
-      return ctx.error("pads must be known at compile time");
-    for (double v : p->values)
-      pads.push_back(hostInt(v));
+    if (const HostTensor *p = ctx.hostInput(1))
+      for (double v : p->values)
+        pads.push_back(hostInt(v));
     if (ctx.hasInput(2)) {
       if (ctx.inputType(2).getNumElements() != 1)
         return ctx.error("constant_value must be a scalar");
@@ -532,18 +531,20 @@ LogicalResult convertPad(NodeContext &ctx) {
   }
   std::optional<std::vector<int64_t>> given;
   if (ctx.opset >= 18 && ctx.hasInput(3)) {
-    const HostTensor *a = ctx.hostInput(3);
-    if (!a)
-      return ctx.error("axes must be known at compile time");
-    given.emplace();
-    for (double v : a->values)
-      given->push_back(hostInt(v));
+    if (const HostTensor *a = ctx.hostInput(3)) {
+      given.emplace();
+      for (double v : a->values)
+        given->push_back(hostInt(v));
+    }
   }
   auto axesOr = axesOrAll(ctx, given, rank);
   if (failed(axesOr))
     return failure();
   std::vector<int64_t> axes = *axesOr;
   int64_t nAxes = static_cast<int64_t>(axes.size());
+  // (Axes at run time: every axis a candidate.)
+  if (ctx.opset >= 11 && (!ctx.hostInput(1) || (ctx.opset >= 18 && ctx.hasInput(3) && !given)))
+    return padAtRunTime(ctx, axes, mode, value, runtimeValue); // (data-dependent sizes)
   if (static_cast<int64_t>(pads.size()) != 2 * nAxes)
     return ctx.error("expects " + Twine(2 * nAxes) + " pads (a begin and an end per axis), got " +
                      Twine(pads.size()));

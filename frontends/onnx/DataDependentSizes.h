@@ -55,6 +55,26 @@ mlir::LogicalResult splitAtRunTime(NodeContext &ctx, int64_t axis);
 /// CumSum along an axis that arrives at run time (the result's shape is
 /// the input's: the running sum along every axis, the named one chosen).
 mlir::LogicalResult cumSumAtRunTime(NodeContext &ctx);
+// Sizes from run-time values with no bound the graph implies
+// (RunTimeGenerators.cpp): bounded by --max-shape for the node's output, or
+// by kDefaultSymbolBound.
+
+mlir::LogicalResult expandAtRunTime(NodeContext &ctx);
+mlir::LogicalResult tileAtRunTime(NodeContext &ctx);
+/// ConstantOfShape of a run-time shape, filled with `value` (one element).
+mlir::LogicalResult constantOfShapeAtRunTime(NodeContext &ctx, const HostTensor &value);
+mlir::LogicalResult rangeAtRunTime(NodeContext &ctx);
+/// OneHot with a run-time depth; `axis` the new axis (normalized).
+mlir::LogicalResult oneHotAtRunTime(NodeContext &ctx, int64_t axis);
+/// A Hann, Hamming or Blackman window (coefficients a0, a1, a2) of a
+/// run-time size, of element type `et`.
+mlir::LogicalResult windowAtRunTime(NodeContext &ctx, mlir::Type et, double a0, double a1,
+                                    double a2);
+/// Pad of `axes` by run-time pads (mode constant, edge, reflect or wrap;
+/// `runtimeValue` the constant when it arrives at run time, else `value`).
+mlir::LogicalResult padAtRunTime(NodeContext &ctx, llvm::ArrayRef<int64_t> axes,
+                                 llvm::StringRef mode, double value, mlir::Value runtimeValue);
+
 /// `y` (a reduction's result spread over the input's shape, `shape` the
 /// input's sizes) without the `k` axes `chosen` selects (i1[1] each). Null
 /// on failure (reported).

@@ -570,11 +570,23 @@ LogicalResult Importer::run(const ImportOptions &options,
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
   SmallVector<AxisSymbols> argSymbols;
-  for (auto &[name, _] : options.maxShapes)
-    if (slots.count(name) || llvm::none_of(g.input(), [&](const onnx::ValueInfoProto &vi) {
+  valueBounds.clear();
+  for (auto &[name, dims] : options.maxShapes) {
+    if (!slots.count(name) && llvm::any_of(g.input(), [&](const onnx::ValueInfoProto &vi) {
           return vi.name() == name;
         }))
-      return fileError("--max-shape names '" + name + "', which is not a graph input");
+      continue;
+    // A node's output: the bounds of the axes whose size the run computes.
+    if (slots.count(name) || llvm::none_of(g.node(), [&](const onnx::NodeProto &n) {
+          return llvm::is_contained(n.output(), name);
+        }))
+      return fileError("--max-shape names '" + name +
+                       "', which is neither a graph input nor a node's output");
+    for (int64_t d : dims)
+      if (d < 1)
+        return fileError("--max-shape " + name + " needs bounds of at least 1");
+    valueBounds[name] = dims;
+  }
   // Bounds the user gave, by symbol name (one symbol may appear in several
   // inputs: their bounds must agree).
   for (const auto &vi : g.input()) {

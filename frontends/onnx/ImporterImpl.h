@@ -51,6 +51,9 @@ public:
   SymbolTracker symbols;
   /// --max-shape bounds by symbol name.
   std::map<std::string, int64_t> givenBounds;
+  /// --max-shape bounds of node outputs, by value name: the axes whose size
+  /// the run computes with no bound the graph implies (RunTimeShapes.cpp).
+  std::map<std::string, std::vector<int64_t>> valueBounds;
   /// The function body, and the hidden i64[1] inputs holding symbols'
   /// run-time sizes (for masks; MaskSymbols.cpp), by symbol.
   mlir::Block *entryBlock = nullptr;

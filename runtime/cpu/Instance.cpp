@@ -294,10 +294,14 @@ kiln_status readComputedSymbols(kiln_instance *inst) {
     if (d[0] == KILN_SYM_COMPUTED) {
       int64_t v = d[1] >= 0 && d[1] < m->num_symbol_outputs ? inst->symbolOutputs[d[1]] : -1;
       if (v < 0 || v > m->symbol_bounds[s]) { // (a TopK's k past its axis, say)
+        // (-1: the arguments that set it name no valid shape.)
         inst->error = "data-dependent dimension '" + std::string(m->symbol_names[s]) +
                       "' is " + std::to_string(v) + " in this run, outside [0, " +
-                      std::to_string(m->symbol_bounds[s]) +
-                      "]: the inputs that set it are out of range; the outputs are undefined";
+                      std::to_string(m->symbol_bounds[s]) + "]: " +
+                      (v < 0 ? "the inputs that set it name no valid shape"
+                             : "the inputs that set it are out of range, or past a bound "
+                               "kiln-compile --max-shape can raise") +
+                      "; the outputs are undefined";
         return KILN_ERROR_SHAPE_MISMATCH;
       }
       inst->symbolValues[s] = v;

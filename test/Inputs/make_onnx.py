@@ -626,10 +626,9 @@ def cumsum_runtime_axis():
                  opset=14)
 
 
-def onehot_runtime_depth():
-    nodes = [helper.make_node("OneHot", ["i", "depth", "v"], ["y"], name="oh")]
-    return model(nodes, [vi("i", [3], TensorProto.INT64), vi("depth", [], TensorProto.INT64),
-                         vi("v", [2])], [vi("y", None)], opset=11)
+def resize_runtime_scales():
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", name="rs")]
+    return model(nodes, [vi("x", [1, 1, 4, 4]), vi("scales", [4])], [vi("y", None)], opset=13)
 
 
 def reduce_runtime_axes_dropped():
@@ -647,6 +646,18 @@ def runtime_shape_views():
                          vi("ua", [1], TensorProto.INT64), vi("z", [1, 3, 1]),
                          vi("sa", [1], TensorProto.INT64), vi("parts", [2], TensorProto.INT64)],
                  [vi(n, None) for n in ("r", "u", "q", "p0", "p1")], opset=13)
+
+
+def runtime_generators():
+    nodes = [helper.make_node("Expand", ["x", "shape"], ["e"], name="expand"),
+             helper.make_node("Tile", ["x", "reps"], ["t"], name="tile"),
+             helper.make_node("ConstantOfShape", ["shape"], ["c"], name="fill"),
+             helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range"),
+             helper.make_node("Pad", ["x", "pads"], ["p"], mode="edge", name="pad")]
+    return model(nodes, [vi("x", [3, 1]), vi("shape", [3], TensorProto.INT64),
+                         vi("reps", [2], TensorProto.INT64), vi("start", []), vi("limit", []),
+                         vi("delta", []), vi("pads", [4], TensorProto.INT64)],
+                 [vi(n, None) for n in ("e", "t", "c", "r", "p")], opset=13)
 
 
 def reduce_runtime_axes():
@@ -881,7 +892,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, onehot_runtime_depth, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

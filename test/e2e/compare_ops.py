@@ -1085,6 +1085,44 @@ CASES = {
                                  opset=13),
     "cumsum_runtime_axis": typed([("x", (3, 4, 5), "f32", "normal"), ("a", (), "i32", "axes3")],
                                  [("CumSum", ["x", "a"], {"reverse": 1})], opset=14),
+    # Sizes from run-time values with no bound in the graph
+    # (RunTimeGenerators.cpp): bounded at 64 per axis (kDefaultSymbolBound).
+    "expand_runtime_shape": typed([("x", (3, 1), "f32", "normal"),
+                                   ("s", (3,), "i64", "bcast:3x1")],
+                                  [("Expand", ["x", "s"], {})], opset=13),
+    "tile_runtime_repeats": typed([("x", (2, 3, 4), "f32", "normal"),
+                                   ("r", (3,), "i64", "int:1:4")],
+                                  [("Tile", ["x", "r"], {})], opset=13),
+    "constantofshape_runtime_shape": typed(
+        [("s", (3,), "i64", "int:1:6")],
+        [("ConstantOfShape", ["s"], {"value": numpy_helper.from_array(
+            np.array([2.5], np.float32))})], opset=13),
+    "onehot_runtime_depth": typed([("i", (2, 5), "i64", "diag"), ("d", (), "i64", "int:2:9"),
+                                   ("v", (2,), "f32", "normal")],
+                                  [("OneHot", ["i", "d", "v"], {"axis": 1})], opset=11),
+    "range_runtime_float": typed([("a", (), "f32", "pos9"), ("b", (), "f32", "pos9"),
+                                  ("c", (), "f32", "step")],
+                                 [("Range", ["a", "b", "c"], {})], opset=11),
+    "range_runtime_int": typed([("a", (), "i64", "pos9"), ("b", (), "i64", "pos9"),
+                                ("c", (), "i64", "step")],
+                               [("Range", ["a", "b", "c"], {})], opset=11),
+    "hann_runtime_size": typed([("n", (), "i64", "int:2:30")],
+                               [("HannWindow", ["n"], {"periodic": 0})], opset=17),
+    "pad_runtime_constant": typed([("x", (4, 5), "f32", "normal"),
+                                   ("p", (4,), "i64", "int:-1:4")],
+                                  [("Pad", ["x", "p"], {"mode": "constant"})], opset=13),
+    "pad_runtime_reflect": typed([("x", (2, 5, 6), "f32", "normal"),
+                                  ("p", (6,), "i64", "int:0:4")],
+                                 [("Pad", ["x", "p"], {"mode": "reflect"})], opset=13),
+    "pad_runtime_edge": typed([("x", (3, 4), "f32", "normal"), ("p", (4,), "i64", "int:-1:5")],
+                              [("Pad", ["x", "p"], {"mode": "edge"})], opset=13),
+    "pad_runtime_axes": typed([("x", (3, 4, 5), "f32", "normal"), ("p", (4,), "i64", "int:-1:3"),
+                               ("a", (2,), "i64", "axes3")],
+                              [("Pad", ["x", "p", "", "a"], {"mode": "constant"})], opset=18),
+    # (pads at most the axis: past it onnxruntime's wrap differs from the
+    # spec's, numpy's)
+    "pad_runtime_wrap": typed([("x", (3, 4), "f32", "normal"), ("p", (4,), "i64", "int:0:4")],
+                              [("Pad", ["x", "p"], {"mode": "wrap"})], opset=19),
     # Slice with run-time starts, ends, axes and steps: each axis gathered
     # from its clamped start by its step, its length data-dependent.
     "slice_runtime_all": typed(

@@ -71,7 +71,7 @@ def typed(inputs, nodes, opset=17, consts=()):
     """A graph over inputs of any type: (name, shape, type, values) with type
     a key of ONNX_TYPES and values how the fresh random inputs are drawn
     (normal, unit: (-0.99, 0.99), ge1: [1, 4), int: [-40, 40), nonzero: no 0,
-    small: [0, 9), diag: [-4, 5), pos9: [-9, 9), step: +-1..3, fixed:V: V everywhere, axesR: distinct axes of rank R (one, for a scalar), reshape:AxB..: a target shape for those dims (0s and a -1 sometimes), squeeze:AxB..: distinct unit axes of those dims, split:N: sizes adding up to N, sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
+    small: [0, 9), diag: [-4, 5), pos9: [-9, 9), step: +-1..3, fixed:V: V everywhere, axesR: distinct axes of rank R (one, for a scalar), reshape:AxB..: a target shape for those dims (0s and a -1 sometimes), squeeze:AxB..: distinct unit axes of those dims, split:N: sizes adding up to N, bcast:AxB..: a shape those dims broadcast to, int:LO:HI: integers in [LO, HI), sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
     last node's output is y."""
     ins = [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t, _ in inputs]
     made = []
@@ -134,6 +134,14 @@ def draw(how, shape, onnx_type):
         units = [d for d, v in enumerate(dims) if v == 1]
         picks = rng.choice(units, shape[0], replace=False)
         return (picks - len(dims) * rng.integers(0, 2, shape[0])).astype(t)
+    if how.startswith("bcast:"):  # a shape dims AxB.. broadcast to: 1s stretched to [1, 5]
+        dims = [int(d) for d in how[6:].split("x")]
+        dims = [1] * (shape[0] - len(dims)) + dims
+        return np.array([int(rng.integers(1, 6)) if d == 1 else int(rng.choice([1, d]))
+                         for d in dims]).astype(t)
+    if how.startswith("int:"):  # integers in [LO, HI): int:LO:HI
+        lo, hi = (int(v) for v in how[4:].split(":"))
+        return rng.integers(lo, hi, shape).astype(t)
     if how.startswith("split:"):  # non-negative sizes adding up to N
         cuts = np.sort(rng.integers(0, int(how[6:]) + 1, shape[0] - 1))
         return np.diff(np.concatenate([[0], cuts, [int(how[6:])]])).astype(t)
