@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/CompositeBuilder.h"
 #include "frontends/onnx/DataDependentSizes.h"
+#include "frontends/onnx/Resize.h"
 
 #include <cmath>
 #include <cstring>
@@ -24,16 +25,6 @@
 using namespace mlir;
 namespace kiln::onnx_import {
 namespace {
-
-struct ResizeAttrs {
-  std::string mode = "nearest";
-  std::string coord = "half_pixel";
-  std::string nearest = "round_prefer_floor";
-  double cubicA = -0.75;
-  bool excludeOutside = false;
-  bool antialias = false;
-  double extrapolation = 0.0;
-};
 
 /// How one axis is resized: for every output position, the input positions
 /// read (taps) and their weights; `outside[i]` when position i falls outside
@@ -277,6 +268,17 @@ LogicalResult convertResize(NodeContext &ctx, bool upsample) {
     return failure();
   std::vector<int64_t> axes = *axesOr;
   int64_t nAxes = static_cast<int64_t>(axes.size());
+  // Scales, sizes or a roi that arrive at run time: the graph computes the
+  // taps (RunTimeResize.cpp).
+  if (!upsample || ctx.opset >= 9) {
+    int64_t scalesAt = upsample || ctx.opset < 11 ? 1 : 2;
+    bool hasScales = ctx.hasInput(scalesAt) && ctx.inputType(scalesAt).getNumElements() > 0;
+    int64_t sizesAt = !upsample && !hasScales && ctx.opset >= 11 && ctx.hasInput(3) ? 3 : -1;
+    int64_t at = hasScales ? scalesAt : sizesAt;
+    bool roiAtRunTime = a.coord == "tf_crop_and_resize" && ctx.hasInput(1) && !ctx.hostInput(1);
+    if (at >= 0 && (!ctx.hostInput(at) || roiAtRunTime))
+      return resizeAtRunTime(ctx, a, axes, hasScales ? scalesAt : -1, hasScales ? -1 : sizesAt);
+  }
   std::vector<double> scales(nAxes, 1.0);
   std::vector<int64_t> sizes(nAxes);
   for (int64_t i = 0; i < nAxes; ++i)

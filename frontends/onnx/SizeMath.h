@@ -1,8 +1,10 @@
 //===- SizeMath.h - run-time sizes as graph values --------------*- C++ -*-===//
 //
 // Arithmetic on i64[1] values for converters whose result sizes the run
-// computes (RunTimeShapes.cpp, RunTimeGenerators.cpp): constants, entries of
-// an argument vector, selections among compile-time candidates.
+// computes (RunTimeShapes.cpp, RunTimeGenerators.cpp, RunTimeResize.cpp):
+// constants, entries of an argument vector, selections among compile-time
+// candidates; the bounds of sizes the graph does not bound, and stating a
+// result's data-dependent sizes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_FRONTENDS_ONNX_SIZEMATH_H
@@ -55,6 +57,75 @@ struct Sizes {
 /// for the symbols of its axes.
 inline std::string resultName(NodeContext &ctx, int64_t i = 0) {
   return int64_t(ctx.node.output_size()) > i ? ctx.node.output(i) : ctx.node.name();
+}
+
+/// The bounds of output `i`'s axes whose sizes the run computes with no
+/// bound the graph implies: --max-shape for the output, else the larger of
+/// kDefaultSymbolBound and `natural` (the sizes with identity arguments).
+inline mlir::FailureOr<llvm::SmallVector<int64_t>>
+unboundedBounds(NodeContext &ctx, int64_t i, llvm::ArrayRef<int64_t> natural) {
+  llvm::SmallVector<int64_t> bounds;
+  std::string name = resultName(ctx, i);
+  auto given = ctx.imp.valueBounds.find(name);
+  if (given != ctx.imp.valueBounds.end()) {
+    if (given->second.size() != natural.size())
+      return ctx.error("--max-shape " + name + " gives " + llvm::Twine(given->second.size()) +
+                       " dimensions; the output has " + llvm::Twine(natural.size()));
+    bounds.assign(given->second.begin(), given->second.end());
+    return bounds;
+  }
+  for (int64_t n : natural)
+    bounds.push_back(std::max(kDefaultSymbolBound, n));
+  return bounds;
+}
+
+/// `sizes` with the first made -1 where `invalid` (an i1[1], or null).
+inline llvm::SmallVector<mlir::Value> orInvalid(Builder &g, llvm::ArrayRef<mlir::Value> sizes,
+                                                mlir::Value invalid) {
+  llvm::SmallVector<mlir::Value> out(sizes.begin(), sizes.end());
+  if (invalid && !out.empty())
+    out[0] = g.where(invalid, Sizes{g}.c(-1), out[0]);
+  return out;
+}
+
+/// States that axis axes[j] of `y` has the run-time size sizes[j] (built
+/// before y), a data-dependent symbol of y's bound along it. Null on
+/// failure (reported).
+inline mlir::Value stateSizes(Builder &g, mlir::Value y, llvm::ArrayRef<int64_t> axes,
+                              llvm::ArrayRef<mlir::Value> sizes, const std::string &name) {
+  for (mlir::Value s : sizes)
+    if (!g.ok({s}))
+      return {};
+  if (!g.ok({y}))
+    return {};
+  if (!y.getDefiningOp() || llvm::isa<kiln::ConstantOp>(y.getDefiningOp())) {
+    (void)g.ctx.error("internal: the result has no op of its own");
+    g.failed = true;
+    return {};
+  }
+  llvm::SmallVector<int64_t> pairs;
+  auto shape = g.shape(y);
+  for (auto [a, s] : llvm::zip(axes, sizes))
+    pairs.append(
+        {a, g.ctx.imp.addComputedSymbol(
+                name + (axes.size() > 1 ? "[" + std::to_string(a) + "]" : ""), shape[a], s)});
+  y.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, g.ctx.builder.getDenseI64ArrayAttr(pairs));
+  return y;
+}
+
+/// A scalar argument (rank 0 or one element) as an i64[1] or f64[1].
+inline mlir::Value scalarArgument(Builder &g, mlir::Value v, mlir::Type t) {
+  return g.reshape(g.cast(v, t), {1});
+}
+
+/// Positions 0 .. bound-1 along `axis` of a rank-`rank` tensor, each at
+/// most `size - 1` (the padding repeats the last real position).
+inline mlir::Value clampedIota(Builder &g, int64_t bound, int64_t axis, int64_t rank,
+                               mlir::Value size) {
+  Sizes m{g};
+  llvm::SmallVector<int64_t> ones(rank, 1);
+  mlir::Value last = g.reshape(m.max(g.sub(size, m.c(1)), m.c(0)), ones);
+  return m.min(iotaAlong(g, bound, axis, rank), last);
 }
 
 } // namespace kiln::onnx_import

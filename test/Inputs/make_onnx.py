@@ -626,9 +626,17 @@ def cumsum_runtime_axis():
                  opset=14)
 
 
+def resize_runtime_linear():
+    nodes = [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear",
+                              axes=[2, 3], name="rs")]
+    return model(nodes, [vi("x", [1, 2, 4, 4]), vi("sizes", [2], TensorProto.INT64)],
+                 [vi("y", None)], opset=18)
+
+
 def resize_runtime_scales():
-    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", name="rs")]
-    return model(nodes, [vi("x", [1, 1, 4, 4]), vi("scales", [4])], [vi("y", None)], opset=13)
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=1,
+                              name="rs")]
+    return model(nodes, [vi("x", [1, 1, 4, 4]), vi("scales", [4])], [vi("y", None)], opset=18)
 
 
 def reduce_runtime_axes_dropped():
@@ -892,7 +900,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

@@ -1123,6 +1123,21 @@ CASES = {
     # spec's, numpy's)
     "pad_runtime_wrap": typed([("x", (3, 4), "f32", "normal"), ("p", (4,), "i64", "int:0:4")],
                               [("Pad", ["x", "p"], {"mode": "wrap"})], opset=19),
+    # Resize by run-time scales or sizes (RunTimeResize.cpp): the taps
+    # computed by the graph; the resized axes bounded (--max-shape or 64).
+    "resize_runtime_scales_linear": typed(
+        [("x", (1, 2, 5, 7), "f32", "normal"), ("s", (2,), "f32", "int:1:4")],
+        [("Resize", ["x", "", "s"], {"mode": "linear", "axes": [2, 3]})], opset=18),
+    "resize_runtime_sizes_cubic_align": typed(
+        [("x", (1, 2, 6, 9), "f32", "normal"), ("z", (2,), "i64", "int:2:20")],
+        [("Resize", ["x", "", "", "z"], {"mode": "cubic", "axes": [2, 3],
+                                         "coordinate_transformation_mode": "align_corners"})],
+        opset=18),
+    "resize_runtime_scales_nearest": typed(
+        [("x", (3, 4, 6), "f32", "normal"), ("s", (3,), "f32", "int:1:3")],
+        [("Resize", ["x", "", "s"], {"mode": "nearest",
+                                     "coordinate_transformation_mode": "asymmetric",
+                                     "nearest_mode": "round_prefer_ceil"})], opset=13),
     # Slice with run-time starts, ends, axes and steps: each axis gathered
     # from its clamped start by its step, its length data-dependent.
     "slice_runtime_all": typed(
