@@ -559,12 +559,12 @@ LogicalResult convertPad(NodeContext &ctx) {
 LogicalResult convertCenterCropPad(NodeContext &ctx) {
   auto in = ctx.inputType(0);
   const HostTensor *shapeT = ctx.hostInput(1);
-  if (!shapeT)
-    return ctx.error("shape must be known at compile time");
   auto axesOr = axesOrAll(ctx, ctx.attrInts("axes"), in.getRank());
   if (failed(axesOr))
     return failure();
   std::vector<int64_t> axes = *axesOr;
+  if (!shapeT)
+    return centerCropPadAtRunTime(ctx, axes); // (data-dependent sizes)
   if (static_cast<int64_t>(shapeT->values.size()) != static_cast<int64_t>(axes.size()))
     return ctx.error("expects one target size per axis");
   std::vector<int64_t> lo, hi;

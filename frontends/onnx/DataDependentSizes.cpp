@@ -277,8 +277,14 @@ LogicalResult sliceAtRunTime(NodeContext &ctx) {
   Builder g{ctx};
   OpBuilder &b = ctx.builder;
   Value x = ctx.input(0);
-  if (!g.ok({x}) || failed(requireStatic(ctx, x, "the data")))
+  if (!g.ok({x}))
     return failure();
+  // (An axis of a dynamic input's size counts padding; a data-dependent
+  // one, a result of this kind, slices by its run-time size.)
+  AxisSymbols xs = ctx.imp.symbols.of(x);
+  for (int32_t s : xs)
+    if (s >= 0 && ctx.imp.symbols.derived[s].op != KILN_SYM_COMPUTED)
+      return requireStatic(ctx, x, "the data");
   auto xt = llvm::cast<RankedTensorType>(x.getType());
   int64_t rank = xt.getRank();
   Type i64 = b.getIntegerType(64);
@@ -341,17 +347,19 @@ LogicalResult sliceAtRunTime(NodeContext &ctx) {
     }
     if (k == 0)
       continue;
+    // The axis' size: n, or the run's size of a data-dependent axis.
+    Value size = xs[d] >= 0 ? ctx.imp.symbolInput(xs[d]) : c(n);
     s = g.where(named, s, c(0));
-    e = g.where(named, e, c(n));
+    e = g.where(named, e, size);
     t = g.where(named, t, c(1));
     // ONNX's clamping: negative positions count from the end; a forward
     // slice's start and end stay in [0, n], a backward one's start in
     // [0, n - 1] and its end in [-1, n - 1]. (A step of 0, invalid, divides
     // by 1 instead of trapping.)
     Value forward = g.cmp("gt", t, c(0));
-    auto fromEnd = [&](Value v) { return g.where(g.cmp("lt", v, c(0)), g.add(v, c(n)), v); };
+    auto fromEnd = [&](Value v) { return g.where(g.cmp("lt", v, c(0)), g.add(v, size), v); };
     auto clamp = [&](Value v, Value lo) {
-      Value hi = g.where(forward, c(n), c(n - 1));
+      Value hi = g.where(forward, size, g.sub(size, c(1)));
       return g.bin<kiln::MinOp>(g.bin<kiln::MaxOp>(v, lo), hi);
     };
     s = clamp(fromEnd(s), c(0));
@@ -365,7 +373,8 @@ LogicalResult sliceAtRunTime(NodeContext &ctx) {
     Value iota = iotaAlong(g, n, 0, 1);
     Value last = g.bin<kiln::MaxOp>(g.sub(count, c(1)), c(0));
     Value at = g.add(s, g.mul(g.bin<kiln::MinOp>(iota, last), t));
-    at = g.bin<kiln::MinOp>(g.bin<kiln::MaxOp>(at, c(0)), c(n - 1));
+    at = g.bin<kiln::MinOp>(g.bin<kiln::MaxOp>(at, c(0)),
+                            g.bin<kiln::MaxOp>(g.sub(size, c(1)), c(0)));
     if (!g.ok({count, at}))
       return failure();
     int32_t sym = ctx.imp.addComputedSymbol(base + "[" + std::to_string(d) + "]", n, count);
@@ -373,6 +382,8 @@ LogicalResult sliceAtRunTime(NodeContext &ctx) {
     if (!g.ok({y}))
       return failure();
     y.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({d, sym}));
+    if (xs[d] >= 0) // (positions inside the run's size of a data-dependent axis)
+      y.getDefiningOp()->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
   }
   return g.result(y);
 }

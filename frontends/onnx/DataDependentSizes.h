@@ -74,6 +74,8 @@ mlir::LogicalResult windowAtRunTime(NodeContext &ctx, mlir::Type et, double a0, 
 /// `runtimeValue` the constant when it arrives at run time, else `value`).
 mlir::LogicalResult padAtRunTime(NodeContext &ctx, llvm::ArrayRef<int64_t> axes,
                                  llvm::StringRef mode, double value, mlir::Value runtimeValue);
+/// CenterCropPad of `axes` to a run-time shape (input 1).
+mlir::LogicalResult centerCropPadAtRunTime(NodeContext &ctx, llvm::ArrayRef<int64_t> axes);
 
 /// `y` (a reduction's result spread over the input's shape, `shape` the
 /// input's sizes) without the `k` axes `chosen` selects (i1[1] each). Null

@@ -846,6 +846,7 @@ LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, St
     // A converter that fails on a size it needs at compile time (TopK's k
     // computed from a dynamic size: its value at the bound) says so.
     std::string sizeArgument;
+    int32_t computedBefore = symbols.numComputed;
     for (int i = 0; i < node.input_size() && sizeArgument.empty(); ++i)
       if (isSymbolicHost(node.input(i)) && !readsAsData(node.op_type(), i))
         sizeArgument = node.input(i);
@@ -861,7 +862,9 @@ LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, St
       noteBindableInputs(nc);
       return failure();
     }
-    if ((taintedIn || symbolicIn) &&
+    // (A node that made data-dependent sizes states them now: a Shape of its
+    // result must see them.)
+    if ((taintedIn || symbolicIn || symbols.numComputed != computedBefore) &&
         failed(trackSymbols(nc, taintedIn)))
       return failure();
     for (int o = 0; o < node.output_size(); ++o)

@@ -241,44 +241,25 @@ LogicalResult windowAtRunTime(NodeContext &ctx, Type et, double a0, double a1, d
   return g.result(stateSizes(g, y, {0}, stated, resultName(ctx)));
 }
 
-LogicalResult padAtRunTime(NodeContext &ctx, ArrayRef<int64_t> axes, StringRef mode, double value,
-                           Value runtimeValue) {
+namespace {
+
+/// The input padded along `axes` by run-time amounts (i64[1] each; negative
+/// ones crop), each padded axis a data-dependent size.
+LogicalResult padByRunTimeAmounts(NodeContext &ctx, ArrayRef<int64_t> axes, ArrayRef<Value> los,
+                                  ArrayRef<Value> his, StringRef mode, double value,
+                                  Value runtimeValue) {
   Builder g{ctx};
   Sizes m{g};
   Value x = ctx.input(0);
-  if (!x || failed(requireStatic(ctx, x, "the data")) ||
-      failed(requireStatic(ctx, ctx.input(1), "pads")))
-    return failure();
   auto xt = ctx.inputType(0);
-  Type i64 = ctx.builder.getIntegerType(64);
   int64_t rank = xt.getRank(), n = axes.size();
-  // Axes that arrive at run time (opset 18) name k of the input's axes:
-  // each axis padded by the entries that name it.
-  bool axesAtRunTime = ctx.opset >= 18 && ctx.hasInput(3) && !ctx.hostInput(3);
-  int64_t k = axesAtRunTime ? ctx.inputType(3).getNumElements() : n;
-  if (axesAtRunTime && failed(requireStatic(ctx, ctx.input(3), "axes")))
-    return failure();
-  if (ctx.inputType(1).getNumElements() != 2 * k)
-    return ctx.error("expects " + Twine(2 * k) + " pads (a begin and an end per axis), got " +
-                     Twine(ctx.inputType(1).getNumElements()));
-  if (xt.getNumElements() == 0)
-    return ctx.error("pads must be known at compile time when the data is empty");
-  Value pads = g.cast(g.reshape(ctx.input(1), {2 * k}), i64);
-  Value named =
-      axesAtRunTime ? m.normalized(g.cast(g.reshape(ctx.input(3), {k}), i64), rank) : Value();
   auto bounds = unboundedBounds(ctx, 0, xt.getShape());
   if (failed(bounds))
     return failure();
   SmallVector<Value> sizes, begins;
   Value invalid;
   for (int64_t j = 0; j < n; ++j) {
-    Value lo = axesAtRunTime ? m.c(0) : m.at(pads, j),
-          hi = axesAtRunTime ? m.c(0) : m.at(pads, n + j);
-    for (int64_t i = 0; axesAtRunTime && i < k; ++i) {
-      Value here = g.cmp("eq", m.at(named, i), m.c(axes[j]));
-      lo = g.add(lo, g.where(here, m.at(pads, i), m.c(0)));
-      hi = g.add(hi, g.where(here, m.at(pads, k + i), m.c(0)));
-    }
+    Value lo = los[j], hi = his[j];
     Value size = g.add(g.add(lo, hi), m.c(xt.getDimSize(axes[j])));
     invalid = m.any(invalid, g.cmp("lt", size, m.c(0)));
     sizes.push_back(m.max(size, m.c(0)));
@@ -324,6 +305,78 @@ LogicalResult padAtRunTime(NodeContext &ctx, ArrayRef<int64_t> axes, StringRef m
     y = g.where(outside, v, y);
   }
   return g.result(stateSizes(g, y, axes, stated, resultName(ctx)));
+}
+
+} // namespace
+
+LogicalResult padAtRunTime(NodeContext &ctx, ArrayRef<int64_t> axes, StringRef mode, double value,
+                           Value runtimeValue) {
+  Builder g{ctx};
+  Sizes m{g};
+  Value x = ctx.input(0);
+  if (!x || failed(requireStatic(ctx, x, "the data")) ||
+      failed(requireStatic(ctx, ctx.input(1), "pads")))
+    return failure();
+  auto xt = ctx.inputType(0);
+  Type i64 = ctx.builder.getIntegerType(64);
+  int64_t rank = xt.getRank(), n = axes.size();
+  // Axes that arrive at run time (opset 18) name k of the input's axes:
+  // each axis padded by the entries that name it.
+  bool axesAtRunTime = ctx.opset >= 18 && ctx.hasInput(3) && !ctx.hostInput(3);
+  int64_t k = axesAtRunTime ? ctx.inputType(3).getNumElements() : n;
+  if (axesAtRunTime && failed(requireStatic(ctx, ctx.input(3), "axes")))
+    return failure();
+  if (ctx.inputType(1).getNumElements() != 2 * k)
+    return ctx.error("expects " + Twine(2 * k) + " pads (a begin and an end per axis), got " +
+                     Twine(ctx.inputType(1).getNumElements()));
+  if (xt.getNumElements() == 0)
+    return ctx.error("pads must be known at compile time when the data is empty");
+  Value pads = g.cast(g.reshape(ctx.input(1), {2 * k}), i64);
+  Value named =
+      axesAtRunTime ? m.normalized(g.cast(g.reshape(ctx.input(3), {k}), i64), rank) : Value();
+  SmallVector<Value> los, his;
+  for (int64_t j = 0; j < n; ++j) {
+    Value lo = axesAtRunTime ? m.c(0) : m.at(pads, j),
+          hi = axesAtRunTime ? m.c(0) : m.at(pads, n + j);
+    for (int64_t i = 0; axesAtRunTime && i < k; ++i) {
+      Value here = g.cmp("eq", m.at(named, i), m.c(axes[j]));
+      lo = g.add(lo, g.where(here, m.at(pads, i), m.c(0)));
+      hi = g.add(hi, g.where(here, m.at(pads, k + i), m.c(0)));
+    }
+    los.push_back(lo);
+    his.push_back(hi);
+  }
+  return padByRunTimeAmounts(ctx, axes, los, his, mode, value, runtimeValue);
+}
+
+LogicalResult centerCropPadAtRunTime(NodeContext &ctx, ArrayRef<int64_t> axes) {
+  Builder g{ctx};
+  Sizes m{g};
+  Value x = ctx.input(0);
+  if (!x || failed(requireStatic(ctx, x, "the data")) ||
+      failed(requireStatic(ctx, ctx.input(1), "shape")))
+    return failure();
+  int64_t n = axes.size();
+  if (ctx.inputType(1).getNumElements() != n)
+    return ctx.error("expects one target size per axis");
+  if (ctx.inputType(0).getNumElements() == 0)
+    return ctx.error("shape must be known at compile time when the data is empty");
+  Value shape = g.cast(g.reshape(ctx.input(1), {n}), ctx.builder.getIntegerType(64));
+  // Crop: begin at (size - want) / 2 (a negative pad); pad: (want - size) / 2
+  // before; the rest after. (A target below 1 names no valid shape: the
+  // size becomes negative, which the run reports.)
+  SmallVector<Value> los, his;
+  for (int64_t i = 0; i < n; ++i) {
+    Value want = m.at(shape, i), size = m.c(ctx.inputType(0).getDimSize(axes[i]));
+    Value crop = g.cmp("lt", want, size);
+    Value begin = g.where(crop, g.sub(m.c(0), g.div(g.sub(size, want), m.c(2))),
+                          g.div(g.sub(want, size), m.c(2)));
+    Value end = g.sub(g.sub(want, size), begin);
+    Value bad = g.cmp("lt", want, m.c(1));
+    los.push_back(begin);
+    his.push_back(g.where(bad, g.sub(m.c(-1), g.add(size, begin)), end));
+  }
+  return padByRunTimeAmounts(ctx, axes, los, his, "constant", 0.0, Value());
 }
 
 } // namespace kiln::onnx_import

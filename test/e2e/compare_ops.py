@@ -1085,6 +1085,20 @@ CASES = {
                                  opset=13),
     "cumsum_runtime_axis": typed([("x", (3, 4, 5), "f32", "normal"), ("a", (), "i32", "axes3")],
                                  [("CumSum", ["x", "a"], {"reverse": 1})], opset=14),
+    # The shape of a data-dependent result read as data: its run-time count
+    # (NonZero states its size before the Shape node reads it).
+    "nonzero_shape_as_data": typed([("x", (4, 6), "f32", "sparse"), ("k", (2,), "i64", "small")],
+                                   [("NonZero", ["x"], {}), ("Shape", ["t0"], {}),
+                                    ("Sub", ["t1", "k"], {})], opset=13),
+    # A run-time slice of a data-dependent result: clamped by its run-time
+    # size (a centre crop of a padded tensor).
+    "centercroppad_runtime_shape": typed(
+        [("x", (5, 7, 3), "f32", "normal"), ("s", (2,), "i64", "int:2:12")],
+        [("CenterCropPad", ["x", "s"], {"axes": [0, 1]})], opset=18),
+    "slice_runtime_of_padded": typed(
+        [("x", (4, 5), "f32", "normal"), ("p", (4,), "i64", "int:0:3"),
+         ("b", (2,), "i64", "pos9"), ("e", (2,), "i64", "pos9")],
+        [("Pad", ["x", "p"], {"mode": "edge"}), ("Slice", ["t0", "b", "e"], {})], opset=13),
     # Sizes from run-time values with no bound in the graph
     # (RunTimeGenerators.cpp): bounded at 64 per axis (kDefaultSymbolBound).
     "expand_runtime_shape": typed([("x", (3, 1), "f32", "normal"),
