@@ -375,7 +375,10 @@ LogicalResult convertOneHot(NodeContext &ctx) {
   int64_t depth = hostInt(depthT->values[0]);
   if (depth <= 0)
     return ctx.error("depth must be positive");
-  if (ctx.inputType(2).getNumElements() != 2)
+  auto vt = ctx.inputType(2);
+  if (vt.getRank() == 1 && vt.getDimSize(0) != 2 && ctx.requireSize(ctx.input(2), 0, 2))
+    return failure(); // (a dynamic dimension of the values is 2)
+  if (vt.getNumElements() != 2)
     return ctx.error("values must hold two elements [off, on]");
   Builder g{ctx};
   Value idx = g.cast(ctx.input(0), ctx.builder.getIntegerType(64));

@@ -186,7 +186,10 @@ LogicalResult oneHotAtRunTime(NodeContext &ctx, int64_t axis) {
     return ctx.error("depth must be a scalar");
   if (failed(requireStatic(ctx, ctx.input(1), "depth")))
     return failure();
-  if (ctx.inputType(2).getNumElements() != 2)
+  auto vt = ctx.inputType(2);
+  if (vt.getRank() == 1 && vt.getDimSize(0) != 2 && ctx.requireSize(ctx.input(2), 0, 2))
+    return failure(); // (a dynamic dimension of the values is 2)
+  if (vt.getNumElements() != 2)
     return ctx.error("values must hold two elements [off, on]");
   auto idxT = ctx.inputType(0);
   int64_t rank = idxT.getRank() + 1;

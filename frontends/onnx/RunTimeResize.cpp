@@ -43,8 +43,8 @@ LogicalResult resizeAtRunTime(NodeContext &ctx, const ResizeAttrs &a, ArrayRef<i
   if (!x || failed(requireStatic(ctx, x, "the data")))
     return failure();
   if (a.antialias)
-    return ctx.error("antialias needs the scales or sizes at compile time (its number of taps "
-                     "depends on them)");
+    return ctx.error("with antialias the scales or sizes must be known at compile time (its "
+                     "number of taps depends on them)");
   auto xt = ctx.inputType(0);
   int64_t rank = xt.getRank(), n = axes.size(), at = scalesAt >= 0 ? scalesAt : sizesAt;
   if (xt.getNumElements() == 0)
