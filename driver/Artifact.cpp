@@ -186,6 +186,11 @@ bool linkSharedLibrary(llvm::StringRef objectPath, llvm::StringRef out,
   for (const std::string &o : extraObjects)
     args.push_back(o);
   args.append({wa, lib, nwa, "-lm", "-lpthread", "-ldl"});
+#ifdef KILN_RT_BUILTINS
+  // (Only the conversions the object calls are pulled from the archive.)
+  if (llvm::sys::fs::exists(KILN_RT_BUILTINS))
+    args.push_back(KILN_RT_BUILTINS);
+#endif
   std::string msg;
   int rc = llvm::sys::ExecuteAndWait(*cxx, args, std::nullopt, {}, 0, 0, &msg);
   if (rc != 0) {
