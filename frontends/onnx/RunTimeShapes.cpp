@@ -47,6 +47,42 @@ SmallVector<Value> compactStrides(Sizes &m, ArrayRef<Value> sizes) {
   return strides;
 }
 
+/// The axes `dropped` (i1[1] each) leaves, in order: output axis p is the
+/// kept axis d with p kept before it (d in [p, p + k], k the number
+/// dropped), of size shape[d] and the row-major stride of `layout` (the
+/// buffer's shape) at d, bounded by the largest candidate.
+struct KeptAxes {
+  SmallVector<Value> sizes, strides;
+  SmallVector<int64_t> bounds;
+};
+KeptAxes keptAxes(Builder &g, ArrayRef<int64_t> shape, ArrayRef<int64_t> layout,
+                  ArrayRef<Value> dropped, int64_t k) {
+  Sizes m{g};
+  int64_t r = shape.size();
+  SmallVector<int64_t> stride(r, 1);
+  for (int64_t d = r - 2; d >= 0; --d)
+    stride[d] = stride[d + 1] * layout[d + 1];
+  KeptAxes out;
+  for (int64_t p = 0; p < r - k; ++p) {
+    Value size = m.c(1), step = m.c(0), before = m.c(0);
+    int64_t bound = 1;
+    for (int64_t d = 0; d <= std::min(p + k, r - 1); ++d) {
+      Value kept = g.un<kiln::NotOp>(dropped[d]);
+      if (d >= p) {
+        Value here = g.bin<kiln::AndOp>(kept, g.cmp("eq", before, m.c(p)));
+        size = g.where(here, m.c(shape[d]), size);
+        step = g.where(here, m.c(stride[d]), step);
+        bound = std::max(bound, shape[d]);
+      }
+      before = g.add(before, m.count(kept));
+    }
+    out.sizes.push_back(size);
+    out.strides.push_back(step);
+    out.bounds.push_back(bound);
+  }
+  return out;
+}
+
 /// `x` (static, non-empty) read along bounds.size() axes of run-time sizes
 /// and strides into its flat buffer, as the file comment says; `invalid`
 /// (an i1[1], or null) fails the run. Each axis gets a data-dependent
@@ -220,26 +256,10 @@ LogicalResult squeezeAtRunTime(NodeContext &ctx) {
     count = g.add(count, m.count(dropped.back()));
   }
   invalid = m.any(invalid, m.ne(count, m.c(k)));
-  SmallVector<Value> sizes;
-  SmallVector<int64_t> bounds;
-  for (int64_t p = 0; p < rank; ++p) {
-    // Output axis p is the kept input axis d with p kept axes before it.
-    Value size = m.c(1), before = m.c(0);
-    int64_t bound = 1;
-    for (int64_t d = 0; d <= std::min(p + k, r - 1); ++d) {
-      Value kept = g.un<kiln::NotOp>(dropped[d]);
-      if (d >= p) {
-        Value here = g.bin<kiln::AndOp>(kept, g.cmp("eq", before, m.c(p)));
-        size = g.where(here, m.c(xt.getDimSize(d)), size);
-        bound = std::max(bound, xt.getDimSize(d));
-      }
-      before = g.add(before, m.count(kept));
-    }
-    sizes.push_back(size);
-    bounds.push_back(bound);
-  }
-  Value y = gatherView(g, ctx.input(0), bounds, sizes, compactStrides(m, sizes), invalid,
-                       resultName(ctx));
+  // (The squeezed axes are 1: the kept axes' strides are the result's.)
+  KeptAxes kept = keptAxes(g, xt.getShape(), xt.getShape(), dropped, k);
+  Value y =
+      gatherView(g, ctx.input(0), kept.bounds, kept.sizes, kept.strides, invalid, resultName(ctx));
   return g.result(y);
 }
 
@@ -333,9 +353,6 @@ Value dropReducedAxes(NodeContext &ctx, Value y, ArrayRef<int64_t> shape, ArrayR
     count = g.add(count, m.count(c));
   // Every axis in range and none repeated: exactly k chosen.
   Value invalid = m.ne(count, m.c(k));
-  SmallVector<int64_t> stride(r, 1);
-  for (int64_t d = r - 2; d >= 0; --d)
-    stride[d] = stride[d + 1] * yt.getDimSize(d + 1);
   if (rank == 0) {
     // Every axis reduced: the one element (an invalid list reads past the
     // buffer, which the gather's check reports).
@@ -347,27 +364,10 @@ Value dropReducedAxes(NodeContext &ctx, Value y, ArrayRef<int64_t> shape, ArrayR
     Value one = g.take(g.ctx.create<kiln::GatherOp>(flat, at, g.ctx.builder.getI64IntegerAttr(0)));
     return g.reshape(one, {});
   }
-  SmallVector<Value> sizes, strides;
-  SmallVector<int64_t> bounds;
-  for (int64_t p = 0; p < rank; ++p) {
-    // Output axis p is the kept input axis d with p kept axes before it.
-    Value size = m.c(1), step = m.c(0), before = m.c(0);
-    int64_t bound = 1;
-    for (int64_t d = 0; d <= std::min(p + k, r - 1); ++d) {
-      Value kept = g.un<kiln::NotOp>(chosen[d]);
-      if (d >= p) {
-        Value here = g.bin<kiln::AndOp>(kept, g.cmp("eq", before, m.c(p)));
-        size = g.where(here, m.c(shape[d]), size);
-        step = g.where(here, m.c(stride[d]), step);
-        bound = std::max(bound, shape[d]);
-      }
-      before = g.add(before, m.count(kept));
-    }
-    sizes.push_back(size);
-    strides.push_back(step);
-    bounds.push_back(bound);
-  }
-  return gatherView(g, y, bounds, sizes, strides, invalid, name);
+  // (Sizes from the input's shape, strides from y's: an empty input's
+  // empty axes are 1 in y.)
+  KeptAxes kept = keptAxes(g, shape, yt.getShape(), chosen, k);
+  return gatherView(g, y, kept.bounds, kept.sizes, kept.strides, invalid, name);
 }
 
 } // namespace kiln::onnx_import
