@@ -222,8 +222,7 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
   bool anyType = isa<kiln::CastOp, kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp,
                      kiln::ConcatOp, kiln::FusionOp, kiln::GatherOp, kiln::GatherElementsOp,
                      kiln::ScatterElementsOp, kiln::ScatterNDOp, kiln::TopKIndicesOp,
-                     kiln::ArgReduceOp,
-                     kiln::CumSumOp>(op) ||
+                     kiln::NonMaxSuppressionOp, kiln::ArgReduceOp, kiln::CumSumOp>(op) ||
                  kiln::isElementwise(op) || typedKernel;
   if (!anyType &&
       failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(ins, op->getResults())))))
@@ -307,8 +306,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::GlobalAvgPoolOp>([&](auto o) { return globalAvgPool(o); })
       .Case<kiln::BatchNormOp>([&](auto o) { return batchNorm(o); })
       .Case<kiln::SoftmaxOp>([&](auto o) { return softmax(o); })
-      .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp,
-            kiln::ReduceMinOp, kiln::ReduceProdOp>([&](Operation *o) { return reduce(o); })
+      .Case<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp,
+            kiln::ReduceProdOp>([&](Operation *o) { return reduce(o); })
       .Case<kiln::LayerNormOp>([&](auto o) { return layerNorm(o); })
       .Case<kiln::AttentionOp>([&](kiln::AttentionOp o) {
         SmallVector<Value> srcs{o.getQuery(), o.getKey(), o.getValue()};
@@ -326,6 +325,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::GatherElementsOp>([&](auto o) { return gatherElements(o); })
       .Case<kiln::ScatterElementsOp>([&](auto o) { return scatterElements(o); })
       .Case<kiln::TopKIndicesOp>([&](auto o) { return topkIndices(o); })
+      .Case<kiln::NonMaxSuppressionOp>([&](auto o) { return nonMaxSuppression(o); })
       .Case<kiln::ScatterNDOp>([&](auto o) { return scatterND(o); })
       .Case<kiln::ArgReduceOp>([&](auto o) { return argReduce(o); })
       .Case<kiln::CumSumOp>([&](auto o) { return cumsum(o); })

@@ -416,6 +416,7 @@ private:
   LogicalResult forEachInto(Operation *op, ArrayRef<Value> ins, int64_t total, int out,
                             const std::function<void(KernelEmitter &, Value)> &body);
   LogicalResult topkIndices(kiln::TopKIndicesOp op);
+  LogicalResult nonMaxSuppression(kiln::NonMaxSuppressionOp op);
   FailureOr<int> copyForScatter(Operation *op, Value data);
   LogicalResult scatterElements(kiln::ScatterElementsOp op);
   LogicalResult scatterND(kiln::ScatterNDOp op);

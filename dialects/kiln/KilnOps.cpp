@@ -482,6 +482,24 @@ LogicalResult TopKIndicesOp::inferReturnTypes(MLIRContext *ctx, std::optional<Lo
   return success();
 }
 
+LogicalResult NonMaxSuppressionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                                    Adaptor adaptor,
+                                                    SmallVectorImpl<Type> &inferred) {
+  auto boxes = rankedOf(adaptor.getBoxes()), scores = rankedOf(adaptor.getScores());
+  if (boxes.getRank() != 3 || boxes.getDimSize(2) != 4)
+    return failWith(loc, "boxes must be [batches, boxes, 4]");
+  if (scores.getRank() != 3 || scores.getDimSize(0) != boxes.getDimSize(0) ||
+      scores.getDimSize(2) != boxes.getDimSize(1))
+    return failWith(loc, "scores must be [batches, classes, boxes] for the boxes' batches and "
+                         "boxes");
+  for (Value v : {adaptor.getCount(), adaptor.getMaxPerClass(), adaptor.getIouThreshold(),
+                  adaptor.getScoreThreshold()})
+    if (rankedOf(v).getNumElements() != 1)
+      return failWith(loc, "the count, the maximum and the thresholds must be single values");
+  inferred.push_back(RankedTensorType::get(scores.getShape(), IntegerType::get(ctx, 64)));
+  return success();
+}
+
 LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
   auto in = rankedOf(adaptor.getInput());

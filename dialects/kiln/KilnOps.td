@@ -737,6 +737,39 @@ def Kiln_TopKIndicesOp : Kiln_Op<"topk_indices", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+def Kiln_NonMaxSuppressionOp : Kiln_Op<"non_max_suppression", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the boxes a greedy non-maximum suppression keeps, per batch and class";
+  let description = [{
+    ONNX NonMaxSuppression's selection, one (batch, class) line at a time:
+    of the first `count` boxes (`boxes` is `[B, N, 4]`, `scores`
+    `[B, C, N]`), the candidates are those whose score is above
+    `score_threshold` (every non-NaN score without `has_score_threshold`),
+    taken by decreasing score (of equal scores the lower index first); a
+    candidate is kept unless its IoU with a box kept before it exceeds
+    `iou_threshold`, until `max_per_class` are kept. The result lists each
+    line's kept box indices in that order, then -1 to the end of the line.
+    Boxes are corners (`[y1, x1, y2, x2]`, either diagonal) or, with
+    `center_point_box`, `[x_center, y_center, width, height]`. The
+    thresholds and counts are `[1]` tensors.
+
+    ```mlir
+    %k = kiln.non_max_suppression %boxes, %scores, %count, %max, %iou, %score
+         {center_point_box = false, has_score_threshold = true}
+         : tensor<1x6x4xf32>, tensor<1x1x6xf32>, tensor<1xi64>, tensor<1xi64>,
+           tensor<1xf32>, tensor<1xf32> -> tensor<1x1x6xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$boxes, Kiln_FloatTensor:$scores, Kiln_IntTensor:$count,
+      Kiln_IntTensor:$max_per_class, Kiln_FloatTensor:$iou_threshold,
+      Kiln_FloatTensor:$score_threshold, BoolAttr:$center_point_box, BoolAttr:$has_score_threshold);
+  let results = (outs Kiln_IntTensor:$result);
+  let assemblyFormat = [{
+    $boxes `,` $scores `,` $count `,` $max_per_class `,` $iou_threshold `,` $score_threshold
+    attr-dict `:` type($boxes) `,` type($scores) `,` type($count) `,` type($max_per_class) `,`
+    type($iou_threshold) `,` type($score_threshold) `->` type($result)
+  }];
+}
+
 def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, InferTypeOpAdaptor]> {
   let summary = "the index of the maximum or minimum along an axis (i64)";
   let description = [{

@@ -3,7 +3,10 @@
 // Control flow is resolved at compile time, into straight-line kiln ops:
 //   If    a condition known while importing inlines its branch; a run-time
 //         one inlines both and selects each output (kiln.where), so the
-//         branches must agree on their outputs' types and shapes.
+//         branches must agree on their outputs' types and shapes, unless
+//         one branch's output is empty (an early out): then the other's,
+//         its size 0 when the condition picks the empty one. A condition
+//         computed from run-time sizes is rebuilt in the graph.
 //   Loop  unrolled: the trip count and the condition must be known while
 //         importing (each iteration's condition may be computed by the
 //         body from host values: the iteration number, constants, bound
@@ -115,6 +118,53 @@ FailureOr<Slot> stack(NodeContext &ctx, ArrayRef<Slot> parts, int64_t axis, bool
   return Slot{y, std::nullopt};
 }
 
+/// Output `i` of an If whose condition `c` is known at run time, when one
+/// branch's value (`a` then, `b` else) is empty and the other has its rank
+/// and type: the other, each axis empty in the empty one a data-dependent
+/// size (0 where `c` picks the empty branch). failure() when the values do
+/// not have that form; null on an error (reported).
+FailureOr<Value> emptyOrOther(NodeContext &ctx, Value c, Value a, Value b, size_t i) {
+  auto at = llvm::cast<RankedTensorType>(a.getType()),
+       bt = llvm::cast<RankedTensorType>(b.getType());
+  bool thenEmpty = at.getNumElements() == 0;
+  if (thenEmpty == (bt.getNumElements() == 0) || at.getRank() != bt.getRank() ||
+      at.getElementType() != bt.getElementType())
+    return failure();
+  Value other = thenEmpty ? b : a;
+  auto et = thenEmpty ? at : bt, ot = thenEmpty ? bt : at;
+  for (int64_t d = 0; d < et.getRank(); ++d)
+    if (et.getDimSize(d) != 0 && et.getDimSize(d) != ot.getDimSize(d))
+      return failure();
+  Builder g{ctx};
+  OpBuilder &ob = ctx.builder;
+  AxisSymbols os = ctx.imp.symbols.of(other);
+  Value y = other;
+  for (int64_t d = 0; d < et.getRank(); ++d) {
+    int64_t n = ot.getDimSize(d);
+    if (et.getDimSize(d) != 0 || n == 0)
+      continue;
+    Value size = os[d] >= 0 ? ctx.imp.symbolInput(os[d])
+                            : Importer::indexConstant(ob, {1}, [n](int64_t) { return n; });
+    Value zero = g.mul(size, g.scalar(size, 0.0));
+    size = thenEmpty ? g.where(c, zero, size) : g.where(c, size, zero);
+    // Past the size, the last real position repeated (the padding's form).
+    Value iota = iotaAlong(g, n, 0, 1);
+    Value last = g.bin<kiln::MaxOp>(g.sub(size, g.scalar(size, 1.0)), g.scalar(size, 0.0));
+    Value idx = g.bin<kiln::MinOp>(iota, last);
+    if (!g.ok({size, idx}))
+      return Value();
+    int32_t sym =
+        ctx.imp.addComputedSymbol(ctx.node.output(i) + "[" + std::to_string(d) + "]", n, size);
+    y = g.take(ctx.create<kiln::GatherOp>(y, idx, ob.getI64IntegerAttr(d)));
+    if (!g.ok({y}))
+      return Value();
+    y.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, ob.getDenseI64ArrayAttr({d, sym}));
+    if (os[d] >= 0)
+      y.getDefiningOp()->setAttr(kiln::attr::kSymbolIndices, ob.getUnitAttr());
+  }
+  return y;
+}
+
 LogicalResult convertIf(NodeContext &ctx) {
   const onnx::GraphProto *thenG = graphAttr(ctx, "then_branch");
   const onnx::GraphProto *elseG = graphAttr(ctx, "else_branch");
@@ -125,9 +175,16 @@ LogicalResult convertIf(NodeContext &ctx) {
     return ctx.error("the condition must be one bool");
   std::string scope = scopeOf(ctx);
   Slot cond = inputSlot(ctx, 0);
-  if (cond.host && cond.host->fromSymbolicShape)
-    return ctx.error("the condition depends on the size of a dynamic dimension, which Kiln "
-                     "knows only at run time; give the inputs static sizes with --shape");
+  // A condition computed from a run-time size (boxes.numel() == 0): its
+  // run-time form.
+  Value condAtRunTime;
+  if (cond.host && cond.host->fromSymbolicShape) {
+    condAtRunTime = ctx.imp.sizesAtRunTime(ctx.builder, ctx.node.input(0), 0);
+    if (!condAtRunTime)
+      return ctx.error("the condition depends on the size of a dynamic dimension, which Kiln "
+                       "knows only at run time, in a way it cannot compute in the graph; give "
+                       "the inputs static sizes with --shape");
+  }
   auto checkCount = [&](const onnx::GraphProto &br, StringRef which) -> LogicalResult {
     if (br.output_size() != ctx.node.output_size())
       return ctx.error(which + " has " + Twine(br.output_size()) + " output(s); the node has " +
@@ -136,7 +193,7 @@ LogicalResult convertIf(NodeContext &ctx) {
   };
   if (failed(checkCount(*thenG, "then_branch")) || failed(checkCount(*elseG, "else_branch")))
     return failure();
-  if (std::optional<bool> known = knownBool(cond)) {
+  if (std::optional<bool> known = condAtRunTime ? std::nullopt : knownBool(cond)) {
     auto outs = ctx.imp.inlineGraph(*known ? *thenG : *elseG, {}, ctx.builder,
                                     scope + (*known ? "/then" : "/else"));
     if (failed(outs))
@@ -153,13 +210,22 @@ LogicalResult convertIf(NodeContext &ctx) {
   if (failed(elseOuts))
     return failure();
   Builder g{ctx};
-  Value c = g.reshape(ctx.input(0), {});
+  Value c = g.reshape(condAtRunTime ? condAtRunTime : ctx.input(0), {});
   for (size_t i = 0; i < thenOuts->size(); ++i) {
     Value a = valueOfSlot(ctx, (*thenOuts)[i], scope + ".then" + Twine(i));
     Value b = valueOfSlot(ctx, (*elseOuts)[i], scope + ".else" + Twine(i));
     if (!g.ok({a, b, c}))
       return failure();
     if (a.getType() != b.getType()) {
+      // One branch empty (an early out): the other's value, its size 0
+      // along the empty axes where the condition picks the empty branch.
+      FailureOr<Value> y = emptyOrOther(ctx, c, a, b, i);
+      if (succeeded(y)) {
+        if (!*y)
+          return failure();
+        ctx.setOutput(i, *y);
+        continue;
+      }
       std::string ta, tb;
       llvm::raw_string_ostream(ta) << a.getType();
       llvm::raw_string_ostream(tb) << b.getType();

@@ -94,6 +94,13 @@ LogicalResult convertTopK(NodeContext &ctx) {
     const HostTensor *kt = ctx.hostInput(1);
     if (!kt)
       return topKAtRunTime(ctx, *axis); // (a data-dependent size: k)
+    // k computed from a dynamic size (min(300, n)): its run-time form.
+    if (kt->fromSymbolicShape) {
+      Value rebuilt = ctx.imp.sizesAtRunTime(ctx.builder, ctx.node.input(1), 0);
+      if (!rebuilt)
+        return failure(); // (the importer names the size it could not rebuild)
+      return topKAtRunTime(ctx, *axis, rebuilt);
+    }
     if (kt->numElements() != 1)
       return ctx.error("k must be a scalar");
     k = hostInt(kt->values[0]);

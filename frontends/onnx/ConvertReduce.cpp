@@ -5,6 +5,7 @@
 #include "frontends/onnx/NodeContext.h"
 
 #include <algorithm>
+#include <type_traits>
 
 using namespace mlir;
 namespace kiln::onnx_import {
@@ -78,6 +79,20 @@ LogicalResult convertReduce(NodeContext &ctx, int64_t inputFromOpset) {
     ctx.setOutput(0, ctx.input(0));
     return success();
   }
+  // A small constant (shape arithmetic) reduces here; one computed from a
+  // dynamic size is rebuilt at run time where it is read as data
+  // (RuntimeSizes.cpp).
+  const HostTensor *h = ctx.hostInput(0);
+  if (h && !h->values.empty() && h->values.size() <= 4096) {
+    using R = HostReduction;
+    R how = std::is_same_v<OpTy, kiln::ReduceSumOp>    ? R::Sum
+            : std::is_same_v<OpTy, kiln::ReduceMeanOp> ? R::Mean
+            : std::is_same_v<OpTy, kiln::ReduceMaxOp>  ? R::Max
+            : std::is_same_v<OpTy, kiln::ReduceMinOp>  ? R::Min
+                                                       : R::Prod;
+    ctx.setHostOutput(0, hostReduce(*h, **axes, ctx.attrInt("keepdims", 1) != 0, how));
+    return success();
+  }
   OpBuilder &b = ctx.builder;
   Value x = ctx.input(0);
   Type et = ctx.inputType(0).getElementType();
@@ -85,8 +100,50 @@ LogicalResult convertReduce(NodeContext &ctx, int64_t inputFromOpset) {
     // Integer and bool maxima and minima through f64, which holds every
     // value of 32 bits or fewer exactly (bool: any / all).
     constexpr bool isMaxMin = llvm::is_one_of<OpTy, kiln::ReduceMaxOp, kiln::ReduceMinOp>::value;
+    auto in = ctx.inputType(0);
+    constexpr bool isMean = std::is_same_v<OpTy, kiln::ReduceMeanOp>;
+    bool shortAxes = llvm::all_of(**axes, [&](int64_t d) { return in.getDimSize(d) <= 64; });
+    if (!isMean && (!isMaxMin || et.getIntOrFloatBitWidth() > 32) && shortAxes &&
+        in.getNumElements() > 0) {
+      // Sizes computed in the graph (min(k, count), the product of a
+      // shape) exactly: the elementwise max, min, sum or product of the
+      // slices along each axis.
+      Builder g{ctx};
+      Value y = x;
+      SmallVector<int64_t> shape(in.getShape());
+      for (int64_t d : **axes) {
+        SmallVector<int64_t> off(shape.size(), 0), one(shape.size(), 1), sizes = shape;
+        sizes[d] = 1;
+        Value acc;
+        for (int64_t i = 0; i < shape[d]; ++i) {
+          off[d] = i;
+          Value part = g.slice(y, off, sizes, one);
+          if (!acc)
+            acc = part;
+          else if constexpr (std::is_same_v<OpTy, kiln::ReduceMaxOp>)
+            acc = g.bin<kiln::MaxOp>(acc, part);
+          else if constexpr (std::is_same_v<OpTy, kiln::ReduceMinOp>)
+            acc = g.bin<kiln::MinOp>(acc, part);
+          else if constexpr (std::is_same_v<OpTy, kiln::ReduceSumOp>)
+            acc = g.add(acc, part);
+          else
+            acc = g.mul(acc, part);
+        }
+        y = acc;
+        shape[d] = 1;
+      }
+      if (ctx.attrInt("keepdims", 1) == 0) {
+        SmallVector<int64_t> out;
+        for (int64_t d = 0; d < in.getRank(); ++d)
+          if (!llvm::is_contained(**axes, d))
+            out.push_back(shape[d]);
+        y = g.reshape(y, out);
+      }
+      return g.result(y);
+    }
     if (!isMaxMin || et.getIntOrFloatBitWidth() > 32)
-      return ctx.error("reduces integer tensors of at most 32 bits by max or min only");
+      return ctx.error("reduces integer tensors of at most 32 bits by max or min only (and "
+                       "any integers by sum, product, max or min over axes of at most 64)");
     auto xf = ctx.createTyped<kiln::CastOp>(
         RankedTensorType::get(ctx.inputType(0).getShape(), b.getF64Type()), x);
     if (failed(xf))

@@ -21,6 +21,9 @@
 #include "frontends/onnx/CompositeBuilder.h"
 #include "frontends/onnx/DataDependentSizes.h"
 
+#include <algorithm>
+#include <limits>
+
 using namespace mlir;
 
 namespace kiln::onnx_import {
@@ -82,13 +85,8 @@ Value Importer::derivedSizeInGraph(int32_t sym) {
   return v;
 }
 
-namespace {
-
-/// The positions of `keep`'s true elements (1-D, i1) in order, along a new
-/// data-dependent symbol named `name` (set in `sym`) whose size is their
-/// count; past it, the last of them repeated. Null on failure (reported).
-Value selectedPositions(Builder &g, Value keep, const std::string &name, int32_t &sym) {
-  NodeContext &ctx = g.ctx;
+Value selectedPositions(NodeContext &ctx, Value keep, const std::string &name, int32_t &sym) {
+  Builder g{ctx};
   OpBuilder &b = ctx.builder;
   Type i64 = b.getIntegerType(64);
   if (!g.ok({keep}))
@@ -123,8 +121,6 @@ Value selectedPositions(Builder &g, Value keep, const std::string &name, int32_t
   positions.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({0, sym}));
   return positions;
 }
-
-} // namespace
 
 LogicalResult requireStatic(NodeContext &ctx, Value v, const char *what) {
   for (int32_t s : ctx.imp.symbols.of(v))
@@ -169,7 +165,7 @@ LogicalResult nonZeroAtRunTime(NodeContext &ctx) {
   Value flat = g.reshape(x, {n});
   Value keep = selection(g, flat);
   int32_t sym = -1;
-  Value at = selectedPositions(g, keep, countName(ctx), sym);
+  Value at = selectedPositions(ctx, keep, countName(ctx), sym);
   if (!g.ok({at}))
     return failure();
   // Row d: the selected positions' coordinate along axis d (row-major).
@@ -215,7 +211,7 @@ LogicalResult compressAtRunTime(NodeContext &ctx, Value x, int64_t axis) {
     return ctx.error("the condition is empty (an empty result)");
   Value keep = selection(g, c);
   int32_t sym = -1;
-  Value at = selectedPositions(g, keep, countName(ctx), sym);
+  Value at = selectedPositions(ctx, keep, countName(ctx), sym);
   if (!g.ok({at}))
     return failure();
   Value y = g.take(ctx.create<kiln::GatherOp>(x, at, ctx.builder.getI64IntegerAttr(axis)));
@@ -226,46 +222,138 @@ LogicalResult compressAtRunTime(NodeContext &ctx, Value x, int64_t axis) {
   return g.result(y);
 }
 
-LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis) {
+namespace {
+
+/// An upper bound on every element of an integer size `v` computed in the
+/// graph (min(300, count): 300), from constants, computed sizes' bounds and
+/// the ops shape arithmetic uses; nullopt when unknown.
+std::optional<int64_t> upperBound(Importer &imp, Value v, int depth = 0) {
+  if (depth > 32)
+    return std::nullopt;
+  for (auto &[sym, size] : imp.computedSizes)
+    if (size == v)
+      return imp.symbols.bounds[sym];
+  for (auto &[sym, arg] : imp.symbolArgs)
+    if (arg == v)
+      return imp.symbols.bounds[sym];
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  auto of = [&](Value w) { return upperBound(imp, w, depth + 1); };
+  if (auto c = llvm::dyn_cast<kiln::ConstantOp>(def)) {
+    auto attr = llvm::dyn_cast<DenseIntElementsAttr>(c.getValue());
+    if (!attr || attr.empty())
+      return std::nullopt;
+    int64_t most = std::numeric_limits<int64_t>::min();
+    for (const APInt &e : attr)
+      most = std::max(most, e.getSExtValue());
+    return most;
+  }
+  if (llvm::isa<kiln::MinOp>(def)) {
+    auto a = of(def->getOperand(0)), b = of(def->getOperand(1));
+    if (a && b)
+      return std::min(*a, *b);
+    return a ? a : b;
+  }
+  if (llvm::isa<kiln::MaxOp, kiln::AddOp>(def)) {
+    auto a = of(def->getOperand(0)), b = of(def->getOperand(1));
+    if (!a || !b)
+      return std::nullopt;
+    return llvm::isa<kiln::MaxOp>(def) ? std::max(*a, *b) : *a + *b;
+  }
+  if (llvm::isa<kiln::ReshapeOp, kiln::CastOp, kiln::ReduceMaxOp, kiln::ReduceMinOp>(def))
+    return of(def->getOperand(0));
+  if (auto sl = llvm::dyn_cast<kiln::SliceOp>(def)) {
+    // A slice of a 1-D concat inside one of its pieces: that piece's bound.
+    auto cat = sl.getInput().getDefiningOp<kiln::ConcatOp>();
+    if (cat && sl.getOffsets().size() == 1 && sl.getStrides()[0] == 1) {
+      int64_t at = sl.getOffsets()[0], end = at + sl.getSizes()[0], start = 0;
+      for (Value piece : cat->getOperands()) {
+        int64_t len = llvm::cast<RankedTensorType>(piece.getType()).getNumElements();
+        if (at >= start && end <= start + len)
+          return of(piece);
+        start += len;
+      }
+    }
+    return of(sl.getInput());
+  }
+  if (llvm::isa<kiln::ConcatOp>(def)) {
+    std::optional<int64_t> most;
+    for (Value piece : def->getOperands()) {
+      auto b = of(piece);
+      if (!b)
+        return std::nullopt;
+      most = most ? std::max(*most, *b) : *b;
+    }
+    return most;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis, Value k) {
   Builder g{ctx};
   OpBuilder &b = ctx.builder;
-  Value x = ctx.input(0), k = ctx.input(1);
+  Value x = ctx.input(0);
+  k = k ? k : ctx.input(1);
   if (!g.ok({x, k}))
     return failure();
   if (failed(requireStatic(ctx, k, "k")))
     return failure();
-  if (ctx.inputType(1).getNumElements() != 1)
+  if (llvm::cast<RankedTensorType>(k.getType()).getNumElements() != 1)
     return ctx.error("k must be a scalar");
   int64_t n = g.shape(x)[axis];
   if (n == 0)
     return ctx.error("ranks an empty axis");
-  // The whole axis ranked; the output keeps the first k (a data-dependent
+  // The axis ranked to k's bound (the whole axis unless the graph bounds
+  // k: min(300, count)); the output keeps the first k (a data-dependent
   // size the runtime checks against the axis), the padding repeating the
-  // k-th.
-  Value order = g.take(ctx.create<kiln::TopKIndicesOp>(
-      x, b.getI64IntegerAttr(axis), b.getI64IntegerAttr(n),
-      b.getBoolAttr(ctx.attrInt("largest", 1) != 0)));
+  // k-th. (A k past its bound is clamped to it.)
   Value count = g.reshape(g.cast(k, b.getIntegerType(64)), {1});
-  Value iota = iotaAlong(g, n, 0, 1);
+  if (!g.ok({count}))
+    return failure();
+  int64_t most = n;
+  if (std::optional<int64_t> ub = upperBound(ctx.imp, count))
+    most = std::clamp<int64_t>(*ub, 1, n);
+  if (most < n)
+    count = g.bin<kiln::MinOp>(count, g.reshape(g.scalar(count, double(most)), {1}));
+  Value order = g.take(
+      ctx.create<kiln::TopKIndicesOp>(x, b.getI64IntegerAttr(axis), b.getI64IntegerAttr(most),
+                                      b.getBoolAttr(ctx.attrInt("largest", 1) != 0)));
+  Value iota = iotaAlong(g, most, 0, 1);
   if (!g.ok({order, count, iota}))
     return failure();
+  if (ctx.imp.symbols.of(x)[axis] >= 0) // (a ranking for a run-time k: DynamicDims)
+    order.getDefiningOp()->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
+  n = most;
   int32_t sym = ctx.imp.addComputedSymbol(
       (ctx.node.output_size() ? ctx.node.output(0) : ctx.node.name()) + ".k", n, count);
   Value one = g.scalar(iota, 1.0);
   Value last = g.bin<kiln::MaxOp>(g.sub(count, one), g.scalar(iota, 0.0));
   Value at = g.bin<kiln::MinOp>(iota, last);
   // (Each op states the size before the next one reads its symbols.)
-  auto alongK = [&](Value v) {
-    if (g.ok({v}))
-      v.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({axis, sym}));
+  // (Along a run-time size of the input, the first k positions of the
+  // ranking are live ones: MaskSymbols ranks the padding last.)
+  bool sizedAxis = ctx.imp.symbols.of(x)[axis] >= 0;
+  auto alongK = [&](Value v, bool inLiveSize) {
+    if (!g.ok({v}))
+      return v;
+    v.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({axis, sym}));
+    if (inLiveSize)
+      v.getDefiningOp()->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
     return v;
   };
-  Value idx = g.ok({at}) ? alongK(g.take(ctx.create<kiln::GatherOp>(order, at,
-                                                                    b.getI64IntegerAttr(axis))))
-                         : Value();
-  Value vals = g.ok({idx}) ? alongK(g.take(ctx.create<kiln::GatherElementsOp>(
-                                 x, idx, b.getI64IntegerAttr(axis))))
-                           : Value();
+  bool fullRanking = most == g.shape(x)[axis];
+  Value idx = g.ok({at})
+                  ? alongK(g.take(ctx.create<kiln::GatherOp>(order, at, b.getI64IntegerAttr(axis))),
+                           sizedAxis && fullRanking)
+                  : Value();
+  Value vals =
+      g.ok({idx})
+          ? alongK(g.take(ctx.create<kiln::GatherElementsOp>(x, idx, b.getI64IntegerAttr(axis))),
+                   sizedAxis)
+          : Value();
   if (!g.ok({idx, vals}))
     return failure();
   ctx.setOutput(0, vals);

@@ -12,6 +12,12 @@
 
 namespace kiln::onnx_import {
 
+/// The positions of `keep`'s true elements (1-D, i1) in order, along a new
+/// data-dependent symbol named `name` (set in `sym`) whose size is their
+/// count; past it, the last of them repeated. Null on failure (reported).
+mlir::Value selectedPositions(NodeContext &ctx, mlir::Value keep, const std::string &name,
+                              int32_t &sym);
+
 /// Refuses `v` (named `what` in the error) when it carries a dynamic
 /// dimension: a data-dependent result would count its padding.
 mlir::LogicalResult requireStatic(NodeContext &ctx, mlir::Value v, const char *what);
@@ -22,8 +28,9 @@ mlir::LogicalResult nonZeroAtRunTime(NodeContext &ctx);
 mlir::LogicalResult compressAtRunTime(NodeContext &ctx, mlir::Value x, int64_t axis);
 
 /// TopK with k a run-time value: the whole axis ranked, the output axis a
-/// data-dependent size k (at most the axis' size).
-mlir::LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis);
+/// data-dependent size k (at most the axis' size); `k` its value when not
+/// the node's input 1 (a size rebuilt at run time).
+mlir::LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis, mlir::Value k = {});
 
 /// Slice (opset 10+) whose starts, ends, axes or steps arrive at run time:
 /// each axis they may name gathered from its clamped start by its step, its

@@ -753,12 +753,27 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         return success();
       })
       .Case<kiln::TopKIndicesOp>([&](kiln::TopKIndicesOp t) -> LogicalResult {
-        // Ranking along a symbolic axis would rank the padding too.
+        // Along a symbolic axis, float padding is masked to rank last
+        // (MaskSymbols) where the ranking serves a run-time k (marked
+        // kSymbolIndices: its users keep k, a data-dependent size): a full
+        // ranking lists the live positions first, so it keeps the symbol.
+        // (A static k could exceed the run's size.)
         AxisSymbols a = of(t.getInput());
         int64_t ax = static_cast<int64_t>(t.getAxis());
-        if (a[ax] >= 0)
+        bool isFloat = llvm::isa<FloatType>(
+            llvm::cast<RankedTensorType>(t.getInput().getType()).getElementType());
+        if (a[ax] >= 0 && (!isFloat || !t->hasAttr(kiln::attr::kSymbolIndices)))
           return mixes(a[ax], "it ranks along");
+        if (a[ax] >= 0 && static_cast<int64_t>(t.getK()) != dimOf(t.getInput(), ax))
+          a[ax] = -1;
         setSymbols(res, a);
+        return success();
+      })
+      .Case<kiln::NonMaxSuppressionOp>([&](kiln::NonMaxSuppressionOp) -> LogicalResult {
+        // It reads the boxes up to its count operand (the boxes axis' run-time
+        // size); its importer refuses dynamic batches and classes. Each line
+        // is filled to its end.
+        setSymbols(res, AxisSymbols(rank, -1));
         return success();
       })
       .Case<kiln::ScatterElementsOp>([&](kiln::ScatterElementsOp sc) -> LogicalResult {

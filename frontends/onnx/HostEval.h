@@ -70,6 +70,72 @@ inline HostTensor hostUnary(const HostTensor &a, double (*fn)(double)) {
   return r;
 }
 
+/// How hostReduce combines the elements it reduces.
+enum class HostReduction { Sum, Mean, Max, Min, Prod };
+
+/// `a` reduced over `axes` (sorted, distinct), kept as size 1 with `keep`;
+/// integer results truncate. (Shape arithmetic: the ReduceMax of a
+/// constant list of sizes.)
+inline HostTensor hostReduce(const HostTensor &a, const std::vector<int64_t> &axes, bool keep,
+                             HostReduction how) {
+  std::vector<bool> reduced(a.shape.size(), false);
+  for (int64_t d : axes)
+    reduced[d] = true;
+  std::vector<int64_t> kept(a.shape.size()); // the result's shape with keepdims
+  for (size_t d = 0; d < a.shape.size(); ++d)
+    kept[d] = reduced[d] ? 1 : a.shape[d];
+  HostTensor r;
+  r.elementType = a.elementType;
+  for (size_t d = 0; d < a.shape.size(); ++d)
+    if (keep || !reduced[d])
+      r.shape.push_back(kept[d]);
+  int64_t n = 1, count = 1;
+  for (size_t d = 0; d < kept.size(); ++d) {
+    n *= kept[d];
+    if (reduced[d])
+      count *= a.shape[d];
+  }
+  double init = how == HostReduction::Max    ? -INFINITY
+                : how == HostReduction::Min  ? INFINITY
+                : how == HostReduction::Prod ? 1.0
+                                             : 0.0;
+  r.values.assign(n, init);
+  auto inStrides = stridesOf(a.shape), outStrides = stridesOf(kept);
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    int64_t at = 0, rest = static_cast<int64_t>(i);
+    for (size_t d = 0; d < a.shape.size(); ++d) {
+      int64_t c = rest / inStrides[d];
+      rest %= inStrides[d];
+      if (!reduced[d])
+        at += c * outStrides[d];
+    }
+    double &acc = r.values[at];
+    double v = a.values[i];
+    switch (how) {
+    case HostReduction::Sum:
+    case HostReduction::Mean:
+      acc += v;
+      break;
+    case HostReduction::Prod:
+      acc *= v;
+      break;
+    case HostReduction::Max:
+      acc = std::isnan(v) || v > acc ? v : acc;
+      break;
+    case HostReduction::Min:
+      acc = std::isnan(v) || v < acc ? v : acc;
+      break;
+    }
+  }
+  for (double &v : r.values) {
+    if (how == HostReduction::Mean)
+      v = count ? v / double(count) : NAN;
+    if (r.isInteger())
+      v = std::trunc(v);
+  }
+  return r;
+}
+
 } // namespace kiln::onnx_import
 
 #endif // KILN_FRONTENDS_ONNX_HOSTEVAL_H

@@ -464,6 +464,7 @@ LogicalResult Importer::run(const ImportOptions &options,
   registerActivationConverters(table);
   registerNormalizationConverters(table);
   registerGatherScatterConverters(table);
+  registerDetectionConverters(table);
   registerGeneratorConverters(table);
   registerLossConverters(table);
   registerQuantConverters(table);

@@ -222,6 +222,14 @@ FailureOr<Operation *> Importer::maskAlongSymbols(Operation *op) {
     op->setOperand(0, mask(cs.getInput(), sa, 0.0));
     return first;
   }
+  if (auto tk = dyn_cast<kiln::TopKIndicesOp>(op)) {
+    // Padding ranks last: below (above, for the smallest) every live value.
+    auto sa = symbolicAxes(tk.getInput(), {static_cast<int64_t>(tk.getAxis())});
+    if (sa.empty() || !isFloat(tk.getInput()))
+      return static_cast<Operation *>(nullptr);
+    op->setOperand(0, mask(tk.getInput(), sa, tk.getLargest() ? -inf : inf));
+    return first;
+  }
   if (auto ar = dyn_cast<kiln::ArgReduceOp>(op)) {
     auto sa = symbolicAxes(ar.getInput(), {static_cast<int64_t>(ar.getAxis())});
     if (sa.empty() || !ar.getSelectLastIndex() || !isFloat(ar.getInput()))

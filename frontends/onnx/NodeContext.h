@@ -289,6 +289,7 @@ void registerCompositeConverters(llvm::StringMap<Converter> &table);
 void registerActivationConverters(llvm::StringMap<Converter> &table);
 void registerNormalizationConverters(llvm::StringMap<Converter> &table);
 void registerGatherScatterConverters(llvm::StringMap<Converter> &table);
+void registerDetectionConverters(llvm::StringMap<Converter> &table);
 void registerGeneratorConverters(llvm::StringMap<Converter> &table);
 void registerLossConverters(llvm::StringMap<Converter> &table);
 void registerQuantConverters(llvm::StringMap<Converter> &table);

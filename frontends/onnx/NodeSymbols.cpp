@@ -114,7 +114,9 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
     const HostTensor *h = nc.hostInput(i);
     if (!h || !h->fromSymbolicShape || !h->axisSymbols.empty())
       continue;
-    if ((opType == "Reshape" && i == 1) || (expandTarget && i == 1))
+    // (TopK's converter reads its k's run-time form, If its condition's.)
+    if ((opType == "Reshape" && i == 1) || (expandTarget && i == 1) ||
+        (opType == "TopK" && i == 1) || (opType == "If" && i == 0))
       continue;
     blocking = nc.node.input(i);
   }

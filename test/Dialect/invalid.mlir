@@ -285,6 +285,16 @@ func.func @scatter_nd_tuple(%x: tensor<3x4xf32>, %i: tensor<2x3xi64>, %u: tensor
 
 // -----
 
+func.func @nms_scores(%b: tensor<1x6x4xf32>, %s: tensor<1x2x5xf32>, %n: tensor<1xi64>,
+                      %t: tensor<1xf32>) -> tensor<1x2x5xi64> {
+  // expected-error@+2 {{scores must be [batches, classes, boxes] for the boxes' batches and boxes}}
+  // expected-error@+1 {{'kiln.non_max_suppression' op failed to infer returned types}}
+  %k = kiln.non_max_suppression %b, %s, %n, %n, %t, %t {center_point_box = false, has_score_threshold = true} : tensor<1x6x4xf32>, tensor<1x2x5xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xf32>, tensor<1xf32> -> tensor<1x2x5xi64>
+  return %k : tensor<1x2x5xi64>
+}
+
+// -----
+
 func.func @topk_k(%x: tensor<3x4xf32>) -> tensor<3x5xi64> {
   // expected-error@+2 {{k = 5 is not within the axis' size 4}}
   // expected-error@+1 {{'kiln.topk_indices' op failed to infer returned types}}

@@ -174,6 +174,14 @@ func.func @scatters(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32
   return %a, %b : tensor<3x4xf32>, tensor<3x4xf32>
 }
 
+// CHECK-LABEL: func.func @nms
+func.func @nms(%b: tensor<2x6x4xf32>, %s: tensor<2x3x6xf32>, %n: tensor<1xi64>,
+               %iou: tensor<1xf32>) -> tensor<2x3x6xi64> {
+  // CHECK: kiln.non_max_suppression {{.*}} {center_point_box = true, has_score_threshold = false} : tensor<2x6x4xf32>, tensor<2x3x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xf32>, tensor<1xf32> -> tensor<2x3x6xi64>
+  %k = kiln.non_max_suppression %b, %s, %n, %n, %iou, %iou {center_point_box = true, has_score_threshold = false} : tensor<2x6x4xf32>, tensor<2x3x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xf32>, tensor<1xf32> -> tensor<2x3x6xi64>
+  return %k : tensor<2x3x6xi64>
+}
+
 // Narrow storage types: casts into them (saturate, round_mode) and
 // kiln.narrow on their carriers.
 // CHECK-LABEL: func @narrow

@@ -411,6 +411,22 @@ def dynamic_size_k():
                   init("ax0", np.array([0], np.int64))])
 
 
+def dynamic_size_antialias():
+    # Half the height as an antialiased Resize's output size: a size the
+    # converter needs at compile time, computed by arithmetic on a symbol.
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "two1"], ["h"], axis=0, name="height"),
+             helper.make_node("Div", ["h", "two"], ["half"], name="half"),
+             helper.make_node("Unsqueeze", ["half", "ax0"], ["h1"], name="h1"),
+             helper.make_node("Concat", ["ones", "h1", "four"], ["sizes"], axis=0, name="cat"),
+             helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear",
+                              antialias=1, name="resize")]
+    return model(nodes, [vi("x", [1, 1, "H", 8])], [vi("y", None)],
+                 [init("two1", np.array(2, np.int64)), init("two", np.array(2, np.int64)),
+                  init("ax0", np.array([0], np.int64)), init("ones", np.array([1, 1], np.int64)),
+                  init("four", np.array([4], np.int64))], opset=18)
+
+
 def dynamic_shape_exact():
     # Shapes that name the batch exactly: ConstantOfShape and Expand targets
     # built from Shape, Gather and Concat keep the symbol on their axes.
@@ -612,6 +628,31 @@ def nonzero_runtime():
              helper.make_node("Concat", ["cx", "cx"], ["cc"], axis=1, name="cat")]
     return model(nodes, [vi("x", [2, 3]), vi("keep", [3], TensorProto.BOOL)],
                  [vi("nz", None), vi("cc", None)], opset=13)
+
+
+def nms_runtime_count():
+    # NonMaxSuppression of the boxes whose score passes a threshold (a
+    # data-dependent count), and TopK of those scores by min(4, count).
+    nodes = [helper.make_node("Greater", ["s", "zero"], ["pass"], name="pass"),
+             helper.make_node("NonZero", ["pass"], ["nz"], name="nonzero"),
+             helper.make_node("Transpose", ["nz"], ["at"], perm=[1, 0], name="at"),
+             helper.make_node("GatherND", ["b", "at"], ["kb"], name="boxes"),
+             helper.make_node("GatherND", ["s", "at"], ["ks"], name="scores"),
+             helper.make_node("Unsqueeze", ["kb", "ax0"], ["b3"], name="b3"),
+             helper.make_node("Unsqueeze", ["ks", "ax01"], ["s3"], name="s3"),
+             helper.make_node("NonMaxSuppression", ["b3", "s3", "most", "iou"], ["sel"],
+                              name="nms"),
+             helper.make_node("Shape", ["ks"], ["n"], name="n"),
+             helper.make_node("Concat", ["four", "n"], ["kn"], axis=0, name="kn"),
+             helper.make_node("ReduceMin", ["kn"], ["k0"], keepdims=0, name="k0"),
+             helper.make_node("Reshape", ["k0", "one"], ["k"], name="k"),
+             helper.make_node("TopK", ["ks", "k"], ["top", "topi"], name="topk")]
+    return model(nodes, [vi("b", [12, 4]), vi("s", [12])],
+                 [vi("sel", None), vi("top", None)],
+                 [init("zero", np.array(0.0, np.float32)), init("ax0", np.array([0], np.int64)),
+                  init("ax01", np.array([0, 1], np.int64)), init("most", np.array([3], np.int64)),
+                  init("iou", np.array([0.5], np.float32)), init("four", np.array([4], np.int64)),
+                  init("one", np.array([1], np.int64))], opset=13)
 
 
 def trilu_runtime_k():
@@ -900,7 +941,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nms_runtime_count, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

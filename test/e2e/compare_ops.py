@@ -1022,6 +1022,74 @@ CASES = {
         [("x", (4, 9), "f32", "normal"), ("c", (9,), "bool", "bool")],
         [("Compress", ["x", "c"], {"axis": 1}), ("Concat", ["t0", "x", "t0"], {"axis": 1}),
          ("Softmax", ["t1"], {"axis": 1})], opset=13),
+    # NonMaxSuppression: the (batch, class, box) triples of a greedy
+    # suppression, their count data-dependent; corners in either order or
+    # centers, a score threshold or none, a per-class maximum or none.
+    "nms_runtime": typed(
+        [("b", (2, 40, 4), "f32", "boxes"), ("s", (2, 3, 40), "f32", "unit")],
+        [("NonMaxSuppression", ["b", "s", "most", "iou", "floor"], {})], opset=11,
+        consts=[("most", np.array([6], np.int64)), ("iou", np.array([0.3], np.float32)),
+                ("floor", np.array([-0.2], np.float32))]),
+    "nms_runtime_center": typed(
+        [("b", (1, 60, 4), "f32", "boxes-center"), ("s", (1, 2, 60), "f32", "normal")],
+        [("NonMaxSuppression", ["b", "s", "most", "iou"], {"center_point_box": 1})],
+        opset=11, consts=[("most", np.array([1000], np.int64)),
+                          ("iou", np.array([0.5], np.float32))]),
+    # The boxes whose score passes a threshold (a data-dependent count), as
+    # exported detection heads filter them, suppressed in one class.
+    "nms_runtime_filtered": typed(
+        [("b", (50, 4), "f32", "boxes"), ("s", (50,), "f32", "normal")],
+        [("Greater", ["s", "zero"], {}), ("NonZero", ["t0"], {}),
+         ("Transpose", ["t1"], {"perm": [1, 0]}), ("GatherND", ["b", "t2"], {}),
+         ("GatherND", ["s", "t2"], {}), ("Unsqueeze", ["t3"], {"axes": [0]}),
+         ("Unsqueeze", ["t4"], {"axes": [0, 1]}),
+         ("NonMaxSuppression", ["t5", "t6", "most", "iou"], {})],
+        opset=11, consts=[("zero", np.array(0.0, np.float32)),
+                          ("most", np.array([1000], np.int64)),
+                          ("iou", np.array([0.45], np.float32))]),
+    # TopK of a filtered vector by k = min(5, count) (a detection head's
+    # per-class candidates): ranked to the bound the graph gives k.
+    "topk_runtime_bounded_k": typed(
+        [("x", (40,), "f32", "normal")],
+        [("Greater", ["x", "zero"], {}), ("NonZero", ["t0"], {}),
+         ("Transpose", ["t1"], {"perm": [1, 0]}), ("GatherND", ["x", "t2"], {}),
+         ("Shape", ["t3"], {}), ("Concat", ["five", "t4"], {"axis": 0}),
+         ("ReduceMin", ["t5"], {"keepdims": 0}), ("Reshape", ["t6", "one"], {}),
+         ("TopK", ["t3", "t7"], {}, ["y", "i"])],
+        opset=11, consts=[("zero", np.array(0.3, np.float32)),
+                          ("five", np.array([5], np.int64)), ("one", np.array([1], np.int64))]),
+    # An early out on an empty data-dependent result (torchvision's
+    # batched_nms): If(numel == 0, [], the indices), the condition computed
+    # from the run-time size.
+    "if_empty_early_out": typed(
+        [("x", (12,), "f32", "normal")],
+        [("Greater", ["x", "cut"], {}), ("NonZero", ["t0"], {}),
+         ("Shape", ["t1"], {}), ("ReduceProd", ["t2"], {"keepdims": 0}),
+         ("Equal", ["t3", "zero"], {}),
+         ("If", ["t4"], {"then_branch": helper.make_graph(
+             [helper.make_node("Constant", [], ["none"], value=numpy_helper.from_array(
+                 np.zeros((0,), np.int64)))], "then", [],
+             [helper.make_empty_tensor_value_info("none")]),
+             "else_branch": helper.make_graph(
+             [helper.make_node("Squeeze", ["t1", "ax0"], ["some"])], "else", [],
+             [helper.make_empty_tensor_value_info("some")])})],
+        opset=13, consts=[("cut", np.array(0.8, np.float32)), ("zero", np.array(0, np.int64)),
+                          ("ax0", np.array([0], np.int64))]),
+    # (and with a cut no value passes: the empty branch)
+    "if_empty_early_out_taken": typed(
+        [("x", (12,), "f32", "normal")],
+        [("Greater", ["x", "cut"], {}), ("NonZero", ["t0"], {}),
+         ("Shape", ["t1"], {}), ("ReduceProd", ["t2"], {"keepdims": 0}),
+         ("Equal", ["t3", "zero"], {}),
+         ("If", ["t4"], {"then_branch": helper.make_graph(
+             [helper.make_node("Constant", [], ["none"], value=numpy_helper.from_array(
+                 np.zeros((0,), np.int64)))], "then", [],
+             [helper.make_empty_tensor_value_info("none")]),
+             "else_branch": helper.make_graph(
+             [helper.make_node("Squeeze", ["t1", "ax0"], ["some"])], "else", [],
+             [helper.make_empty_tensor_value_info("some")])})],
+        opset=13, consts=[("cut", np.array(9.0, np.float32)), ("zero", np.array(0, np.int64)),
+                          ("ax0", np.array([0], np.int64))]),
     # Trilu's k as a run-time value: the mask compares each diagonal with it.
     "trilu_runtime_k_upper": typed([("x", (2, 5, 7), "f32", "normal"), ("k", (), "i64", "diag")],
                                    [("Trilu", ["x", "k"], {"upper": 1})], opset=14),

@@ -71,7 +71,7 @@ def typed(inputs, nodes, opset=17, consts=()):
     """A graph over inputs of any type: (name, shape, type, values) with type
     a key of ONNX_TYPES and values how the fresh random inputs are drawn
     (normal, unit: (-0.99, 0.99), ge1: [1, 4), int: [-40, 40), nonzero: no 0,
-    small: [0, 9), diag: [-4, 5), pos9: [-9, 9), step: +-1..3, fixed:V: V everywhere, axesR: distinct axes of rank R (one, for a scalar), reshape:AxB..: a target shape for those dims (0s and a -1 sometimes), squeeze:AxB..: distinct unit axes of those dims, split:N: sizes adding up to N, bcast:AxB..: a shape those dims broadcast to, int:LO:HI: integers in [LO, HI), sparse: normal with 70% zeros, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
+    small: [0, 9), diag: [-4, 5), pos9: [-9, 9), step: +-1..3, fixed:V: V everywhere, axesR: distinct axes of rank R (one, for a scalar), reshape:AxB..: a target shape for those dims (0s and a -1 sometimes), squeeze:AxB..: distinct unit axes of those dims, split:N: sizes adding up to N, bcast:AxB..: a shape those dims broadcast to, int:LO:HI: integers in [LO, HI), sparse: normal with 70% zeros, boxes / boxes-center: overlapping [.., 4] boxes as corners / center and size, bool, specials: normal with NaNs and infinities). `consts` are (name, numpy array) initializers; the
     last node's output is y."""
     ins = [helper.make_tensor_value_info(n, ONNX_TYPES[t], s) for n, s, t, _ in inputs]
     made = []
@@ -153,6 +153,19 @@ def draw(how, shape, onnx_type):
         return rng.choice([-3, -2, -1, 1, 2, 3], shape).astype(t)
     if how == "diag":  # a diagonal offset: [-4, 5)
         return rng.integers(-4, 5, shape).astype(t)
+    if how.startswith("boxes"):  # [.., 4] boxes crowded enough to overlap: corners
+        shape = tuple(shape)
+        # (y1, x1, y2, x2) in either diagonal order, or with boxes-center
+        # (x, y, w, h); a few without area
+        lo = rng.uniform(0, 6, shape[:-1] + (2,))
+        size = rng.uniform(0.5, 3, shape[:-1] + (2,))
+        size[rng.random(shape[:-1]) < 0.05] = 0.0
+        if how == "boxes-center":
+            return np.concatenate([(lo + size / 2)[..., ::-1], size[..., ::-1]], -1).astype(t)
+        hi = lo + size
+        flip = rng.random(shape[:-1] + (1,)) < 0.3
+        return np.where(flip, np.concatenate([hi, lo], -1),
+                        np.concatenate([lo, hi], -1)).astype(t)
     if how == "sparse":  # normal, about 70% of it zeros
         return (rng.standard_normal(shape) * (rng.random(shape) < 0.3)).astype(t)
     if how == "small":
