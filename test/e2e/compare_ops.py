@@ -33,6 +33,24 @@ from op_graphs import (  # noqa: E402
     crng, rng)
 
 
+def _empty_early_out(cut):
+    """If(no x passes cut, an empty [0], the positions that pass)."""
+    then = helper.make_graph(
+        [helper.make_node("Constant", [], ["none"],
+                          value=numpy_helper.from_array(np.zeros((0,), np.int64)))],
+        "then", [], [helper.make_empty_tensor_value_info("none")])
+    other = helper.make_graph([helper.make_node("Squeeze", ["t1", "ax0"], ["some"])], "else",
+                              [], [helper.make_empty_tensor_value_info("some")])
+    return typed(
+        [("x", (12,), "f32", "normal")],
+        [("Greater", ["x", "cut"], {}), ("NonZero", ["t0"], {}),
+         ("Shape", ["t1"], {}), ("ReduceProd", ["t2"], {"keepdims": 0}),
+         ("Equal", ["t3", "zero"], {}),
+         ("If", ["t4"], {"then_branch": then, "else_branch": other})],
+        opset=13, consts=[("cut", np.array(cut, np.float32)), ("zero", np.array(0, np.int64)),
+                          ("ax0", np.array([0], np.int64))])
+
+
 CASES = {
     "conv_3x3_s1": conv(1, 16, 14, 14, 32, 3),
     "conv_3x3_s2_batch2": conv(2, 16, 15, 15, 24, 3, stride=2),
@@ -1060,36 +1078,9 @@ CASES = {
                           ("five", np.array([5], np.int64)), ("one", np.array([1], np.int64))]),
     # An early out on an empty data-dependent result (torchvision's
     # batched_nms): If(numel == 0, [], the indices), the condition computed
-    # from the run-time size.
-    "if_empty_early_out": typed(
-        [("x", (12,), "f32", "normal")],
-        [("Greater", ["x", "cut"], {}), ("NonZero", ["t0"], {}),
-         ("Shape", ["t1"], {}), ("ReduceProd", ["t2"], {"keepdims": 0}),
-         ("Equal", ["t3", "zero"], {}),
-         ("If", ["t4"], {"then_branch": helper.make_graph(
-             [helper.make_node("Constant", [], ["none"], value=numpy_helper.from_array(
-                 np.zeros((0,), np.int64)))], "then", [],
-             [helper.make_empty_tensor_value_info("none")]),
-             "else_branch": helper.make_graph(
-             [helper.make_node("Squeeze", ["t1", "ax0"], ["some"])], "else", [],
-             [helper.make_empty_tensor_value_info("some")])})],
-        opset=13, consts=[("cut", np.array(0.8, np.float32)), ("zero", np.array(0, np.int64)),
-                          ("ax0", np.array([0], np.int64))]),
-    # (and with a cut no value passes: the empty branch)
-    "if_empty_early_out_taken": typed(
-        [("x", (12,), "f32", "normal")],
-        [("Greater", ["x", "cut"], {}), ("NonZero", ["t0"], {}),
-         ("Shape", ["t1"], {}), ("ReduceProd", ["t2"], {"keepdims": 0}),
-         ("Equal", ["t3", "zero"], {}),
-         ("If", ["t4"], {"then_branch": helper.make_graph(
-             [helper.make_node("Constant", [], ["none"], value=numpy_helper.from_array(
-                 np.zeros((0,), np.int64)))], "then", [],
-             [helper.make_empty_tensor_value_info("none")]),
-             "else_branch": helper.make_graph(
-             [helper.make_node("Squeeze", ["t1", "ax0"], ["some"])], "else", [],
-             [helper.make_empty_tensor_value_info("some")])})],
-        opset=13, consts=[("cut", np.array(9.0, np.float32)), ("zero", np.array(0, np.int64)),
-                          ("ax0", np.array([0], np.int64))]),
+    # from the run-time size; a cut some values pass, and one none does.
+    "if_empty_early_out": _empty_early_out(0.8),
+    "if_empty_early_out_taken": _empty_early_out(9.0),
     # Trilu's k as a run-time value: the mask compares each diagonal with it.
     "trilu_runtime_k_upper": typed([("x", (2, 5, 7), "f32", "normal"), ("k", (), "i64", "diag")],
                                    [("Trilu", ["x", "k"], {"upper": 1})], opset=14),
