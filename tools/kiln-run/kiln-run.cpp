@@ -331,7 +331,7 @@ int main(int argc, char **argv) {
     }
     if (!ms.empty()) {
       std::sort(ms.begin(), ms.end());
-      std::printf("latency over %d runs: median %.3f ms, min %.3f ms (%s)\n", bench,
+      std::printf("latency over %d runs: median %.4f ms, min %.4f ms (%s)\n", bench,
                   ms[ms.size() / 2], ms.front(), api.device(inst));
     }
   }
@@ -357,13 +357,13 @@ int main(int argc, char **argv) {
       total += v[v.size() / 2];
     }
     std::sort(rows.rbegin(), rows.rend());
-    std::printf("profile (median of %d runs, %u kernels, %.3f ms in kernels):\n", runs,
+    std::printf("profile (median of %d runs, %u kernels, %.4f ms in kernels):\n", runs,
                 m->num_kernels, total);
     std::printf("  %10s %6s %8s  %s\n", "ms", "%", "GFLOP/s", "kernel");
     for (auto &[ms, k] : rows) {
       double gflops = m->kernel_flops && ms > 0 ? m->kernel_flops[k] / (ms * 1e6) : 0.0;
-      std::printf("  %10.3f %5.1f%% %8.1f  %s\n", ms, total > 0 ? 100 * ms / total : 0.0,
-                  gflops, m->kernel_names[k]);
+      std::printf("  %10.4f %5.1f%% %8.1f  %s\n", ms, total > 0 ? 100 * ms / total : 0.0, gflops,
+                  m->kernel_names[k]);
     }
   }
   api.destroy(inst);

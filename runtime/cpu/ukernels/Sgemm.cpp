@@ -308,6 +308,72 @@ tileRows16(int64_t K, const float *const a[14], const float *panel, float *const
     _mm512_mask_storeu_ps(c[r], m0, x[r]);
 }
 
+/// An MR x 32 tile of one or two rows (a decode step's single token, a
+/// run of few live rows): tileRows32's two accumulators per row would make
+/// each k step wait on the last one's FMA (4 cycles), so consecutive k steps
+/// go to 8 / (2 MR) independent accumulator sets, summed at the end: the
+/// same products, in another order (fp32 sums reassociate, as any tiling's).
+template <int MR, int PF = 0>
+__attribute__((target("avx512f"))) inline void
+tileFewRows32(int64_t K, const float *const a[8], const float *panel, float *const c[8], bool acc,
+              __mmask16 m0, __mmask16 m1, const Epilogue *ep, const char *pf = nullptr,
+              int64_t pfLines = 0) {
+  static_assert(MR == 1 || MR == 2, "tileRows32 for three rows or more");
+  constexpr int S = 4 / MR; // (k steps in flight: 8 chains)
+  __m512 x[S][MR], y[S][MR];
+  _Pragma("GCC unroll 4") for (int s = 0; s < S; ++s)
+      _Pragma("GCC unroll 2") for (int r = 0; r < MR; ++r) x[s][r] = y[s][r] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + S <= K; k += S) {
+    _Pragma("GCC unroll 4") for (int s = 0; s < S; ++s) {
+      prefetchStep<PF>(pf, pfLines, k + s);
+      __m512 b0 = _mm512_loadu_ps(panel + (k + s) * 32);
+      __m512 b1 = _mm512_loadu_ps(panel + (k + s) * 32 + 16);
+      _Pragma("GCC unroll 2") for (int r = 0; r < MR; ++r) {
+        __m512 v = _mm512_set1_ps(a[r][k + s]);
+        x[s][r] = _mm512_fmadd_ps(v, b0, x[s][r]);
+        y[s][r] = _mm512_fmadd_ps(v, b1, y[s][r]);
+      }
+    }
+  }
+  for (; k < K; ++k) {
+    prefetchStep<PF>(pf, pfLines, k);
+    __m512 b0 = _mm512_loadu_ps(panel + k * 32), b1 = _mm512_loadu_ps(panel + k * 32 + 16);
+    _Pragma("GCC unroll 2") for (int r = 0; r < MR; ++r) {
+      __m512 v = _mm512_set1_ps(a[r][k]);
+      x[0][r] = _mm512_fmadd_ps(v, b0, x[0][r]);
+      y[0][r] = _mm512_fmadd_ps(v, b1, y[0][r]);
+    }
+  }
+  __m512 b0 = _mm512_setzero_ps(), b1 = b0;
+  if (ep && ep->bias) { // (ep->bias: this panel's first column)
+    b0 = _mm512_maskz_loadu_ps(m0, ep->bias);
+    b1 = _mm512_maskz_loadu_ps(m1, ep->bias + 16);
+  }
+  _Pragma("GCC unroll 2") for (int r = 0; r < MR; ++r) {
+    __m512 u = x[0][r], w = y[0][r];
+    _Pragma("GCC unroll 4") for (int s = 1; s < S; ++s) {
+      u = _mm512_add_ps(u, x[s][r]);
+      w = _mm512_add_ps(w, y[s][r]);
+    }
+    if (acc) {
+      u = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, c[r]), u);
+      w = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c[r] + 16), w);
+    }
+    if (ep) {
+      u = _mm512_add_ps(u, b0);
+      w = _mm512_add_ps(w, b1);
+      if (ep->clamp) {
+        __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
+        u = clampKeepNaN(u, lo, hi, *ep);
+        w = clampKeepNaN(w, lo, hi, *ep);
+      }
+    }
+    _mm512_mask_storeu_ps(c[r], m0, u);
+    _mm512_mask_storeu_ps(c[r] + 16, m1, w);
+  }
+}
+
 /// The A rows (from column k0) and C rows (from column j) of the row tile
 /// at row i, mr rows tall: rows past M read row i and write `discard`.
 inline void tileRowAddresses(int mr, int64_t i, int64_t M, ARows A, int64_t k0, float *C,
@@ -357,6 +423,15 @@ oneTile(int64_t i, int64_t M, ARows A, int64_t k0, int64_t kc, const float *pane
   const float *a[8] = {};
   float *c[8] = {};
   tileRowAddresses(R, i, M, A, k0, C, ldc, j, discard, a, c);
+  if constexpr (R <= 2) {
+    if (pf.lines <= 0)
+      tileFewRows32<R>(kc, a, panel, c, acc, m0, m1, ep);
+    else if (pf.lines <= kc)
+      tileFewRows32<R, 1>(kc, a, panel, c, acc, m0, m1, ep, pf.next, pf.lines);
+    else
+      tileFewRows32<R, 2>(kc, a, panel, c, acc, m0, m1, ep, pf.next, pf.lines);
+    return;
+  }
   if (pf.lines <= 0)
     tileRows32<R>(kc, a, panel, c, acc, m0, m1, ep);
   else if (pf.lines <= kc)
@@ -514,6 +589,8 @@ rowTiles64(int64_t M, ARows A, int64_t k0, int64_t kc, const float *p0, const fl
 /// rowTile's height wastes (M = 128 as 22 tiles of 6 lost 3%, M = 49 as 9
 /// lost 10%).
 inline bool wideTilesSuit(int64_t M, int64_t kc, int mr) {
+  if (M < 6) // (one tile of exactly M rows: a 6-row one would compute 6)
+    return false;
   int64_t rows6 = (M + 5) / 6 * 6, rowsMr = (M + mr - 1) / mr * mr;
   return kc <= 512 && rows6 * 100 <= rowsMr * 101;
 }

@@ -42,7 +42,7 @@ static float from_half(uint16_t h) {
 
 
 int main(void) {
-  const int64_t ms[] = {1, 5, 6, 7, 13, 20, 24, 27, 30, 40, 50, 95};
+  const int64_t ms[] = {1, 2, 5, 6, 7, 13, 20, 24, 27, 30, 40, 50, 95};
   const int64_t ns[] = {1, 7, 8, 9, 16, 17, 24, 31, 32, 33, 56, 70, 128};
   /* 4099: more than one deep block (KILN_UK_DEEP_K's blocks, and those of
    * the kernels that copy B's panels, hold at most 4096 k), on a few shapes. */
