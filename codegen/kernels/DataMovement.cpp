@@ -227,6 +227,48 @@ LogicalResult Lowering::liveConcat(kiln::ConcatOp op) {
   auto rowSyms = ArrayRef<int>(syms).drop_back();
   int64_t last = out.back(), perWg = rowsPerWorkgroup(last);
   int64_t rows = elems(op.getResult()) / std::max<int64_t>(last, 1);
+  auto copy = [&](KernelEmitter &e, int k, Value src, Value dst, Value n) {
+    e.copy(k, src, ins.size(), dst, n);
+  };
+  // The only live axis comes after the concat's, before whole ones (the
+  // layers' KV caches stacked: [L, B, H, P, D], P live): an outer row's
+  // live part is one span of the input holding it, copied in chunks of
+  // kWorkgroupElems instead of rows of D.
+  if (int64_t q = liveSpanAxis(out, syms, {}); q > axis) {
+    int64_t span = 1, outerRows = 1, innerRows = 1, chunk = kWorkgroupElems;
+    for (int64_t d = q + 1; d < rank; ++d)
+      span *= out[d];
+    for (int64_t d = 0; d < q; ++d)
+      outerRows *= out[d];
+    for (int64_t d = axis + 1; d < q; ++d)
+      innerRows *= out[d];
+    int64_t bound = out[q] * span;
+    int sym = syms[q];
+    Launch::LiveTerm t;
+    t.syms = {sym};
+    t.num = span;
+    t.den = chunk;
+    liveLaunch({t}, outerRows);
+    return launch(op, ins, outerRows * ceilDiv(bound, chunk), [&](KernelEmitter &e) {
+      Value n = e.mul(e.extent(out[q], sym), span); // (live elements of a row)
+      Value chunks = e.maxI(e.div(e.add(n, e.idx(chunk - 1)), chunk), e.idx(1));
+      Value o = arith::DivUIOp::create(e.b, e.wg, chunks);
+      Value lo = e.mul(arith::RemUIOp::create(e.b, e.wg, chunks), chunk);
+      Value len = arith::SubIOp::create(e.b, e.minI(e.add(lo, e.idx(chunk)), n), lo);
+      Value w = e.rem(o, innerRows), ao = e.div(o, innerRows);
+      Value a = e.rem(ao, out[axis]), oo = e.div(ao, out[axis]);
+      int64_t at = 0;
+      for (size_t k = 0; k < ins.size(); ++k) {
+        int64_t size = shape(ins[k])[axis];
+        if (size > 0)
+          e.ifThen(inRangeS(e, a, at, at + size), [&] {
+            Value srcRow = e.add(e.mul(e.add(e.mul(oo, size), signedSub(e, a, at)), innerRows), w);
+            copy(e, k, e.add(e.mul(srcRow, bound), lo), e.add(e.mul(o, bound), lo), len);
+          });
+        at += size;
+      }
+    });
+  }
   liveShareBox(rowShape, rowSyms, perWg);
   return launch(op, ins, ceilDiv(std::max<int64_t>(rows, 1), perWg), [&](KernelEmitter &e) {
     auto copy = [&](int k, Value src, Value dst, Value n) { e.copy(k, src, ins.size(), dst, n); };

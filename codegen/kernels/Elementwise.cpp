@@ -15,6 +15,24 @@ using namespace mlir;
 
 namespace kiln::codegen::kernels {
 
+int64_t liveSpanAxis(ArrayRef<int64_t> shape, ArrayRef<int> syms,
+                     ArrayRef<std::vector<int64_t>> strides) {
+  int64_t rank = shape.size(), q = -1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (syms[d] >= 0) {
+      if (q >= 0)
+        return -1;
+      q = d;
+    }
+  if (q < 0 || q + 1 >= rank)
+    return -1;
+  for (const auto &st : strides)
+    for (int64_t d = q; d + 1 < rank; ++d)
+      if (st[d] != st[d + 1] * shape[d + 1])
+        return -1;
+  return q;
+}
+
 LogicalResult Lowering::elementwise(
     Operation *op, ArrayRef<Value> ins,
     const std::function<Value(KernelEmitter &, ArrayRef<Value>)> &fn,
@@ -100,11 +118,53 @@ LogicalResult Lowering::elementwise(
       }, blocks * kGpuThreads);
     }, outBuffer));
   }
+  SmallVector<int> syms = liveSyms(rank);
+  // One live axis before whole ones (a KV cache's [L, B, H, P, D] with P
+  // live): the live part of an outer row is one span in every operand,
+  // shared in chunks of kWorkgroupElems. Rows of D elements would each
+  // decode their coordinates and broadcast offsets (a [1, 2, 2, 65, 16]
+  // expand of repeat_kv: 260 rows of 16).
+  // (Axis 0 live: the rows are a prefix already, walked by a plain loop.)
+  if (int64_t q = liveSpanAxis(outShape, syms, strides); q > 0) {
+    int64_t span = 1, outerRows = 1;
+    for (int64_t d = q + 1; d < rank; ++d)
+      span *= outShape[d];
+    for (int64_t d = 0; d < q; ++d)
+      outerRows *= outShape[d];
+    int64_t bound = outShape[q] * span, chunk = kWorkgroupElems;
+    int sym = syms[q];
+    Launch::LiveTerm t;
+    t.syms = {sym};
+    t.num = span;
+    t.den = chunk;
+    liveLaunch({t}, outerRows);
+    auto outerShape = ArrayRef<int64_t>(outShape).take_front(q);
+    return markInPlace(launch(
+        op, ins, outerRows * ceilDiv(bound, chunk),
+        [&](KernelEmitter &e) {
+          Value n = e.mul(e.extent(outShape[q], sym), span); // (live elements of a row)
+          Value chunks = e.maxI(e.div(e.add(n, e.idx(chunk - 1)), chunk), e.idx(1));
+          Value o = arith::DivUIOp::create(e.b, e.wg, chunks);
+          Value lo = e.mul(arith::RemUIOp::create(e.b, e.wg, chunks), chunk);
+          Value hi = e.minI(e.add(lo, e.idx(chunk)), n);
+          SmallVector<Value> base;
+          for (size_t k = 0; k < ins.size(); ++k)
+            base.push_back(dense[k] ? e.mul(o, bound)
+                                    : e.offsetOf(o, outerShape, strides[k], e.idx(0)));
+          Value outBase = e.mul(o, bound);
+          e.loop(lo, hi, [&](Value j) {
+            SmallVector<Value> vals;
+            for (size_t k = 0; k < ins.size(); ++k)
+              vals.push_back(e.load(k, e.add(base[k], e.mul(j, strides[k][rank - 1]))));
+            e.store(fn(e, vals), ins.size(), e.add(outBase, j));
+          });
+        },
+        outBuffer));
+  }
   int64_t rows = rowsPerWorkgroup(inner);
   liveShare(op->getResult(0), outer, rows);
   // Live extents (LiveExtents.h): the live rows, decoded to their rows at
   // the bounds, each to its live length.
-  SmallVector<int> syms = liveSyms(rank);
   auto outerShape = ArrayRef<int64_t>(outShape).drop_back();
   auto outerSyms = ArrayRef<int>(syms).drop_back();
   return markInPlace(launch(op, ins, ceilDiv(outer, rows), [&](KernelEmitter &e) {

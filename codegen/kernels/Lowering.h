@@ -439,6 +439,14 @@ std::pair<Value, Value> convTap(KernelEmitter &e, Value oh, Value ow, Value ky, 
                                 ArrayRef<int64_t> s, ArrayRef<int64_t> d, ArrayRef<int64_t> pad,
                                 int64_t H, int64_t W);
 
+/// The axis from which a CPU kernel may walk its output of `shape` (live
+/// symbols `syms`) as one contiguous span per outer row: the only live
+/// axis, followed by whole axes that every operand reads as one run with
+/// it (`strides` in output coordinates: the output's own, or 0 across all
+/// of them). -1: none. (Elementwise.cpp)
+int64_t liveSpanAxis(ArrayRef<int64_t> shape, ArrayRef<int> syms,
+                     ArrayRef<std::vector<int64_t>> strides);
+
 } // namespace kiln::codegen::kernels
 
 #endif // KILN_CODEGEN_KERNELS_LOWERING_H

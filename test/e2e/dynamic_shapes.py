@@ -596,6 +596,34 @@ def live_inner_axes():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def live_spans():
+    """A KV cache's [L, H, P, D] with only P live, whole axes after it:
+    elementwise kernels and concats along an outer axis walk each outer
+    row's live part as one span (chunks of kWorkgroupElems; P up to 1100
+    makes two), next to a broadcast whose strides do not merge (a bias
+    along D) and a broadcast that does (one scale per head)."""
+    rng = np.random.default_rng(13)
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    nodes = [helper.make_node("Concat", ["past", "new"], ["cat"], axis=2),
+             helper.make_node("Unsqueeze", ["cat", "ax2"], ["cat5"]),
+             helper.make_node("Expand", ["cat5", "rep"], ["ex"]),
+             helper.make_node("Mul", ["cat", "scale"], ["sc"]),
+             helper.make_node("Add", ["sc", "bias"], ["scb"]),
+             helper.make_node("Concat", ["cat", "sc"], ["st"], axis=0)]
+    inits = [numpy_helper.from_array(a, n) for n, a in
+             [("ax2", np.array([2], np.int64)), ("rep", np.array([1, 1, 3, 1, 1], np.int64)),
+              ("scale", f32(2, 2, 1, 1)), ("bias", f32(16))]]
+    g = helper.make_graph(nodes, "live_spans",
+                          [helper.make_tensor_value_info("past", TensorProto.FLOAT, [2, 2, "P", 16]),
+                           helper.make_tensor_value_info("new", TensorProto.FLOAT, [2, 2, "T", 16])],
+                          [helper.make_tensor_value_info("ex", TensorProto.FLOAT,
+                                                         [2, 2, 3, None, 16]),
+                           helper.make_tensor_value_info("scb", TensorProto.FLOAT, [2, 2, None, 16]),
+                           helper.make_tensor_value_info("st", TensorProto.FLOAT, [4, 2, None, 16])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def advanced_index_mask():
     """torch's advanced indexing of a [B, S] mask by broadcast ranges
     (m[arange(B)[:, None, None, None], arange(S)]), as its two exporters
@@ -821,6 +849,9 @@ def main():
         ("live_inner_axes", live_inner_axes(),
          ["--max-shape", "x=2x8x8", "--max-shape", "past=2x12x8"],
          [{"S": 1, "P": 5}, {"S": 3, "P": 0}, {"S": 8, "P": 12}, {"S": 2, "P": 9}]),
+        ("live_spans", live_spans(),
+         ["--max-shape", "past=2x2x1100x16", "--max-shape", "new=2x2x8x16"],
+         [{"P": 64, "T": 1}, {"P": 0, "T": 3}, {"P": 1100, "T": 8}, {"P": 1030, "T": 1}]),
         ("gemm_few_rows", gemm_few_rows(), ["--max-shape", "x=24x37"],
          [{"N": 1}, {"N": 5}, {"N": 6}, {"N": 17}, {"N": 24}]),
         ("encoder_batch_seq", encoder_batch_seq(),
