@@ -7,8 +7,14 @@
 // front in place (the k-th kept is never read again after slot k is
 // written) and -1 fills the rest.
 //
+// kiln.roi_align: one output element (region, channel, bin) per iteration,
+// its bin's sample points walked in place (the grid's size is a run-time
+// value: it follows each region's size).
+//
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Lowering.h"
+
+#include "llvm/Support/SaveAndRestore.h"
 
 namespace kiln::codegen::kernels {
 
@@ -194,6 +200,118 @@ LogicalResult Lowering::nonMaxSuppression(kiln::NonMaxSuppressionOp op) {
               [&]() -> SmallVector<Value> { return {k}; })[0];
         });
         e.loop(kept, e.idx(n), [&](Value j) { e.store(e.i64(-1), kOut, slot(j)); });
+      });
+}
+
+LogicalResult Lowering::roiAlign(kiln::RoiAlignOp op) {
+  auto in = shape(op.getInput()), out = shape(op.getResult());
+  int64_t C = in[1], H = in[2], W = in[3], OH = out[2], OW = out[3];
+  int64_t N = in[0], ratio = static_cast<int64_t>(op.getSamplingRatio());
+  bool isMax = op.getMax(), half = op.getHalfPixel();
+  double scale = op.getSpatialScale().convertToDouble();
+  // Buffers: 0 input, 1 rois, 2 batch indices, 3 the fault word, 4 the
+  // result.
+  enum { kIn, kRois, kBatch, kFault, kOut };
+  llvm::SaveAndRestore checking(checksIndices, true);
+  return forEach(
+      op, {op.getInput(), op.getRois(), op.getBatchIndices()}, elems(op.getResult()),
+      [&](KernelEmitter &e, Value i) {
+        ImplicitLocOpBuilder &b = e.b;
+        using FP = arith::CmpFPredicate;
+        using IP = arith::CmpIPredicate;
+        Type index = b.getIndexType(), i64 = b.getI64Type();
+        auto cmpF = [&](FP p, Value x, Value y) {
+          return arith::CmpFOp::create(b, p, x, y).getResult();
+        };
+        auto select = [&](Value c, Value x, Value y) {
+          return arith::SelectOp::create(b, c, x, y).getResult();
+        };
+        auto sub = [&](Value x, Value y) { return arith::SubFOp::create(b, x, y).getResult(); };
+        auto fdiv = [&](Value x, Value y) { return arith::DivFOp::create(b, x, y).getResult(); };
+        // (Python's max(a, b), as ONNX's reference takes it: b only if larger.)
+        auto maxF = [&](Value x, Value y) { return select(cmpF(FP::OGT, y, x), y, x); };
+        auto toF = [&](Value idxV) {
+          return arith::SIToFPOp::create(b, b.getF32Type(), e.i64(idxV)).getResult();
+        };
+        Value pw = e.rem(i, OW), ph = e.rem(e.div(i, OW), OH);
+        Value c = e.rem(e.div(i, OW * OH), C), r = e.div(i, OW * OH * C);
+        Value at = e.mul(r, 4);
+        Value box[4];
+        for (int k = 0; k < 4; ++k)
+          box[k] = e.fmul(e.loadF(kRois, e.add(at, e.idx(k))), e.f32(scale));
+        if (half)
+          for (Value &v : box)
+            v = sub(v, e.f32(0.5));
+        // The region's image: an index outside [0, N) fails the run.
+        Value raw = e.load(kBatch, r);
+        if (raw.getType().getIntOrFloatBitWidth() < 64)
+          raw = arith::ExtSIOp::create(b, i64, raw);
+        e.faultUnless(arith::CmpIOp::create(b, IP::ult, raw, e.i64(N)));
+        raw = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, raw, e.i64(0)),
+                                     e.i64(std::max<int64_t>(N - 1, 0)));
+        Value image = arith::IndexCastOp::create(b, index, raw);
+        Value rw = sub(box[2], box[0]), rh = sub(box[3], box[1]);
+        if (!half) { // (malformed regions count as 1 x 1)
+          rw = maxF(rw, e.f32(1.0));
+          rh = maxF(rh, e.f32(1.0));
+        }
+        Value binH = fdiv(rh, e.f32(double(OH))), binW = fdiv(rw, e.f32(double(OW)));
+        // Samples per bin and axis: the ratio, or the bin's size rounded up
+        // (none for an empty or NaN region; at most 2^24).
+        auto grid = [&](Value bin) -> Value {
+          if (ratio > 0)
+            return e.idx(ratio);
+          Value g = math::CeilOp::create(b, bin);
+          g = select(cmpF(FP::OGT, g, e.f32(0.0)), g, e.f32(0.0));
+          g = select(cmpF(FP::OLT, g, e.f32(16777216.0)), g, e.f32(16777216.0));
+          return arith::IndexCastOp::create(b, index, arith::FPToSIOp::create(b, i64, g));
+        };
+        Value gh = grid(binH), gw = grid(binW);
+        Value count = toF(e.maxI(e.mul(gh, gw), e.idx(1)));
+        Value startH = e.fadd(box[1], e.fmul(toF(ph), binH));
+        Value startW = e.fadd(box[0], e.fmul(toF(pw), binW));
+        Value stepH = fdiv(binH, toF(e.maxI(gh, e.idx(1))));
+        Value stepW = fdiv(binW, toF(e.maxI(gw, e.idx(1))));
+        Value plane = e.mul(e.add(e.mul(image, C), c), H * W);
+        Value fH = e.f32(double(H)), fW = e.f32(double(W));
+        // One axis of a sample: its low and high pixels and the weight of
+        // the high one (ONNX's reference: clamped to the last pixel).
+        auto axis = [&](Value v, int64_t size) -> std::array<Value, 3> {
+          v = maxF(v, e.f32(0.0));
+          Value low = arith::IndexCastOp::create(b, index, arith::FPToSIOp::create(b, i64, v));
+          Value last = arith::CmpIOp::create(b, IP::uge, low, e.idx(size - 1));
+          low = select(last, e.idx(size - 1), low);
+          Value high = select(last, low, e.add(low, e.idx(1)));
+          v = select(last, toF(low), v);
+          return {low, high, sub(v, toF(low))};
+        };
+        Value init = e.f32(0.0);
+        Value acc = e.reduce(e.idx(0), gh, init, [&](Value iy, Value accY) {
+          Value y = e.fadd(startH, e.fmul(e.fadd(toF(iy), e.f32(0.5)), stepH));
+          return e.reduce(e.idx(0), gw, accY, [&](Value ix, Value a) {
+            Value x = e.fadd(startW, e.fmul(e.fadd(toF(ix), e.f32(0.5)), stepW));
+            Value outside = arith::OrIOp::create(
+                b, arith::OrIOp::create(b, cmpF(FP::OLT, y, e.f32(-1.0)), cmpF(FP::OGT, y, fH)),
+                arith::OrIOp::create(b, cmpF(FP::OLT, x, e.f32(-1.0)), cmpF(FP::OGT, x, fW)));
+            auto [yl, yh, ly] = axis(y, H);
+            auto [xl, xh, lx] = axis(x, W);
+            Value hy = sub(e.f32(1.0), ly), hx = sub(e.f32(1.0), lx);
+            auto tap = [&](Value py, Value px, Value w) {
+              Value v = e.loadF(kIn, e.add(plane, e.add(e.mul(py, W), px)));
+              return select(outside, e.f32(0.0), e.fmul(w, v));
+            };
+            Value t1 = tap(yl, xl, e.fmul(hy, hx)), t2 = tap(yl, xh, e.fmul(hy, lx));
+            Value t3 = tap(yh, xl, e.fmul(ly, hx)), t4 = tap(yh, xh, e.fmul(ly, lx));
+            if (!isMax)
+              return e.fadd(e.fadd(e.fadd(e.fadd(t1, t2), t3), t4), a);
+            Value v = maxF(maxF(maxF(t1, t2), t3), t4);
+            // (The first sample starts the maximum.)
+            Value first = arith::AndIOp::create(b, arith::CmpIOp::create(b, IP::eq, iy, e.idx(0)),
+                                                arith::CmpIOp::create(b, IP::eq, ix, e.idx(0)));
+            return select(first, v, maxF(a, v));
+          });
+        });
+        e.store(isMax ? acc : fdiv(acc, count), kOut, i);
       });
 }
 

@@ -219,11 +219,12 @@ LogicalResult Lowering::launch(Operation *op, ArrayRef<Value> ins,
                                std::optional<int> outBuffer) {
   // Data movement, casts and elementwise chains (arithmetic in f32 after
   // kiln-legalize-types) move any element type; the rest compute f32.
-  bool anyType = isa<kiln::CastOp, kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp,
-                     kiln::ConcatOp, kiln::FusionOp, kiln::GatherOp, kiln::GatherElementsOp,
-                     kiln::ScatterElementsOp, kiln::ScatterNDOp, kiln::TopKIndicesOp,
-                     kiln::NonMaxSuppressionOp, kiln::ArgReduceOp, kiln::CumSumOp>(op) ||
-                 kiln::isElementwise(op) || typedKernel;
+  bool anyType =
+      isa<kiln::CastOp, kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp, kiln::ConcatOp,
+          kiln::FusionOp, kiln::GatherOp, kiln::GatherElementsOp, kiln::ScatterElementsOp,
+          kiln::ScatterNDOp, kiln::TopKIndicesOp, kiln::NonMaxSuppressionOp, kiln::RoiAlignOp,
+          kiln::ArgReduceOp, kiln::CumSumOp>(op) ||
+      kiln::isElementwise(op) || typedKernel;
   if (!anyType &&
       failed(checkF32(op, llvm::to_vector(llvm::concat<Value>(ins, op->getResults())))))
     return failure();
@@ -326,6 +327,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::ScatterElementsOp>([&](auto o) { return scatterElements(o); })
       .Case<kiln::TopKIndicesOp>([&](auto o) { return topkIndices(o); })
       .Case<kiln::NonMaxSuppressionOp>([&](auto o) { return nonMaxSuppression(o); })
+      .Case<kiln::RoiAlignOp>([&](auto o) { return roiAlign(o); })
       .Case<kiln::ScatterNDOp>([&](auto o) { return scatterND(o); })
       .Case<kiln::ArgReduceOp>([&](auto o) { return argReduce(o); })
       .Case<kiln::CumSumOp>([&](auto o) { return cumsum(o); })

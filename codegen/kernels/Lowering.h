@@ -417,6 +417,7 @@ private:
                             const std::function<void(KernelEmitter &, Value)> &body);
   LogicalResult topkIndices(kiln::TopKIndicesOp op);
   LogicalResult nonMaxSuppression(kiln::NonMaxSuppressionOp op);
+  LogicalResult roiAlign(kiln::RoiAlignOp op);
   FailureOr<int> copyForScatter(Operation *op, Value data);
   LogicalResult scatterElements(kiln::ScatterElementsOp op);
   LogicalResult scatterND(kiln::ScatterNDOp op);

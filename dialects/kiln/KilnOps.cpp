@@ -500,6 +500,23 @@ LogicalResult NonMaxSuppressionOp::inferReturnTypes(MLIRContext *ctx, std::optio
   return success();
 }
 
+LogicalResult RoiAlignOp::verify() {
+  auto in = rankedOf(getInput()), rois = rankedOf(getRois());
+  auto batch = rankedOf(getBatchIndices()), out = rankedOf(getResult());
+  if (in.getRank() != 4)
+    return emitOpError("input must be [N, C, H, W]");
+  if (rois.getRank() != 2 || rois.getDimSize(1) != 4)
+    return emitOpError("rois must be [R, 4]");
+  if (batch.getRank() != 1 || batch.getDimSize(0) != rois.getDimSize(0))
+    return emitOpError("batch_indices must be [R] for the rois' R");
+  if (out.getRank() != 4 || out.getDimSize(0) != rois.getDimSize(0) ||
+      out.getDimSize(1) != in.getDimSize(1) || out.getDimSize(2) < 1 || out.getDimSize(3) < 1)
+    return emitOpError("result must be [R, C, H', W'] for the rois' R and the input's C");
+  if (getSamplingRatioAttr().getInt() < 0) // (I64Attr reads as unsigned)
+    return emitOpError("sampling_ratio must be 0 or more");
+  return success();
+}
+
 LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
   auto in = rankedOf(adaptor.getInput());

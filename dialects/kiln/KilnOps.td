@@ -770,6 +770,36 @@ def Kiln_NonMaxSuppressionOp : Kiln_Op<"non_max_suppression", [Pure, InferTypeOp
   }];
 }
 
+def Kiln_RoiAlignOp : Kiln_Op<"roi_align", [Pure]> {
+  let summary = "regions of interest pooled to a fixed grid by bilinear samples";
+  let description = [{
+    ONNX RoiAlign: for each region `r` (`rois[r]` is `[x1, y1, x2, y2]`,
+    scaled by `spatial_scale`, less 0.5 with `half_pixel`; without it a
+    region is at least 1 x 1) of image `batch_indices[r]` of `input`
+    (`[N, C, H, W]`), each bin of the result's `[H', W']` grid averages
+    (or, with `max`, takes the largest of) its sample points' bilinear
+    values: `sampling_ratio` points per bin and axis, or where that is 0,
+    the bin's size rounded up. Samples more than one pixel outside the
+    image count as 0. A batch index outside `[0, N)` fails the run. The
+    result is `[R, C, H', W']`.
+
+    ```mlir
+    %y = kiln.roi_align %x, %rois, %batch
+         {half_pixel = true, max = false, sampling_ratio = 2 : i64, spatial_scale = 0.25 : f32}
+         : tensor<1x8x16x16xf32>, tensor<5x4xf32>, tensor<5xi64> -> tensor<5x8x7x7xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$rois,
+      Kiln_IntTensor:$batch_indices, BoolAttr:$max, BoolAttr:$half_pixel, I64Attr:$sampling_ratio,
+      F32Attr:$spatial_scale);
+  let results = (outs Kiln_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $input `,` $rois `,` $batch_indices attr-dict `:` type($input) `,` type($rois) `,`
+    type($batch_indices) `->` type($result)
+  }];
+}
+
 def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, InferTypeOpAdaptor]> {
   let summary = "the index of the maximum or minimum along an axis (i64)";
   let description = [{

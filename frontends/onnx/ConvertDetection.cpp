@@ -8,6 +8,10 @@
 // The boxes axis may itself be a run-time size (boxes a TopK or NonZero
 // kept): the op reads that many.
 //
+// RoiAlign: kiln.roi_align in f32 (the result converted back to the
+// input's type); opset 10's regions are in output_half_pixel coordinates,
+// opset 16's in the coordinate_transformation_mode attribute's.
+//
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/CompositeBuilder.h"
 #include "frontends/onnx/DataDependentSizes.h"
@@ -103,10 +107,65 @@ LogicalResult convertNonMaxSuppression(NodeContext &ctx) {
   return g.result(g.take(ctx.create<kiln::ConcatOp>(columns, b.getI64IntegerAttr(1))));
 }
 
+LogicalResult convertRoiAlign(NodeContext &ctx) {
+  Builder g{ctx};
+  OpBuilder &b = ctx.builder;
+  Value x = ctx.input(0), rois = ctx.input(1), batch = ctx.input(2);
+  if (!g.ok({x, rois, batch}))
+    return failure();
+  auto xt = ctx.inputType(0), rt = ctx.inputType(1), bt = ctx.inputType(2);
+  if (!llvm::isa<FloatType>(xt.getElementType()) || !llvm::isa<FloatType>(rt.getElementType()))
+    return ctx.error("X and rois must be float tensors");
+  if (!bt.getElementType().isSignlessInteger())
+    return ctx.error("batch_indices must be an integer tensor");
+  if (xt.getRank() != 4)
+    return ctx.error("X must be [N, C, H, W]");
+  if (rt.getRank() != 2 || rt.getDimSize(1) != 4)
+    return ctx.error("rois must be [num_rois, 4]");
+  if (bt.getRank() != 1 || bt.getDimSize(0) != rt.getDimSize(0))
+    return ctx.error("batch_indices must be [num_rois] for the rois' num_rois");
+  int64_t oh = ctx.attrInt("output_height", 1), ow = ctx.attrInt("output_width", 1);
+  int64_t ratio = ctx.attrInt("sampling_ratio", 0);
+  if (oh < 1 || ow < 1)
+    return ctx.error("output_height and output_width must be at least 1");
+  if (ratio < 0)
+    return ctx.error("sampling_ratio must be 0 or more");
+  std::string mode = ctx.attrString("mode", "avg");
+  if (mode != "avg" && mode != "max")
+    return ctx.error("mode must be 'avg' or 'max', not '" + mode + "'");
+  std::string coords = ctx.attrString("coordinate_transformation_mode",
+                                      ctx.opset >= 16 ? "half_pixel" : "output_half_pixel");
+  if (coords != "half_pixel" && coords != "output_half_pixel")
+    return ctx.error("coordinate_transformation_mode must be 'half_pixel' or "
+                     "'output_half_pixel', not '" +
+                     coords + "'");
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), r = rt.getDimSize(0);
+  if (xt.getDimSize(2) == 0 || xt.getDimSize(3) == 0 || n == 0)
+    return ctx.error("X must have at least one image of at least one pixel");
+  // (A region's bins of a dynamic image batch would read its padding.)
+  if (int32_t s = ctx.imp.symbols.of(x)[0]; s >= 0 && r != 0)
+    return ctx.error("the images must have a static batch size (dynamic dimension '" +
+                     ctx.imp.symbols.names[s] + "'; give it with --shape)");
+  if (r == 0 || c == 0) {
+    ctx.setHostOutput(0, HostTensor{xt.getElementType(), {r, c, oh, ow}, {}, {}});
+    return success();
+  }
+  Type f32 = b.getF32Type();
+  auto type = RankedTensorType::get({r, c, oh, ow}, f32);
+  Value fx = g.cast(x, f32), fr = g.cast(rois, f32);
+  if (!g.ok({fx, fr}))
+    return failure();
+  Value y = g.take(ctx.createTyped<kiln::RoiAlignOp>(
+      type, fx, fr, batch, b.getBoolAttr(mode == "max"), b.getBoolAttr(coords == "half_pixel"),
+      b.getI64IntegerAttr(ratio), b.getF32FloatAttr(ctx.attrFloat("spatial_scale", 1.0f))));
+  return g.result(g.cast(y, xt.getElementType()));
+}
+
 } // namespace
 
 void registerDetectionConverters(llvm::StringMap<Converter> &t) {
   t["NonMaxSuppression"] = convertNonMaxSuppression;
+  t["RoiAlign"] = convertRoiAlign;
 }
 
 } // namespace kiln::onnx_import

@@ -112,14 +112,14 @@ LogicalResult convertNonZero(NodeContext &ctx) {
   return success();
 }
 
-/// Unique of a compile-time tensor: the distinct elements (or slices along
-/// `axis`), sorted or in order of first occurrence, with the first-occurrence
-/// indices, the inverse indices and the counts.
+/// Unique of a compile-time tensor, folded (of a run-time one:
+/// uniqueAtRunTime): the distinct elements (or slices along `axis`), sorted
+/// or in order of first occurrence, with the first-occurrence indices, the
+/// inverse indices and the counts.
 LogicalResult convertUnique(NodeContext &ctx) {
   const HostTensor *x = ctx.hostInput(0);
   if (!x || x->fromSymbolicShape)
-    return ctx.error("the input must be known at compile time (the output's size depends "
-                     "on its values; Kiln sizes tensors at compile time)");
+    return uniqueAtRunTime(ctx);
   bool sorted = ctx.attrInt("sorted", 1) != 0;
   std::vector<int64_t> shape = x->shape;
   int64_t axis = -1;

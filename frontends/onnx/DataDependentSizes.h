@@ -27,6 +27,10 @@ mlir::LogicalResult nonZeroAtRunTime(NodeContext &ctx);
 /// Compress of `x` along `axis` by the node's run-time condition (input 1).
 mlir::LogicalResult compressAtRunTime(NodeContext &ctx, mlir::Value x, int64_t axis);
 
+/// Unique of a run-time input (RunTimeUnique.cpp): the distinct elements
+/// or slices along the node's axis, their count a data-dependent size.
+mlir::LogicalResult uniqueAtRunTime(NodeContext &ctx);
+
 /// TopK with k a run-time value: the whole axis ranked, the output axis a
 /// data-dependent size k (at most the axis' size); `k` its value when not
 /// the node's input 1 (a size rebuilt at run time).

@@ -776,6 +776,16 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         setSymbols(res, AxisSymbols(rank, -1));
         return success();
       })
+      .Case<kiln::RoiAlignOp>([&](kiln::RoiAlignOp ra) -> LogicalResult {
+        // A region per row of rois (and of batch_indices: the same size);
+        // the channels are the images'. (The importer refuses a dynamic
+        // image batch.)
+        AxisSymbols r = of(ra.getRois()), bi = of(ra.getBatchIndices()), x = of(ra.getInput());
+        if (r[0] >= 0 && bi[0] >= 0 && r[0] != bi[0])
+          return mixes(r[0], "its rois and batch_indices give different sizes to");
+        setSymbols(res, AxisSymbols{r[0] >= 0 ? r[0] : bi[0], x[1], -1, -1});
+        return success();
+      })
       .Case<kiln::ScatterElementsOp>([&](kiln::ScatterElementsOp sc) -> LogicalResult {
         // Position-wise off the axis: the indices and updates carry the
         // data's symbols there (or none where they are static).

@@ -333,3 +333,30 @@ func.func @undeclared(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = kiln.relu %x {kiln.precison = #kiln.precision<bf16>} : tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @roi_align_rois(%x: tensor<1x8x16x16xf32>, %r: tensor<5x5xf32>, %i: tensor<5xi64>)
+    -> tensor<5x8x7x7xf32> {
+  // expected-error @+1 {{rois must be [R, 4]}}
+  %y = kiln.roi_align %x, %r, %i {half_pixel = true, max = false, sampling_ratio = 0 : i64, spatial_scale = 1.0 : f32} : tensor<1x8x16x16xf32>, tensor<5x5xf32>, tensor<5xi64> -> tensor<5x8x7x7xf32>
+  return %y : tensor<5x8x7x7xf32>
+}
+
+// -----
+
+func.func @roi_align_result(%x: tensor<1x8x16x16xf32>, %r: tensor<5x4xf32>, %i: tensor<5xi64>)
+    -> tensor<5x4x7x7xf32> {
+  // expected-error @+1 {{result must be [R, C, H', W'] for the rois' R and the input's C}}
+  %y = kiln.roi_align %x, %r, %i {half_pixel = true, max = false, sampling_ratio = 0 : i64, spatial_scale = 1.0 : f32} : tensor<1x8x16x16xf32>, tensor<5x4xf32>, tensor<5xi64> -> tensor<5x4x7x7xf32>
+  return %y : tensor<5x4x7x7xf32>
+}
+
+// -----
+
+func.func @roi_align_ratio(%x: tensor<1x8x16x16xf32>, %r: tensor<5x4xf32>, %i: tensor<5xi64>)
+    -> tensor<5x8x7x7xf32> {
+  // expected-error @+1 {{sampling_ratio must be 0 or more}}
+  %y = kiln.roi_align %x, %r, %i {half_pixel = true, max = false, sampling_ratio = -1 : i64, spatial_scale = 1.0 : f32} : tensor<1x8x16x16xf32>, tensor<5x4xf32>, tensor<5xi64> -> tensor<5x8x7x7xf32>
+  return %y : tensor<5x8x7x7xf32>
+}

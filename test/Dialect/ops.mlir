@@ -209,3 +209,11 @@ func.func @pool_window_past_input(%x: tensor<1x2x2x3xf32>) -> (tensor<1x2x1x1xf3
   %b = kiln.avg_pool %x {kernel_shape = array<i64: 6, 5>, strides = array<i64: 3, 3>, pads = array<i64: 0, 1, 1, 0>, dilations = array<i64: 1, 1>, ceil_mode = true, count_include_pad = false} : tensor<1x2x2x3xf32> -> tensor<1x2x0x1xf32>
   return %a, %b : tensor<1x2x1x1xf32>, tensor<1x2x0x1xf32>
 }
+
+// CHECK-LABEL: func.func @roi_align
+func.func @roi_align(%x: tensor<1x8x16x16xf32>, %r: tensor<5x4xf32>, %i: tensor<5xi64>)
+    -> tensor<5x8x7x7xf32> {
+  // CHECK: kiln.roi_align %arg0, %arg1, %arg2 {half_pixel = true, max = false, sampling_ratio = 2 : i64, spatial_scale = 2.500000e-01 : f32} : tensor<1x8x16x16xf32>, tensor<5x4xf32>, tensor<5xi64> -> tensor<5x8x7x7xf32>
+  %y = kiln.roi_align %x, %r, %i {half_pixel = true, max = false, sampling_ratio = 2 : i64, spatial_scale = 0.25 : f32} : tensor<1x8x16x16xf32>, tensor<5x4xf32>, tensor<5xi64> -> tensor<5x8x7x7xf32>
+  return %y : tensor<5x8x7x7xf32>
+}

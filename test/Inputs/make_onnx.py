@@ -655,6 +655,42 @@ def nms_runtime_count():
                   init("one", np.array([1], np.int64))], opset=13)
 
 
+def unique_runtime():
+    # Unique of run-time slices along axis 1, sorted, all four outputs.
+    nodes = [helper.make_node("Unique", ["x"], ["y", "first", "inverse", "counts"], axis=1,
+                              name="uniq")]
+    return model(nodes, [vi("x", [2, 5, 3])],
+                 [vi("y", None), vi("first", None), vi("inverse", None), vi("counts", None)],
+                 opset=11)
+
+
+def unique_too_large():
+    nodes = [helper.make_node("Unique", ["x"], ["y"], name="uniq")]
+    return model(nodes, [vi("x", [5000])], [vi("y", None)], opset=11)
+
+
+def roi_align():
+    # RoiAlign of half-precision features (computed in f32), opset 10's
+    # output_half_pixel regions and opset 16's default half_pixel ones.
+    nodes = [helper.make_node("RoiAlign", ["x", "r", "i"], ["y"], output_height=3,
+                              output_width=2, sampling_ratio=2, spatial_scale=0.5, mode="max",
+                              name="pool")]
+    return model(nodes, [vi("x", [2, 4, 8, 8], TensorProto.FLOAT16), vi("r", [5, 4]),
+                         vi("i", [5], TensorProto.INT64)], [vi("y", None)], opset=16)
+
+
+def roi_align_bad_mode():
+    nodes = [helper.make_node("RoiAlign", ["x", "r", "i"], ["y"], mode="median", name="pool")]
+    return model(nodes, [vi("x", [1, 3, 6, 6]), vi("r", [2, 4]),
+                         vi("i", [2], TensorProto.INT64)], [vi("y", None)], opset=16)
+
+
+def roi_align_v10():
+    nodes = [helper.make_node("RoiAlign", ["x", "r", "i"], ["y"], name="pool")]
+    return model(nodes, [vi("x", [1, 3, 6, 6]), vi("r", [2, 4]),
+                         vi("i", [2], TensorProto.INT64)], [vi("y", None)], opset=10)
+
+
 def trilu_runtime_k():
     nodes = [helper.make_node("Trilu", ["x", "k"], ["y"], upper=0, name="tril")]
     return model(nodes, [vi("x", [3, 4]), vi("k", [], TensorProto.INT64)], [vi("y", None)],
@@ -941,7 +977,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nms_runtime_count, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nms_runtime_count, unique_runtime, unique_too_large, roi_align, roi_align_v10, roi_align_bad_mode, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

@@ -33,6 +33,15 @@ from op_graphs import (  # noqa: E402
     crng, rng)
 
 
+def _unique_output(x, attrs, out):
+    """Unique of a run-time x = (shape, type, draw) returning one of its
+    outputs (values, first, inverse or counts) as y."""
+    shape, t, how = x
+    outs = ["values", "first", "inverse", "counts"]
+    return typed([("x", shape, t, how)],
+                 [("Unique", ["x"], attrs, outs), ("Identity", [out], {})], opset=11)
+
+
 def _empty_early_out(cut):
     """If(no x passes cut, an empty [0], the positions that pass)."""
     then = helper.make_graph(
@@ -1065,6 +1074,34 @@ CASES = {
         opset=11, consts=[("zero", np.array(0.0, np.float32)),
                           ("most", np.array([1000], np.int64)),
                           ("iou", np.array([0.45], np.float32))]),
+    # Unique of run-time values: the distinct elements (or slices along an
+    # axis), their count data-dependent, sorted or in first-occurrence order,
+    # with the first indices, the inverse indices and the counts.
+    **{f"unique_runtime_{name}_{out}": _unique_output(x, attrs, out)
+       for name, x, attrs in [
+           ("sorted", ((30,), "f32", "int:-5:6"), {}),
+           ("unsorted", ((4, 7), "i64", "small"), {"sorted": 0}),
+           ("axis", ((2, 9, 2), "f32", "int:0:2"), {"axis": 1}),
+           ("axis_unsorted", ((8, 3), "i8", "int:0:2"), {"axis": -2, "sorted": 0})]
+       for out in ("values", "first", "inverse", "counts")},
+    # RoiAlign: bilinear samples averaged (or the largest kept) over each
+    # region's bins; regions across and past the image's edges, a grid from
+    # the bin size or a fixed one, both coordinate conventions.
+    "roialign_avg": typed(
+        [("x", (2, 5, 12, 10), "f32", "normal"), ("r", (9, 4), "f32", "rois:12x10x0.5"),
+         ("i", (9,), "i64", "int:0:2")],
+        [("RoiAlign", ["x", "r", "i"], {"output_height": 3, "output_width": 4,
+                                        "spatial_scale": 0.5})], opset=16),
+    "roialign_max_fixed_grid": typed(
+        [("x", (1, 3, 9, 14), "f32", "normal"), ("r", (7, 4), "f32", "rois:9x14x1"),
+         ("i", (7,), "i64", "int:0:1")],
+        [("RoiAlign", ["x", "r", "i"], {"output_height": 2, "output_width": 5, "mode": "max",
+                                        "sampling_ratio": 2})], opset=16),
+    "roialign_output_half_pixel": typed(
+        [("x", (3, 4, 8, 8), "f32", "normal"), ("r", (6, 4), "f32", "rois:8x8x0.25"),
+         ("i", (6,), "i64", "int:0:3")],
+        [("RoiAlign", ["x", "r", "i"], {"output_height": 4, "output_width": 4,
+                                        "spatial_scale": 0.25})], opset=10),
     # TopK of a filtered vector by k = min(5, count) (a detection head's
     # per-class candidates): ranked to the bound the graph gives k.
     "topk_runtime_bounded_k": typed(

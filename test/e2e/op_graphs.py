@@ -166,6 +166,15 @@ def draw(how, shape, onnx_type):
         flip = rng.random(shape[:-1] + (1,)) < 0.3
         return np.where(flip, np.concatenate([hi, lo], -1),
                         np.concatenate([lo, hi], -1)).astype(t)
+    if how.startswith("rois:"):  # [R, 4] regions (x1, y1, x2, y2) over a HxW image
+        # at scale S (rois:HxWxS): most inside, some across an edge or past
+        # it, a few of less than a pixel
+        h, w, scale = (float(v) for v in how[5:].split("x"))
+        n = shape[0]
+        size = rng.uniform(0.2, 0.8, (n, 2)) * [w, h]
+        size[rng.random(n) < 0.15] *= 0.05
+        lo = rng.uniform(-0.25, 1.0, (n, 2)) * [w, h]
+        return (np.concatenate([lo, lo + size], 1) / scale).astype(t)
     if how == "sparse":  # normal, about 70% of it zeros
         return (rng.standard_normal(shape) * (rng.random(shape) < 0.3)).astype(t)
     if how == "small":
