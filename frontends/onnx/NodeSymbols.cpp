@@ -256,6 +256,50 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
       return;
     }
   }
+  if ((opType == "Mul" || opType == "Add") && nc.numInputs() == 2 && out->shape.size() <= 1 &&
+      out->elementType.isSignlessInteger()) {
+    // Size arithmetic (Shape(x) * [1, 3, 1], Shape(x) + 1, the sum or
+    // product of two sizes): each element's size follows from its
+    // operands' (a derived symbol), so the result stays exact where a
+    // target needs one. A negative constant added, or a factor that is
+    // not a positive whole number, loses it (max(0, s + c) is not s + c).
+    const HostTensor *x = nc.hostInput(0), *y = nc.hostInput(1);
+    size_t n = out->values.size();
+    auto fits = [&](const HostTensor *h) {
+      return h && (h->values.size() == n || h->values.size() == 1) &&
+             (staticValue(h) || exactTags(h));
+    };
+    if (n >= 1 && fits(x) && fits(y) && (exactTags(x) || exactTags(y))) {
+      using SymSize = SymbolTracker::SymSize;
+      auto at = [&](const HostTensor *h, size_t e) -> SymSize {
+        size_t i = h->values.size() == 1 ? 0 : e;
+        int32_t t = h->fromSymbolicShape ? h->symbolTags[i] : -1;
+        return t >= 0 ? SymSize{t, 0} : SymSize{-1, hostInt(h->values[i])};
+      };
+      std::vector<int32_t> tags(n, -2);
+      for (size_t e = 0; e < n; ++e) {
+        SymSize a = at(x, e), b = at(y, e);
+        if (a.sym < 0 && b.sym < 0) {
+          tags[e] = -1;
+          continue;
+        }
+        if (a.sym < 0)
+          std::swap(a, b); // (a carries a symbol)
+        if (opType == "Add") {
+          if (b.sym >= 0 || b.c >= 0)
+            tags[e] = symbols.symbolOf(symbols.add(a, b));
+        } else if (b.sym >= 0) {
+          tags[e] = symbols.derive(KILN_SYM_MUL, a.sym, b.sym);
+        } else if (b.c == 0) {
+          tags[e] = -1; // (0 in every run)
+        } else if (b.c > 0) {
+          tags[e] = symbols.product(a.sym, b.c);
+        }
+      }
+      out->symbolTags = std::move(tags);
+      return;
+    }
+  }
   static const llvm::StringSet<> elementwise = {
       "Add", "Sub", "Mul", "Div", "Max", "Min", "Mod", "Equal", "Less", "LessOrEqual",
       "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Not", "Neg", "Abs", "Where", "Cast"};

@@ -655,6 +655,19 @@ def nms_runtime_count():
                   init("one", np.array([1], np.int64))], opset=13)
 
 
+def size_arithmetic():
+    # Expand to Shape(x) * [1, 3, 1] and ConstantOfShape of Shape(x) + [2, 0, 0]:
+    # targets computed from the dynamic batch by arithmetic.
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Mul", ["s", "grow"], ["t"], name="grow"),
+             helper.make_node("Expand", ["x", "t"], ["e"], name="expand"),
+             helper.make_node("Add", ["s", "more"], ["t2"], name="more"),
+             helper.make_node("ConstantOfShape", ["t2"], ["c"], name="fill")]
+    return model(nodes, [vi("x", ["N", 1, 4])], [vi("e", None), vi("c", None)],
+                 [init("grow", np.array([1, 3, 1], np.int64)),
+                  init("more", np.array([2, 0, 0], np.int64))])
+
+
 def unique_runtime():
     # Unique of run-time slices along axis 1, sorted, all four outputs.
     nodes = [helper.make_node("Unique", ["x"], ["y", "first", "inverse", "counts"], axis=1,
@@ -977,7 +990,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nms_runtime_count, unique_runtime, unique_too_large, roi_align, roi_align_v10, roi_align_bad_mode, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nms_runtime_count, size_arithmetic, unique_runtime, unique_too_large, roi_align, roi_align_v10, roi_align_bad_mode, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

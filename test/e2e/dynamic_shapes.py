@@ -284,6 +284,43 @@ def shape_values():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def size_arithmetic():
+    """Targets computed by arithmetic on sizes: Expand to Shape(x) * [1, 3,
+    1] (the batch kept, a unit axis grown), ConstantOfShape of Shape(r) +
+    [1, 0] (one more row than r), a Range to the sum of two sizes
+    and the batch times 3 as a Reshape target's first entry; the
+    shapes themselves as outputs."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Mul", ["s", "grow"], ["t"]),
+             helper.make_node("Expand", ["x", "t"], ["e"]),
+             helper.make_node("Shape", ["r"], ["sr"]),
+             helper.make_node("Add", ["sr", "more"], ["t2"]),
+             helper.make_node("ConstantOfShape", ["t2"], ["c"],
+                              value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Gather", ["sr", "zero"], ["m"], axis=0),
+             helper.make_node("Add", ["n", "m"], ["nm"]),
+             helper.make_node("Range", ["zero", "nm", "one"], ["pos"]),
+             helper.make_node("Cast", ["pos"], ["fpos"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["n", "three"], ["n3"]),
+             helper.make_node("Unsqueeze", ["n3", "ax0"], ["n3v"]),
+             helper.make_node("Concat", ["n3v", "none"], ["flat"], axis=0),
+             helper.make_node("Reshape", ["e", "flat"], ["f"])]
+    inits = [numpy_helper.from_array(a, n) for n, a in
+             [("grow", np.array([1, 3, 1], np.int64)), ("more", np.array([1, 0], np.int64)),
+              ("zero", np.array(0, np.int64)), ("one", np.array(1, np.int64)),
+              ("three", np.array(3, np.int64)), ("ax0", np.array([0], np.int64)),
+              ("none", np.array([-1], np.int64))]]
+    g = helper.make_graph(nodes, "size_arithmetic",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4]),
+                           helper.make_tensor_value_info("r", TensorProto.FLOAT, ["M", 3])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                           for n in ["e", "c", "fpos", "f"]] +
+                          [helper.make_tensor_value_info(n, TensorProto.INT64, None)
+                           for n in ["t", "t2"]], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def sizes_as_data():
     """Sizes used as data, as a decoder with a KV cache uses them: RoPE-like
     positions arange(T) + P, a scale 1/sqrt(T), and a causal mask
@@ -818,6 +855,8 @@ def main():
          [{"N": 3, "K": 4, "A": 7, "B": 7, "O": 5, "C": 3, "Cb": 1},
           {"N": 2, "K": 4, "A": 1, "B": 1, "O": 1, "C": 3, "Cb": 3}]),
         ("shape_values", shape_values(), [], [{"N": 1}, {"N": 5}]),
+        ("size_arithmetic", size_arithmetic(), ["--max-shape", "x=8x1x4", "--max-shape", "r=6x3"],
+         [{"N": 1, "M": 6}, {"N": 5, "M": 2}, {"N": 8, "M": 1}]),
         ("sizes_as_data", sizes_as_data(), ["--max-shape", "x=2x16x8", "--max-shape", "past=2x24x8"],
          [{"B": 1, "T": 5, "P": 0}, {"B": 2, "T": 1, "P": 9}, {"B": 1, "T": 16, "P": 24},
           {"B": 2, "T": 3, "P": 1}]),
