@@ -190,6 +190,54 @@ LogicalResult convertMaxUnpool(NodeContext &ctx) {
   return g.result(g.reshape(y, out));
 }
 
+/// A ScatterElements' indices and updates along a symbolic axis (the
+/// positions a NonZero selected, scattered back: torchvision's
+/// MultiScaleRoIAlign): past its run-time size they are padding, which must
+/// not write. The padding becomes the last real entry, index and update
+/// alike (the same write again); where the size is 0 nothing is real, and
+/// every entry writes the data's own element back.
+static LogicalResult neutralPadding(NodeContext &ctx, int64_t axis, Value data, Value &idx,
+                                    Value &upd) {
+  Builder g{ctx};
+  OpBuilder &b = ctx.builder;
+  SymbolTracker &st = ctx.imp.symbols;
+  AxisSymbols is = st.of(idx), us = st.of(upd);
+  Value anyReal;
+  for (int64_t d = 0; d < static_cast<int64_t>(is.size()); ++d) {
+    int32_t s = is[d] >= 0 ? is[d] : us[d];
+    if (s < 0)
+      continue;
+    Value size = ctx.imp.symbolInput(s);
+    Value iota = iotaAlong(g, g.shape(idx)[d], 0, 1);
+    if (!g.ok({size, iota}))
+      return failure();
+    Value at = g.bin<kiln::MinOp>(
+        iota, g.bin<kiln::MaxOp>(g.sub(size, g.scalar(size, 1.0)), g.scalar(size, 0.0)));
+    auto along = [&](Value v) -> Value {
+      Value r = g.ok({v, at}) ? g.take(ctx.create<kiln::GatherOp>(v, at, b.getI64IntegerAttr(d)))
+                              : Value();
+      if (g.ok({r})) {
+        r.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, b.getDenseI64ArrayAttr({d, s}));
+        r.getDefiningOp()->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
+      }
+      return r;
+    };
+    idx = along(idx);
+    upd = along(upd);
+    Value real = g.cmp("gt", size, g.scalar(size, 0.0));
+    anyReal = anyReal ? g.bin<kiln::AndOp>(anyReal, real) : real;
+  }
+  if (!anyReal)
+    return success();
+  Value own = g.ok({idx})
+                  ? g.take(ctx.create<kiln::GatherElementsOp>(data, idx, b.getI64IntegerAttr(axis)))
+                  : Value();
+  if (g.ok({own})) // (the indices stay inside a symbolic axis' run-time size)
+    own.getDefiningOp()->setAttr(kiln::attr::kSymbolIndices, b.getUnitAttr());
+  upd = g.where(anyReal, upd, own);
+  return g.ok({idx, upd}) ? success() : failure();
+}
+
 /// ScatterElements / Scatter (opset 9-10: no reduction) and ScatterND:
 /// kiln.scatter_elements / kiln.scatter_nd over run-time (or constant)
 /// operands.
@@ -221,9 +269,11 @@ LogicalResult convertScatter(NodeContext &ctx, bool nd) {
   for (int64_t d = 0; d < dt.getRank(); ++d)
     if (d != *axis && it.getDimSize(d) > dt.getDimSize(d))
       return ctx.error("indices exceed the data in dimension " + Twine(d));
+  Value idx = ctx.input(1), upd = ctx.input(2);
+  if (red == "none" && idx && upd && failed(neutralPadding(ctx, *axis, ctx.input(0), idx, upd)))
+    return failure();
   return ctx.setResult(userIndices(ctx.create<kiln::ScatterElementsOp>(
-      ctx.input(0), ctx.input(1), ctx.input(2), b.getI64IntegerAttr(*axis),
-      b.getStringAttr(red))));
+      ctx.input(0), idx, upd, b.getI64IntegerAttr(*axis), b.getStringAttr(red))));
 }
 
 /// GatherND: each index tuple (the indices' last dimension, k values, negative

@@ -738,6 +738,41 @@ LogicalResult convertSlice(NodeContext &ctx) {
       runTime |= ctx.hasInput(i) && !ctx.hostInput(i);
     if (runTime && !data)
       return sliceAtRunTime(ctx);
+    // Arguments computed from run-time sizes: an end that is exactly the
+    // sliced axis' own size (x[:n] for n = x.shape[0]) keeps the axis
+    // whole, as its bound does in the static path; any other is sliced at
+    // run time by the rebuilt values.
+    if (!data) {
+      SmallVector<Value, 4> rebuilt(4);
+      bool tainted = false, wholeAxes = true;
+      const HostTensor *axesH = ctx.hasInput(3) ? ctx.hostInput(3) : nullptr;
+      AxisSymbols syms = ctx.imp.symbols.of(ctx.input(0));
+      for (size_t i = 1; i <= 4; ++i) {
+        const HostTensor *h = ctx.hasInput(i) ? ctx.hostInput(i) : nullptr;
+        if (!h || !h->fromSymbolicShape)
+          continue;
+        tainted = true;
+        bool ownSizes =
+            i == 2 && h->symbolTags.size() == h->values.size() &&
+            (!axesH || (!axesH->fromSymbolicShape && axesH->values.size() == h->values.size()));
+        for (size_t j = 0; ownSizes && j < h->values.size(); ++j) {
+          int64_t a = axesH ? hostInt(axesH->values[j]) : static_cast<int64_t>(j);
+          a = a < 0 ? a + rank : a;
+          int32_t t = h->symbolTags[j];
+          ownSizes = t == -1 || (a >= 0 && a < rank && t >= 0 && syms[a] == t);
+        }
+        wholeAxes = wholeAxes && ownSizes;
+      }
+      if (tainted && !wholeAxes) {
+        for (size_t i = 1; i <= 4; ++i) {
+          const HostTensor *h = ctx.hasInput(i) ? ctx.hostInput(i) : nullptr;
+          if (h && h->fromSymbolicShape &&
+              !(rebuilt[i - 1] = ctx.imp.sizesAtRunTime(ctx.builder, ctx.node.input(i), 0)))
+            return failure(); // (the importer names the size it could not rebuild)
+        }
+        return sliceAtRunTime(ctx, rebuilt);
+      }
+    }
     auto s = hostInts(ctx, 1, "starts"), e = hostInts(ctx, 2, "ends");
     if (failed(s) || failed(e))
       return failure();

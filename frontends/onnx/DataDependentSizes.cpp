@@ -152,7 +152,7 @@ std::string countName(NodeContext &ctx) {
 LogicalResult nonZeroAtRunTime(NodeContext &ctx) {
   Builder g{ctx};
   Value x = ctx.input(0);
-  if (!g.ok({x}) || failed(requireStatic(ctx, x, "the input")))
+  if (!g.ok({x}))
     return failure();
   auto xt = ctx.inputType(0);
   int64_t rank = xt.getRank(), n = xt.getNumElements();
@@ -162,8 +162,27 @@ LogicalResult nonZeroAtRunTime(NodeContext &ctx) {
     ctx.setHostOutput(0, std::move(h));
     return success();
   }
-  Value flat = g.reshape(x, {n});
-  Value keep = selection(g, flat);
+  // Positions past a symbol's run-time size (padding) select nothing: the
+  // coordinates of the rest are the same in the bound layout.
+  Value keep = selection(g, x);
+  AxisSymbols xs = ctx.imp.symbols.of(x);
+  for (int64_t d = 0; d < rank; ++d)
+    if (xs[d] >= 0) {
+      Value iota = iotaAlong(g, xt.getDimSize(d), d, rank);
+      if (auto c = iota ? iota.getDefiningOp<kiln::ConstantOp>() : nullptr)
+        c->setAttr(kiln::attr::kAxisSymbol, ctx.builder.getDenseI64ArrayAttr({d, xs[d]}));
+      Value live = g.cmp("lt", iota, ctx.imp.symbolInput(xs[d]));
+      keep = g.bin<kiln::AndOp>(keep, live);
+    }
+  // (Masked, keep is exact at its bound: its axes carry no symbol.)
+  if (g.ok({keep}) && keep != x && keep.getDefiningOp<kiln::AndOp>()) {
+    SmallVector<int64_t> pairs;
+    for (int64_t d = 0; d < rank; ++d)
+      if (xs[d] >= 0)
+        pairs.append({d, -1});
+    keep.getDefiningOp()->setAttr(kiln::attr::kAxisSymbol, ctx.builder.getDenseI64ArrayAttr(pairs));
+  }
+  keep = g.reshape(keep, {n});
   int32_t sym = -1;
   Value at = selectedPositions(ctx, keep, countName(ctx), sym);
   if (!g.ok({at}))
@@ -361,7 +380,7 @@ LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis, Value k) {
   return success();
 }
 
-LogicalResult sliceAtRunTime(NodeContext &ctx) {
+LogicalResult sliceAtRunTime(NodeContext &ctx, ArrayRef<Value> args) {
   Builder g{ctx};
   OpBuilder &b = ctx.builder;
   Value x = ctx.input(0);
@@ -376,29 +395,38 @@ LogicalResult sliceAtRunTime(NodeContext &ctx) {
   auto xt = llvm::cast<RankedTensorType>(x.getType());
   int64_t rank = xt.getRank();
   Type i64 = b.getIntegerType(64);
-  int64_t k = ctx.inputType(1).getNumElements();
+  // Argument i (1-4): the node's input, or the rebuilt value standing for it.
+  auto arg = [&](size_t i) {
+    return i - 1 < args.size() && args[i - 1] ? args[i - 1] : ctx.input(i);
+  };
+  auto argType = [&](size_t i) { return llvm::cast<RankedTensorType>(arg(i).getType()); };
+  int64_t k = argType(1).getNumElements();
   for (int i = 1; i <= 4; ++i) {
     if (!ctx.hasInput(i))
       continue;
-    if (failed(requireStatic(ctx, ctx.input(i), i == 1   ? "starts"
-                                                : i == 2 ? "ends"
-                                                : i == 3 ? "axes"
-                                                         : "steps")))
+    if (!arg(i) || failed(requireStatic(ctx, arg(i),
+                                        i == 1   ? "starts"
+                                        : i == 2 ? "ends"
+                                        : i == 3 ? "axes"
+                                                 : "steps")))
       return failure();
-    if (ctx.inputType(i).getRank() != 1 || ctx.inputType(i).getNumElements() != k)
+    if (argType(i).getRank() != 1 || argType(i).getNumElements() != k)
       return ctx.error("starts, ends, axes and steps differ in length");
   }
   // Entry j of a [k] vector as an i64[1].
   auto entry = [&](Value v, int64_t j) { return g.slice(v, {j}, {1}, {1}); };
   auto c = [&](int64_t v) { return Importer::indexConstant(b, {1}, [v](int64_t) { return v; }); };
-  Value starts = g.cast(ctx.input(1), i64), ends = g.cast(ctx.input(2), i64);
-  Value axes = ctx.hasInput(3) ? g.cast(ctx.input(3), i64) : Value();
-  Value steps = ctx.hasInput(4) ? g.cast(ctx.input(4), i64) : Value();
+  Value starts = g.cast(arg(1), i64), ends = g.cast(arg(2), i64);
+  Value axes = ctx.hasInput(3) ? g.cast(arg(3), i64) : Value();
+  Value steps = ctx.hasInput(4) ? g.cast(arg(4), i64) : Value();
   if (!g.ok({starts, ends}))
     return failure();
   // The axes a known `axes` names (all of them when it arrives at run time).
   llvm::SmallVector<int64_t> candidates;
-  if (const HostTensor *h = ctx.hasInput(3) ? ctx.hostInput(3) : nullptr) {
+  const HostTensor *knownAxes = ctx.hasInput(3) ? ctx.hostInput(3) : nullptr;
+  if (knownAxes && knownAxes->fromSymbolicShape)
+    knownAxes = nullptr;
+  if (const HostTensor *h = knownAxes) {
     for (double v : h->values) {
       auto a = normalizeAxis(ctx, hostInt(v), rank);
       if (failed(a))

@@ -39,7 +39,9 @@ mlir::LogicalResult topKAtRunTime(NodeContext &ctx, int64_t axis, mlir::Value k 
 /// Slice (opset 10+) whose starts, ends, axes or steps arrive at run time:
 /// each axis they may name gathered from its clamped start by its step, its
 /// length a data-dependent size (at most the axis).
-mlir::LogicalResult sliceAtRunTime(NodeContext &ctx);
+/// `args` (starts, ends, axes, steps; null: the node's input) stand for
+/// arguments rebuilt from run-time sizes.
+mlir::LogicalResult sliceAtRunTime(NodeContext &ctx, llvm::ArrayRef<mlir::Value> args = {});
 /// A reduction whose axes arrive at run time (the input static): the tensor
 /// at the input's shape where every selected axis holds its reduction, each
 /// axis a data-dependent size (1 where selected), or with keepdims 0 the

@@ -57,6 +57,21 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
   if ((opType == "Shape" || opType == "Size") && nc.hostInput(0) &&
       !nc.hostInput(0)->shapeFromSymbolicShape)
     staticShape = true;
+  // Host inputs whose every element is known to be static (a symbolic
+  // tensor's static sizes, Shape(x)[1]): the same values in every run.
+  if (nc.numInputs() && opType != "Shape" && opType != "Size") {
+    bool allStatic = true;
+    for (size_t i = 0; i < nc.numInputs() && allStatic; ++i) {
+      if (!nc.hasInput(i))
+        continue;
+      const HostTensor *h = nc.hostInput(i);
+      allStatic = h && (!h->fromSymbolicShape ||
+                        (!h->shapeFromSymbolicShape && h->axisSymbols.empty() &&
+                         h->shapeSymbols.empty() && h->symbolTags.size() == h->values.size() &&
+                         llvm::all_of(h->symbolTags, [](int32_t t) { return t == -1; })));
+    }
+    staticShape = staticShape || allStatic;
+  }
   // Whether the results' shapes may depend on a symbolic size: Shape's
   // never (its length is the rank); ops whose result shape follows from
   // their inputs' shapes (and the values of inputs from `valuesFrom` on:
@@ -114,9 +129,11 @@ LogicalResult Importer::trackSymbols(NodeContext &nc, bool taintedIn) {
     const HostTensor *h = nc.hostInput(i);
     if (!h || !h->fromSymbolicShape || !h->axisSymbols.empty())
       continue;
-    // (TopK's converter reads its k's run-time form, If its condition's.)
+    // (TopK's converter reads its k's run-time form, If its condition's,
+    // Slice its arguments'.)
     if ((opType == "Reshape" && i == 1) || (expandTarget && i == 1) ||
-        (opType == "TopK" && i == 1) || (opType == "If" && i == 0))
+        (opType == "TopK" && i == 1) || (opType == "If" && i == 0) ||
+        (opType == "Slice" && i >= 1 && !nc.hostInput(0)))
       continue;
     blocking = nc.node.input(i);
   }
@@ -256,13 +273,13 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
       return;
     }
   }
-  if ((opType == "Mul" || opType == "Add") && nc.numInputs() == 2 && out->shape.size() <= 1 &&
-      out->elementType.isSignlessInteger()) {
-    // Size arithmetic (Shape(x) * [1, 3, 1], Shape(x) + 1, the sum or
-    // product of two sizes): each element's size follows from its
-    // operands' (a derived symbol), so the result stays exact where a
-    // target needs one. A negative constant added, or a factor that is
-    // not a positive whole number, loses it (max(0, s + c) is not s + c).
+  if ((opType == "Mul" || opType == "Add") && nc.numInputs() == 2 && out->shape.size() == 1 &&
+      out->values.size() > 1 && out->elementType.isSignlessInteger()) {
+    // Size arithmetic on shape vectors (Shape(x) * [1, 3, 1], Shape(x) + 1,
+    // the sum or product of two shapes), as on single sizes below: each
+    // element's size follows from its operands' (a derived symbol), so the
+    // result stays exact where a target needs one. A factor that is not
+    // positive loses it.
     const HostTensor *x = nc.hostInput(0), *y = nc.hostInput(1);
     size_t n = out->values.size();
     auto fits = [&](const HostTensor *h) {
@@ -286,8 +303,7 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
         if (a.sym < 0)
           std::swap(a, b); // (a carries a symbol)
         if (opType == "Add") {
-          if (b.sym >= 0 || b.c >= 0)
-            tags[e] = symbols.symbolOf(symbols.add(a, b));
+          tags[e] = symbols.symbolOf(symbols.add(a, b));
         } else if (b.sym >= 0) {
           tags[e] = symbols.derive(KILN_SYM_MUL, a.sym, b.sym);
         } else if (b.c == 0) {
@@ -463,9 +479,28 @@ void Importer::tagHostOutputs(NodeContext &nc, bool taintedIn) {
   static const llvm::StringSet<> views = {"Identity", "Squeeze", "Unsqueeze", "Reshape",
                                           "Flatten"};
   if (const HostTensor *in = nc.numInputs() ? nc.hostInput(0) : nullptr;
-      views.contains(opType) && in && !in->axesOf().empty())
-    (in->axisSymbols.empty() ? out->shapeSymbols : out->axisSymbols) =
-        viewSymbols(in->shape, in->axesOf(), out->shape);
+      views.contains(opType) && in && !in->axesOf().empty()) {
+    std::vector<int32_t> syms = viewSymbols(in->shape, in->axesOf(), out->shape);
+    // A view merging a symbolic outermost axis with the static axes after
+    // it ([S, 4] -> [4 S]): the merged axis' live positions stay a prefix,
+    // of the product's size.
+    const std::vector<int32_t> &ia = in->axesOf();
+    if (syms.empty() && !in->shape.empty() && !out->shape.empty() &&
+        ia.size() == in->shape.size() && ia[0] >= 0 &&
+        llvm::none_of(ArrayRef<int32_t>(ia).drop_front(), [](int32_t t) { return t >= 0; })) {
+      int64_t merged = in->shape[0];
+      size_t k = 1;
+      while (k < in->shape.size() && merged < out->shape[0])
+        merged *= in->shape[k++];
+      if (merged == out->shape[0] && k > 1 &&
+          ArrayRef<int64_t>(in->shape).drop_front(k) ==
+              ArrayRef<int64_t>(out->shape).drop_front()) {
+        syms.assign(out->shape.size(), -1);
+        syms[0] = symbols.product(ia[0], merged / in->shape[0]);
+      }
+    }
+    (in->axisSymbols.empty() ? out->shapeSymbols : out->axisSymbols) = syms;
+  }
   static const llvm::StringSet<> moves = {"Identity", "Gather", "Slice", "Concat", "Squeeze",
                                           "Unsqueeze", "Reshape", "Flatten", "Transpose", "Cast"};
   if (!taintedIn || !moves.contains(opType) || node.output_size() != 1 ||

@@ -33,6 +33,20 @@ from op_graphs import (  # noqa: E402
     crng, rng)
 
 
+def _scatter_selected(cut):
+    """x with the rows whose score passes `cut` doubled, by ScatterElements
+    of the rows a NonZero selected."""
+    return typed(
+        [("x", (6, 4), "f32", "normal"), ("s", (6,), "f32", "normal")],
+        [("Greater", ["s", "cut"], {}), ("NonZero", ["t0"], {}),
+         ("Squeeze", ["t1", "ax0"], {}), ("Gather", ["x", "t2"], {}),
+         ("Mul", ["t3", "two"], {}), ("Unsqueeze", ["t2", "ax1"], {}),
+         ("Shape", ["t3"], {}), ("Expand", ["t5", "t6"], {}),
+         ("ScatterElements", ["x", "t7", "t4"], {"axis": 0})],
+        opset=13, consts=[("cut", np.array(cut, np.float32)), ("two", np.array(2.0, np.float32)),
+                          ("ax0", np.array([0], np.int64)), ("ax1", np.array([1], np.int64))])
+
+
 def _unique_output(x, attrs, out):
     """Unique of a run-time x = (shape, type, draw) returning one of its
     outputs (values, first, inverse or counts) as y."""
@@ -1043,6 +1057,45 @@ CASES = {
                               [("Compress", ["x", "c"], {"axis": 1})], opset=13),
     "compress_runtime_flat": typed([("x", (3, 4), "f32", "normal"), ("c", (7,), "bool", "bool")],
                                    [("Compress", ["x", "c"], {})], opset=13),
+    # NonZero of values a NonZero selected (torchvision's RPN: scores kept,
+    # then thresholded): the padding past the first count selects nothing.
+    "nonzero_of_selected": typed(
+        [("s", (20,), "f32", "normal")],
+        [("Greater", ["s", "zero"], {}), ("NonZero", ["t0"], {}),
+         ("Squeeze", ["t1", "ax0"], {}), ("Gather", ["s", "t2"], {}),
+         ("Greater", ["t3", "half"], {}), ("NonZero", ["t4"], {})],
+        opset=13, consts=[("zero", np.array(0.0, np.float32)), ("half", np.array(0.5, np.float32)),
+                          ("ax0", np.array([0], np.int64))]),
+    # Slices to sizes the run computes: the first `count` rows of another
+    # tensor (a run-time slice), a selection cut to its own size (whole),
+    # and per row the class labels arange(Shape(v)[1]) expanded to v's
+    # shape (static values of a symbolic tensor: torchvision's RoIHeads).
+    "slice_to_selected_count": typed(
+        [("x", (6, 5), "f32", "normal"), ("s", (6,), "f32", "normal")],
+        [("Greater", ["s", "zero"], {}), ("NonZero", ["t0"], {}), ("Shape", ["t1"], {}),
+         ("Slice", ["t2", "one", "two"], {}), ("Slice", ["x", "zero_i", "t3", "zero_i"], {})],
+        opset=13, consts=[("zero", np.array(0.0, np.float32)), ("one", np.array([1], np.int64)),
+                          ("two", np.array([2], np.int64)), ("zero_i", np.array([0], np.int64))]),
+    "labels_of_selected_rows": typed(
+        [("x", (6, 5), "f32", "normal"), ("s", (6,), "f32", "normal")],
+        [("Greater", ["s", "zero"], {}), ("NonZero", ["t0"], {}), ("Squeeze", ["t1", "zero_i"], {}),
+         ("Gather", ["x", "t2"], {}), ("Shape", ["t3"], {}), ("Gather", ["t4", "one_s"], {}),
+         ("Range", ["zero_s", "t5", "one_s"], {}), ("Reshape", ["t6", "row"], {}),
+         ("Expand", ["t7", "t4"], {}), ("Shape", ["t3"], {}), ("Slice", ["t9", "zero_i", "one"], {}),
+         ("Slice", ["t8", "zero_i", "t10", "zero_i"], {}), ("Slice", ["t11", "one", "big", "one"], {}),
+         ("Reshape", ["t12", "flat"], {}), ("Cast", ["t13"], {"to": TensorProto.FLOAT}),
+         ("Reshape", ["t3", "flat"], {}), ("Slice", ["t15", "zero_i", "t16_end"], {}),
+         ("Concat", ["t14", "t16"], {"axis": 0})],
+        opset=13, consts=[("zero", np.array(0.0, np.float32)), ("one", np.array([1], np.int64)),
+                          ("zero_i", np.array([0], np.int64)), ("one_s", np.array(1, np.int64)),
+                          ("zero_s", np.array(0, np.int64)), ("row", np.array([1, -1], np.int64)),
+                          ("big", np.array([2**62], np.int64)), ("flat", np.array([-1], np.int64)),
+                          ("t16_end", np.array([2**62], np.int64))]),
+    # Rows a NonZero selected, scattered back changed (torchvision's
+    # MultiScaleRoIAlign): the padding rewrites the last real row, and with
+    # none selected nothing is written.
+    "scatter_selected_rows": _scatter_selected(0.3),
+    "scatter_selected_rows_none": _scatter_selected(1e9),
     # Reductions and a concat along the data-dependent axis: masked by the
     # run-time count, and a derived size (2 * count + 9) computed in the graph.
     "compress_runtime_softmax": typed(

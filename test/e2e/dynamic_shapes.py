@@ -284,6 +284,21 @@ def shape_values():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def nonzero_dynamic():
+    """NonZero over dynamic dimensions, outer and inner: the padding past a
+    run's size selects nothing, the coordinates are the run's."""
+    nodes = [helper.make_node("NonZero", ["x"], ["nx"]),
+             helper.make_node("Greater", ["y", "zero"], ["gy"]),
+             helper.make_node("NonZero", ["gy"], ["ny"])]
+    g = helper.make_graph(nodes, "nonzero_dynamic",
+                          [helper.make_tensor_value_info("x", TensorProto.INT64, ["N", 3]),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "M", 3])],
+                          [helper.make_tensor_value_info(n, TensorProto.INT64, None)
+                           for n in ["nx", "ny"]],
+                          [numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def size_arithmetic():
     """Targets computed by arithmetic on sizes: Expand to Shape(x) * [1, 3,
     1] (the batch kept, a unit axis grown), ConstantOfShape of Shape(r) +
@@ -855,6 +870,8 @@ def main():
          [{"N": 3, "K": 4, "A": 7, "B": 7, "O": 5, "C": 3, "Cb": 1},
           {"N": 2, "K": 4, "A": 1, "B": 1, "O": 1, "C": 3, "Cb": 3}]),
         ("shape_values", shape_values(), [], [{"N": 1}, {"N": 5}]),
+        ("nonzero_dynamic", nonzero_dynamic(), ["--max-shape", "x=9x3", "--max-shape", "y=2x7x3"],
+         [{"N": 1, "M": 7}, {"N": 9, "M": 2}, {"N": 4, "M": 1}, {"N": 0, "M": 3}]),
         ("size_arithmetic", size_arithmetic(), ["--max-shape", "x=8x1x4", "--max-shape", "r=6x3"],
          [{"N": 1, "M": 6}, {"N": 5, "M": 2}, {"N": 8, "M": 1}]),
         ("sizes_as_data", sizes_as_data(), ["--max-shape", "x=2x16x8", "--max-shape", "past=2x24x8"],
