@@ -1,10 +1,18 @@
-"""A detection model end to end: torchvision's SSDLite320-MobileNetV3 (91
-classes, random weights) exported to ONNX with its post-processing -- per
-class a score filter (NonZero), TopK of min(300, count) candidates, the
-boxes decoded and clipped, batched NonMaxSuppression behind an If that
-returns early on no boxes, the best 300 kept -- compiled once and run on
-fresh random images against onnxruntime: the same number of detections, the
-same labels, and scores and boxes within rtol/atol 1e-4 (boxes in pixels).
+"""Detection models end to end, exported to ONNX with their
+post-processing, compiled once and run on fresh random images against
+onnxruntime: the same number of detections, the same labels, and scores and
+boxes within rtol/atol 1e-4 (boxes in pixels).
+
+- ssdlite: torchvision's SSDLite320-MobileNetV3 (91 classes): per class a
+  score filter (NonZero), TopK of min(300, count) candidates, the boxes
+  decoded and clipped, batched NonMaxSuppression behind an If that returns
+  early on no boxes, the best 300 kept.
+- fasterrcnn: torchvision's Faster R-CNN MobileNetV3-Large 320 FPN (5
+  classes), two stages: the RPN's per-level TopK, score filter, small-box
+  removal and NonMaxSuppression of the proposals, MultiScaleRoIAlign
+  (RoiAlign per FPN level of the proposals a NonZero assigns to it,
+  scattered back), the box head, then per class the score filter and
+  batched NonMaxSuppression of the detections.
 
 The random heads are re-drawn so the class scores spread (torchvision's
 initialization gives every class nearly 1/91, which ranks on rounding) and
@@ -52,17 +60,44 @@ class SpreadLogits(torch.nn.Module):
         return self.head(x) + self.spread
 
 
-def build(path):
+def random_norms(m):
+    """BatchNorm (and torchvision's frozen one) with random statistics."""
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.BatchNorm2d) or type(mod).__name__ == "FrozenBatchNorm2d":
+            mod.running_mean.uniform_(-0.1, 0.1)
+            mod.running_var.uniform_(0.5, 1.5)
+            mod.weight.uniform_(0.5, 1.5)
+            mod.bias.uniform_(-0.1, 0.1)
+
+
+def export(m, path):
+    m.eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Detections(m).eval(), (torch.rand(1, 3, 320, 320),), path,
+                          dynamo=False, opset_version=17)
+
+
+def build_fasterrcnn(path):
+    torch.manual_seed(0)
+    m = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
+        weights=None, weights_backbone=None, num_classes=5)
+    with torch.no_grad():
+        random_norms(m)
+        # (the RPN's std 0.01 init gives every anchor the same objectness)
+        for p in m.rpn.head.parameters():
+            p.normal_(0, 0.1)
+        for p in m.roi_heads.box_predictor.parameters():
+            p.normal_(0, 0.5)
+    export(m, path)
+
+
+def build_ssdlite(path):
     torch.manual_seed(0)
     m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
         weights=None, weights_backbone=None, num_classes=91)
     with torch.no_grad():
-        for mod in m.modules():
-            if isinstance(mod, torch.nn.BatchNorm2d):
-                mod.running_mean.uniform_(-0.1, 0.1)
-                mod.running_var.uniform_(0.5, 1.5)
-                mod.weight.uniform_(0.5, 1.5)
-                mod.bias.uniform_(-0.1, 0.1)
+        random_norms(m)
         for conv in m.head.classification_head.modules():
             if isinstance(conv, torch.nn.Conv2d):
                 torch.nn.init.normal_(conv.weight, std=0.3)
@@ -70,11 +105,10 @@ def build(path):
                     torch.nn.init.normal_(conv.bias, std=0.5)
     anchors = sum(a * a * k for a, k in zip((20, 10, 5, 3, 2, 1), (6, 6, 6, 6, 6, 6)))
     m.head.classification_head = SpreadLogits(m.head.classification_head, anchors, 91)
-    m.eval()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(Detections(m).eval(), (torch.rand(1, 3, 320, 320),), path,
-                          dynamo=False, opset_version=17)
+    export(m, path)
+
+
+MODELS = {"ssdlite": build_ssdlite, "fasterrcnn": build_fasterrcnn}
 
 
 def iou(boxes, box):
@@ -121,34 +155,38 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bindir", required=True)
     ap.add_argument("--images", type=int, default=3)
+    ap.add_argument("--models", default=",".join(MODELS))
     args = ap.parse_args()
+    total = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        onnx_path, so = os.path.join(tmp, "ssdlite.onnx"), os.path.join(tmp, "ssdlite.so")
-        build(onnx_path)
-        r = subprocess.run([os.path.join(args.bindir, "kiln-compile"), onnx_path, "-o", so],
-                           capture_output=True, text=True)
-        if r.returncode:
-            print("FAIL compile:", r.stderr.strip())
-            return 1
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 2
-        ref = ort.InferenceSession(onnx_path, opts)
-        model = kiln.Model(so)
-        name = ref.get_inputs()[0].name
-        rng = np.random.default_rng(7)
-        failed = 0
-        for i in range(args.images):
-            x = rng.random((1, 3, 320, 320), dtype=np.float32)
-            want = ref.run(None, {name: x})
-            got = [np.asarray(v) for v in model(x)]
-            n = len(want[0])
-            problems = compare(got, want)
-            failed += bool(problems)
-            print(f"image {i}: {n} detections (kiln {len(got[0])}), "
-                  f"{len(np.unique(want[2]))} classes: "
-                  + ("ok" if not problems else "FAIL " + "; ".join(problems)))
-        print(f"{args.images - failed} of {args.images} images match")
-        return 1 if failed else 0
+        for name in args.models.split(","):
+            onnx_path, so = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + ".so")
+            MODELS[name](onnx_path)
+            r = subprocess.run([os.path.join(args.bindir, "kiln-compile"), onnx_path, "-o", so],
+                               capture_output=True, text=True)
+            total += args.images
+            if r.returncode:
+                print(f"{name}: FAIL compile:", r.stderr.strip())
+                failed += args.images
+                continue
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = 2
+            ref = ort.InferenceSession(onnx_path, opts)
+            model = kiln.Model(so)
+            input_name = ref.get_inputs()[0].name
+            rng = np.random.default_rng(7)
+            for i in range(args.images):
+                x = rng.random((1, 3, 320, 320), dtype=np.float32)
+                want = ref.run(None, {input_name: x})
+                got = [np.asarray(v) for v in model(x)]
+                n = len(want[0])
+                problems = compare(got, want)
+                failed += bool(problems)
+                print(f"{name} image {i}: {n} detections (kiln {len(got[0])}), "
+                      f"{len(np.unique(want[2]))} classes: "
+                      + ("ok" if not problems else "FAIL " + "; ".join(problems)))
+    print(f"{total - failed} of {total} images match")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
