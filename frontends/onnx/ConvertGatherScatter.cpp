@@ -190,20 +190,20 @@ LogicalResult convertMaxUnpool(NodeContext &ctx) {
   return g.result(g.reshape(y, out));
 }
 
-/// A ScatterElements' indices and updates along a symbolic axis (the
-/// positions a NonZero selected, scattered back: torchvision's
-/// MultiScaleRoIAlign): past its run-time size they are padding, which must
-/// not write. The padding becomes the last real entry, index and update
-/// alike (the same write again); where the size is 0 nothing is real, and
-/// every entry writes the data's own element back.
-static LogicalResult neutralPadding(NodeContext &ctx, int64_t axis, Value data, Value &idx,
-                                    Value &upd) {
+/// A scatter's indices and updates along a symbolic axis (the positions a
+/// NonZero selected, scattered back: torchvision's MultiScaleRoIAlign) are
+/// padding past its run-time size, which must not write. Their first
+/// `axes` axes (the leading ones they share) are gathered at
+/// min(position, size - 1) along each symbol, so the padding writes the
+/// last real entry again; `anyReal` is the condition that every such size
+/// is positive (null: none symbolic).
+static LogicalResult repeatLastAlongSymbols(NodeContext &ctx, int64_t axes, Value &idx, Value &upd,
+                                            Value &anyReal) {
   Builder g{ctx};
   OpBuilder &b = ctx.builder;
   SymbolTracker &st = ctx.imp.symbols;
   AxisSymbols is = st.of(idx), us = st.of(upd);
-  Value anyReal;
-  for (int64_t d = 0; d < static_cast<int64_t>(is.size()); ++d) {
+  for (int64_t d = 0; d < axes && d < static_cast<int64_t>(us.size()); ++d) {
     int32_t s = is[d] >= 0 ? is[d] : us[d];
     if (s < 0)
       continue;
@@ -227,6 +227,18 @@ static LogicalResult neutralPadding(NodeContext &ctx, int64_t axis, Value data, 
     Value real = g.cmp("gt", size, g.scalar(size, 0.0));
     anyReal = anyReal ? g.bin<kiln::AndOp>(anyReal, real) : real;
   }
+  return g.ok({idx, upd}) ? success() : failure();
+}
+
+/// ScatterElements: as repeatLastAlongSymbols; where a size is 0 nothing is
+/// real, and every entry writes the data's own element back.
+static LogicalResult neutralPadding(NodeContext &ctx, int64_t axis, Value data, Value &idx,
+                                    Value &upd) {
+  Builder g{ctx};
+  OpBuilder &b = ctx.builder;
+  Value anyReal;
+  if (failed(repeatLastAlongSymbols(ctx, g.shape(idx).size(), idx, upd, anyReal)))
+    return failure();
   if (!anyReal)
     return success();
   Value own = g.ok({idx})
@@ -258,8 +270,18 @@ LogicalResult convertScatter(NodeContext &ctx, bool nd) {
     want.append(dt.getShape().begin() + it.getShape().back(), dt.getShape().end());
     if (ut.getShape() != ArrayRef<int64_t>(want))
       return ctx.error("updates must have shape indices.shape[:-1] + data.shape[q:]");
-    return ctx.setResult(userIndices(ctx.create<kiln::ScatterNDOp>(
-        ctx.input(0), ctx.input(1), ctx.input(2), b.getStringAttr(red))));
+    // (Index tuples along a symbolic axis: as neutralPadding, the padding
+    // repeating the last real write; with none real, the data as it is.)
+    Value idx = ctx.input(1), upd = ctx.input(2), anyReal;
+    if (red == "none" && idx && upd &&
+        failed(repeatLastAlongSymbols(ctx, it.getRank() - 1, idx, upd, anyReal)))
+      return failure();
+    auto y =
+        userIndices(ctx.create<kiln::ScatterNDOp>(ctx.input(0), idx, upd, b.getStringAttr(red)));
+    if (failed(y) || !anyReal)
+      return ctx.setResult(y);
+    Builder g{ctx};
+    return g.result(g.where(anyReal, *y, ctx.input(0)));
   }
   auto axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), dt.getRank());
   if (failed(axis))

@@ -47,6 +47,16 @@ def _scatter_selected(cut):
                           ("ax0", np.array([0], np.int64)), ("ax1", np.array([1], np.int64))])
 
 
+def _scatter_nd_selected(cut):
+    """_scatter_selected by ScatterND of the selected rows' index tuples."""
+    return typed(
+        [("x", (6, 4), "f32", "normal"), ("s", (6,), "f32", "normal")],
+        [("Greater", ["s", "cut"], {}), ("NonZero", ["t0"], {}),
+         ("Transpose", ["t1"], {"perm": [1, 0]}), ("GatherND", ["x", "t2"], {}),
+         ("Mul", ["t3", "two"], {}), ("ScatterND", ["x", "t2", "t4"], {})],
+        opset=13, consts=[("cut", np.array(cut, np.float32)), ("two", np.array(2.0, np.float32))])
+
+
 def _unique_output(x, attrs, out):
     """Unique of a run-time x = (shape, type, draw) returning one of its
     outputs (values, first, inverse or counts) as y."""
@@ -1096,6 +1106,8 @@ CASES = {
     # none selected nothing is written.
     "scatter_selected_rows": _scatter_selected(0.3),
     "scatter_selected_rows_none": _scatter_selected(1e9),
+    "scatter_nd_selected_rows": _scatter_nd_selected(0.3),
+    "scatter_nd_selected_rows_none": _scatter_nd_selected(1e9),
     # Reductions and a concat along the data-dependent axis: masked by the
     # run-time count, and a derived size (2 * count + 9) computed in the graph.
     "compress_runtime_softmax": typed(
