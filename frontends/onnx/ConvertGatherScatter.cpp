@@ -179,7 +179,12 @@ LogicalResult convertMaxUnpool(NodeContext &ctx) {
   Builder g{ctx};
   Value x = ctx.input(0);
   Value local = g.reshape(ctx.input(1), {N, P});
-  local = g.sub(local, g.reshape(g.mul(g.batchIota(x), g.scalar(local, double(perOut))), {N, 1}));
+  Value row = g.reshape(g.batchIota(x), {N, 1});
+  local = g.sub(local, g.mul(row, g.scalar(local, double(perOut))));
+  // (A dynamic batch's padding rows repeat the last real row's indices,
+  // outside their own rows: they write position 0 of their own, cropped.)
+  if (int32_t sym = ctx.imp.symbols.of(x)[0]; sym >= 0)
+    local = g.where(g.cmp("lt", row, ctx.imp.symbolInput(sym)), local, g.scalar(local, 0.0));
   Value zeros = g.expand(g.reshape(g.batchFill(x, 0.0, xt.getElementType()), {N, 1}), {N, perOut});
   Value upd = g.reshape(x, {N, P});
   if (!g.ok({zeros, local, upd}))

@@ -284,6 +284,19 @@ def shape_values():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def unpool_dynamic_batch():
+    """MaxUnpool over a dynamic batch of values and indices given as inputs
+    (as onnx's node test): the indices count over the whole batch, and the
+    padding rows, which repeat the last real row's, must not fault. (Run at
+    one row: random indices below 10 are row 0's.)"""
+    nodes = [helper.make_node("MaxUnpool", ["p", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    g = helper.make_graph(nodes, "unpool_dynamic_batch",
+                          [helper.make_tensor_value_info("p", TensorProto.FLOAT, ["N", 2, 2, 3]),
+                           helper.make_tensor_value_info("i", TensorProto.INT64, ["N", 2, 2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def nonzero_dynamic():
     """NonZero over dynamic dimensions, outer and inner: the padding past a
     run's size selects nothing, the coordinates are the run's."""
@@ -870,6 +883,8 @@ def main():
          [{"N": 3, "K": 4, "A": 7, "B": 7, "O": 5, "C": 3, "Cb": 1},
           {"N": 2, "K": 4, "A": 1, "B": 1, "O": 1, "C": 3, "Cb": 3}]),
         ("shape_values", shape_values(), [], [{"N": 1}, {"N": 5}]),
+        ("unpool_dynamic_batch", unpool_dynamic_batch(),
+         ["--max-shape", "p=5x2x2x3", "--max-shape", "i=5x2x2x3"], [{"N": 1}]),
         ("nonzero_dynamic", nonzero_dynamic(), ["--max-shape", "x=9x3", "--max-shape", "y=2x7x3"],
          [{"N": 1, "M": 7}, {"N": 9, "M": 2}, {"N": 4, "M": 1}, {"N": 0, "M": 3}]),
         ("size_arithmetic", size_arithmetic(), ["--max-shape", "x=8x1x4", "--max-shape", "r=6x3"],
