@@ -385,8 +385,20 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   if (epi)
     for (Operation *eo : epi->ops)
       flops += estimateFlops(eo);
+  // A run's images computed alone (a dynamic batch) whose pixel rows the
+  // tiles do not divide: row tiles within each image, so an image's last
+  // tile stops at its last row instead of computing the next (padding)
+  // image's (MobileNetV2's 7 x 7 layers: 49 rows in tiles of 24, the third
+  // computed 24 rows for 1).
+  int64_t tilesPerImage = 0;
+  if (!winograd && G == 1 && liveSym >= 0 && M % N == 0 && N > 1 && Mt % rb != 0) {
+    tilesPerImage = ceilDiv(Mt, rb);
+    rTiles = N * tilesPerImage;
+  }
   if (winograd)
     liveRows(bands, 1, cTiles); // (bands per image)
+  else if (tilesPerImage)
+    liveRows(tilesPerImage, 1, cTiles);
   else if (G == 1 && M % N == 0)
     liveRows(M / N, rb, cTiles);
   emitKernel(op.getLoc(), "conv", ids, G * rTiles * cTiles, [&](KernelEmitter &e) {
@@ -394,6 +406,11 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
     Value rt = e.rem(rest, rTiles), g = e.div(rest, rTiles);
     Value r0 = e.mul(rt, rb), c0 = e.mul(ct, cb);
     Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.idx(M), r0));
+    if (tilesPerImage) {
+      Value t = e.rem(rt, tilesPerImage);
+      r0 = e.add(e.mul(e.div(rt, tilesPerImage), Mt), e.mul(t, rb));
+      rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.idx(Mt), e.mul(t, rb)));
+    }
     // Winograd: band bi of image img, tile rows [tr0, tr1), the output
     // rows they cover.
     Value img, tr0, tr1;

@@ -284,6 +284,23 @@ def shape_values():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def conv_rows_per_image():
+    """1x1 and 3x3 convolutions (channels-last on the CPU) over a dynamic batch of 7 x 7
+    images: 49 pixel rows per image in tiles of 24, each image's last tile
+    stopping at its own last row."""
+    rng = np.random.default_rng(5)
+    w1 = rng.standard_normal((96, 64, 1, 1)).astype(np.float32) * 0.1
+    w2 = rng.standard_normal((40, 96, 3, 3)).astype(np.float32) * 0.05
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]),
+             helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["y"], pads=[1, 1, 1, 1])]
+    g = helper.make_graph(nodes, "conv_rows_per_image",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64, 7, 7])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def unpool_dynamic_batch():
     """MaxUnpool over a dynamic batch of values and indices given as inputs
     (as onnx's node test): the indices count over the whole batch, and the
@@ -883,6 +900,8 @@ def main():
          [{"N": 3, "K": 4, "A": 7, "B": 7, "O": 5, "C": 3, "Cb": 1},
           {"N": 2, "K": 4, "A": 1, "B": 1, "O": 1, "C": 3, "Cb": 3}]),
         ("shape_values", shape_values(), [], [{"N": 1}, {"N": 5}]),
+        ("conv_rows_per_image", conv_rows_per_image(),
+         ["--max-shape", "x=6x64x7x7"], [{"N": 1}, {"N": 4}, {"N": 6}]),
         ("unpool_dynamic_batch", unpool_dynamic_batch(),
          ["--max-shape", "p=5x2x2x3", "--max-shape", "i=5x2x2x3"], [{"N": 1}]),
         ("nonzero_dynamic", nonzero_dynamic(), ["--max-shape", "x=9x3", "--max-shape", "y=2x7x3"],
