@@ -156,6 +156,26 @@ inline mlir::LogicalResult requireFloat(NodeContext &ctx) {
   return mlir::success();
 }
 
+/// The node's input 0 and axis for ops whose `axis` attribute is optional
+/// (Compress, Unique): without it, the input flattened and axis 0.
+inline mlir::FailureOr<std::pair<mlir::Value, int64_t>> axisOrFlattened(Builder &g) {
+  NodeContext &ctx = g.ctx;
+  mlir::Value x = ctx.input(0);
+  auto xt = ctx.inputType(0);
+  int64_t axis = 0;
+  if (ctx.attr("axis")) {
+    auto a = normalizeAxis(ctx, ctx.attrInt("axis", 0), xt.getRank());
+    if (mlir::failed(a))
+      return mlir::failure();
+    axis = *a;
+  } else {
+    x = g.reshape(x, {xt.getNumElements()});
+  }
+  if (!g.ok({x}))
+    return mlir::failure();
+  return std::make_pair(x, axis);
+}
+
 /// A host tensor 0, 1, ..., n-1 of shape (1, .., n, .., 1) (n at `axis`).
 inline mlir::Value iotaAlong(Builder &g, int64_t n, int64_t axis, int64_t rank) {
   if (g.failed || mlir::failed(g.ctx.checkConstantSize(n, "an iota"))) {

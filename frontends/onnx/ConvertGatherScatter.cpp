@@ -29,19 +29,10 @@ LogicalResult convertCompress(NodeContext &ctx) {
   if (c && c->shape.size() != 1)
     return ctx.error("the condition must be 1-D");
   Builder g{ctx};
-  Value x = ctx.input(0);
-  auto xt = ctx.inputType(0);
-  int64_t axis = 0;
-  if (ctx.attr("axis")) {
-    auto a = normalizeAxis(ctx, ctx.attrInt("axis", 0), xt.getRank());
-    if (failed(a))
-      return failure();
-    axis = *a;
-  } else {
-    x = g.reshape(x, {xt.getNumElements()});
-  }
-  if (!g.ok({x}))
+  auto xa = axisOrFlattened(g);
+  if (failed(xa))
     return failure();
+  auto [x, axis] = *xa;
   int64_t n = g.shape(x)[axis];
   if (c && c->shape[0] > n)
     return ctx.error("the condition has " + Twine(c->shape[0]) + " entries; the axis has " +

@@ -37,21 +37,12 @@ LogicalResult uniqueAtRunTime(NodeContext &ctx) {
   Value x = ctx.input(0);
   if (!g.ok({x}) || failed(requireStatic(ctx, x, "the input")))
     return failure();
-  auto xt = ctx.inputType(0);
   Type i64 = b.getIntegerType(64), f32 = b.getF32Type();
   bool sorted = ctx.attrInt("sorted", 1) != 0;
-  int64_t axis = 0;
-  Value data = x;
-  if (ctx.attr("axis")) {
-    auto a = normalizeAxis(ctx, ctx.attrInt("axis", 0), xt.getRank());
-    if (failed(a))
-      return failure();
-    axis = *a;
-  } else {
-    data = g.reshape(x, {xt.getNumElements()});
-  }
-  if (!g.ok({data}))
+  auto xa = axisOrFlattened(g);
+  if (failed(xa))
     return failure();
+  auto [data, axis] = *xa;
   llvm::SmallVector<int64_t> shape(g.shape(data));
   int64_t n = shape[axis], outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d)
