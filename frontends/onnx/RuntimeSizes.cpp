@@ -74,10 +74,13 @@ Value Importer::shiftedRange(OpBuilder &b, const onnx::NodeProto &node) {
   }
   if (length > maxConstantElements())
     return {};
+  // (Rebuilding the start converts its producer once more, which replaces
+  // the slots of its outputs: `start` points into one of them.)
+  Type elementType = start->elementType;
   Value first = sizesAtRunTime(b, node.input(0), 1);
   if (!first)
     return {};
-  HostTensor iota{start->elementType, {length}, {}, {}};
+  HostTensor iota{elementType, {length}, {}, {}};
   for (int64_t i = 0; i < length; ++i)
     iota.values.push_back(static_cast<double>(i));
   Value positions = materialize(b, iota, node.name() + ".iota");
