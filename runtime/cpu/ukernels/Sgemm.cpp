@@ -877,6 +877,70 @@ tile6x16(int64_t K, const float *const a[6], const float *panel, int64_t ps,
 #undef KILN_STORE
 }
 
+/// An R x 16 tile, R = 1-5 (the rows left after a sweep's 6-row tiles: a
+/// decode step's single token), as tile6x16 for those rows only (a 6-row
+/// tile for one row did six rows' products). With one or two rows,
+/// consecutive k steps go to 8 / (2R) independent accumulator sets (an FMA
+/// waits on the last one into the same accumulator), summed at the end.
+template <int R>
+__attribute__((target("avx2,fma,f16c"))) inline void
+tileFew16(int64_t K, const float *const a[6], const float *panel, int64_t ps,
+          float *const c[6], bool acc, __m256i m0, __m256i m1) {
+  static_assert(R >= 1 && R < 6, "tile6x16 for six rows");
+  constexpr int S = R == 1 ? 4 : R == 2 ? 2 : 1;
+  __m256 x[S][R], y[S][R];
+  _Pragma("GCC unroll 4") for (int s = 0; s < S; ++s)
+      _Pragma("GCC unroll 5") for (int r = 0; r < R; ++r) x[s][r] = y[s][r] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + S <= K; k += S) {
+    _Pragma("GCC unroll 4") for (int s = 0; s < S; ++s) {
+      __m256 b0 = _mm256_loadu_ps(panel + (k + s) * ps);
+      __m256 b1 = _mm256_loadu_ps(panel + (k + s) * ps + 8);
+      _Pragma("GCC unroll 5") for (int r = 0; r < R; ++r) {
+        __m256 v = _mm256_broadcast_ss(a[r] + k + s);
+        x[s][r] = _mm256_fmadd_ps(v, b0, x[s][r]);
+        y[s][r] = _mm256_fmadd_ps(v, b1, y[s][r]);
+      }
+    }
+  }
+  for (; k < K; ++k) {
+    __m256 b0 = _mm256_loadu_ps(panel + k * ps), b1 = _mm256_loadu_ps(panel + k * ps + 8);
+    _Pragma("GCC unroll 5") for (int r = 0; r < R; ++r) {
+      __m256 v = _mm256_broadcast_ss(a[r] + k);
+      x[0][r] = _mm256_fmadd_ps(v, b0, x[0][r]);
+      y[0][r] = _mm256_fmadd_ps(v, b1, y[0][r]);
+    }
+  }
+  _Pragma("GCC unroll 5") for (int r = 0; r < R; ++r) {
+    __m256 u = x[0][r], w = y[0][r];
+    _Pragma("GCC unroll 4") for (int s = 1; s < S; ++s) {
+      u = _mm256_add_ps(u, x[s][r]);
+      w = _mm256_add_ps(w, y[s][r]);
+    }
+    if (acc) {
+      u = _mm256_add_ps(_mm256_maskload_ps(c[r], m0), u);
+      w = _mm256_add_ps(_mm256_maskload_ps(c[r] + 8, m1), w);
+    }
+    _mm256_maskstore_ps(c[r], m0, u);
+    _mm256_maskstore_ps(c[r] + 8, m1, w);
+  }
+}
+
+/// A tile of `rows` (1-6) rows of A given row by row: tile6x16 for six,
+/// tileFew16 for fewer.
+__attribute__((target("avx2,fma,f16c"))) inline void
+rowTile16(int64_t rows, int64_t K, const float *const a[6], const float *panel, int64_t ps,
+          float *const c[6], bool acc, __m256i m0, __m256i m1) {
+  switch (rows) {
+  case 1: return tileFew16<1>(K, a, panel, ps, c, acc, m0, m1);
+  case 2: return tileFew16<2>(K, a, panel, ps, c, acc, m0, m1);
+  case 3: return tileFew16<3>(K, a, panel, ps, c, acc, m0, m1);
+  case 4: return tileFew16<4>(K, a, panel, ps, c, acc, m0, m1);
+  case 5: return tileFew16<5>(K, a, panel, ps, c, acc, m0, m1);
+  default: return tile6x16<false>(K, a, panel, ps, c, acc, m0, m1);
+  }
+}
+
 /// Lanes [0, n) of 8 set (n clamped to [0, 8]), as a maskload/maskstore mask.
 __attribute__((target("avx2,fma,f16c"))) inline __m256i laneMask(int64_t n) {
   n = n < 0 ? 0 : n > 8 ? 8 : n;
@@ -942,7 +1006,10 @@ sgemmAvx2(int64_t M, int64_t N, int64_t K, const TA *A, int64_t lda, const TB *B
             a[r] = reinterpret_cast<const float *>(A) + (real ? i + r : i) * lda + k0;
           c[r] = real ? C + (i + r) * ldc + j : discard;
         }
-        tile6x16<PackedA>(kc, a, panel, 16, c, accBlock, m0, m1);
+        if constexpr (PackedA)
+          tile6x16<true>(kc, a, panel, 16, c, accBlock, m0, m1);
+        else
+          rowTile16(M - i, kc, a, panel, 16, c, accBlock, m0, m1);
       }
     }
   }
@@ -1048,7 +1115,7 @@ __attribute__((target("avx2,fma,f16c"))) void sgemmPbAvx2(int64_t M, int64_t N, 
           a[r] = A[real ? i + r : i] + k0;
           c[r] = real ? C + (i + r) * ldc + j : discard;
         }
-        tile6x16<false>(kc, a, panel, 32, c, accBlock, m0, m1);
+        rowTile16(M - i, kc, a, panel, 32, c, accBlock, m0, m1);
       }
     }
   }
