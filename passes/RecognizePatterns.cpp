@@ -4,7 +4,8 @@
 // modules) spell LayerNorm, GELU, SiLU, HardSwish, Softmax and attention as
 // chains of primitive ops. Each pattern below matches one spelling (with the
 // commutative variants) and replaces it by the kiln op, so later passes and
-// codegen see one op with one good kernel. Intermediate values must have no
+// codegen see one op with one good kernel; a square spelled pow(x, 2)
+// becomes x * x. Intermediate values must have no
 // other users; constants must be the exact scalars (to a relative 1e-3).
 //
 //===----------------------------------------------------------------------===//
@@ -575,13 +576,33 @@ struct WhereMaskPattern : OpRewritePattern<WhereOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// pow(x, 2) -> x * x (RMSNorm's and the variances' squares)
+//===----------------------------------------------------------------------===//
+
+/// A float power by the constant 2 exactly is a product: both are x^2
+/// rounded once (and agree on -0, infinities and NaN), and the product is
+/// one multiply where pow is a libm call per element.
+struct PowSquarePattern : OpRewritePattern<PowOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PowOp pow, PatternRewriter &rw) const override {
+    Value x = pow.getLhs();
+    auto c = scalarConst(pow.getRhs());
+    if (!c || *c != 2.0f || !llvm::isa<FloatType>(typeOf(x).getElementType()) ||
+        !keepsShape(pow, x))
+      return rw.notifyMatchFailure(pow, "not a float x^2");
+    rw.replaceOpWithNewOp<MulOp>(pow, pow.getType(), x, x);
+    return success();
+  }
+};
+
 struct RecognizePatternsPass
     : impl::RecognizePatternsPassBase<RecognizePatternsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<SoftmaxPattern, LayerNormPattern, LayerNormAffinePattern, GeluPattern,
                  SiluPattern, HardSigmoidPattern, HardSwishPattern, WhereMaskPattern,
-                 AttentionPattern>(
+                 AttentionPattern, PowSquarePattern>(
         &getContext());
     // (The greedy driver also folds: the transposes created for K^T cancel
     // the exporter's.)

@@ -312,3 +312,25 @@ func.func @f16_layer_norm_gelu(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
   %y = kiln.mul %h, %p : tensor<4x8xf16>, tensor<4x8xf16>
   return %y : tensor<4x8xf16>
 }
+
+// -----
+
+// A float square by pow: one multiply (RMSNorm's x.pow(2)); any other
+// exponent, and an integer square, stay pow.
+// CHECK-LABEL: func @pow_square
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8xf32>, %[[N:.*]]: tensor<4xi64>)
+// CHECK-NEXT: %[[C3:.*]] = kiln.constant dense<3.000000e+00>
+// CHECK-NEXT: %[[I2:.*]] = kiln.constant dense<2>
+// CHECK-NEXT: %[[SQ:.*]] = kiln.mul %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32>
+// CHECK-NEXT: %[[CUBE:.*]] = kiln.pow %[[X]], %[[C3]]
+// CHECK-NEXT: %[[ISQ:.*]] = kiln.pow %[[N]], %[[I2]]
+// CHECK-NEXT: return %[[SQ]], %[[CUBE]], %[[ISQ]]
+func.func @pow_square(%x: tensor<2x8xf32>, %n: tensor<4xi64>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<4xi64>) {
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %three = kiln.constant dense<3.0> : tensor<f32>
+  %itwo = kiln.constant dense<2> : tensor<i64>
+  %sq = kiln.pow %x, %two : tensor<2x8xf32>, tensor<f32>
+  %cube = kiln.pow %x, %three : tensor<2x8xf32>, tensor<f32>
+  %isq = kiln.pow %n, %itwo : tensor<4xi64>, tensor<i64>
+  return %sq, %cube, %isq : tensor<2x8xf32>, tensor<2x8xf32>, tensor<4xi64>
+}
