@@ -5,7 +5,7 @@ weights) compiled once with T <= --max-t and P <= --max-p, against the same
 model compiled static at each measured P (T = 1), and onnxruntime on the
 dynamic export, side by side in one run. Each variant is timed by medians of
 --runs steps, the variants alternating round by round; the table holds the
-median over rounds and the ratios to the static build.
+median over rounds of each time and of each round's ratios.
 
 usage: bench/kv_decode.py --bindir build/bin [--max-t 512] [--max-p 4096]
                           [--ps 64,512,2048] [--threads 1] [--runs 200]
@@ -96,9 +96,12 @@ def main():
                     rows["bound"].append(kiln_median(args.bindir, bound, feeds, args.threads,
                                                      max(5, args.runs // 50)))
             m = {k: statistics.median(v) for k, v in rows.items() if v}
+            # The ratios: medians of each round's pair, timed back to back
+            # (the machine's speed drifts between rounds more than within).
+            ratio = statistics.median(d / s for d, s in zip(rows["dynamic"], rows["static"]))
+            ort_ratio = statistics.median(o / d for o, d in zip(rows["ort"], rows["dynamic"]))
             line = (f"{P:>6} {m['static']:>10.4f} {m['dynamic']:>11.4f} "
-                    f"{m['dynamic'] / m['static']:>10.2f}x {m['ort']:>8.4f} "
-                    f"{m['ort'] / m['dynamic']:>7.2f}x")
+                    f"{ratio:>10.2f}x {m['ort']:>8.4f} {ort_ratio:>7.2f}x")
             if bound:
                 line += f" {m['bound']:>9.3f}"
             print(line, flush=True)

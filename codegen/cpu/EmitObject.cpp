@@ -570,7 +570,7 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   auto *descTy = llvm::StructType::get(
       lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
            ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, i32,
-           i32, ptrTy});
+           i32, ptrTy, ptrTy, ptrTy});
   // Per input: whether kernels read the padding of its symbolic axes.
   llvm::Constant *inputPadding = llvm::ConstantPointerNull::get(b.getPtrTy());
   if (llvm::any_of(p.inputs, [](const TensorInfo &t) { return !t.symbols.empty() && !t.paddingRead; })) {
@@ -582,6 +582,20 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                                             llvm::GlobalValue::InternalLinkage, init,
                                             p.name + "_input_padding");
   }
+  // Per input and output: whether its kernels use the caller's layout.
+  auto compactFlags = [&](const std::vector<TensorInfo> &ts,
+                          const char *what) -> llvm::Constant * {
+    if (llvm::none_of(ts, [](const TensorInfo &t) { return t.compact; }))
+      return llvm::ConstantPointerNull::get(b.getPtrTy());
+    std::vector<uint8_t> flags;
+    for (const TensorInfo &t : ts)
+      flags.push_back(t.compact ? 1 : 0);
+    auto *init = llvm::ConstantDataArray::get(lc, flags);
+    return new llvm::GlobalVariable(*mod, init->getType(), true,
+                                    llvm::GlobalValue::InternalLinkage, init, p.name + what);
+  };
+  llvm::Constant *inputCompact = compactFlags(p.inputs, "_input_compact");
+  llvm::Constant *outputCompact = compactFlags(p.outputs, "_output_compact");
   int32_t deviceKind = options.device == CpuOptions::Device::Cuda      ? KILN_DEVICE_CUDA
                        : options.device == CpuOptions::Device::CudaEmu ? KILN_DEVICE_CUDA_EMU
                                                                        : KILN_DEVICE_CPU;
@@ -599,7 +613,8 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                b.getInt32(p.faultSites.size()), symbolInputs, symbolDerived,
                weights ? static_cast<llvm::Constant *>(weights)
                        : llvm::ConstantPointerNull::get(b.getPtrTy()),
-               faultSites, b.getInt32(p.numSymbolOutputs), b.getInt32(0), inputPadding});
+               faultSites, b.getInt32(p.numSymbolOutputs), b.getInt32(0), inputPadding,
+               inputCompact, outputCompact});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

@@ -249,6 +249,11 @@ LogicalResult Lowering::liveConcat(kiln::ConcatOp op) {
     t.num = span;
     t.den = chunk;
     liveLaunch({t}, outerRows);
+    // A compact output (CompactIO.cpp): each row's live span lands n
+    // elements after the last, in the caller's layout.
+    bool compact = compactCandidates.contains(op.getResult());
+    if (compact)
+      compactWritten.insert(op.getResult());
     return launch(op, ins, outerRows * ceilDiv(bound, chunk), [&](KernelEmitter &e) {
       Value n = e.mul(e.extent(out[q], sym), span); // (live elements of a row)
       Value chunks = e.maxI(e.div(e.add(n, e.idx(chunk - 1)), chunk), e.idx(1));
@@ -263,7 +268,8 @@ LogicalResult Lowering::liveConcat(kiln::ConcatOp op) {
         if (size > 0)
           e.ifThen(inRangeS(e, a, at, at + size), [&] {
             Value srcRow = e.add(e.mul(e.add(e.mul(oo, size), signedSub(e, a, at)), innerRows), w);
-            copy(e, k, e.add(e.mul(srcRow, bound), lo), e.add(e.mul(o, bound), lo), len);
+            copy(e, k, e.add(e.mul(srcRow, bound), lo),
+                 e.add(compact ? e.mul(o, n) : e.mul(o, bound), lo), len);
           });
         at += size;
       }

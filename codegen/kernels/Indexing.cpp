@@ -177,6 +177,11 @@ LogicalResult Lowering::gather(kiln::GatherOp op) {
     SmallVector<int> syms = liveSyms(rank);
     auto rowShape = out.drop_back();
     auto rowSyms = ArrayRef<int>(syms).drop_back();
+    // (A compact input: its rows where the caller's layout has them.)
+    int dataBuf = bufferOf.lookup(op.getData());
+    SmallVector<int> dataSyms;
+    for (int64_t d = 0; d < static_cast<int64_t>(data.size()); ++d)
+      dataSyms.push_back(live.symbolOf(op.getData(), d));
     liveShareBox(rowShape, rowSyms, perWg);
     return launch(op, {op.getData(), op.getIndices()}, ceilDiv(rows, perWg),
                   [&](KernelEmitter &e) {
@@ -186,6 +191,7 @@ LogicalResult Lowering::gather(kiln::GatherOp op) {
                       Value k = e.rem(rest, n), o = e.div(rest, n);
                       Value at = boundedIndex(e, e.load(1, k), dim);
                       Value src = e.add(e.mul(e.add(e.mul(o, dim), at), inner), r);
+                      src = readOffset(e, dataBuf, src, data, dataSyms);
                       e.copy(0, src, kOut, i, e.extent(last, syms.back()));
                     });
                   });

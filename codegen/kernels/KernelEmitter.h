@@ -553,6 +553,24 @@ public:
     }
     scf::YieldOp::create(b, next);
   }
+  /// The offset in a tensor's row-major layout at the run's sizes (the
+  /// caller's layout: compact IO) of the element at row-major offset `at`
+  /// in its layout at the bounds (a live position).
+  Value boundToCompact(Value at, ArrayRef<int64_t> bounds, ArrayRef<int> syms) {
+    Value out = idx(0), rest = at, stride = idx(1);
+    for (int64_t d = static_cast<int64_t>(bounds.size()) - 1; d >= 0; --d) {
+      Value coord = rest;
+      if (d > 0) {
+        coord = rem(rest, bounds[d]);
+        rest = div(rest, bounds[d]);
+      }
+      out = add(out, mul(coord, stride));
+      int sym = d < static_cast<int64_t>(syms.size()) ? syms[d] : -1;
+      if (d > 0)
+        stride = mul(stride, extent(bounds[d], sym));
+    }
+    return out;
+  }
   /// The row-major index at the bounds of the live position numbered `i`
   /// (row-major over the live extents). Whole axes cost nothing extra.
   Value liveToBound(Value i, ArrayRef<int64_t> bounds, ArrayRef<int> syms) {

@@ -458,6 +458,7 @@ LogicalResult Lowering::run() {
         p.inputs[k].paddingRead = live.argPaddingRead[i];
       ++k;
     }
+    chooseCompactIO(fn);
   }
   for (Operation &op : fn.getBody().front().without_terminator()) {
     ++opIndex;
@@ -548,6 +549,8 @@ LogicalResult Lowering::run() {
     if (claimed) {
       buf.kind = Buffer::Output;
       buf.index = i;
+      if (i < p.outputs.size())
+        p.outputs[i].compact = compactWritten.contains(v);
       continue;
     }
     // Copy (input, constant or an output already claimed).

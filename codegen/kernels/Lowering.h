@@ -150,6 +150,19 @@ private:
   /// CPU kernels that compute only the live positions of dynamic axes
   /// (LiveExtents.h), for the whole function.
   LiveExtents live;
+  /// Compact IO (CompactIO.cpp): the buffers of inputs every reader reads
+  /// in the caller's layout at the run's sizes, the results that may be
+  /// written as compact outputs, and those whose kernel did.
+  llvm::DenseSet<int> compactInputs;
+  llvm::DenseSet<Value> compactCandidates, compactWritten;
+  /// Chooses compactInputs (marking p.inputs) and compactCandidates, after
+  /// the live extents are known.
+  void chooseCompactIO(func::FuncOp fn);
+  /// The offset at which a kernel reads input buffer `buf` ([shape], its
+  /// symbols `syms`) for the row-major offset `at` at the bounds: `at`
+  /// itself, or its place in the caller's layout for a compact input.
+  Value readOffset(KernelEmitter &e, int buf, Value at, ArrayRef<int64_t> shape,
+                   ArrayRef<int> syms);
   /// The op being lowered: per result axis, the symbol its kernel stops at
   /// (-1: the whole axis); empty when it computes everything. liveSym: the
   /// symbol when only axis 0 is live (the builders that compute rows of

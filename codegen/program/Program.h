@@ -55,6 +55,11 @@ struct TensorInfo {
   /// Inputs: some kernel reads the padding of its symbolic axes (the runtime
   /// fills it below the bounds); false: only the live extents (LiveExtents.h).
   bool paddingRead = true;
+  /// Every kernel reading the input (writing the output) does so in the
+  /// caller's own row-major layout at the run's sizes, not at the bounds:
+  /// the runtime stages nothing for it (a run below the bounds neither pads
+  /// it nor crops it).
+  bool compact = false;
 };
 
 struct Launch {

@@ -336,8 +336,8 @@ kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **i
   };
   for (uint32_t i = 0; i < m->num_inputs; ++i) {
     const kiln_tensor_desc &d = m->inputs[i];
-    if (!d.symbols)
-      continue;
+    if (!d.symbols || (m->input_compact && m->input_compact[i]))
+      continue; // (read in the caller's layout)
     void *buf = stage(inst->stageIn, m->inputs, m->num_inputs, i);
     if (!buf) {
       inst->error = "out of memory staging input '" + std::string(d.name) + "'";
@@ -350,8 +350,8 @@ kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **i
   }
   for (uint32_t i = 0; i < m->num_outputs; ++i) {
     const kiln_tensor_desc &d = m->outputs[i];
-    if (!d.symbols)
-      continue;
+    if (!d.symbols || (m->output_compact && m->output_compact[i]))
+      continue; // (written in the caller's layout)
     void *buf = stage(inst->stageOut, m->outputs, m->num_outputs, i);
     if (!buf) {
       inst->error = "out of memory staging output '" + std::string(d.name) + "'";
@@ -372,7 +372,7 @@ void cropOutputs(kiln_instance *inst, const kiln_tensor *outputs) {
   for (uint32_t i = 0; i < m->num_outputs; ++i) {
     const kiln_tensor_desc &d = m->outputs[i];
     void *dst = isNarrow(d.dtype) ? inst->carrierOut[i].data() : outputs[i].data;
-    if (!d.symbols)
+    if (!d.symbols || (m->output_compact && m->output_compact[i]))
       continue;
     // (The run's sizes: a data-dependent axis is known only now, and its
     // real elements go packed at the start of the bound-sized buffer.)

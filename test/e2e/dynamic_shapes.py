@@ -706,6 +706,44 @@ def live_spans():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def kv_stack_compact():
+    """The KV cache pattern whose kernels use the caller's layout (compact
+    IO): each layer's past [H, P, D] gathered from the stacked input, grown
+    by its new rows, and the layers stacked again as an output; the runtime
+    stages neither (kiln-run --info says so, checked below). Beside it, a
+    second stacked input also read by a reduction (staged as before) and a
+    grown cache that is an output and read again (staged)."""
+    rng = np.random.default_rng(17)
+    nodes, grown = [], []
+    for l in range(3):
+        nodes += [helper.make_node("Gather", ["past", f"i{l}"], [f"p{l}"], axis=0),
+                  helper.make_node("Gather", ["new", f"i{l}"], [f"n{l}"], axis=0),
+                  helper.make_node("Concat", [f"p{l}", f"n{l}"], [f"c{l}"], axis=1),
+                  helper.make_node("Unsqueeze", [f"c{l}", "ax0"], [f"u{l}"])]
+        grown.append(f"u{l}")
+    nodes += [helper.make_node("Concat", grown, ["present"], axis=0),
+              helper.make_node("Gather", ["other", "i1"], ["o1"], axis=0),
+              helper.make_node("ReduceSum", ["other", "ax0"], ["osum"], keepdims=0),
+              helper.make_node("Concat", ["o1", "n0"], ["oc"], axis=1),
+              helper.make_node("Mul", ["oc", "two"], ["oc2"]),
+              helper.make_node("Add", ["osum", "p2"], ["mix"])]
+    inits = [numpy_helper.from_array(np.array(l, np.int64), f"i{l}") for l in range(3)]
+    inits += [numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+              numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    del rng
+    g = helper.make_graph(
+        nodes, "kv_stack_compact",
+        [helper.make_tensor_value_info("past", TensorProto.FLOAT, [3, 2, "P", 8]),
+         helper.make_tensor_value_info("new", TensorProto.FLOAT, [3, 2, "T", 8]),
+         helper.make_tensor_value_info("other", TensorProto.FLOAT, [3, 2, "P", 8])],
+        [helper.make_tensor_value_info("present", TensorProto.FLOAT, [3, 2, None, 8]),
+         helper.make_tensor_value_info("oc", TensorProto.FLOAT, [2, None, 8]),
+         helper.make_tensor_value_info("oc2", TensorProto.FLOAT, [2, None, 8]),
+         helper.make_tensor_value_info("mix", TensorProto.FLOAT, [2, None, 8])],
+        inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def advanced_index_mask():
     """torch's advanced indexing of a [B, S] mask by broadcast ranges
     (m[arange(B)[:, None, None, None], arange(S)]), as its two exporters
@@ -942,6 +980,10 @@ def main():
         ("live_spans", live_spans(),
          ["--max-shape", "past=2x2x1100x16", "--max-shape", "new=2x2x8x16"],
          [{"P": 64, "T": 1}, {"P": 0, "T": 3}, {"P": 1100, "T": 8}, {"P": 1030, "T": 1}]),
+        ("kv_stack_compact", kv_stack_compact(),
+         ["--max-shape", "past=3x2x40x8", "--max-shape", "new=3x2x6x8",
+          "--max-shape", "other=3x2x40x8"],
+         [{"P": 7, "T": 1}, {"P": 0, "T": 3}, {"P": 40, "T": 6}, {"P": 13, "T": 2}]),
         ("gemm_few_rows", gemm_few_rows(), ["--max-shape", "x=24x37"],
          [{"N": 1}, {"N": 5}, {"N": 6}, {"N": 17}, {"N": 24}]),
         ("encoder_batch_seq", encoder_batch_seq(),
@@ -1007,6 +1049,21 @@ def main():
                      "#define MLP_VIEW_OUTPUT0_SYMBOLS {0, -1}"]:
             ok = want in header
             print(f"{'ok  ' if ok else 'FAIL'} header has {want!r}")
+            passed += ok
+            failed += not ok
+        # Compact IO on the CPU: the stacked cache in and out in the
+        # caller's layout; an input another kernel reads whole, and an
+        # output read again, staged at the bounds.
+        info = subprocess.run([os.path.join(args.bindir, "kiln-run"),
+                               os.path.join(work, "kv_stack_compact_cpu.so"), "--info"],
+                              capture_output=True, text=True).stdout
+        for want in ["input past: float32 3x2xP<=40x8 (in the caller's layout)",
+                     "input new: float32 3x2xT<=6x8 (in the caller's layout)",
+                     "input other: float32 3x2xP<=40x8 (staged at the bounds)",
+                     "output present: float32 3x2xP+T<=46x8 (in the caller's layout)",
+                     "output oc: float32 2xP+T<=46x8 (staged at the bounds)"]:
+            ok = want in info
+            print(f"{'ok  ' if ok else 'FAIL'} kiln-run --info has {want!r}")
             passed += ok
             failed += not ok
         # Run-time errors: past the bound; one symbol, two sizes; a pinned

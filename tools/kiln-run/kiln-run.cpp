@@ -163,8 +163,14 @@ int main(int argc, char **argv) {
                                        ? std::string(m->symbol_names[t.symbols[k]]) + "<=" +
                                              std::to_string(t.shape[k])
                                        : std::to_string(t.shape[k]));
-      std::printf("  %s %s: %s %s\n", j < m->num_inputs ? "input" : "output", t.name,
-                  kiln::support::dtypeName(t.dtype), shape.empty() ? "scalar" : shape.c_str());
+      // Below the bounds a symbolic tensor is staged at them, unless its
+      // kernels use the caller's layout (compact).
+      bool isIn = j < m->num_inputs;
+      const uint8_t *compact = isIn ? m->input_compact : m->output_compact;
+      bool staged = t.symbols && !(compact && compact[isIn ? j : j - m->num_inputs]);
+      std::printf("  %s %s: %s %s%s\n", isIn ? "input" : "output", t.name,
+                  kiln::support::dtypeName(t.dtype), shape.empty() ? "scalar" : shape.c_str(),
+                  !t.symbols ? "" : staged ? " (staged at the bounds)" : " (in the caller's layout)");
     }
     if (const kiln_device_program *d = m->device) {
       for (uint32_t j = 0; j < d->num_images; ++j)

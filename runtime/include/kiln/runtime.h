@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 12
+#define KILN_ABI_VERSION 13
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -286,6 +286,15 @@ typedef struct kiln_model_desc {
    *  the last element), 0 when kernels read only the run's sizes (the
    *  runtime copies those and leaves the padding as it is). */
   const uint8_t *input_padding;
+  /** Null, or num_inputs entries: 1 when every kernel reading the input
+   *  reads the caller's tensor in its own row-major layout at the run's
+   *  sizes (ABI 13): a run below the bounds hands it over as it is, with
+   *  no bound-shaped staging copy. */
+  const uint8_t *input_compact;
+  /** Null, or num_outputs entries: 1 when the one kernel writing the
+   *  output writes the caller's tensor in its own layout at the run's
+   *  sizes: no staging and no crop after the run. */
+  const uint8_t *output_compact;
 } kiln_model_desc;
 
 /** The most threads one instance's pool may have. */
