@@ -31,7 +31,7 @@ func.func @main(%x: tensor<1x2x4x4xf32> {kiln.name = "x"}) -> (tensor<1x32xf32> 
 // device program; no symbolic dimensions, pins, hidden size inputs or
 // derived symbols; last, the weights' address).
 // LLVM-DAG: @model_weights = internal constant {{.*}} align 64
-// LLVM-DAG: @model_desc = {{.*}}constant { i32, i32, i32, i32, ptr, ptr, ptr, i64, i64, ptr, ptr, ptr, i32, i32, ptr, i32, i32, ptr, ptr, ptr, i32, i32, ptr, ptr, ptr, ptr, i32, i32, ptr } { i32 12, i32 1, i32 1, i32 2, ptr @model_name, {{.*}}, i32 0, i32 0, ptr null, i32 0, i32 0, ptr null, ptr null, ptr null, i32 0, i32 0, ptr null, ptr null, ptr @model_weights, ptr null, i32 0, i32 0, ptr null }
+// LLVM-DAG: @model_desc = {{.*}}constant { i32, i32, i32, i32, ptr, ptr, ptr, i64, i64, ptr, ptr, ptr, i32, i32, ptr, i32, i32, ptr, ptr, ptr, i32, i32, ptr, ptr, ptr, ptr, i32, i32, ptr, ptr, ptr } { i32 13, i32 1, i32 1, i32 2, ptr @model_name, {{.*}}, i32 0, i32 0, ptr null, i32 0, i32 0, ptr null, ptr null, ptr null, i32 0, i32 0, ptr null, ptr null, ptr @model_weights, ptr null, i32 0, i32 0, ptr null, ptr null, ptr null }
 // LLVM-DAG: define internal void @kiln_k0_conv_entry(ptr
 // LLVM-DAG: define internal void @model_run_impl(ptr
 // LLVM-DAG: call void @kiln_rt_parallel_for(ptr %{{.*}}, ptr {{(nonnull )?}}@kiln_k0_conv_entry, ptr {{.*}}, i64 2)
