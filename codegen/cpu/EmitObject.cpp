@@ -299,6 +299,13 @@ llvm::Constant *emitDeviceProgram(Program &p, llvm::Module &m, llvm::GlobalVaria
     bufs.push_back(llvm::ConstantStruct::get(bufTy, {b.getInt32(kind), b.getInt32(0),
                                                      b.getInt64(value)}));
   }
+  // The hidden inputs holding the run's sizes, after the buffers: the
+  // sized kernels' arguments after their buffers.
+  size_t sizesAt = bufs.size();
+  for (size_t k = 0; k < p.symbolInputs.size(); ++k)
+    bufs.push_back(llvm::ConstantStruct::get(
+        bufTy, {b.getInt32(KILN_BUFFER_INPUT), b.getInt32(0),
+                b.getInt64(static_cast<int64_t>(p.inputs.size() + k))}));
   auto *bufArrTy = llvm::ArrayType::get(bufTy, bufs.size());
   auto *buffers = global(llvm::ConstantArray::get(bufArrTy, bufs), p.name + "_device_buffers");
 
@@ -311,6 +318,10 @@ llvm::Constant *emitDeviceProgram(Program &p, llvm::Module &m, llvm::GlobalVaria
   auto *entryTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, i64}, false);
   for (const Launch &l : p.launches) {
     std::vector<uint32_t> ids(l.buffers.begin(), l.buffers.end());
+    for (int sym : l.sizeSymbols) {
+      auto at = std::find(p.symbolInputs.begin(), p.symbolInputs.end(), sym);
+      ids.push_back(static_cast<uint32_t>(sizesAt + (at - p.symbolInputs.begin())));
+    }
     auto *args = global(llvm::ConstantDataArray::get(lc, ids), l.kernel + "_device_args");
     launches.push_back(llvm::ConstantStruct::get(
         launchTy, {b.CreateGlobalString(l.kernel, l.kernel + "_device_name", 0, &m),

@@ -98,12 +98,23 @@ public:
     os << "\nextern \"C\" __global__ void " << fn.getName() << "(";
     Block &entry = fn.getBody().front();
     unsigned nArgs = entry.getNumArguments();
+    size_t nBuffers = l.buffers.size();
     for (unsigned i = 0; i + 1 < nArgs; ++i) {
-      std::string name = "b" + std::to_string(i);
-      names[entry.getArgument(i)] = name;
-      os << elementCType(entry.getArgument(i).getType()) << " *__restrict__ " << name << ", ";
+      // The buffers, then the run's sizes: each read from its hidden input
+      // in device memory (a captured graph replays the same addresses).
+      bool size = i >= nBuffers;
+      std::string name = (size ? "szp" : "b") + std::to_string(i);
+      names[entry.getArgument(i)] = size ? "sz" + std::to_string(i) : name;
+      if (size)
+        os << "const i64 *__restrict__ " << name << ", ";
+      else
+        os << elementCType(entry.getArgument(i).getType()) << " *__restrict__ " << name << ", ";
     }
     os << "i64 workgroups) {\n";
+    // (Only the sizes the body reads: NVRTC warns of unused variables.)
+    for (unsigned i = nBuffers; i + 1 < nArgs; ++i)
+      if (!entry.getArgument(i).use_empty())
+        os << "  const i64 sz" << i << " = *szp" << i << ";\n";
     if (l.gpuShaped) {
       // The block's threads share the work (tid/bid, barriers).
       names[entry.getArgument(nArgs - 1)] = "workgroups";
@@ -808,6 +819,8 @@ std::string emitEmulationSource(const codegen::Program &p, const std::string &cu
       os << "(" << (elem ? Printer::cType(elem) : std::string("float")) << " *)args[" << i
          << "], ";
     }
+    for (size_t k = 0; k < l.sizeSymbols.size(); ++k)
+      os << "(const i64 *)args[" << l.buffers.size() + k << "], ";
     os << l.workgroups << "LL); });\n}\n";
   }
   return out;

@@ -94,12 +94,21 @@ LogicalResult Lowering::elementwise(
       });
     for (size_t k = 0; k < ins.size(); ++k)
       vec = vec && (dense[k] || scalarSite(k)) && elemType(ins[k]).isF32();
+    // Live extents: the live elements at their positions at the bounds; a
+    // live prefix of rows (axis 0 alone) keeps the 16-byte accesses when
+    // its rows are whole vectors.
+    SmallVector<int> syms = liveSyms(rank);
+    bool live = llvm::any_of(syms, [](int s) { return s >= 0; });
+    bool prefix = live && llvm::none_of(ArrayRef<int>(syms).drop_front(), [](int s) { return s >= 0; });
+    if (live && !(prefix && (total / std::max<int64_t>(outShape[0], 1)) % 4 == 0))
+      vec = false;
     int64_t lanes = vec ? 4 : 1, n = total / lanes;
     int64_t blocks = std::clamp<int64_t>(ceilDiv(n, kGpuThreads), 1, kGpuMaxBlocks);
     return markInPlace(gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
       Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
-      e.loop(first, e.idx(n), [&](Value i) {
-        Value at = e.mul(i, lanes);
+      Value count = live ? e.div(e.liveCount(outShape, syms), lanes) : e.idx(n);
+      e.loop(first, count, [&](Value i) {
+        Value at = live && !prefix ? e.liveToBound(i, outShape, syms) : e.mul(i, lanes);
         SmallVector<Value> offs(ins.size());
         for (size_t k = 0; k < ins.size(); ++k) {
           if (dense[k] || scalarSite(k)) {

@@ -205,6 +205,9 @@ void Lowering::emitKernel(Location loc, StringRef what, ArrayRef<int> buffers,
   bool deep = t.kBlock ? t.kBlock == kKBlockL2 : deepK;
   e.packedBFlags = deep ? KILN_UK_DEEP_K : 0;
   body(e);
+  // (A body may leave the insertion point inside a region: the rest of a
+  // GPU product's body under its live-tile condition.)
+  b.setInsertionPointToEnd(entry);
   func::ReturnOp::create(b);
   l.op = opIndex;
   l.tunable = opTunable | (e.usedKBlock ? unsigned(kTuneKBlock) : 0u);
@@ -436,7 +439,7 @@ LogicalResult Lowering::run() {
   }
 
   Operation *ret = fn.getBody().front().getTerminator();
-  // CPU kernels whose padding nothing reads compute the live extents only.
+  // Kernels whose padding nothing reads compute the live extents only.
   knownSymbols.assign(p.symbolBounds.size(), true);
   for (size_t s = 0; s < p.symbolBounds.size() && 3 * s + 2 < p.symbolDerived.size(); ++s) {
     int64_t op = p.symbolDerived[3 * s];
@@ -445,9 +448,8 @@ LogicalResult Lowering::run() {
                       (op == KILN_SYM_INPUT || knownSymbols[p.symbolDerived[3 * s + 1]]) &&
                       (!symB || knownSymbols[p.symbolDerived[3 * s + 2]]);
   }
-  if (!p.options.gpu && p.options.liveRows && !p.symbolBounds.empty())
-  {
-    live = liveExtents(fn, knownSymbols);
+  if (p.options.liveRows && !p.symbolBounds.empty()) {
+    live = liveExtents(fn, knownSymbols, p.options.gpu);
     // Inputs whose padding no kernel reads: the runtime need not fill it.
     size_t k = 0;
     for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {

@@ -352,7 +352,49 @@ private:
     int64_t T, TK, threads, M, N, K;
     Value i0, j0, k0;
     bool aRowMajor; // As[row][kk] (tensor cores) or As[kk][row] (SIMT)
+    Value kLive = {}; // the live depth (zeros past it), or null: K
   };
+  /// The symbol of the depth the next GPU matrix product contracts to its
+  /// live extent (the k loop stops there), or -1: all of K.
+  int gpuLiveK = -1;
+  /// A live prefix of a GPU matrix product's batches, rows or columns:
+  /// `per` items per position of symbol `sym`'s axis (at most `bound`
+  /// positions); sym -1: all of them.
+  struct GpuLivePrefix {
+    int sym = -1;
+    int64_t bound = 1, per = 1;
+    /// The live count in a kernel (null: all).
+    Value count(KernelEmitter &e) const {
+      return sym < 0 ? Value() : e.mul(e.extent(bound, sym), e.idx(per));
+    }
+  };
+  /// The live prefix of the row-major positions over `shape` (the result
+  /// axes [from, to)): one live axis after axes of size 1.
+  GpuLivePrefix livePrefix(ArrayRef<int64_t> shape, int64_t from, int64_t to) const {
+    GpuLivePrefix p;
+    for (int64_t d = from; d < to; ++d) {
+      int s = liveAxis(d);
+      if (s < 0)
+        continue;
+      if (p.sym >= 0)
+        return GpuLivePrefix{};
+      for (int64_t c = from; c < d; ++c)
+        if (shape[c] != 1)
+          return GpuLivePrefix{};
+      p.sym = s;
+      p.bound = shape[d];
+      for (int64_t c = d + 1; c < to; ++c)
+        p.per *= shape[c];
+    }
+    return p;
+  }
+  /// The live batches, rows and columns the next GPU matrix product's
+  /// blocks stop at (the blocks past them leave).
+  GpuLivePrefix gpuLiveB, gpuLiveM, gpuLiveN;
+  /// In a GPU matrix product's kernel: the rest of the body runs only for
+  /// the block of batch `bi` and tile (i0, j0) within the live extents
+  /// (moves the insertion point into an scf.if).
+  void liveTileOnly(KernelEmitter &e, Value bi, Value i0, Value j0);
   /// Stages a panel of A and B into the shared arrays As and Bs (Bs[kk][col]):
   /// coalesced loads in the operands' type, zero outside the matrices.
   void stagePanels(KernelEmitter &e, Value t, const PanelTile &p, Value aBase, Value bBase,
@@ -365,11 +407,17 @@ private:
   LogicalResult gpuConvDirect(kiln::ConvOp op, const Epilogue *epi);
   LogicalResult gpuAttention(kiln::AttentionOp op, ArrayRef<Value> sources,
                              ArrayRef<MatrixView> views, const MatrixView &outView);
-  /// A grid-stride loop over `total` items, body(e, i) for each.
+  /// A grid-stride loop over `total` items, body(e, i) for each (with a
+  /// live box over the result: its live elements, i their positions at the
+  /// bounds).
   LogicalResult gpuForEach(Operation *op, ArrayRef<Value> ins, int64_t total,
                            const std::function<void(KernelEmitter &, Value)> &body);
+  /// A block per row of `rows`: body(e, row, threads). With live symbols
+  /// for `rowShape` (the rows' axes), the blocks past the live rows do
+  /// nothing and the others get their live row's position at the bounds.
   LogicalResult gpuRows(Operation *op, ArrayRef<Value> ins, int64_t rows,
-                        const std::function<void(KernelEmitter &, Value, int64_t)> &body);
+                        const std::function<void(KernelEmitter &, Value, int64_t)> &body,
+                        ArrayRef<int64_t> rowShape = {}, ArrayRef<int> rowSyms = {});
 
   // Op families.
   LogicalResult elementwise(Operation *op, ArrayRef<Value> ins,

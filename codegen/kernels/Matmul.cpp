@@ -12,6 +12,7 @@
 #include "codegen/kernels/Tiling.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/SaveAndRestore.h"
 
 #include <algorithm>
 
@@ -406,6 +407,19 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
   if (epi && (shape(op.getLhs()).size() < 2 || shape(op.getRhs()).size() < 2))
     return op.emitError("matmul epilogues need operands of rank 2 or more");
 
+  // Live extents (the CUDA targets: the depth only; rows and columns are
+  // computed at the bounds there, their padding left to nobody).
+  int symK = liveOf(op.getLhs(), shape(op.getLhs()).size() - 1);
+  if (symK != liveOf(op.getRhs(), shape(op.getRhs()).size() - 2))
+    symK = -1; // (as LiveExtents: the contraction whole)
+  llvm::SaveAndRestore liveK(gpuLiveK, symK);
+  // (The GPU's blocks past the live batches, rows and columns leave: the
+  // batches over the result's leading axes, the rows over axis rank - 2,
+  // or all of those when the batches fold into the rows.)
+  auto out = shape(op.getResult());
+  llvm::SaveAndRestore liveB(gpuLiveB, flat ? GpuLivePrefix{} : livePrefix(out, 0, rank - 2));
+  llvm::SaveAndRestore liveM(gpuLiveM, livePrefix(out, flat ? 0 : rank - 2, rank - 1));
+  llvm::SaveAndRestore liveN(gpuLiveN, livePrefix(out, rank - 1, rank));
   if (p.options.gpu)
     return gpuMatmul(
         op, ins, batches, rowsPerBatch, N, K,
@@ -443,9 +457,6 @@ LogicalResult Lowering::matmul(kiln::MatMulOp op, const Epilogue *epi) {
   bool f32 = llvm::all_of(ins, [](Value v) {
     return llvm::cast<RankedTensorType>(v.getType()).getElementType().isF32();
   });
-  int symK = liveOf(op.getLhs(), shape(op.getLhs()).size() - 1);
-  if (symK != liveOf(op.getRhs(), shape(op.getRhs()).size() - 2))
-    symK = -1; // (as LiveExtents: the contraction whole)
   // (Live rows of axis 0 alone: the paths below launch fewer workgroups.)
   if (liveInside() && (liveSym < 0 || symK >= 0)) {
     // Live extents (LiveExtents.h): tiles of the live rows and columns of

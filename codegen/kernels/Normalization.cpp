@@ -54,31 +54,6 @@ LogicalResult Lowering::softmax(kiln::SoftmaxOp op) {
   for (int64_t i = 0; i < axis; ++i) outer *= sh[i];
   for (int64_t i = axis + 1; i < static_cast<int64_t>(sh.size()); ++i) inner *= sh[i];
   int64_t lines = outer * inner;
-  if (p.options.gpu)
-    // A block per line: the maximum and the sum of exponentials reduced
-    // over the block (shuffles, then shared memory), each thread striding
-    // over the line.
-    return gpuRows(op, {op.getInput()}, lines, [&](KernelEmitter &e, Value line, int64_t n) {
-      Value base = e.add(e.mul(e.div(line, inner), D * inner), e.rem(line, inner));
-      auto at = [&](Value dd) { return e.add(base, e.mul(dd, inner)); };
-      Value scratch = e.shared(n / 32);
-      auto maxOf = [&](Value a, Value c) { return arith::MaximumFOp::create(e.b, a, c).getResult(); };
-      auto sumOf = [&](Value a, Value c) { return e.fadd(a, c); };
-      float ninf = -std::numeric_limits<float>::infinity();
-      Value part = e.reduce(e.tid(), e.idx(D), e.f32(ninf), [&](Value dd, Value acc) {
-        return maxOf(acc, e.load(0, at(dd)));
-      }, n);
-      Value mx = e.blockReduce(part, n, scratch, maxOf, ninf);
-      part = e.reduce(e.tid(), e.idx(D), e.f32(0.0f), [&](Value dd, Value acc) {
-        Value ex = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, e.load(0, at(dd)), mx));
-        e.store(ex, 1, at(dd));
-        return e.fadd(acc, ex);
-      }, n);
-      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.blockReduce(part, n, scratch, sumOf, 0.0f));
-      // Each thread rescales the elements it wrote itself: no barrier needed.
-      e.loop(e.tid(), e.idx(D), [&](Value dd) { e.store(e.fmul(e.load(1, at(dd)), inv), 1, at(dd)); }, n);
-    });
-  int64_t perWg = rowsPerWorkgroup(D);
   // Live extents: the live lines (the result's axes but `axis`), each
   // reduced over the live extent of the axis.
   SmallVector<int64_t> lineShape;
@@ -89,6 +64,36 @@ LogicalResult Lowering::softmax(kiln::SoftmaxOp op) {
       lineSyms.push_back(syms[d]);
     }
   int axisSym = liveOf(op.getInput(), axis);
+  if (p.options.gpu)
+    // A block per line: the maximum and the sum of exponentials reduced
+    // over the block (shuffles, then shared memory), each thread striding
+    // over the line.
+    return gpuRows(op, {op.getInput()}, lines, [&](KernelEmitter &e, Value line, int64_t n) {
+      Value base = e.add(e.mul(e.div(line, inner), D * inner), e.rem(line, inner));
+      auto at = [&](Value dd) { return e.add(base, e.mul(dd, inner)); };
+      Value len = e.extent(D, axisSym);
+      Value scratch = e.shared(n / 32);
+      auto maxOf = [&](Value a, Value c) { return arith::MaximumFOp::create(e.b, a, c).getResult(); };
+      auto sumOf = [&](Value a, Value c) { return e.fadd(a, c); };
+      float ninf = -std::numeric_limits<float>::infinity();
+      Value part = e.reduce(e.tid(), len, e.f32(ninf), [&](Value dd, Value acc) {
+        return maxOf(acc, e.load(0, at(dd)));
+      }, n);
+      Value mx = e.blockReduce(part, n, scratch, maxOf, ninf);
+      part = e.reduce(e.tid(), len, e.f32(0.0f), [&](Value dd, Value acc) {
+        Value ex = math::ExpOp::create(e.b, arith::SubFOp::create(e.b, e.load(0, at(dd)), mx));
+        e.store(ex, 1, at(dd));
+        return e.fadd(acc, ex);
+      }, n);
+      Value inv = arith::DivFOp::create(e.b, e.f32(1.0f), e.blockReduce(part, n, scratch, sumOf, 0.0f));
+      // Each thread rescales the elements it wrote itself: no barrier needed.
+      e.loop(e.tid(), len, [&](Value dd) { e.store(e.fmul(e.load(1, at(dd)), inv), 1, at(dd)); }, n);
+      // (The axis computed whole past a live extent: the padding's share
+      // is zero, as the masked softmax at the bounds gives.)
+      if (syms[axis] < 0 && axisSym >= 0)
+        e.loop(e.add(len, e.tid()), e.idx(D), [&](Value dd) { e.store(e.f32(0.0f), 1, at(dd)); }, n);
+    }, lineShape, lineSyms);
+  int64_t perWg = rowsPerWorkgroup(D);
   liveShareBox(lineShape, lineSyms, perWg);
   return launch(op, {op.getInput()}, ceilDiv(lines, perWg), [&](KernelEmitter &e) {
     Value len = e.extent(D, axisSym);
@@ -138,6 +143,9 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
       y = e.fadd(y, e.load(2, biasFull ? j : e.idx(0)));
     e.store(y, out, at);
   };
+  // Live extents: the live rows of the axes before `axis`.
+  SmallVector<int64_t> rowShape(in.begin(), in.begin() + axis);
+  SmallVector<int> rowSyms = liveSyms(axis);
   if (p.options.gpu)
     // A block per row: the sum and the sum of squared deviations reduced
     // over the block, each thread striding over the row.
@@ -158,11 +166,8 @@ LogicalResult Lowering::layerNorm(kiln::LayerNormOp op) {
       Value inv = arith::DivFOp::create(e.b, e.f32(1.0f),
                                         math::SqrtOp::create(e.b, e.fadd(var, e.f32(eps))));
       e.loop(e.tid(), e.idx(D), [&](Value j) { normalize(e, base, j, mean, inv); }, n);
-    });
+    }, rowShape, rowSyms);
   int64_t perWg = rowsPerWorkgroup(D);
-  // Live extents: the live rows of the axes before `axis`.
-  SmallVector<int64_t> rowShape(in.begin(), in.begin() + axis);
-  SmallVector<int> rowSyms = liveSyms(axis);
   if (liveSym >= 0)
     liveShare(op->getResult(0), rows, perWg);
   else

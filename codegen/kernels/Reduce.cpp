@@ -149,21 +149,19 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
     };
     finishOut(e, o, nest(0, keptBase(e, o), e.f32(init)));
   };
+  // Live extents: the live outputs, at their positions at the bounds.
+  SmallVector<int> syms = liveSyms(outShape.size());
+  bool live = llvm::any_of(syms, [](int s) { return s >= 0; });
   if (p.options.gpu) {
     // Long reductions: a block per output, the block's threads striding over
     // the reduced elements, then a block reduction. Short ones: a thread per
-    // output in a grid-stride loop.
+    // output in a grid-stride loop. (Live extents: the grid stays the
+    // bounds'; the threads and blocks past the live outputs do nothing.)
     bool perBlock = redN >= 128;
     int64_t blocks = perBlock ? std::max<int64_t>(outN, 1)
                               : std::clamp<int64_t>(ceilDiv(outN, kGpuThreads), 1, kGpuMaxBlocks);
-    emitKernel(op->getLoc(), op->getName().stripDialect(), ids, blocks, [&](KernelEmitter &e) {
-      e.computeType = computeType;
-      if (!perBlock) {
-        Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
-        e.loop(first, e.idx(outN), [&](Value o) { serial(e, o); }, blocks * kGpuThreads);
-        return;
-      }
-      Value o = e.bid();
+    // Output o reduced by the whole block.
+    auto byBlock = [&](KernelEmitter &e, Value o) {
       SmallVector<Value> base = keptBase(e, o);
       Value part = e.reduce(e.tid(), e.idx(redN), e.f32(init), [&](Value ri, Value acc) {
         SmallVector<Value> off(base);
@@ -182,6 +180,24 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
                               [&](Value a, Value x) { return combine(e, a, x); }, init);
       e.ifThen(arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, e.tid(), e.idx(0)),
                [&] { finishOut(e, o, r); });
+    };
+    emitKernel(op->getLoc(), op->getName().stripDialect(), ids, blocks, [&](KernelEmitter &e) {
+      e.computeType = computeType;
+      if (!perBlock) {
+        Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
+        Value n = live ? e.liveCount(outShape, syms) : e.idx(outN);
+        e.loop(first, n, [&](Value o) {
+          serial(e, live ? e.liveToBound(o, outShape, syms) : o);
+        }, blocks * kGpuThreads);
+        return;
+      }
+      if (!live) {
+        byBlock(e, e.bid());
+        return;
+      }
+      // (A whole block leaves: its barriers stay uniform.)
+      e.ifThen(e.ult(e.bid(), e.liveCount(outShape, syms)),
+               [&] { byBlock(e, e.liveToBound(e.bid(), outShape, syms)); });
     }, flops);
     Launch &l = p.launches.back();
     l.gpuShaped = true;
@@ -189,8 +205,6 @@ LogicalResult Lowering::reduce(Operation *op, const Epilogue *pro, const Epilogu
     l.block[0] = kGpuThreads;
     l.blockSync = perBlock;
   } else {
-    // Live extents: the live outputs, at their positions at the bounds.
-    SmallVector<int> syms = liveSyms(outShape.size());
     liveShareBox(outShape, syms, perWg);
     emitKernel(op->getLoc(), op->getName().stripDialect(), ids, ceilDiv(outN, perWg),
                [&](KernelEmitter &e) {

@@ -223,14 +223,45 @@ struct Rule {
   int tied = -1;
 };
 
+/// Whether the CUDA targets' kernel of `op` keeps to its rule (the
+/// GPU-shaped builders that take the live box: elementwise ops and fusions
+/// of them, the gathers, slices, concats and transposes of gpuForEach,
+/// softmax and layer norm rows, reductions' live outputs (with their
+/// fused prologues and epilogues); matrix products, with their epilogues,
+/// whose k loop stops at the live depth while their rows and columns are
+/// computed at the bounds, the padding's share garbage nobody reads). Any
+/// other op computes every position at the bounds there, reading its
+/// operands whole.
+static bool gpuWalksLive(Operation *op) {
+  auto isReduction = [](Operation *o) {
+    return isa<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp,
+               kiln::ReduceProdOp>(o);
+  };
+  if (auto f = dyn_cast<kiln::FusionOp>(op)) {
+    // Elementwise throughout, or around one matrix product (first) or one
+    // reduction.
+    auto ops = f.getBody().front().without_terminator();
+    bool product = !ops.empty() && isa<kiln::MatMulOp>(*ops.begin());
+    int reductions = 0;
+    return llvm::all_of(ops, [&](Operation &inner) {
+      return kiln::isElementwise(&inner) || (product && &inner == &*ops.begin()) ||
+             (!product && isReduction(&inner) && ++reductions == 1);
+    });
+  }
+  return kiln::isElementwise(op) || isReduction(op) ||
+         isa<kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp, kiln::ConcatOp, kiln::GatherOp,
+             kiln::SoftmaxOp, kiln::LayerNormOp, kiln::MatMulOp>(op);
+}
+
 class Analysis {
 public:
-  Analysis(LiveExtents &x, ArrayRef<bool> known, ArrayRef<int64_t> derived)
-      : x(x), known(known), derived(derived), axisZero(x) {}
+  Analysis(LiveExtents &x, ArrayRef<bool> known, ArrayRef<int64_t> derived, bool gpu)
+      : x(x), known(known), derived(derived), gpu(gpu), axisZero(x) {}
 
   LiveExtents &x;
   ArrayRef<bool> known;
   ArrayRef<int64_t> derived; // kiln.symbol_derived: {op, a, b} per symbol
+  bool gpu;                  // the CUDA targets' kernels (gpuWalksLive)
   AxisZeroRules axisZero;
   llvm::DenseMap<Operation *, Rule> rules;
 
@@ -498,7 +529,7 @@ public:
     for (Value v : op->getOperands())
       if (llvm::isa<RankedTensorType>(v.getType()))
         none.reads.push_back(Read{v, SmallVector<int>(shapeOf(v).size(), kWhole)});
-    if (op->getNumResults() != 1)
+    if (op->getNumResults() != 1 || (gpu && !gpuWalksLive(op)))
       return none;
     auto rt = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (!rt || rt.getRank() == 0)
@@ -692,12 +723,12 @@ static bool isLiveMask(Operation *op, ArrayRef<int> box) {
   });
 }
 
-LiveExtents liveExtents(func::FuncOp fn, ArrayRef<bool> known) {
+LiveExtents liveExtents(func::FuncOp fn, ArrayRef<bool> known, bool gpu) {
   LiveExtents x;
   ArrayRef<int64_t> derived;
   if (auto d = fn->getAttrOfType<DenseI64ArrayAttr>(kiln::attr::kSymbolDerived))
     derived = d.asArrayRef();
-  Analysis a(x, known, derived);
+  Analysis a(x, known, derived, gpu);
   for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
     auto attrs = fn.getArgAttrDict(i);
     auto syms = attrs ? attrs.getAs<DenseI32ArrayAttr>(kiln::attr::kSymbols) : nullptr;

@@ -24,7 +24,11 @@
 // live positions: their results are exact without the padding.
 //
 // Only symbols whose sizes are known before the run (inputs' and those
-// derived from them) bound extents; the CUDA targets run at the bounds.
+// derived from them) bound extents. For the CUDA targets (`gpu`), only the
+// ops whose GPU-shaped kernels keep to their rules get them (elementwise
+// ops and fusions of them, the data movers, softmax, layer norm, matrix
+// products over their live depth); the others compute, and read,
+// everything at the bounds.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_PROGRAM_LIVEEXTENTS_H
@@ -73,8 +77,9 @@ struct LiveExtents {
 };
 
 /// The live extents of `fn`'s values and kernels. `known[s]`: symbol s's
-/// size is known before the run (the others bound nothing).
-LiveExtents liveExtents(mlir::func::FuncOp fn, llvm::ArrayRef<bool> known);
+/// size is known before the run (the others bound nothing); `gpu`: for the
+/// CUDA targets' kernels.
+LiveExtents liveExtents(mlir::func::FuncOp fn, llvm::ArrayRef<bool> known, bool gpu = false);
 
 } // namespace kiln::codegen
 

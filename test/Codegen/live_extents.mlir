@@ -4,8 +4,9 @@
 // computes only the live extents of its axes (LiveExtents.h): the scores'
 // rows and columns, the softmax over the live keys, the product over the
 // live keys, the scaled output's rows. Each takes the run's sizes as i64
-// arguments after its buffers (kiln.size_args) and launches with them
-// (kiln.live_launch: inner, then per term num, den, count, symbols).
+// arguments after its buffers (kiln.size_args) and, on the CPU, launches
+// with them (kiln.live_launch: inner, then per term num, den, count,
+// symbols).
 
 func.func @main(%q: tensor<1x32x16xf32> {kiln.name = "q", kiln.symbols = array<i32: -1, 0, -1>},
                 %k: tensor<1x64x16xf32> {kiln.name = "k", kiln.symbols = array<i32: -1, 1, -1>},
@@ -40,6 +41,18 @@ func.func @main(%q: tensor<1x32x16xf32> {kiln.name = "q", kiln.symbols = array<i
 // CHECK-LABEL: func.func @kiln_k4_mul(
 // CHECK-SAME: kiln.size_args = array<i32: 0, 1>
 
-// The CUDA targets run at the bounds: no sizes taken.
-// EMU-NOT: kiln.size_args
+// The CUDA targets walk the same live extents inside grids sized for the
+// bounds (a captured CUDA graph replays any run): every kernel takes the
+// run's sizes, none launches by them.
+// EMU-NOT: kiln.live_launch
+// EMU-LABEL: func.func @kiln_k0_transpose(
+// EMU-SAME: kiln.size_args = array<i32: 0, 1>
+// EMU-LABEL: func.func @kiln_k1_matmul(
+// EMU-SAME: kiln.size_args = array<i32: 0, 1>
+// EMU-LABEL: func.func @kiln_k2_softmax(
+// EMU-SAME: kiln.size_args = array<i32: 0, 1>
+// EMU-LABEL: func.func @kiln_k3_matmul(
+// EMU-SAME: kiln.size_args = array<i32: 0, 1>
+// EMU-LABEL: func.func @kiln_k4_mul(
+// EMU-SAME: kiln.size_args = array<i32: 0, 1>
 // EMU-NOT: kiln.live_launch

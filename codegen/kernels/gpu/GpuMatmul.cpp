@@ -47,18 +47,45 @@ static Value guardedPanelLoad(KernelEmitter &e, int buf, Value r, int64_t rLimit
   return arith::SelectOp::create(b, ok, v, e.zero(v.getType())).getResult();
 }
 
+void Lowering::liveTileOnly(KernelEmitter &e, Value bi, Value i0, Value j0) {
+  Value live;
+  auto need = [&](const GpuLivePrefix &p, Value at) {
+    if (Value n = p.count(e))
+      live = live ? arith::AndIOp::create(e.b, live, e.ult(at, n)).getResult() : e.ult(at, n);
+  };
+  need(gpuLiveB, bi);
+  need(gpuLiveM, i0);
+  need(gpuLiveN, j0);
+  if (!live)
+    return;
+  // The rest of the kernel's body in `if (live)`: a block past the live
+  // tiles leaves as a whole (its barriers stay uniform).
+  auto ifOp = scf::IfOp::create(e.b, live, /*withElseRegion=*/false);
+  e.b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+}
+
 void Lowering::stagePanels(KernelEmitter &e, Value t, const PanelTile &p, Value aBase,
                            Value bBase, const GpuAt &aAt, const GpuAt &bAt, Value As,
                            Value Bs) {
+  // (Past the live depth: zeros, whatever the padding holds.)
+  auto live = [&](Value v, Value k) {
+    if (!p.kLive)
+      return v;
+    return arith::SelectOp::create(e.b, e.ult(k, p.kLive), v, e.zero(v.getType())).getResult();
+  };
   for (int64_t r = 0; r < p.T * p.TK / p.threads; ++r) {
     Value el = e.add(t, e.idx(r * p.threads));
     Value row = e.div(el, p.TK), kk = e.rem(el, p.TK);
-    e.storeM(guardedPanelLoad(e, 0, e.add(p.i0, row), p.M, e.add(p.k0, kk), p.K,
-                              [&](Value i, Value k) { return aAt(e, aBase, i, k); }),
+    Value ka = e.add(p.k0, kk);
+    e.storeM(live(guardedPanelLoad(e, 0, e.add(p.i0, row), p.M, ka, p.K,
+                                   [&](Value i, Value k) { return aAt(e, aBase, i, k); }),
+                  ka),
              As, p.aRowMajor ? e.add(e.mul(row, p.TK), kk) : e.add(e.mul(kk, p.T), row));
     Value kb = e.div(el, p.T), col = e.rem(el, p.T);
-    e.storeM(guardedPanelLoad(e, 1, e.add(p.k0, kb), p.K, e.add(p.j0, col), p.N,
-                              [&](Value k, Value j) { return bAt(e, bBase, k, j); }),
+    Value kbk = e.add(p.k0, kb);
+    e.storeM(live(guardedPanelLoad(e, 1, kbk, p.K, e.add(p.j0, col), p.N,
+                                   [&](Value k, Value j) { return bAt(e, bBase, k, j); }),
+                  kbk),
              Bs, e.add(e.mul(kb, p.T), col));
   }
 }
@@ -92,17 +119,22 @@ LogicalResult Lowering::gpuMatmul(Operation *op, ArrayRef<Value> ins, int64_t ba
     Value blk = e.bid(), t = e.tid();
     Value bi = e.div(blk, tilesM * tilesN), tile = e.rem(blk, tilesM * tilesN);
     Value i0 = e.mul(e.div(tile, tilesN), T), j0 = e.mul(e.rem(tile, tilesN), T);
+    liveTileOnly(e, bi, i0, j0);
     Value tx = e.rem(t, 16), ty = e.div(t, 16);
     auto [aBase, bBase] = bases(e, bi);
     Value As = e.shared(TK * T), Bs = e.shared(TK * T);
     SmallVector<Value> init(R * R, e.f32(0.0f));
-    auto loop = scf::ForOp::create(b, e.idx(0), e.idx(ceilDiv(K, TK)), e.idx(1), init);
+    // (Live extents: the k loop stops at the live depth.)
+    Value kLim = e.extent(K, gpuLiveK);
+    auto loop = scf::ForOp::create(b, e.idx(0), e.div(e.add(kLim, e.idx(TK - 1)), TK),
+                                   e.idx(1), init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = e.mul(loop.getInductionVar(), TK);
       // Stage the panels: A as As[kk][row], B as Bs[kk][col].
-      PanelTile panel{T, TK, kGpuThreads, M, N, K, i0, j0, k0, /*aRowMajor=*/false};
+      PanelTile panel{T, TK, kGpuThreads, M, N, K, i0, j0, k0, /*aRowMajor=*/false,
+                      gpuLiveK >= 0 ? kLim : Value()};
       stagePanels(e, t, panel, aBase, bBase, aAt, bAt, As, Bs);
       e.barrier();
       SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
@@ -159,6 +191,7 @@ LogicalResult Lowering::gpuGemv(Operation *op, ArrayRef<Value> ins, int64_t M, i
     // This thread's column, its slice of the column's threads, its first k
     // and the k step of its slice.
     Value c = alongK ? e.div(warp, kGemvSlices) : lane;
+    liveTileOnly(e, e.idx(0), e.idx(0), e.mul(e.bid(), cols));
     Value j = e.add(e.mul(e.bid(), cols), c);
     Value jc = e.minI(j, e.idx(N - 1));
     Value slice = alongK ? e.rem(warp, kGemvSlices) : warp;
@@ -171,7 +204,8 @@ LogicalResult Lowering::gpuGemv(Operation *op, ArrayRef<Value> ins, int64_t M, i
       return arith::SelectOp::create(b, ok, v, e.zero(v.getType())).getResult();
     };
     SmallVector<Value> init(M * kGemvUnroll, e.f32(0.0f));
-    auto loop = scf::ForOp::create(b, k0, e.idx(K), e.idx(step * kGemvUnroll), init);
+    Value kLim = e.extent(K, gpuLiveK); // (live extents: the live depth)
+    auto loop = scf::ForOp::create(b, k0, kLim, e.idx(step * kGemvUnroll), init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -179,7 +213,7 @@ LogicalResult Lowering::gpuGemv(Operation *op, ArrayRef<Value> ins, int64_t M, i
       SmallVector<Value> bv, ok, kc;
       for (int64_t u = 0; u < kGemvUnroll; ++u) {
         Value k = e.add(loop.getInductionVar(), e.idx(u * step));
-        ok.push_back(e.ult(k, e.idx(K)));
+        ok.push_back(e.ult(k, kLim));
         kc.push_back(e.minI(k, e.idx(K - 1)));
         bv.push_back(loadAt(1, bAt(e, bBase, kc[u], jc), ok[u]));
       }
@@ -257,6 +291,7 @@ LogicalResult Lowering::gpuMatmulTc(Operation *op, ArrayRef<Value> ins, int64_t 
     Value blk = e.bid(), t = e.tid();
     Value bi = e.div(blk, tilesM * tilesN), tile = e.rem(blk, tilesM * tilesN);
     Value i0 = e.mul(e.div(tile, tilesN), T), j0 = e.mul(e.rem(tile, tilesN), T);
+    liveTileOnly(e, bi, i0, j0);
     Value warp = e.div(t, 32);
     Value wRow = e.mul(e.div(warp, 2), WT), wCol = e.mul(e.rem(warp, 2), WT);
     auto [aBase, bBase] = bases(e, bi);
@@ -274,13 +309,16 @@ LogicalResult Lowering::gpuMatmulTc(Operation *op, ArrayRef<Value> ins, int64_t 
     auto accType = VectorType::get({8}, b.getF32Type());
     Value zeroAcc = arith::ConstantOp::create(b, DenseElementsAttr::get(accType, 0.0f));
     SmallVector<Value> init(F * F, zeroAcc);
-    auto loop = scf::ForOp::create(b, e.idx(0), e.idx(ceilDiv(K, TK)), e.idx(1), init);
+    Value kLim = e.extent(K, gpuLiveK); // (live extents: the live depth)
+    auto loop = scf::ForOp::create(b, e.idx(0), e.div(e.add(kLim, e.idx(TK - 1)), TK),
+                                   e.idx(1), init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = e.mul(loop.getInductionVar(), TK);
       // A as As[row][kk] (wmma's row-major A), B as Bs[kk][col].
-      PanelTile panel{T, TK, kGpuTcThreads, M, N, K, i0, j0, k0, /*aRowMajor=*/true};
+      PanelTile panel{T, TK, kGpuTcThreads, M, N, K, i0, j0, k0, /*aRowMajor=*/true,
+                      gpuLiveK >= 0 ? kLim : Value()};
       stagePanels(e, t, panel, aBase, bBase, aAt, bAt, As, Bs);
       e.barrier();
       SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
