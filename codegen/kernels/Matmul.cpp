@@ -123,6 +123,8 @@ LogicalResult Lowering::gemm(kiln::GemmOp op, const Epilogue *epi) {
     return v;
   };
 
+  // (Live extents on the GPU: the blocks past the live rows leave.)
+  llvm::SaveAndRestore liveRowsOnGpu(gpuLiveM, GpuLivePrefix{liveSym, M, 1});
   if (p.options.gpu)
     return gpuMatmul(
         op, ins, 1, M, N, K,

@@ -249,7 +249,9 @@ template <typename PoolOp> LogicalResult Lowering::pool(PoolOp op, bool isMax) {
     int64_t blocks = std::clamp<int64_t>(ceilDiv(total, kGpuThreads), 1, kGpuMaxBlocks);
     return gpuLaunch(op, {op.getInput()}, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
       Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
-      e.loop(first, e.idx(total), [&](Value i) {
+      // (Live extents: the windows of the live images, a prefix.)
+      Value n = GpuLivePrefix{liveSym, in[0], in[1] * OH * OW}.count(e);
+      e.loop(first, n ? n : e.idx(total), [&](Value i) {
         Value plane = e.div(i, OH * OW), pix = e.rem(i, OH * OW);
         e.store(window(e, e.mul(plane, H * W), e.div(pix, OW), e.rem(pix, OW)), 1, i);
       }, blocks * kGpuThreads);
@@ -283,7 +285,7 @@ LogicalResult Lowering::globalAvgPool(kiln::GlobalAvgPoolOp op) {
       e.ifThen(arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, e.tid(), e.idx(0)), [&] {
         e.store(arith::DivFOp::create(e.b, sum, e.f32(static_cast<float>(inner))), 1, plane);
       });
-    });
+    }, {in[0], in[1]}, {liveSym, -1}); // (the live images' planes)
   liveRows(1, 1, in[1]);
   return launch(op, {op.getInput()}, planes, [&](KernelEmitter &e) {
     Value base = e.mul(e.wg, inner);

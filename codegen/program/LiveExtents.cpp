@@ -226,31 +226,32 @@ struct Rule {
 /// Whether the CUDA targets' kernel of `op` keeps to its rule (the
 /// GPU-shaped builders that take the live box: elementwise ops and fusions
 /// of them, the gathers, slices, concats and transposes of gpuForEach,
-/// softmax and layer norm rows, reductions' live outputs (with their
-/// fused prologues and epilogues); matrix products, with their epilogues,
-/// whose k loop stops at the live depth while their rows and columns are
-/// computed at the bounds, the padding's share garbage nobody reads). Any
-/// other op computes every position at the bounds there, reading its
-/// operands whole.
+/// softmax, layer and batch norm rows, reductions' live outputs (with
+/// their fused prologues and epilogues); matrix products, with their
+/// epilogues, whose blocks past the live tiles leave and whose k loop stops
+/// at the live depth; convolutions, pools and Gemm over the live batch.
+/// Positions a kernel computes anyway read garbage padding and hold
+/// garbage nobody reads: none of these kernels can fault on it). Any other
+/// op computes every position at the bounds there, reading its operands
+/// whole.
 static bool gpuWalksLive(Operation *op) {
-  auto isReduction = [](Operation *o) {
+  // (The batch rows of convolutions, pools and Gemm: their GPU kernels
+  // skip the images and rows past the live batch.)
+  auto anchor = [](Operation *o) {
     return isa<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp,
-               kiln::ReduceProdOp>(o);
+               kiln::ReduceProdOp, kiln::MatMulOp, kiln::GemmOp, kiln::ConvOp,
+               kiln::MaxPoolOp, kiln::AvgPoolOp, kiln::GlobalAvgPoolOp>(o);
   };
   if (auto f = dyn_cast<kiln::FusionOp>(op)) {
-    // Elementwise throughout, or around one matrix product (first) or one
-    // reduction.
-    auto ops = f.getBody().front().without_terminator();
-    bool product = !ops.empty() && isa<kiln::MatMulOp>(*ops.begin());
-    int reductions = 0;
-    return llvm::all_of(ops, [&](Operation &inner) {
-      return kiln::isElementwise(&inner) || (product && &inner == &*ops.begin()) ||
-             (!product && isReduction(&inner) && ++reductions == 1);
+    // Elementwise throughout, or around one of the ops above.
+    int anchors = 0;
+    return llvm::all_of(f.getBody().front().without_terminator(), [&](Operation &inner) {
+      return kiln::isElementwise(&inner) || (anchor(&inner) && ++anchors == 1);
     });
   }
-  return kiln::isElementwise(op) || isReduction(op) ||
+  return kiln::isElementwise(op) || anchor(op) ||
          isa<kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp, kiln::ConcatOp, kiln::GatherOp,
-             kiln::SoftmaxOp, kiln::LayerNormOp, kiln::MatMulOp>(op);
+             kiln::SoftmaxOp, kiln::LayerNormOp, kiln::BatchNormOp>(op);
 }
 
 class Analysis {

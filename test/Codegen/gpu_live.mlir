@@ -9,14 +9,14 @@
 // of 8 rows, K = 37 of 64 keys), where the padding is never computed.
 // RUN: kiln-compile %s --target=cuda-emu -o %t.emu.so
 // RUN: kiln-compile %s -o %t.cpu.so
-// RUN: %python -c "import numpy as np; g = np.random.default_rng(5); [np.save('%t.' + n + '.npy', g.standard_normal(s).astype(np.float32)) for n, s in [('x', (3, 16)), ('s', (1, 4, 37)), ('v', (1, 37, 16))]]"
-// RUN: kiln-run %t.cpu.so --input x=%t.x.npy --input s=%t.s.npy --input v=%t.v.npy --output-dir %t.ref
-// RUN: kiln-run %t.emu.so --input x=%t.x.npy --input s=%t.s.npy --input v=%t.v.npy --compare y=%t.ref/y.npy --compare t=%t.ref/t.npy --compare l=%t.ref/l.npy --compare p=%t.ref/p.npy --compare mm=%t.ref/mm.npy --compare pv=%t.ref/pv.npy --rtol 1e-5 --atol 1e-5 | FileCheck %s --check-prefix=NUM
-// NUM-COUNT-6: compare {{[a-z]+}}: ok
+// RUN: %python -c "import numpy as np; g = np.random.default_rng(5); [np.save('%t.' + n + '.npy', g.standard_normal(s).astype(np.float32)) for n, s in [('x', (3, 16)), ('s', (1, 4, 37)), ('v', (1, 37, 16)), ('img', (3, 3, 6, 6))]]"
+// RUN: kiln-run %t.cpu.so --input x=%t.x.npy --input s=%t.s.npy --input v=%t.v.npy --input img=%t.img.npy --output-dir %t.ref
+// RUN: kiln-run %t.emu.so --input x=%t.x.npy --input s=%t.s.npy --input v=%t.v.npy --input img=%t.img.npy --compare y=%t.ref/y.npy --compare t=%t.ref/t.npy --compare l=%t.ref/l.npy --compare p=%t.ref/p.npy --compare mm=%t.ref/mm.npy --compare pv=%t.ref/pv.npy --compare mp=%t.ref/mp.npy --compare fc=%t.ref/fc.npy --rtol 1e-5 --atol 1e-5 | FileCheck %s --check-prefix=NUM
+// NUM-COUNT-8: compare {{[a-z]+}}: ok
 // The products on tensor cores (bf16 operands) stop at the live tiles and
 // depth too: within bf16's rounding of the f32 results.
 // RUN: kiln-compile %s --target=cuda-emu --precision=bf16 -o %t.tc.so
-// RUN: kiln-run %t.tc.so --input x=%t.x.npy --input s=%t.s.npy --input v=%t.v.npy --compare mm=%t.ref/mm.npy --compare pv=%t.ref/pv.npy --rtol 2e-2 --atol 2e-2 | FileCheck %s --check-prefix=TC
+// RUN: kiln-run %t.tc.so --input x=%t.x.npy --input s=%t.s.npy --input v=%t.v.npy --input img=%t.img.npy --compare mm=%t.ref/mm.npy --compare pv=%t.ref/pv.npy --rtol 2e-2 --atol 2e-2 | FileCheck %s --check-prefix=TC
 // TC-COUNT-2: compare {{[a-z]+}}: ok
 // The CUDA target's kernels over live extents (LiveExtents with gpu): the
 // grid stays sized for the bounds (a captured CUDA graph replays any run),
@@ -26,13 +26,16 @@
 func.func @main(%x: tensor<8x16xf32> {kiln.name = "x", kiln.symbols = array<i32: 0, -1>},
                 %s: tensor<1x4x64xf32> {kiln.name = "s", kiln.symbols = array<i32: -1, -1, 1>},
                 %v: tensor<1x64x16xf32> {kiln.name = "v", kiln.symbols = array<i32: -1, 1, -1>},
+                %img: tensor<8x3x6x6xf32> {kiln.name = "img", kiln.symbols = array<i32: 0, -1, -1, -1>},
                 %n: tensor<1xi64> {kiln.name = "__kiln_size_K", kiln.symbol_input = 1 : i32})
     -> (tensor<8x16xf32> {kiln.name = "y", kiln.symbols = array<i32: 0, -1>},
         tensor<16x8xf32> {kiln.name = "t", kiln.symbols = array<i32: -1, 0>},
         tensor<8x16xf32> {kiln.name = "l", kiln.symbols = array<i32: 0, -1>},
         tensor<1x4x64xf32> {kiln.name = "p", kiln.symbols = array<i32: -1, -1, 1>},
         tensor<8x24xf32> {kiln.name = "mm", kiln.symbols = array<i32: 0, -1>},
-        tensor<1x4x16xf32> {kiln.name = "pv"})
+        tensor<1x4x16xf32> {kiln.name = "pv"},
+        tensor<8x4x3x3xf32> {kiln.name = "mp", kiln.symbols = array<i32: 0, -1, -1, -1>},
+        tensor<8x5xf32> {kiln.name = "fc", kiln.symbols = array<i32: 0, -1>})
     attributes {kiln.symbol_bounds = array<i64: 8, 64>, kiln.symbol_names = ["N", "K"]} {
   %three = kiln.constant dense<3.0> : tensor<f32>
   %y = kiln.mul %x, %three : tensor<8x16xf32>, tensor<f32>
@@ -47,7 +50,14 @@ func.func @main(%x: tensor<8x16xf32> {kiln.name = "x", kiln.symbols = array<i32:
   %w = kiln.constant dense<0.125> : tensor<16x24xf32>
   %mm = kiln.matmul %x, %w : tensor<8x16xf32>, tensor<16x24xf32>
   %pv = kiln.matmul %p, %v : tensor<1x4x64xf32>, tensor<1x64x16xf32>
-  return %y, %t, %l, %p, %mm, %pv : tensor<8x16xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<1x4x64xf32>, tensor<8x24xf32>, tensor<1x4x16xf32>
+  %cw = kiln.constant dense<0.2> : tensor<4x3x3x3xf32>
+  %cv = kiln.conv %img, %cw {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<8x3x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<8x4x6x6xf32>
+  %mp = kiln.max_pool %cv {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = false, count_include_pad = false} : tensor<8x4x6x6xf32> -> tensor<8x4x3x3xf32>
+  %gap = kiln.global_avg_pool %cv : tensor<8x4x6x6xf32> -> tensor<8x4x1x1xf32>
+  %flat = kiln.reshape %gap : tensor<8x4x1x1xf32> -> tensor<8x4xf32>
+  %fw = kiln.constant dense<0.3> : tensor<4x5xf32>
+  %fc = kiln.gemm %flat, %fw {alpha = 1.0 : f32, beta = 0.0 : f32, trans_a = false, trans_b = false} : (tensor<8x4xf32>, tensor<4x5xf32>) -> tensor<8x5xf32>
+  return %y, %t, %l, %p, %mm, %pv, %mp, %fc : tensor<8x16xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<1x4x64xf32>, tensor<8x24xf32>, tensor<1x4x16xf32>, tensor<8x4x3x3xf32>, tensor<8x5xf32>
 }
 
 // An elementwise kernel over the live rows (a prefix: 16-byte accesses
@@ -92,3 +102,9 @@ func.func @main(%x: tensor<8x16xf32> {kiln.name = "x", kiln.symbols = array<i32:
 // CHECK-SAME: const i64 *__restrict__ szp[[K2:[0-9]+]], i64 workgroups)
 // CHECK: i64 [[SK2:v[0-9]+]] = (i64)sz[[K2]];
 // CHECK: (unsigned long long)([[SK2]]) < (unsigned long long)(v{{[0-9]+}}) ? [[SK2]] : v{{[0-9]+}};
+// A convolution over the live batch: the blocks of the images past it
+// leave (the implicit GEMM's batches, image by group).
+// CHECK-LABEL: void kiln_k{{[0-9]+}}_conv(
+// CHECK-SAME: const i64 *__restrict__ szp
+// CHECK: if (v{{[0-9]+}}) {
+// CHECK: kiln_gpu_barrier();

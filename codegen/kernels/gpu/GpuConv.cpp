@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Lowering.h"
 
+#include "llvm/Support/SaveAndRestore.h"
+
 using namespace mlir;
 
 namespace kiln::codegen::kernels {
@@ -38,6 +40,8 @@ LogicalResult Lowering::gpuConv(kiln::ConvOp op, const Epilogue *epi) {
   int firstSite;
   SmallVector<Value> ins = gpuConvOperands(op, epi, firstSite);
   int outArg = ins.size();
+  // Live extents: the blocks of the images past the live batch leave.
+  llvm::SaveAndRestore liveB(gpuLiveB, GpuLivePrefix{liveSym, N, G});
   return gpuMatmul(
       op, ins, N * G, Og, P, Kdim,
       [&](KernelEmitter &e, Value bi) {
@@ -83,7 +87,9 @@ LogicalResult Lowering::gpuConvDirect(kiln::ConvOp op, const Epilogue *epi) {
   LogicalResult r = gpuLaunch(op, ins, blocks, kGpuThreads, false, [&](KernelEmitter &e) {
     ImplicitLocOpBuilder &b = e.b;
     Value first = e.add(e.mul(e.bid(), kGpuThreads), e.tid());
-    e.loop(first, e.idx(total), [&](Value i) {
+    // (Live extents: the outputs of the live images, a prefix.)
+    Value n = GpuLivePrefix{liveSym, out[0], total / std::max<int64_t>(out[0], 1)}.count(e);
+    e.loop(first, n ? n : e.idx(total), [&](Value i) {
       Value pix = e.rem(i, P), rest = e.div(i, P);
       Value oc = e.rem(rest, O), n = e.div(rest, O);
       Value oh = e.div(pix, OW), ow = e.rem(pix, OW);
