@@ -26,9 +26,9 @@
 // Only symbols whose sizes are known before the run (inputs' and those
 // derived from them) bound extents. For the CUDA targets (`gpu`), only the
 // ops whose GPU-shaped kernels keep to their rules get them (elementwise
-// ops and fusions of them, the data movers, softmax, layer norm, matrix
-// products over their live depth); the others compute, and read,
-// everything at the bounds.
+// ops, the data movers, softmax and the norms, reductions, matrix products,
+// convolutions, pools and Gemm, and fusions around one of them: see
+// gpuWalksLive); the others compute, and read, everything at the bounds.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_CODEGEN_PROGRAM_LIVEEXTENTS_H
