@@ -229,7 +229,8 @@ struct Rule {
 /// softmax, layer and batch norm rows, reductions' live outputs (with
 /// their fused prologues and epilogues); matrix products, with their
 /// epilogues, whose blocks past the live tiles leave and whose k loop stops
-/// at the live depth; convolutions, pools and Gemm over the live batch.
+/// at the live depth; convolutions, pools and Gemm over the live batch;
+/// attention, every batch row.
 /// Positions a kernel computes anyway read garbage padding and hold
 /// garbage nobody reads: none of these kernels can fault on it). Any other
 /// op computes every position at the bounds there, reading its operands
@@ -237,16 +238,21 @@ struct Rule {
 static bool gpuWalksLive(Operation *op) {
   // (The batch rows of convolutions, pools and Gemm: their GPU kernels
   // skip the images and rows past the live batch.)
+  // (The fused attention kernel computes every batch row: the rows are
+  // independent, so the padding rows hold garbage nobody reads.)
   auto anchor = [](Operation *o) {
     return isa<kiln::ReduceSumOp, kiln::ReduceMeanOp, kiln::ReduceMaxOp, kiln::ReduceMinOp,
                kiln::ReduceProdOp, kiln::MatMulOp, kiln::GemmOp, kiln::ConvOp,
-               kiln::MaxPoolOp, kiln::AvgPoolOp, kiln::GlobalAvgPoolOp>(o);
+               kiln::MaxPoolOp, kiln::AvgPoolOp, kiln::GlobalAvgPoolOp, kiln::AttentionOp>(o);
   };
   if (auto f = dyn_cast<kiln::FusionOp>(op)) {
-    // Elementwise throughout, or around one of the ops above.
+    // Elementwise throughout, or around one of the ops above (attention
+    // with the views of its heads).
     int anchors = 0;
     return llvm::all_of(f.getBody().front().without_terminator(), [&](Operation &inner) {
-      return kiln::isElementwise(&inner) || (anchor(&inner) && ++anchors == 1);
+      return kiln::isElementwise(&inner) ||
+             isa<kiln::ReshapeOp, kiln::TransposeOp, kiln::SliceOp>(inner) ||
+             (anchor(&inner) && ++anchors == 1);
     });
   }
   return kiln::isElementwise(op) || anchor(op) ||
