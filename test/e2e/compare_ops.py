@@ -1088,6 +1088,12 @@ NUMPY_REFERENCES = {
 }
 
 
+# The ops whose CPU kernels call the matrix ukernels (runtime/cpu/ukernels:
+# sgemm, sgemv, the bf16/fp16 and Winograd paths).
+UKERNEL_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MatMul", "MatMulInteger",
+               "QLinearMatMul", "Gemm", "Einsum", "Attention", "GRU", "LSTM", "RNN"}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bindir", required=True)
@@ -1097,11 +1103,16 @@ def main():
     ap.add_argument("--no-cuda", action="store_true",
                     help="skip the CUDA variant (a run that changes only the CPU ukernels)")
     ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
+    ap.add_argument("--ukernel-cases", action="store_true",
+                    help="run only the cases with an op the CPU's matrix ukernels compute "
+                         "(a run forcing one with KILN_UKERNEL: no other kernel calls them)")
     args = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, m in CASES.items():
             if args.only not in name:
+                continue
+            if args.ukernel_cases and not any(n.op_type in UKERNEL_OPS for n in m.graph.node):
                 continue
             if m.graph.node[0].op_type == "BatchNormalization":
                 # variance must be positive
