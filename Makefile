@@ -6,7 +6,8 @@
 #               building the importers' libFuzzer targets (ONNX, .pt2; ASan+UBSan) into build-fuzz/bin/
 #   make zoo    every model of the real-model zoo (timm, transformers; ONNX and .pt2)
 #               against onnxruntime and eager, its table into docs/zoo.md
-#   make bench  Kiln vs onnxruntime, side by side (docs/performance.md)
+#   make bench  Kiln vs the latest onnxruntime, OpenVINO and torch.compile, side by side
+#               (docs/performance.md; make bench-deps installs those engines in build/bench-venv)
 #   make docs   regenerate docs/dialect.md (ODS) and docs/pytorch-ops.md (ATen converters)
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -14,7 +15,7 @@ PYTHON ?= python3
 LLVM_PREFIX ?= /usr/lib/llvm-22
 LIT ?= $(LLVM_PREFIX)/bin/lit
 
-.PHONY: all deps configure build fuzz fuzz-build demo test zoo bench docs clean
+.PHONY: all deps configure build fuzz fuzz-build demo test zoo bench bench-deps docs clean
 
 all: build
 
@@ -56,8 +57,13 @@ test: build fuzz-build
 zoo: build
 	$(PYTHON) test/zoo/zoo.py --bindir $(BUILD)/bin --table docs/zoo.md
 
-bench: build
-	$(PYTHON) bench/compare.py --bindir $(BUILD)/bin
+BENCH_VENV ?= $(BUILD)/bench-venv
+bench-deps: deps
+	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(BENCH_VENV)
+	@$(BENCH_VENV)/bin/python -m pip install -q -r scripts/requirements-bench.txt
+
+bench: build bench-deps
+	$(BENCH_VENV)/bin/python bench/compare.py --bindir $(BUILD)/bin
 
 docs: build
 	ninja -C $(BUILD) KilnDialectDocGen

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Kiln vs onnxruntime vs torch.compile on the same models, side by side in
-one run.
+"""Kiln vs onnxruntime vs OpenVINO vs torch.compile on the same models, side
+by side in one run.
 
 Each engine runs in its own worker process (so each one's peak RSS is its
 own), all called from Python on the same input:
@@ -8,6 +8,8 @@ own), all called from Python on the same input:
   kiln   the model compiled by kiln-compile to a .so, run through kiln.Model
          (python/kiln: ctypes, in place; the same runtime as kiln-run);
   ort    onnxruntime's CPU provider, all graph optimizations;
+  ov     OpenVINO's CPU plugin (latency hint; its inference precision the
+         --precision's: f32, or bf16 where the CPU has bf16 instructions);
   torch  torch.compile (Inductor, freezing on) under no_grad, when torch is
          installed: the ONNX graph as an nn.Module with the same weights
          (bench/onnx_torch.py);
@@ -19,6 +21,14 @@ instead: torchvision ResNet-18 and MobileNetV2 and nn.TransformerEncoder,
 which Kiln compiles through kiln.export (.pt2) and torch.compile takes as
 they are (no onnxruntime there).
 
+--precision picks the suite: fp32 (default); bf16 (Kiln --precision=bf16,
+OpenVINO's bf16 hint, onnxruntime in fp32 as the reference); int8 (each
+model quantized by onnxruntime's quantize_static: QDQ, per-channel s8
+weights, u8 activations calibrated on 8 random inputs; every engine runs
+that model). The engines default to those installed; make bench-deps puts
+the latest onnxruntime and OpenVINO in build/bench-venv (make bench runs
+there).
+
 After warm-up (at least 5 calls and 2 s), rounds alternate between the engines; each round is the
 median of --runs calls. With --sessions N every engine's worker is started
 N times per model and thread count (fresh processes, the engines' order
@@ -29,10 +39,12 @@ script), which rounds inside one process cannot show. The table shows the
 median over rounds (over the sessions' medians with --sessions), each
 engine's ratio to Kiln (time / Kiln's time: above 1 means Kiln is faster),
 Kiln / best other, and every worker's peak RSS. Outputs are checked to
-agree (rtol 1e-4, atol 1e-5 * max|ref|) before timing.
+agree before timing: rtol 1e-4, atol 1e-5 * max|ref| in fp32; in bf16 and
+int8 the largest error over max|ref| is reported, flagged past 5e-2.
 
 usage: bench/compare.py --bindir build/bin [--threads 1,2] [--batch 1,8]
-                        [--engines kiln,ort,torch] [--suite onnx|torch]
+                        [--engines kiln,ort,ov,torch] [--suite onnx|torch]
+                        [--precision fp32|bf16|int8]
                         [--runs 20] [--rounds 5] [--sessions 1] [MODEL ...]
 """
 import argparse
@@ -109,6 +121,16 @@ def worker(a):
         import kiln
         model = kiln.Model(a.artifact, threads=a.threads)
         call = lambda: model(x)[0]  # noqa: E731
+    elif a.engine == "ov":
+        import openvino as ov
+        core = ov.Core()
+        cfg = {"INFERENCE_NUM_THREADS": a.threads, "PERFORMANCE_HINT": "LATENCY",
+               "NUM_STREAMS": 1,
+               "INFERENCE_PRECISION_HINT": "bf16" if a.precision == "bf16" else "f32"}
+        compiled = core.compile_model(a.artifact, "CPU", cfg)
+        req = compiled.create_infer_request()
+        out0 = compiled.outputs[0]
+        call = lambda: req.infer({0: x})[out0]  # noqa: E731
     elif a.engine == "ort":
         import onnxruntime as ort
         opts = ort.SessionOptions()
@@ -192,10 +214,15 @@ class Worker:
         return rss
 
 
-def agree(got, ref):
-    atol = 1e-5 * float(np.abs(ref).max())
+def agree(got, ref, precision="fp32"):
+    """(agrees, largest error): fp32 elementwise (rtol 1e-4, atol 1e-5 *
+    max|ref|); bf16 and int8 the largest error over max|ref| <= 5e-2."""
+    scale = float(np.abs(ref).max())
     err = np.abs(got.astype(np.float64) - ref)
-    return bool(np.all(err <= 1e-4 * np.abs(ref) + atol)), float(err.max())
+    if precision != "fp32":
+        rel = float(err.max()) / max(scale, 1e-30)
+        return rel <= 5e-2, rel
+    return bool(np.all(err <= 1e-4 * np.abs(ref) + 1e-5 * scale)), float(err.max())
 
 
 # --- the driver ---------------------------------------------------------------
@@ -215,14 +242,15 @@ def session(a, engines, arts, x_path, threads, name, tmp, index):
     ws = {}
     for e in order:
         ws[e] = Worker(["--engine", e, "--artifact", arts[e], "--input", x_path,
-                        "--threads", str(threads), "--suite", a.suite, "--model", name])
+                        "--threads", str(threads), "--suite", a.suite, "--model", name,
+                        "--precision", a.precision])
     outs = {}
     for e, w in ws.items():
         path = os.path.join(tmp, "out_%s.npy" % e)
         w.ask("out " + path)
         outs[e] = np.load(path)
     ref_engine = next((e for e in ("ort", "eager", "torch") if e in outs), None)
-    checks = {e: agree(outs[e], outs[ref_engine]) for e in outs
+    checks = {e: agree(outs[e], outs[ref_engine], a.precision) for e in outs
               if ref_engine and e != ref_engine}
     times = {e: [] for e in ws}
     for _ in range(a.rounds):
@@ -242,6 +270,28 @@ def spread(row):
     """' (0.85-0.91)': Kiln / best other's range over sessions (several)."""
     per = row.get("kiln_vs_best_sessions") or []
     return " (%.2f-%.2f)" % (min(per), max(per)) if len(per) > 1 else ""
+
+
+def quantize_qdq(src, input_name, shape, samples=8):
+    """`src` quantized by onnxruntime (static, QDQ: per-channel s8 weights,
+    u8 activations calibrated min-max on `samples` random inputs)."""
+    from onnxruntime import quantization as q
+
+    class Reader(q.CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(1)
+            self.feeds = iter([{input_name: rng.standard_normal(shape).astype(np.float32)}
+                               for _ in range(samples)])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    pre = src[:-5] + "_pre.onnx"
+    q.quant_pre_process(src, pre, skip_symbolic_shape=True)
+    out = src[:-5] + "_qdq.onnx"
+    q.quantize_static(pre, out, Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
+                      activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
+    return out
 
 
 def prepare(a, name, batch, tmp):
@@ -264,9 +314,12 @@ def prepare(a, name, batch, tmp):
         onnx.save(model, src)
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
         np.save(x_path, np.random.default_rng(0).standard_normal(shape).astype(np.float32))
-        arts = {"kiln": so, "ort": src, "torch": src, "eager": src}
+        if a.precision == "int8":
+            src = quantize_qdq(src, model.graph.input[0].name, shape)
+        arts = {"kiln": so, "ort": src, "ov": src, "torch": src, "eager": src}
     t0 = time.perf_counter()
-    subprocess.run([os.path.join(a.bindir, "kiln-compile"), src, "-o", so], check=True)
+    flags = ["--precision=bf16"] if a.precision == "bf16" else []
+    subprocess.run([os.path.join(a.bindir, "kiln-compile"), src, "-o", so, *flags], check=True)
     return arts, x_path, time.perf_counter() - t0, int(np.load(x_path).shape[0])
 
 
@@ -278,8 +331,9 @@ def main():
                     help="thread counts, comma-separated (1,2)")
     ap.add_argument("--batch", default="1", help="batch sizes, comma-separated (models whose "
                     "builder takes one; the MLP's own is 32)")
-    ap.add_argument("--engines", default=None, help="kiln,ort,torch[,eager] (default: those "
-                    "installed; the torch suite has no ort)")
+    ap.add_argument("--engines", default=None, help="kiln,ort,ov,torch[,eager] (default: those "
+                    "installed; the torch suite has no ort or ov; bf16 and int8 no torch)")
+    ap.add_argument("--precision", choices=["fp32", "bf16", "int8"], default="fp32")
     ap.add_argument("--suite", choices=["onnx", "torch"], default="onnx")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
@@ -306,9 +360,17 @@ def main():
         have_torch = True
     except ImportError:
         have_torch = False
+    try:
+        import openvino  # noqa: F401
+        have_ov = True
+    except ImportError:
+        have_ov = False
     engines = a.engines.split(",") if a.engines else (
-        ["kiln", "ort"] + (["torch"] if have_torch else []) if a.suite == "onnx" else
-        ["kiln", "torch"])
+        ["kiln", "ort"] + (["ov"] if have_ov else []) +
+        (["torch"] if have_torch and a.precision == "fp32" else [])
+        if a.suite == "onnx" else ["kiln", "torch"])
+    if a.suite == "torch" and a.precision != "fp32":
+        raise SystemExit("the torch suite runs fp32")
     if a.suite == "torch" and not have_torch:
         raise SystemExit("the torch suite needs torch (pip install -r scripts/requirements-torch.txt)")
     models = a.models or (ONNX_MODELS if a.suite == "onnx" else TORCH_MODELS)
@@ -375,9 +437,13 @@ def main():
                 parts.append(part)
             print("geomean Kiln / other, %d thread(s), --batch %d (%d models): %s" % (
                 threads, batch, len(sel), ", ".join(parts)))
-    print("\nruns=%d per round (after %d untimed), rounds=%d, sessions=%d; medians; fp32; all "
-          "engines called from Python, each in its own process" % (
-              a.runs, ROUND_WARMUP, a.rounds, a.sessions))
+    versions = []
+    for e, mod in (("ort", "onnxruntime"), ("ov", "openvino"), ("torch", "torch")):
+        if e in engines:
+            versions.append("%s %s" % (mod, __import__(mod).__version__.split("-")[0]))
+    print("\nruns=%d per round (after %d untimed), rounds=%d, sessions=%d; medians; %s; all "
+          "engines called from Python, each in its own process; %s" % (
+              a.runs, ROUND_WARMUP, a.rounds, a.sessions, a.precision, ", ".join(versions)))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -38,6 +38,7 @@ int64_t parseBytes(llvm::StringRef text) {
 /// (CodegenOptions.h).
 constexpr const char *kDisablePasses[] = {"kiln-fold-batchnorm",
                                            "kiln-recognize-patterns",
+                                           "kiln-integer-contractions",
                                            "kiln-select-layout",
                                            "kiln-fuse",
                                            codegen::kLiveRowsSwitch,

@@ -348,6 +348,18 @@ int Compilation::graphPasses() {
     pm.addNestedPass<func::FuncOp>(kiln::createRecognizePatternsPass());
     pm.addPass(createCanonicalizerPass());
   }
+  // QDQ matrix products onto the CPU's 8-bit kernels.
+  if (!o.cudaTarget() && enabled("kiln-integer-contractions")) {
+    pm.addNestedPass<func::FuncOp>(kiln::createIntegerContractionsPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+  // 8-bit products without an 8-bit kernel as exact f32 ones (all of them
+  // on the CUDA targets), at every level: the canonicalizer has folded the
+  // weights by now.
+  kiln::ExpandIntegerProductsPassOptions integerOptions;
+  integerOptions.all = o.cudaTarget();
+  pm.addNestedPass<func::FuncOp>(kiln::createExpandIntegerProductsPass(integerOptions));
+  pm.addPass(createCanonicalizerPass());
   if (failed(pm.run(*module)))
     return 1;
   return kContinue;

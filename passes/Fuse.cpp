@@ -23,7 +23,7 @@ bool isAnchor(Operation *op) {
   if (auto mm = dyn_cast<MatMulOp>(op))
     return llvm::cast<RankedTensorType>(mm.getLhs().getType()).getRank() >= 2 &&
            llvm::cast<RankedTensorType>(mm.getRhs().getType()).getRank() >= 2;
-  return isa<ConvOp, GemmOp>(op);
+  return isa<ConvOp, GemmOp, MatMulIntegerOp>(op);
 }
 
 ArrayRef<int64_t> shapeOf(Value v) {
@@ -84,8 +84,11 @@ bool canJoin(Operation *user, Value chain, Operation *anchor) {
   // logic: the kernel computes each op in its own type and stores the last
   // converted); anchors' epilogues keep their element type. The shape never
   // changes along a chain.
+  // (An 8-bit product's epilogue is typed like an elementwise chain: its
+  // int32 sums cast to f32, scaled, requantized to 8 bits.)
   Type rt = user->getResult(0).getType();
-  bool typeOk = anchor ? (!isa<CastOp>(user) && rt == chain.getType()) ||
+  bool typed = !anchor || isa<MatMulIntegerOp>(anchor);
+  bool typeOk = !typed ? (!isa<CastOp>(user) && rt == chain.getType()) ||
                              isRoundingPair(user, chain)
                        : shapeOf(user->getResult(0)) == shapeOf(chain);
   if (!typeOk)
@@ -93,7 +96,7 @@ bool canJoin(Operation *user, Value chain, Operation *anchor) {
   // Epilogues read side operands in the anchor's element type (a where's
   // i1 condition, e.g. a dynamic-shape mask, is an elementwise group's).
   auto elemOf = [](Value v) { return llvm::cast<ShapedType>(v.getType()).getElementType(); };
-  if (anchor && llvm::any_of(user->getOperands(), [&](Value o) {
+  if (!typed && llvm::any_of(user->getOperands(), [&](Value o) {
         return elemOf(o) != elemOf(chain);
       }))
     return false;
@@ -447,7 +450,8 @@ struct FusePass : impl::FusePassBase<FusePass> {
         }
         // An anchor's epilogue keeps its element type: a rounding pair's
         // down half whose up half went elsewhere stays out.
-        if (anchor && group.size() > 1 && isa<CastOp>(group.back()) &&
+        if (anchor && !isa<MatMulIntegerOp>(anchor) && group.size() > 1 &&
+            isa<CastOp>(group.back()) &&
             group.back()->getResult(0).getType() != anchor->getResult(0).getType())
           group.pop_back();
         for (Operation *g : group)

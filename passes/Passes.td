@@ -224,6 +224,76 @@ def LegalizeTypesPass : Pass<"kiln-legalize-types", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def IntegerContractionsPass : Pass<"kiln-integer-contractions", "mlir::func::FuncOp"> {
+  let summary = "computes QDQ matrix products as 8-bit integer products";
+  let description = [{
+    A `kiln.gemm` or `kiln.matmul` whose lhs is a dequantized 8-bit
+    activation, `(cast(q) - zero) * scale` with scalar constants, and whose
+    weights are 8-bit values times one scale per column (or one for the
+    matrix) -- a QDQ model's dequantized weights after the canonicalizer
+    folded them -- becomes `kiln.matmul_integer` on `q` and the recovered
+    int8 weights, its int32 result cast to f32 times `scale * weight
+    scale[n]` (plus Gemm's bias). The same values up to f32 rounding: the
+    integer sums are exact. Weights are recovered only when every value is
+    an integer multiple (to 1e-3 of a step, at most 127 steps) of its
+    column's or the matrix's largest magnitude / 127; anything else stays an
+    f32 product. Runs for the CPU target (its 8-bit ukernel), after the
+    canonicalizer.
+
+    Before:
+    ```mlir
+    %f = kiln.cast %q : tensor<4x16xui8> -> tensor<4x16xf32>
+    %c = kiln.sub %f, %zero : tensor<4x16xf32>, tensor<f32>
+    %a = kiln.mul %c, %scale : tensor<4x16xf32>, tensor<f32>
+    %y = kiln.matmul %a, %w : tensor<4x16xf32>, tensor<16x8xf32>
+    ```
+    After:
+    ```mlir
+    %acc = kiln.matmul_integer %q, %wq, %zq, %z0
+           : tensor<4x16xui8>, tensor<16x8xi8>, tensor<ui8>, tensor<i8>
+    %f = kiln.cast %acc : tensor<4x8xi32> -> tensor<4x8xf32>
+    %y = kiln.mul %f, %scales : tensor<4x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def ExpandIntegerProductsPass : Pass<"kiln-expand-integer-products", "mlir::func::FuncOp"> {
+  let summary = "rewrites 8-bit integer products without an integer kernel into exact f32 ones";
+  let description = [{
+    `kiln.matmul_integer` runs on the CPU's 8-bit ukernel when its rhs (the
+    weights) and the rhs's zero point are constants. Every other one -- all
+    of them on the CUDA targets (`all`), and on the CPU a product of two
+    run-time operands -- becomes the same exact int32 result computed by f32
+    matmuls: both operands less their zero points (at most 255 in
+    magnitude) in f32, whose sums of integer products are exact below 2^24;
+    when 255 * 255 * K could pass that, the lhs is split into 16 * hi + lo
+    (and past 16 * 255 * K the rhs too), each part's product exact, the
+    parts combined in int32. K past 65,535 gets a diagnostic. Runs at every
+    optimization level, after the canonicalizer has folded the weights.
+
+    Before (`all`):
+    ```mlir
+    %y = kiln.matmul_integer %a, %w, %az, %wz
+         : tensor<2x8xui8>, tensor<8x4xi8>, tensor<ui8>, tensor<i8>
+    ```
+    After:
+    ```mlir
+    %af = kiln.cast %a : tensor<2x8xui8> -> tensor<2x8xf32>
+    %azf = kiln.cast %az : tensor<ui8> -> tensor<f32>
+    %as = kiln.sub %af, %azf : tensor<2x8xf32>, tensor<f32>
+    ... (the same for %w)
+    %p = kiln.matmul %as, %ws : tensor<2x8xf32>, tensor<8x4xf32>
+    %y = kiln.cast %p : tensor<2x4xf32> -> tensor<2x4xi32>
+    ```
+  }];
+  let options = [
+    Option<"all", "all", "bool", /*default=*/"false",
+           "expand every integer product (targets without 8-bit kernels)">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//
@@ -240,6 +310,11 @@ def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     bias, scale, scalar), so the kernel reads them at the output tile's
     offsets. An attention op takes the transposes that split heads off its
     query, key and value and the one that merges them after it.
+
+    An 8-bit product (`kiln.matmul_integer`) is an anchor whose epilogue
+    changes type like an elementwise chain: its int32 sums cast to f32,
+    scaled, biased and requantized to the next 8-bit activation in its
+    kernel.
 
     A reduction (`kiln.reduce_*`) is an anchor too: the single-user
     elementwise ops that compute its input (of the input's shape; `x * x`,

@@ -329,9 +329,13 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
         return op.emitError("convolution prologue operands must be per channel");
     ops.erase(ops.begin(), convIt);
   }
-  Operation *anchor = isa<kiln::ConvOp, kiln::GemmOp, kiln::MatMulOp>(ops.front())
-                          ? ops.front()
-                          : nullptr;
+  Operation *anchor =
+      isa<kiln::ConvOp, kiln::GemmOp, kiln::MatMulOp, kiln::MatMulIntegerOp>(ops.front())
+          ? ops.front()
+          : nullptr;
+  // (An 8-bit product's epilogue changes type: int32 sums, f32 scales, the
+  // next 8-bit activation; each op computes in its own.)
+  bool typedEpilogue = anchor && isa<kiln::MatMulIntegerOp>(anchor);
   epi.ops.assign(ops.begin() + (anchor ? 1 : 0), ops.end());
   auto shapeOnly = [](Type t) { return llvm::cast<RankedTensorType>(t).getShape(); };
   // (An anchor's epilogue may round: f32 -> bf16/f16 -> f32, in registers.)
@@ -344,8 +348,9 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
   };
   for (Operation *o : epi.ops)
     if (!(kiln::isElementwise(o) || isa<kiln::BatchNormOp>(o)) ||
-        (anchor ? o->getResult(0).getType() != op.getType() && !roundingHalf(o)
-                : shapeOnly(o->getResult(0).getType()) != shapeOnly(op.getType())))
+        (anchor && !typedEpilogue
+             ? o->getResult(0).getType() != op.getType() && !roundingHalf(o)
+             : shapeOnly(o->getResult(0).getType()) != shapeOnly(op.getType())))
       return o->emitError("cannot be fused here: a kiln.fusion holds an anchor "
                           "and elementwise ops of the result's shape");
   if (anchor)
@@ -383,6 +388,8 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     r = this->conv(conv, &epi, pro.ops.empty() ? nullptr : &pro);
   } else if (auto g = dyn_cast<kiln::GemmOp>(anchor)) {
     r = gemm(g, &epi);
+  } else if (auto mi = dyn_cast<kiln::MatMulIntegerOp>(anchor)) {
+    r = matmulInteger(mi, &epi);
   } else {
     r = matmul(cast<kiln::MatMulOp>(anchor), &epi);
   }

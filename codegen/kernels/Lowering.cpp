@@ -305,6 +305,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::ConvOp>([&](auto o) { return conv(o); })
       .Case<kiln::GemmOp>([&](auto o) { return gemm(o); })
       .Case<kiln::MatMulOp>([&](auto o) { return matmul(o); })
+      .Case<kiln::MatMulIntegerOp>([&](auto o) { return matmulInteger(o); })
       .Case<kiln::MaxPoolOp>([&](auto o) { return pool(o, true); })
       .Case<kiln::AvgPoolOp>([&](auto o) { return pool(o, false); })
       .Case<kiln::GlobalAvgPoolOp>([&](auto o) { return globalAvgPool(o); })
@@ -496,6 +497,8 @@ LogicalResult Lowering::run() {
       op.walk([&](Operation *inner) {
         if (auto low = kiln::attr::precisionOf(inner); low != kiln::Precision::F32)
           precision = kiln::attr::precisionName(low).str();
+        if (isa<kiln::MatMulIntegerOp>(inner))
+          precision = "int8";
       });
       p.launches.back().precision = precision;
     }
@@ -644,6 +647,10 @@ int64_t estimateFlops(Operation *op) {
         return 2 * elemsOf(g.getResult()) * (g.getTransA() ? a[0] : a[1]);
       })
       .Case<kiln::MatMulOp>([&](auto m) {
+        auto a = llvm::cast<RankedTensorType>(m.getLhs().getType()).getShape();
+        return 2 * elemsOf(m.getResult()) * a.back();
+      })
+      .Case<kiln::MatMulIntegerOp>([&](auto m) {
         auto a = llvm::cast<RankedTensorType>(m.getLhs().getType()).getShape();
         return 2 * elemsOf(m.getResult()) * a.back();
       })

@@ -299,7 +299,7 @@ private:
   /// A constant buffer holding `data`.
   int addConstantData(ArrayRef<char> data);
   /// Layouts a matrix product's constant B is packed into.
-  enum class PackedB { PanelsF32, PanelsBf16, RowsF32, RowsF16, ColumnsF32 };
+  enum class PackedB { PanelsF32, PanelsBf16, RowsF32, RowsF16, ColumnsF32, PanelsI16 };
   /// The constant buffer holding B (buffer `src`, [K, N], or [N, K] when
   /// tB) packed as `kind`: made once by `make` and shared by every product
   /// that reads the same weights so (tied or reused weights).
@@ -438,6 +438,7 @@ private:
   LogicalResult globalAvgPoolNhwc(kiln::GlobalAvgPoolOp op);
   LogicalResult gemm(kiln::GemmOp op, const Epilogue *epi = nullptr);
   LogicalResult matmul(kiln::MatMulOp op, const Epilogue *epi = nullptr);
+  LogicalResult matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *epi = nullptr);
   template <typename PoolOp> LogicalResult pool(PoolOp op, bool isMax);
   LogicalResult globalAvgPool(kiln::GlobalAvgPoolOp op);
   LogicalResult batchNorm(kiln::BatchNormOp op);

@@ -29,6 +29,8 @@ void declareRuntimeCallees(ModuleOp kernels, Location loc, bool gpu) {
   withEpilogue.append(2, f32);
   for (StringRef name : {"kiln_uk_sgemm_pb_ep", "kiln_uk_sgemm_pbr_ep"})
     declare(name, withEpilogue, {});
+  // The 8-bit product: (M, N, K, a, lda, a_zero, b, ldb, c, ldc, flags).
+  declare("kiln_uk_q8gemm_pb", SmallVector<Type>(11, i64), {});
   // The Winograd convolutions: (in, u, out, scratch, H, W, C, padT, padL,
   // OH, OW, O, tr0, tr1, c0, cols, accumulate, bias, float lo, float hi).
   SmallVector<Type> winograd(18, i64);

@@ -1,5 +1,6 @@
 //===- KilnOps.cpp - kiln op verifiers, type inference, folders ------------===//
 #include "dialects/kiln/KilnDialect.h"
+#include "dialects/kiln/ConstantFolds.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -685,6 +686,27 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult MatMulIntegerOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &inferred) {
+  auto a = rankedOf(adaptor.getLhs()), b = rankedOf(adaptor.getRhs());
+  if (a.getRank() < 2 || b.getRank() != 2)
+    return failWith(loc, "expects a lhs of rank 2 or more and a 2-D rhs");
+  if (a.getShape().back() != b.getDimSize(0))
+    return failWith(loc, "inner dimensions differ: " + llvm::Twine(a.getShape().back()) +
+                             " vs " + llvm::Twine(b.getDimSize(0)));
+  if (rankedOf(adaptor.getLhsZero()).getRank() != 0 ||
+      rankedOf(adaptor.getRhsZero()).getRank() != 0)
+    return failWith(loc, "the zero points must be scalars");
+  if (rankedOf(adaptor.getLhsZero()).getElementType() != a.getElementType() ||
+      rankedOf(adaptor.getRhsZero()).getElementType() != b.getElementType())
+    return failWith(loc, "a zero point must have its operand's element type");
+  SmallVector<int64_t> shape(a.getShape());
+  shape.back() = b.getDimSize(1);
+  inferred.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 32)));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // BatchNormOp, pooling, softmax
 //===----------------------------------------------------------------------===//
@@ -915,7 +937,21 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   }
   if (auto dense = llvm::dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
     return dense.reshape(llvm::cast<ShapedType>(getType()));
-  return {};
+  return reshapedResource(adaptor.getInput(), llvm::cast<RankedTensorType>(getType()));
+}
+
+// f32 arithmetic over constants (a QDQ model's dequantized weights).
+OpFoldResult AddOp::fold(FoldAdaptor a) {
+  return foldF32Binary(*this, a.getLhs(), a.getRhs(), [](float x, float y) { return x + y; });
+}
+OpFoldResult SubOp::fold(FoldAdaptor a) {
+  return foldF32Binary(*this, a.getLhs(), a.getRhs(), [](float x, float y) { return x - y; });
+}
+OpFoldResult MulOp::fold(FoldAdaptor a) {
+  return foldF32Binary(*this, a.getLhs(), a.getRhs(), [](float x, float y) { return x * y; });
+}
+OpFoldResult DivOp::fold(FoldAdaptor a) {
+  return foldF32Binary(*this, a.getLhs(), a.getRhs(), [](float x, float y) { return x / y; });
 }
 
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,

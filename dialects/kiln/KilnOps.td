@@ -279,10 +279,12 @@ class Kiln_BinaryOp<string mnemonic, string what> : Kiln_Op<mnemonic,
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
-def Kiln_AddOp : Kiln_BinaryOp<"add", "addition">;
-def Kiln_SubOp : Kiln_BinaryOp<"sub", "subtraction">;
-def Kiln_MulOp : Kiln_BinaryOp<"mul", "multiplication">;
-def Kiln_DivOp : Kiln_BinaryOp<"div", "division">;
+// (f32 arithmetic over constant operands folds to a constant:
+// dialects/kiln/ConstantFolds.h.)
+def Kiln_AddOp : Kiln_BinaryOp<"add", "addition"> { let hasFolder = 1; }
+def Kiln_SubOp : Kiln_BinaryOp<"sub", "subtraction"> { let hasFolder = 1; }
+def Kiln_MulOp : Kiln_BinaryOp<"mul", "multiplication"> { let hasFolder = 1; }
+def Kiln_DivOp : Kiln_BinaryOp<"div", "division"> { let hasFolder = 1; }
 def Kiln_PowOp : Kiln_BinaryOp<"pow", "power (lhs raised to rhs)">;
 def Kiln_MaxOp : Kiln_BinaryOp<"max", "maximum">;
 def Kiln_MinOp : Kiln_BinaryOp<"min", "minimum">;
@@ -410,6 +412,36 @@ def Kiln_MatMulOp : Kiln_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Kiln_Int8Tensor : StaticShapeTensorOf<[I8, UI8]>;
+
+def Kiln_MatMulIntegerOp : Kiln_Op<"matmul_integer", [Pure, InferTypeOpAdaptor]> {
+  let summary = "exact int32 product of 8-bit integer matrices less zero points";
+  let description = [{
+    `y[.., m, n] = sum_k (lhs[.., m, k] - lhs_zero) * (rhs[k, n] - rhs_zero)`
+    in int32, wrapping past 2^31 as ONNX's MatMulInteger does. `lhs` is a
+    batch of rows of 8-bit integers (rank 2 or more), `rhs` one 8-bit matrix
+    shared by every batch (the weights), each zero point a scalar of its
+    operand's element type (`lhs_zero` may be a run-time value: dynamic
+    quantization computes it). The int8 contractions of quantized models
+    (MatMulInteger, QLinearMatMul, QDQ matmuls) compute on it; the CPU runs
+    it on the 8-bit ukernel with a constant `rhs`, and
+    kiln-expand-integer-products rewrites the others into exact f32
+    products.
+
+    ```mlir
+    %y = kiln.matmul_integer %a, %w, %az, %wz
+         : tensor<4x64xui8>, tensor<64x32xi8>, tensor<ui8>, tensor<i8>
+    ```
+  }];
+  let arguments = (ins Kiln_Int8Tensor:$lhs, Kiln_Int8Tensor:$rhs,
+                       Kiln_Int8Tensor:$lhs_zero, Kiln_Int8Tensor:$rhs_zero);
+  let results = (outs StaticShapeTensorOf<[I32]>:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $lhs_zero `,` $rhs_zero attr-dict `:` type($lhs) `,` type($rhs) `,`
+    type($lhs_zero) `,` type($rhs_zero)
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -350,12 +350,51 @@ LogicalResult requantize(Builder &g, Value acc, int saIdx, int sbIdx, int syIdx,
   return g.result(g.cast(r, out));
 }
 
+/// Input `zpIdx` as the scalar zero point of 8-bit `v` (0 when absent), or
+/// null when it has one value per row or column.
+Value scalarZeroPoint(Builder &g, Value v, int zpIdx) {
+  NodeContext &ctx = g.ctx;
+  if (!ctx.hasInput(zpIdx))
+    return g.scalar(v, 0.0);
+  Value zp = ctx.input(zpIdx);
+  if (!g.ok({zp}) || g.elem(zp) != g.elem(v) || ctx.inputType(zpIdx).getNumElements() != 1 ||
+      pinParamToOne(ctx, zp))
+    return {};
+  return g.reshape(zp, {});
+}
+
+/// kiln.matmul_integer for A [.., M, K] (or a vector) times a 2-D B with
+/// scalar zero points (the CPU's 8-bit kernels; other targets expand it:
+/// kiln-expand-integer-products), or null for what it does not cover.
+Value matmulIntegerOp(Builder &g, int aIdx, int azIdx, int bIdx, int bzIdx) {
+  NodeContext &ctx = g.ctx;
+  Value a = ctx.input(aIdx), b = ctx.input(bIdx);
+  if (!g.ok({a, b}) || !g.elem(a).isInteger(8) || !g.elem(b).isInteger(8) ||
+      g.shape(b).size() != 2 || g.shape(a).empty())
+    return {};
+  // (Weights with a dynamic dimension take the f32 products.)
+  if (!ctx.imp.symbols.empty() && llvm::any_of(ctx.imp.symbols.of(b), [](auto s) { return s >= 0; }))
+    return {};
+  Value az = scalarZeroPoint(g, a, azIdx), bz = scalarZeroPoint(g, b, bzIdx);
+  if (g.failed || !az || !bz)
+    return {};
+  auto as = g.shape(a);
+  bool vec = as.size() == 1;
+  Value rows = vec ? g.reshape(a, {1, as[0]}) : a;
+  Value y = g.take(ctx.create<kiln::MatMulIntegerOp>(rows, b, az, bz));
+  return vec ? g.reshape(y, {g.shape(b)[1]}) : y;
+}
+
 /// The exact int32 matmul of two 8-bit operands less their zero points
 /// (A's per row: axis -2, or 0 for a vector; B's per column: axis -1).
 Value integerMatMul(Builder &g, int aIdx, int azIdx, int bIdx, int bzIdx) {
   NodeContext &ctx = g.ctx;
   Value a = ctx.input(aIdx), b = ctx.input(bIdx);
   if (!g.ok({a, b}))
+    return {};
+  if (Value y = matmulIntegerOp(g, aIdx, azIdx, bIdx, bzIdx))
+    return y;
+  if (g.failed)
     return {};
   auto as = g.shape(a);
   Value af = integerOperand(g, a, azIdx, as.size() >= 2 ? -2 : 0, "A");

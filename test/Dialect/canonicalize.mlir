@@ -172,3 +172,49 @@ func.func @empty_reductions(%x: tensor<2x0x4xf32>, %i: tensor<0x3xf32>)
   %p = kiln.reduce_prod %i {axes = array<i64: 0>, keepdims = false} : tensor<0x3xf32> -> tensor<3xf32>
   return %s, %p : tensor<2x1x4xf32>, tensor<3xf32>
 }
+
+// -----
+
+// f32 arithmetic over constants folds (broadcasting): a QDQ weight's
+// (cast(int8) - zero_point) * scale becomes its f32 values.
+// CHECK-LABEL: func @dequantized_weight
+func.func @dequantized_weight() -> tensor<2x3xf32> {
+  // CHECK-NEXT: %[[C:.*]] = kiln.constant dense<{{\[\[}}-2.500000e-01, 0.000000e+00, 5.000000e-01], [4.000000e+00, -1.000000e+00, 0.000000e+00]]> : tensor<2x3xf32>
+  // CHECK-NEXT: return %[[C]]
+  %q = kiln.constant dense<[[-1, 0, 2], [8, -2, 0]]> : tensor<2x3xi8>
+  %f = kiln.cast %q : tensor<2x3xi8> -> tensor<2x3xf32>
+  %zp = kiln.constant dense<0.0> : tensor<f32>
+  %s = kiln.constant dense<[[0.25], [0.5]]> : tensor<2x1xf32>
+  %c = kiln.sub %f, %zp : tensor<2x3xf32>, tensor<f32>
+  %w = kiln.mul %c, %s : tensor<2x3xf32>, tensor<2x1xf32>
+  return %w : tensor<2x3xf32>
+}
+
+// -----
+
+// add and div fold too; an operand that is not a constant keeps the op.
+// CHECK-LABEL: func @add_div_constants
+func.func @add_div_constants(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  // CHECK-DAG: %[[C:.*]] = kiln.constant dense<[2.000000e+00, 2.500000e+00]> : tensor<2xf32>
+  // CHECK-DAG: %[[M:.*]] = kiln.mul %arg0, %{{.*}}
+  // CHECK: return %[[C]], %[[M]]
+  %a = kiln.constant dense<[3.0, 4.0]> : tensor<2xf32>
+  %b = kiln.constant dense<[1.0, 1.0]> : tensor<2xf32>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %s = kiln.add %a, %b : tensor<2xf32>, tensor<2xf32>
+  %d = kiln.div %s, %two : tensor<2xf32>, tensor<f32>
+  %m = kiln.mul %x, %a : tensor<2xf32>, tensor<2xf32>
+  return %d, %m : tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
+// A broadcast that would store more than it computes stays a kernel.
+// CHECK-LABEL: func @broadcast_grows
+func.func @broadcast_grows() -> tensor<64x64xf32> {
+  // CHECK: kiln.add
+  %a = kiln.constant dense<1.0> : tensor<64x1xf32>
+  %b = kiln.constant dense<2.0> : tensor<1x64xf32>
+  %s = kiln.add %a, %b : tensor<64x1xf32>, tensor<1x64xf32>
+  return %s : tensor<64x64xf32>
+}

@@ -360,3 +360,33 @@ func.func @roi_align_ratio(%x: tensor<1x8x16x16xf32>, %r: tensor<5x4xf32>, %i: t
   %y = kiln.roi_align %x, %r, %i {half_pixel = true, max = false, sampling_ratio = -1 : i64, spatial_scale = 1.0 : f32} : tensor<1x8x16x16xf32>, tensor<5x4xf32>, tensor<5xi64> -> tensor<5x8x7x7xf32>
   return %y : tensor<5x8x7x7xf32>
 }
+
+// -----
+
+// An 8-bit product whose inner dimensions differ.
+func.func @matmul_integer_inner(%a: tensor<3x4xui8>, %w: tensor<5x2xi8>, %az: tensor<ui8>,
+                                %wz: tensor<i8>) -> tensor<3x2xi32> {
+  // expected-error @+1 {{inner dimensions differ: 4 vs 5}}
+  %y = kiln.matmul_integer %a, %w, %az, %wz : tensor<3x4xui8>, tensor<5x2xi8>, tensor<ui8>, tensor<i8>
+  return %y : tensor<3x2xi32>
+}
+
+// -----
+
+// An 8-bit product whose zero point is not its operand's type.
+func.func @matmul_integer_zero_type(%a: tensor<3x4xui8>, %w: tensor<4x2xi8>, %az: tensor<i8>,
+                                    %wz: tensor<i8>) -> tensor<3x2xi32> {
+  // expected-error @+1 {{a zero point must have its operand's element type}}
+  %y = kiln.matmul_integer %a, %w, %az, %wz : tensor<3x4xui8>, tensor<4x2xi8>, tensor<i8>, tensor<i8>
+  return %y : tensor<3x2xi32>
+}
+
+// -----
+
+// An 8-bit product of 32-bit integers.
+func.func @matmul_integer_wide(%a: tensor<3x4xi32>, %w: tensor<4x2xi8>, %az: tensor<i32>,
+                               %wz: tensor<i8>) -> tensor<3x2xi32> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 8-bit signless integer or 8-bit unsigned integer values}}
+  %y = kiln.matmul_integer %a, %w, %az, %wz : tensor<3x4xi32>, tensor<4x2xi8>, tensor<i32>, tensor<i8>
+  return %y : tensor<3x2xi32>
+}

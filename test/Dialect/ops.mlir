@@ -217,3 +217,12 @@ func.func @roi_align(%x: tensor<1x8x16x16xf32>, %r: tensor<5x4xf32>, %i: tensor<
   %y = kiln.roi_align %x, %r, %i {half_pixel = true, max = false, sampling_ratio = 2 : i64, spatial_scale = 0.25 : f32} : tensor<1x8x16x16xf32>, tensor<5x4xf32>, tensor<5xi64> -> tensor<5x8x7x7xf32>
   return %y : tensor<5x8x7x7xf32>
 }
+
+// An 8-bit integer product: a batch of uint8 rows times int8 weights.
+// CHECK-LABEL: func @matmul_integer
+func.func @matmul_integer(%a: tensor<2x3x4xui8>, %w: tensor<4x5xi8>, %az: tensor<ui8>,
+                          %wz: tensor<i8>) -> tensor<2x3x5xi32> {
+  // CHECK: kiln.matmul_integer %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x3x4xui8>, tensor<4x5xi8>, tensor<ui8>, tensor<i8>
+  %y = kiln.matmul_integer %a, %w, %az, %wz : tensor<2x3x4xui8>, tensor<4x5xi8>, tensor<ui8>, tensor<i8>
+  return %y : tensor<2x3x5xi32>
+}

@@ -34,6 +34,18 @@ from op_graphs import (  # noqa: E402
 from runtime_size_cases import RUNTIME_SIZE_CASES  # noqa: E402
 
 
+# The 8-bit cases' constant weights (their numpy references read them).
+_q8rng = np.random.default_rng(8)
+Q8_B_U8 = _q8rng.integers(0, 256, (300, 45)).astype(np.uint8)
+Q8_B_I8_ODD = _q8rng.integers(-128, 128, (33, 70)).astype(np.int8)
+Q8_B_K5000 = _q8rng.integers(-128, 128, (5000, 9)).astype(np.int8)
+Q8_B_K513 = _q8rng.integers(-128, 128, (513, 20)).astype(np.int8)
+
+
+def _int_matmul(a, za, b, zb):
+    return np.matmul(a.astype(np.int64) - za, b.astype(np.int64) - zb).astype(np.int32)
+
+
 CASES = {
     "conv_3x3_s1": conv(1, 16, 14, 14, 32, 3),
     "conv_3x3_s2_batch2": conv(2, 16, 15, 15, 24, 3, stride=2),
@@ -721,6 +733,29 @@ CASES = {
     "matmulinteger_batched_u8_i8": typed(
         [("a", (2, 3, 20), "u8", "full"), ("b", (20, 4), "i8", "full")],
         [("MatMulInteger", ["a", "b"], {})], opset=10),
+    # Constant weights: the CPU's 8-bit ukernel (kiln_uk_q8gemm_pb) -- row
+    # tiles with tails, panels with tails, odd K, several k blocks, a batch
+    # of rows, a vector lhs; cuda-emu expands them into exact f32 products.
+    "matmulinteger_const_u8_zp": typed(
+        [("a", (7, 300), "u8", "full")],
+        [("MatMulInteger", ["a", "b", "za", "zb"], {})], opset=10,
+        consts=[("b", Q8_B_U8), ("za", np.array(131, np.uint8)), ("zb", np.array(7, np.uint8))]),
+    "matmulinteger_const_i8_batched_odd_k": typed(
+        [("a", (2, 5, 33), "i8", "full")],
+        [("MatMulInteger", ["a", "b", "za"], {})], opset=10,
+        consts=[("b", Q8_B_I8_ODD), ("za", np.array(-3, np.int8))]),
+    "matmulinteger_const_vector_k5000": typed(
+        [("a", (5000,), "u8", "full")],
+        [("MatMulInteger", ["a", "b", "za", "zb"], {})], opset=10,
+        consts=[("b", Q8_B_K5000), ("za", np.array(255, np.uint8)),
+                ("zb", np.array(-128, np.int8))]),
+    "qlinearmatmul_const_k513": typed(
+        [("a", (9, 513), "u8", "full")],
+        [("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], {})], opset=10,
+        consts=[("sa", np.array(0.02, np.float32)), ("za", np.array(128, np.uint8)),
+                ("b", Q8_B_K513),
+                ("sb", np.array(0.003, np.float32)), ("zb", np.array(0, np.int8)),
+                ("sy", np.array(2.5, np.float32)), ("zy", np.array(100, np.uint8))]),
     "qlinearmatmul_u8_k300": typed(
         [("a", (4, 300), "u8", "full"), ("b", (300, 6), "u8", "full")],
         [("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], {})], opset=10,
@@ -1066,6 +1101,13 @@ def _maxpool_3x3_s2_pad1(x):
 
 
 NUMPY_REFERENCES = {
+    "matmulinteger_const_u8_zp": lambda f: _int_matmul(f["a"], 131, Q8_B_U8, 7),
+    "matmulinteger_const_i8_batched_odd_k": lambda f: _int_matmul(f["a"], -3, Q8_B_I8_ODD, 0),
+    "matmulinteger_const_vector_k5000": lambda f: _int_matmul(f["a"], 255, Q8_B_K5000, -128),
+    "qlinearmatmul_const_k513": lambda f: np.clip(
+        np.round(_int_matmul(f["a"], 128, Q8_B_K513, 0).astype(np.float64)
+                 * (np.float32(0.02) * np.float32(0.003) / np.float32(2.5))) + 100,
+        0, 255).astype(np.uint8),
     "matmulinteger_batched_u8_i8":
         lambda f: np.matmul(f["a"].astype(np.int32), f["b"].astype(np.int32)),
     # An empty inner dimension sums nothing: every element is 0. onnxruntime

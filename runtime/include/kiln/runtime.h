@@ -507,6 +507,26 @@ void kiln_uk_sbgemm_pb_a16(int64_t M, int64_t N, int64_t K, int64_t a, int64_t l
  *  KILN_UKERNEL=avx2|portable). */
 const char *kiln_uk_sbgemm_impl(void);
 
+/** Called by generated code for 8-bit integer contractions:
+ *  C[M x N] (+)= (A - a_zero)[M x K] * B[K x N] in int32, exact (sums wrap
+ *  past 2^31 as int32 ones do). A: M rows of K 8-bit integers lda bytes
+ *  apart, unsigned, or signed with KILN_UK_A_INT8 in flags; a_zero is
+ *  subtracted from each. B: packed at compile time as 16-bit values
+ *  (b - b_zero) in the layout of kiln_uk_sbgemm_pb -- 32-column panels ldb
+ *  int16 elements apart (ldb >= 32 * Kp, Kp = K rounded up to even), each
+ *  pair-major with its 32 columns interleaved: element (k, j) at
+ *  ((j / 32) * ldb + ((k / 2) * 32 + j % 32) * 2 + k % 2); columns past N
+ *  and the element past an odd K zero. C: int32, ldc elements apart. flags:
+ *  KILN_UK_ACCUMULATE adds to C; KILN_UK_A_INT8. */
+void kiln_uk_q8gemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                       int64_t a_zero, int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                       int64_t flags);
+#define KILN_UK_A_INT8 4
+
+/** The 8-bit ukernel's implementation: "avx2" (VPMADDWD on 16-bit pairs) or
+ *  "portable" (KILN_UKERNEL=portable forces it). */
+const char *kiln_uk_q8gemm_impl(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,128 @@
+//===- MatmulInteger.cpp - 8-bit integer matrix products -------------------===//
+//
+// kiln.matmul_integer on the CPU: the rows of its lhs (every batch's, one
+// matrix) times constant weights packed at compile time for the 8-bit
+// ukernel (kiln_uk_q8gemm_pb: 16-bit values less their zero point, pairs
+// of k in 32-column panels), the lhs's zero point read at run time. Tiles
+// of rows x whole panels per workgroup; a fused epilogue (the cast to f32,
+// the scales, the bias, the next requantization) runs on each tile as the
+// ukernel leaves it. The GPU targets and a run-time rhs
+// never get here: kiln-expand-integer-products rewrites those into exact
+// f32 products first.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/Lowering.h"
+#include "codegen/kernels/Tiling.h"
+
+#include "kiln/runtime.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace mlir;
+
+namespace kiln::codegen::kernels {
+
+LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *epi) {
+  auto a = shape(op.getLhs());
+  int64_t K = a.back(), N = shape(op.getRhs())[1];
+  int64_t M = 1;
+  for (int64_t d : a.drop_back())
+    M *= d;
+  int bBuf = bufferOf.lookup(op.getRhs()), zbBuf = bufferOf.lookup(op.getRhsZero());
+  if (p.options.gpu || p.buffers[bBuf].kind != Buffer::Constant ||
+      p.buffers[zbBuf].kind != Buffer::Constant)
+    return op.emitError("kiln.matmul_integer: the 8-bit kernels need a constant rhs on the CPU "
+                        "target (kiln-expand-integer-products rewrites the others)");
+  bool aSigned = !elemType(op.getLhs()).isUnsignedInteger();
+  bool bSigned = !elemType(op.getRhs()).isUnsignedInteger();
+  auto byteAt = [&](int buf, int64_t i) {
+    auto u = static_cast<uint8_t>(p.weights[p.buffers[buf].offset + i]);
+    return bSigned ? static_cast<int32_t>(static_cast<int8_t>(u)) : static_cast<int32_t>(u);
+  };
+  int32_t zb = byteAt(zbBuf, 0);
+  int64_t Kp = (K + 1) / 2 * 2, panels = ceilDiv(N, 32);
+  int packed = packedB(bBuf, PackedB::PanelsI16, false, K, N, [&] {
+    std::vector<int16_t> v(panels * 32 * Kp, 0);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n)
+        v[(n / 32) * 32 * Kp + ((k / 2) * 32 + n % 32) * 2 + k % 2] =
+            static_cast<int16_t>(byteAt(bBuf, k * N + n) - zb);
+    std::vector<char> bytes(v.size() * 2);
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    return bytes;
+  });
+
+  // Row tiles x column tiles of whole panels.
+  auto [rb, cb] = productTiles(M, N, 1);
+  if (cb < N)
+    cb = ceilDiv(cb, 32) * 32;
+  int64_t rTiles = ceilDiv(std::max<int64_t>(M, 1), rb), cTiles = ceilDiv(N, cb);
+  // The int32 sums: the result itself, or (with an epilogue) a scratch
+  // tile the epilogue reads while it is in cache.
+  int acc = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * 4, elemType(op.getResult()));
+  SmallVector<int> ids{bufferOf.lookup(op.getLhs()), packed, bufferOf.lookup(op.getLhsZero())};
+  int firstSite = ids.size();
+  if (epi)
+    for (Value v : epi->siteArgs)
+      ids.push_back(bufferOf.lookup(v));
+  ids.push_back(acc);
+  int out = acc;
+  if (epi) {
+    Value y = epi->yielded;
+    out = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * widthOf(elemType(y)),
+                    elemType(y));
+    ids.push_back(out);
+  }
+  int accArg = firstSite + (epi ? epi->siteArgs.size() : 0), outArg = ids.size() - 1;
+  // A site's offset at flattened row i, column j: the rows unflattened
+  // over the result's leading axes.
+  auto rowDims = shape(op.getResult()).drop_back();
+  int64_t flops = estimateFlops(op);
+  if (epi)
+    for (Operation *o : epi->ops)
+      flops += estimateFlops(o);
+  int64_t flags = aSigned ? KILN_UK_A_INT8 : 0;
+  emitKernel(op.getLoc(), "matmul_integer", ids, rTiles * cTiles, [&](KernelEmitter &e) {
+    Value i0 = e.mul(e.div(e.wg, cTiles), rb), j0 = e.mul(e.rem(e.wg, cTiles), cb);
+    Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.maxI(e.idx(M), i0), i0));
+    Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(N), j0));
+    Value az = e.load(2, e.idx(0));
+    az = aSigned ? Value(arith::ExtSIOp::create(e.b, e.b.getI64Type(), az))
+                 : Value(arith::ExtUIOp::create(e.b, e.b.getI64Type(), az));
+    func::CallOp::create(e.b, "kiln_uk_q8gemm_pb", TypeRange{},
+                         ValueRange{e.i64(rows), e.i64(cols), e.i64(K), e.addr(0, e.mul(i0, K)),
+                                    e.i64(K), az, e.addr16(1, e.mul(e.div(j0, 32), 32 * Kp)),
+                                    e.i64(32 * Kp), e.addr(accArg, e.add(e.mul(i0, N), j0)),
+                                    e.i64(N), e.i64(flags)});
+    if (!epi)
+      return;
+    e.loop(e.idx(0), rows, [&](Value r) {
+      Value i = e.add(i0, r);
+      // The row's coordinates along the result's leading axes.
+      SmallVector<Value> coord(rowDims.size());
+      Value rest = i;
+      for (int64_t d = static_cast<int64_t>(rowDims.size()) - 1; d >= 0; --d) {
+        coord[d] = d ? e.rem(rest, rowDims[d]) : rest;
+        if (d)
+          rest = e.div(rest, rowDims[d]);
+      }
+      e.loop(e.idx(0), cols, [&](Value jj) {
+        Value j = e.add(j0, jj);
+        Value at = e.add(e.mul(i, N), j);
+        Value v = epi->apply(e, e.load(accArg, at), [&](int k) {
+          auto &st = epi->siteStrides[k];
+          Value off = e.mul(j, st.back());
+          for (size_t d = 0; d < coord.size(); ++d)
+            off = e.add(off, e.mul(coord[d], st[d]));
+          return e.load(firstSite + k, off);
+        });
+        e.store(v, outArg, at);
+      });
+    });
+  }, flops);
+  bufferOf[op.getResult()] = out;
+  return success();
+}
+
+} // namespace kiln::codegen::kernels

@@ -1,0 +1,191 @@
+//===- Q8gemm.cpp - 8-bit integer matrix-product ukernels, int32 sums -----===//
+//
+// C[M x N] (+)= (A - a_zero)[M x K] * B[K x N], exact in int32: A 8-bit
+// activations (unsigned or signed) in rows, B weights packed at compile time
+// as 16-bit values (b - b_zero) in pairs of k, in the 32-column panels of
+// kiln_uk_sbgemm_pb. Both operands less their zero points fit 16 bits, so
+// every product and every pair's sum is exact in 32 bits, and the sums wrap
+// past 2^31 as onnxruntime's int32 ones do.
+//
+// Implementations, chosen from cpuid on first use (KILN_UKERNEL=portable or
+// avx2 forces one the CPU has; kiln_uk_q8gemm_impl() names it):
+//   avx2      a 4 x 16 tile of C in 8 ymm: A's rows widened to 16 bits and
+//             packed in pairs of k (one 32-bit word per row and pair), each
+//             word broadcast and multiplied against 8 columns' pairs by
+//             VPMADDWD (16 multiply-adds an instruction, twice an f32 FMA's);
+//   portable  the same sums in scalar code.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/runtime.h"
+#include "runtime/cpu/ukernels/Isa.h"
+#include "runtime/cpu/ukernels/Scratch.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+constexpr int64_t kPanel = 32;      // columns of a packed B panel
+constexpr int64_t kRows = 4;        // rows of a C tile (8 accumulators: none spilled)
+constexpr int64_t kCols = 16;       // columns of a C tile
+constexpr int64_t kPairBlock = 256; // pairs of k per block (A's packed rows in L1)
+
+thread_local kiln::rt::ScratchBuffer packedA;
+
+/// The value of A's element k of `row` less the zero point (0 past K).
+inline int32_t aValue(const uint8_t *row, int64_t k, int64_t K, bool isSigned, int32_t zero) {
+  if (k >= K)
+    return 0;
+  int32_t v = isSigned ? static_cast<int32_t>(static_cast<int8_t>(row[k])) : row[k];
+  return v - zero;
+}
+
+/// Rows [0, mr) of A (rows past mr zero), pairs [p0, p0 + pc), as 32-bit
+/// words of two 16-bit values: word (p, r) at pk[p * kRows + r].
+void packPairs(const uint8_t *A, int64_t lda, int64_t mr, int64_t K, int64_t p0, int64_t pc,
+               bool isSigned, int32_t zero, uint32_t *pk) {
+  for (int64_t r = 0; r < kRows; ++r) {
+    const uint8_t *row = A + r * lda;
+    for (int64_t p = 0; p < pc; ++p) {
+      uint32_t w = 0;
+      if (r < mr) {
+        int64_t k = 2 * (p0 + p);
+        auto lo = static_cast<uint16_t>(aValue(row, k, K, isSigned, zero));
+        auto hi = static_cast<uint16_t>(aValue(row, k + 1, K, isSigned, zero));
+        w = lo | static_cast<uint32_t>(hi) << 16;
+      }
+      pk[p * kRows + r] = w;
+    }
+  }
+}
+
+/// The packed B element (k, j): pair p = k / 2 of column j.
+inline int32_t bValue(const int16_t *B, int64_t ldb, int64_t k, int64_t j) {
+  return B[(j / kPanel) * ldb + ((k / 2) * kPanel + j % kPanel) * 2 + k % 2];
+}
+
+void q8gemmPortable(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64_t lda, int32_t zero,
+                    bool isSigned, const int16_t *B, int64_t ldb, int32_t *C, int64_t ldc,
+                    bool acc) {
+  for (int64_t i = 0; i < M; ++i) {
+    const uint8_t *row = A + i * lda;
+    for (int64_t j = 0; j < N; ++j) {
+      // (Unsigned arithmetic: the int32 sum wraps instead of overflowing.)
+      uint32_t s = acc ? static_cast<uint32_t>(C[i * ldc + j]) : 0u;
+      for (int64_t k = 0; k < K; ++k)
+        s += static_cast<uint32_t>(aValue(row, k, K, isSigned, zero) * bValue(B, ldb, k, j));
+      C[i * ldc + j] = static_cast<int32_t>(s);
+    }
+  }
+}
+
+#if defined(__x86_64__)
+
+__attribute__((target("avx2"))) inline __m256i laneMask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/// C[mr x nr] (+)= a 4 x 16 tile over `pc` pairs: `pk` A's packed words,
+/// `b` the tile's first column in its panel (pair p at b + p * 64).
+__attribute__((target("avx2"))) void tile4x16(int64_t pc, const uint32_t *pk, const int16_t *b,
+                                              int32_t *c, int64_t ldc, int64_t mr, int64_t nr,
+                                              bool load) {
+  __m256i m0 = laneMask(std::min<int64_t>(nr, 8)), m1 = laneMask(nr - 8);
+  __m256i acc[kRows][2];
+  for (int64_t r = 0; r < kRows; ++r) {
+    acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    if (load && r < mr) {
+      acc[r][0] = _mm256_maskload_epi32(reinterpret_cast<const int *>(c + r * ldc), m0);
+      acc[r][1] = _mm256_maskload_epi32(reinterpret_cast<const int *>(c + r * ldc + 8), m1);
+    }
+  }
+  for (int64_t p = 0; p < pc; ++p) {
+    const int16_t *bp = b + p * kPanel * 2;
+    __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bp));
+    __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bp + 16));
+    const uint32_t *w = pk + p * kRows;
+#define KILN_Q8_ROW(r)                                                                         \
+  {                                                                                            \
+    __m256i a = _mm256_set1_epi32(static_cast<int>(w[r]));                                     \
+    acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, b0));                         \
+    acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, b1));                         \
+  }
+    KILN_Q8_ROW(0) KILN_Q8_ROW(1) KILN_Q8_ROW(2) KILN_Q8_ROW(3)
+#undef KILN_Q8_ROW
+  }
+  for (int64_t r = 0; r < mr; ++r) {
+    _mm256_maskstore_epi32(reinterpret_cast<int *>(c + r * ldc), m0, acc[r][0]);
+    _mm256_maskstore_epi32(reinterpret_cast<int *>(c + r * ldc + 8), m1, acc[r][1]);
+  }
+}
+
+__attribute__((target("avx2"))) void
+q8gemmAvx2(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64_t lda, int32_t zero,
+           bool isSigned, const int16_t *B, int64_t ldb, int32_t *C, int64_t ldc, bool acc) {
+  int64_t pairs = (K + 1) / 2;
+  uint32_t *pk = packedA.get<uint32_t>(kRows * std::min(pairs, kPairBlock));
+  if (!pk)
+    return; // (the run fails with KILN_ERROR_OUT_OF_MEMORY: Scratch.h)
+  for (int64_t p0 = 0; p0 < pairs; p0 += kPairBlock) {
+    int64_t pc = std::min(kPairBlock, pairs - p0);
+    bool load = acc || p0 > 0;
+    for (int64_t i = 0; i < M; i += kRows) {
+      int64_t mr = std::min(kRows, M - i);
+      packPairs(A + i * lda, lda, mr, K, p0, pc, isSigned, zero, pk);
+      for (int64_t j = 0; j < N; j += kCols) {
+        const int16_t *b = B + (j / kPanel) * ldb + (p0 * kPanel + j % kPanel) * 2;
+        tile4x16(pc, pk, b, C + i * ldc + j, ldc, mr, std::min(kCols, N - j), load);
+      }
+    }
+  }
+}
+
+#endif
+
+using Fn = void (*)(int64_t, int64_t, int64_t, const uint8_t *, int64_t, int32_t, bool,
+                    const int16_t *, int64_t, int32_t *, int64_t, bool);
+
+struct Impl {
+  Fn pb;
+  const char *name;
+};
+
+const Impl &chosen() {
+  static const Impl impl = [] {
+#if defined(__x86_64__)
+    // (AVX-512 machines run the AVX2 tile until their own paths land.)
+    if (kiln::rt::chooseIsa() != kiln::rt::Isa::Portable)
+      return Impl{q8gemmAvx2, "avx2"};
+#endif
+    return Impl{q8gemmPortable, "portable"};
+  }();
+  return impl;
+}
+
+} // namespace
+
+extern "C" void kiln_uk_q8gemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                                  int64_t a_zero, int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+                                  int64_t flags) {
+  if (M <= 0 || N <= 0)
+    return;
+  auto *C = reinterpret_cast<int32_t *>(c);
+  bool acc = (flags & KILN_UK_ACCUMULATE) != 0;
+  if (K <= 0) {
+    if (!acc)
+      for (int64_t i = 0; i < M; ++i)
+        std::memset(C + i * ldc, 0, N * sizeof(int32_t));
+    return;
+  }
+  chosen().pb(M, N, K, reinterpret_cast<const uint8_t *>(a), lda, static_cast<int32_t>(a_zero),
+              (flags & KILN_UK_A_INT8) != 0, reinterpret_cast<const int16_t *>(b), ldb, C, ldc,
+              acc);
+}
+
+extern "C" const char *kiln_uk_q8gemm_impl() { return chosen().name; }

@@ -1,0 +1,70 @@
+// RUN: kiln-opt --split-input-file --kiln-integer-contractions %s | FileCheck %s
+
+// A QDQ matmul: the lhs dequantizes uint8 (zero point 128, scale 0.5), the
+// weights are int8 times 0.01 -- column 0 per column (its largest value
+// 1.27 is 127 steps), column 1 with the matrix's step (its own largest,
+// 0.64, is not 127 of its values' steps). The product becomes the 8-bit
+// one, its int32 result times 0.5 * 0.01 per column; the int8 weights are
+// [[127, 2], [-50, -64], [3, 10]].
+// CHECK-LABEL: func @qdq_matmul
+// CHECK-SAME: (%[[Q:.*]]: tensor<4x3xui8>)
+// CHECK-NOT: kiln.matmul %
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense_resource<int8_weights> : tensor<3x2xi8>
+// CHECK-DAG: %[[ZQ:.*]] = kiln.constant dense<128> : tensor<ui8>
+// CHECK-DAG: %[[ZW:.*]] = kiln.constant dense<0> : tensor<i8>
+// CHECK: %[[ACC:.*]] = kiln.matmul_integer %[[Q]], %[[W]], %[[ZQ]], %[[ZW]] : tensor<4x3xui8>, tensor<3x2xi8>, tensor<ui8>, tensor<i8>
+// CHECK: %[[F:.*]] = kiln.cast %[[ACC]] : tensor<4x2xi32> -> tensor<4x2xf32>
+// CHECK: %[[S:.*]] = kiln.constant dense_resource<int8_scale> : tensor<2xf32>
+// CHECK: %[[Y:.*]] = kiln.mul %[[F]], %[[S]] : tensor<4x2xf32>, tensor<2xf32>
+// CHECK: return %[[Y]]
+// CHECK: int8_weights: "0x010000007F02CEC0030A"
+func.func @qdq_matmul(%q: tensor<4x3xui8>) -> tensor<4x2xf32> {
+  %f = kiln.cast %q : tensor<4x3xui8> -> tensor<4x3xf32>
+  %z = kiln.constant dense<128.0> : tensor<f32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %c = kiln.sub %f, %z : tensor<4x3xf32>, tensor<f32>
+  %a = kiln.mul %c, %s : tensor<4x3xf32>, tensor<f32>
+  %w = kiln.constant dense<[[1.27, 0.02], [-0.5, -0.64], [0.03, 0.1]]> : tensor<3x2xf32>
+  %y = kiln.matmul %a, %w : tensor<4x3xf32>, tensor<3x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// A QDQ Gemm with B transposed and a bias: the bias is added after the
+// scale; a signed lhs without a zero point (no sub).
+// CHECK-LABEL: func @qdq_gemm
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x3xi8>, %[[B:.*]]: tensor<2xf32>)
+// CHECK: %[[ACC:.*]] = kiln.matmul_integer %[[Q]], %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x3xi8>, tensor<3x2xi8>, tensor<i8>, tensor<i8>
+// CHECK: %[[F:.*]] = kiln.cast %[[ACC]]
+// CHECK: %[[M:.*]] = kiln.mul %[[F]], %{{.*}}
+// CHECK: %[[Y:.*]] = kiln.add %[[M]], %[[B]] : tensor<2x2xf32>, tensor<2xf32>
+// CHECK: return %[[Y]]
+func.func @qdq_gemm(%q: tensor<2x3xi8>, %bias: tensor<2xf32>) -> tensor<2x2xf32> {
+  %f = kiln.cast %q : tensor<2x3xi8> -> tensor<2x3xf32>
+  %s = kiln.constant dense<0.25> : tensor<f32>
+  %a = kiln.mul %f, %s : tensor<2x3xf32>, tensor<f32>
+  %w = kiln.constant dense<[[1.27, -0.5, 0.03], [0.02, -0.64, 0.1]]> : tensor<2x3xf32>
+  %y = kiln.gemm %a, %w, %bias {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true} : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// Weights that are not 8-bit (0.3 is no multiple of 0.7 / 127), and a lhs
+// that is no dequantized 8-bit value: both stay f32 products.
+// CHECK-LABEL: func @not_quantized
+// CHECK-NOT: kiln.matmul_integer
+// CHECK: kiln.matmul
+// CHECK: kiln.matmul
+// CHECK-NOT: kiln.matmul_integer
+func.func @not_quantized(%q: tensor<4x3xui8>, %x: tensor<4x3xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>) {
+  %f = kiln.cast %q : tensor<4x3xui8> -> tensor<4x3xf32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %a = kiln.mul %f, %s : tensor<4x3xf32>, tensor<f32>
+  %w = kiln.constant dense<[[0.3, 0.1], [0.7, 0.2], [0.11, 0.9]]> : tensor<3x2xf32>
+  %y = kiln.matmul %a, %w : tensor<4x3xf32>, tensor<3x2xf32>
+  %w8 = kiln.constant dense<[[1.27, 0.02], [-0.5, -0.64], [0.03, 0.1]]> : tensor<3x2xf32>
+  %z = kiln.matmul %x, %w8 : tensor<4x3xf32>, tensor<3x2xf32>
+  return %y, %z : tensor<4x2xf32>, tensor<4x2xf32>
+}

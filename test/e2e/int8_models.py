@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Quantized models against onnxruntime running the same quantized model.
+
+Small fp32 models with random weights -- an MLP (Gemm, ReLU, MatMul) and a
+transformer-style block (3-D MatMuls with biases, GELU, a residual) -- are
+quantized by onnxruntime: statically (quantize_static, QDQ, uint8
+activations calibrated on random inputs, int8 weights per channel and per
+tensor) and dynamically (quantize_dynamic: DynamicQuantizeLinear and
+MatMulInteger). Kiln compiles each for the CPU (the QDQ products and the
+MatMulIntegers on the 8-bit kernels: the report must list matmul_integer
+kernels) and cuda-emu (exact f32 products), and runs it on fresh random
+inputs against onnxruntime's outputs of the same quantized model, its graph
+optimizations off: the Q/DQ ops computed as ONNX defines them. (With them
+on, onnxruntime fuses the QDQ products into its 8-bit kernels, which on a
+CPU without AVX-512 VNNI sum u8 x s8 pairs in saturating int16 --
+VPMADDUBSW -- and are off by up to 8% of the output's range here.)
+
+Tolerance: a quantized model's outputs move in steps of its output scale,
+and two engines may round an intermediate value to neighbouring steps where
+it falls on a boundary; the largest difference must stay within 2% of the
+largest output magnitude, and the mean within 0.2%. The CPU's 8-bit build
+is also checked against Kiln's own f32 build of the same model
+(--disable-pass=kiln-integer-contractions), which computes the same exact
+sums.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime import quantization as q
+
+MAX_REL, MEAN_REL = 2e-2, 2e-3
+
+
+def mlp(rng):
+    w1 = rng.standard_normal((64, 96)).astype(np.float32) * 0.15
+    b1 = rng.standard_normal(96).astype(np.float32) * 0.1
+    w2 = rng.standard_normal((96, 40)).astype(np.float32) * 0.15
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"),
+             numpy_helper.from_array(w2, "w2")]
+    return nodes, inits, [8, 64], [8, 40]
+
+
+def block(rng):
+    """x [1, 24, 48] -> x + fc2(gelu(fc1(x))) with biases."""
+    w1 = rng.standard_normal((48, 128)).astype(np.float32) * 0.15
+    b1 = rng.standard_normal(128).astype(np.float32) * 0.1
+    w2 = rng.standard_normal((128, 48)).astype(np.float32) * 0.1
+    b2 = rng.standard_normal(48).astype(np.float32) * 0.1
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]),
+             helper.make_node("Add", ["m1", "b1"], ["h"]),
+             helper.make_node("Gelu", ["h"], ["g"]),
+             helper.make_node("MatMul", ["g", "w2"], ["m2"]),
+             helper.make_node("Add", ["m2", "b2"], ["o"]),
+             helper.make_node("Add", ["o", "x"], ["y"])]
+    inits = [numpy_helper.from_array(a, n) for a, n in
+             ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))]
+    return nodes, inits, [1, 24, 48], [1, 24, 48]
+
+
+MODELS = {"mlp": mlp, "block": block}
+
+
+def build(name, path):
+    rng = np.random.default_rng(7)
+    nodes, inits, xs, ys = MODELS[name](rng)
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ys)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+    onnx.save(m, path)
+    return xs
+
+
+def quantize(src, dst, mode, shape):
+    if mode == "dynamic":
+        q.quantize_dynamic(src, dst, weight_type=q.QuantType.QInt8)
+        return
+
+    class Reader(q.CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(11)
+            self.it = iter([{"x": rng.standard_normal(shape).astype(np.float32)}
+                            for _ in range(8)])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    q.quantize_static(src, dst, Reader(), quant_format=q.QuantFormat.QDQ,
+                      per_channel=(mode == "qdq-per-channel"),
+                      activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
+
+
+def run_kiln(bindir, model, tmp, tag, flags, x):
+    so = os.path.join(tmp, tag + ".so")
+    report = os.path.join(tmp, tag + ".json")
+    c = subprocess.run([os.path.join(bindir, "kiln-compile"), model, "-o", so,
+                        "--report=" + report, *flags], capture_output=True, text=True)
+    if c.returncode:
+        return None, c.stderr.strip(), []
+    xp, yp = os.path.join(tmp, tag + "_x.npy"), os.path.join(tmp, tag + "_out")
+    np.save(xp, x)
+    r = subprocess.run([os.path.join(bindir, "kiln-run"), so, "--input", "x=" + xp,
+                        "--output-dir", yp], capture_output=True, text=True)
+    if r.returncode:
+        return None, r.stderr.strip(), []
+    with open(report) as f:
+        kinds = [k.get("name", "") for k in json.load(f).get("kernels", [])]
+    return np.load(os.path.join(yp, "y.npy")), "", kinds
+
+
+def compare(got, ref):
+    scale = max(float(np.abs(ref).max()), 1e-12)
+    err = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+    return float(err.max()) / scale, float(err.mean()) / scale
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("--targets", default="cpu,cuda-emu")
+    args = ap.parse_args()
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in MODELS:
+            src = os.path.join(tmp, name + ".onnx")
+            shape = build(name, src)
+            for mode in ("qdq-per-channel", "qdq-per-tensor", "dynamic"):
+                model = os.path.join(tmp, "%s_%s.onnx" % (name, mode))
+                quantize(src, model, mode, shape)
+                opts = ort.SessionOptions()
+                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+                rng = np.random.default_rng(23)
+                for target in args.targets.split(","):
+                    for sample in range(2):
+                        x = rng.standard_normal(shape).astype(np.float32)
+                        ref = sess.run(None, {"x": x})[0]
+                        tag = "%s_%s_%s_%d" % (name, mode, target, sample)
+                        got, err, kinds = run_kiln(args.bindir, model, tmp, tag,
+                                                   ["--target=" + target], x)
+                        problems = []
+                        if got is None:
+                            problems.append("failed: " + err)
+                        else:
+                            mx, mean = compare(got, ref)
+                            if mx > MAX_REL or mean > MEAN_REL:
+                                problems.append("max %.2e, mean %.2e of max|ref|" % (mx, mean))
+                            int8 = sum("matmul_integer" in k for k in kinds)
+                            if target == "cpu" and int8 == 0:
+                                problems.append("no 8-bit kernel in the CPU build")
+                            if target == "cpu":
+                                f32, err32, _ = run_kiln(
+                                    args.bindir, model, tmp, tag + "_f32",
+                                    ["--disable-pass=kiln-integer-contractions"], x)
+                                if f32 is None:
+                                    problems.append("f32 build failed: " + err32)
+                                else:
+                                    m32, _ = compare(got, f32)
+                                    if m32 > MAX_REL:
+                                        problems.append("%.2e from Kiln's f32 build" % m32)
+                        if problems:
+                            failed += 1
+                            print("FAIL %s: %s" % (tag, "; ".join(problems)))
+                        else:
+                            passed += 1
+                            print("PASS %s: max %.1e, mean %.1e of max|ref|%s" % (
+                                tag, mx, mean,
+                                ", %d 8-bit kernels" % int8 if target == "cpu" else ""))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
