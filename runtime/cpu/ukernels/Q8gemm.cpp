@@ -91,57 +91,85 @@ __attribute__((target("avx2"))) inline __m256i laneMask(int64_t n) {
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/// C[mr x nr] (+)= a 4 x 16 tile over `pc` pairs: `pk` A's packed words,
-/// `b` the tile's first column in its panel (pair p at b + p * 64).
+/// C[mr x nr] (+)= a 4 x 16 tile over `pc` pairs: `pk` A's packed words
+/// (pair p, row r at pk[p * 4 + r]), `b` the tile's first column in its
+/// panel (pair p at b + p * 64). Named accumulators, two pairs a step: the
+/// loop carries its 8 sums in registers without copies.
 __attribute__((target("avx2"))) void tile4x16(int64_t pc, const uint32_t *pk, const int16_t *b,
                                               int32_t *c, int64_t ldc, int64_t mr, int64_t nr,
                                               bool load) {
   __m256i m0 = laneMask(std::min<int64_t>(nr, 8)), m1 = laneMask(nr - 8);
-  __m256i acc[kRows][2];
-  for (int64_t r = 0; r < kRows; ++r) {
-    acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    if (load && r < mr) {
-      acc[r][0] = _mm256_maskload_epi32(reinterpret_cast<const int *>(c + r * ldc), m0);
-      acc[r][1] = _mm256_maskload_epi32(reinterpret_cast<const int *>(c + r * ldc + 8), m1);
-    }
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+          c30 = c00, c31 = c00;
+  const int *row[4] = {reinterpret_cast<const int *>(c), reinterpret_cast<const int *>(c + ldc),
+                       reinterpret_cast<const int *>(c + 2 * ldc),
+                       reinterpret_cast<const int *>(c + 3 * ldc)};
+  if (load) {
+    c00 = _mm256_maskload_epi32(row[0], m0), c01 = _mm256_maskload_epi32(row[0] + 8, m1);
+    if (mr > 1)
+      c10 = _mm256_maskload_epi32(row[1], m0), c11 = _mm256_maskload_epi32(row[1] + 8, m1);
+    if (mr > 2)
+      c20 = _mm256_maskload_epi32(row[2], m0), c21 = _mm256_maskload_epi32(row[2] + 8, m1);
+    if (mr > 3)
+      c30 = _mm256_maskload_epi32(row[3], m0), c31 = _mm256_maskload_epi32(row[3] + 8, m1);
   }
-  for (int64_t p = 0; p < pc; ++p) {
-    const int16_t *bp = b + p * kPanel * 2;
-    __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bp));
-    __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bp + 16));
-    const uint32_t *w = pk + p * kRows;
-#define KILN_Q8_ROW(r)                                                                         \
+  // (A macro, not a lambda: GCC does not give lambdas the function's
+  // target.)
+#define KILN_Q8_STEP(bp, w)                                                                    \
   {                                                                                            \
-    __m256i a = _mm256_set1_epi32(static_cast<int>(w[r]));                                     \
-    acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, b0));                         \
-    acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, b1));                         \
+    __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bp));                    \
+    __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>((bp) + 16));             \
+    __m256i a = _mm256_set1_epi32(static_cast<int>((w)[0]));                                   \
+    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(a, b0));                                     \
+    c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(a, b1));                                     \
+    a = _mm256_set1_epi32(static_cast<int>((w)[1]));                                           \
+    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(a, b0));                                     \
+    c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(a, b1));                                     \
+    a = _mm256_set1_epi32(static_cast<int>((w)[2]));                                           \
+    c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(a, b0));                                     \
+    c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(a, b1));                                     \
+    a = _mm256_set1_epi32(static_cast<int>((w)[3]));                                           \
+    c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(a, b0));                                     \
+    c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(a, b1));                                     \
   }
-    KILN_Q8_ROW(0) KILN_Q8_ROW(1) KILN_Q8_ROW(2) KILN_Q8_ROW(3)
-#undef KILN_Q8_ROW
+  int64_t p = 0;
+  for (; p + 2 <= pc; p += 2) {
+    KILN_Q8_STEP(b + p * kPanel * 2, pk + p * kRows)
+    KILN_Q8_STEP(b + (p + 1) * kPanel * 2, pk + (p + 1) * kRows)
   }
+  if (p < pc)
+    KILN_Q8_STEP(b + p * kPanel * 2, pk + p * kRows)
+#undef KILN_Q8_STEP
+  int *out[4] = {reinterpret_cast<int *>(c), reinterpret_cast<int *>(c + ldc),
+                 reinterpret_cast<int *>(c + 2 * ldc), reinterpret_cast<int *>(c + 3 * ldc)};
+  __m256i lo[4] = {c00, c10, c20, c30}, hi[4] = {c01, c11, c21, c31};
   for (int64_t r = 0; r < mr; ++r) {
-    _mm256_maskstore_epi32(reinterpret_cast<int *>(c + r * ldc), m0, acc[r][0]);
-    _mm256_maskstore_epi32(reinterpret_cast<int *>(c + r * ldc + 8), m1, acc[r][1]);
+    _mm256_maskstore_epi32(out[r], m0, lo[r]);
+    _mm256_maskstore_epi32(out[r] + 8, m1, hi[r]);
   }
 }
 
+/// Per k block: every row block of A packed once (in L2), then each 16
+/// columns' B tile (16 KiB of pairs, in L1) against every row block.
 __attribute__((target("avx2"))) void
 q8gemmAvx2(int64_t M, int64_t N, int64_t K, const uint8_t *A, int64_t lda, int32_t zero,
            bool isSigned, const int16_t *B, int64_t ldb, int32_t *C, int64_t ldc, bool acc) {
-  int64_t pairs = (K + 1) / 2;
-  uint32_t *pk = packedA.get<uint32_t>(kRows * std::min(pairs, kPairBlock));
+  int64_t pairs = (K + 1) / 2, rowBlocks = (M + kRows - 1) / kRows;
+  int64_t blockWords = kRows * std::min(pairs, kPairBlock);
+  uint32_t *pk = packedA.get<uint32_t>(rowBlocks * blockWords);
   if (!pk)
     return; // (the run fails with KILN_ERROR_OUT_OF_MEMORY: Scratch.h)
   for (int64_t p0 = 0; p0 < pairs; p0 += kPairBlock) {
     int64_t pc = std::min(kPairBlock, pairs - p0);
     bool load = acc || p0 > 0;
-    for (int64_t i = 0; i < M; i += kRows) {
-      int64_t mr = std::min(kRows, M - i);
-      packPairs(A + i * lda, lda, mr, K, p0, pc, isSigned, zero, pk);
-      for (int64_t j = 0; j < N; j += kCols) {
-        const int16_t *b = B + (j / kPanel) * ldb + (p0 * kPanel + j % kPanel) * 2;
-        tile4x16(pc, pk, b, C + i * ldc + j, ldc, mr, std::min(kCols, N - j), load);
-      }
+    for (int64_t ib = 0; ib < rowBlocks; ++ib)
+      packPairs(A + ib * kRows * lda, lda, std::min(kRows, M - ib * kRows), K, p0, pc, isSigned,
+                zero, pk + ib * blockWords);
+    for (int64_t j = 0; j < N; j += kCols) {
+      const int16_t *b = B + (j / kPanel) * ldb + (p0 * kPanel + j % kPanel) * 2;
+      for (int64_t ib = 0; ib < rowBlocks; ++ib)
+        tile4x16(pc, pk + ib * blockWords, b, C + ib * kRows * ldc + j, ldc,
+                 std::min(kRows, M - ib * kRows), std::min(kCols, N - j), load);
     }
   }
 }
