@@ -11,9 +11,9 @@
 // so it becomes kiln.matmul_integer on q and qW, its int32 result times one
 // scale per column (and plus Gemm's bias). qW and sW are recovered from the
 // f32 weights: a column is quantized per column (or with the whole matrix)
-// when every value is an integer multiple, within 127 of zero, of its
-// largest magnitude / 127 -- checked for every value, so weights that are
-// not 8-bit stay f32 products.
+// when every value is an integer multiple in [-128, 127] of its largest
+// magnitude / 127 (or / 128) -- checked for every value, so weights that
+// are not 8-bit stay f32 products.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/ConstantData.h"
@@ -89,8 +89,8 @@ struct Quantized {
   std::vector<float> scale; // [N]
 };
 
-/// Whether every value of column n is an integer multiple of s within 127
-/// (to 1e-3 of a step); fills q's column.
+/// Whether every value of column n is an integer multiple of s in
+/// [-128, 127] (to 1e-3 of a step); fills q's column.
 bool multiples(const std::vector<float> &w, int64_t K, int64_t N, int64_t n, float s,
                std::vector<int8_t> &q) {
   for (int64_t k = 0; k < K; ++k) {
@@ -102,7 +102,7 @@ bool multiples(const std::vector<float> &w, int64_t K, int64_t N, int64_t n, flo
       continue;
     }
     double r = static_cast<double>(v) / s, ri = std::nearbyint(r);
-    if (std::fabs(r - ri) > 1e-3 || std::fabs(ri) > 127.0)
+    if (std::fabs(r - ri) > 1e-3 || ri < -128.0 || ri > 127.0)
       return false;
     q[k * N + n] = static_cast<int8_t>(ri);
   }
@@ -123,10 +123,11 @@ std::optional<Quantized> quantizedWeights(const std::vector<float> &w, int64_t K
     float m = 0.0f;
     for (int64_t k = 0; k < K; ++k)
       m = std::max(m, std::fabs(w[k * N + n]));
-    // The column's own scale (per-channel quantization), else the whole
-    // matrix's (per-tensor).
+    // The column's own step (per-channel quantization), else the whole
+    // matrix's (per-tensor): its largest magnitude is 127 steps, or 128
+    // (a minimum of -128 with a symmetric range's zero point).
     bool ok = false;
-    for (float s : {m / 127.0f, all / 127.0f})
+    for (float s : {m / 127.0f, m / 128.0f, all / 127.0f, all / 128.0f})
       if (multiples(w, K, N, n, s, out.q)) {
         out.scale[n] = s == 0.0f ? 1.0f : s;
         ok = true;

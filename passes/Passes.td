@@ -235,9 +235,9 @@ def IntegerContractionsPass : Pass<"kiln-integer-contractions", "mlir::func::Fun
     int8 weights, its int32 result cast to f32 times `scale * weight
     scale[n]` (plus Gemm's bias). The same values up to f32 rounding: the
     integer sums are exact. Weights are recovered only when every value is
-    an integer multiple (to 1e-3 of a step, at most 127 steps) of its
-    column's or the matrix's largest magnitude / 127; anything else stays an
-    f32 product. Runs for the CPU target (its 8-bit ukernel), after the
+    an integer multiple in [-128, 127] (to 1e-3 of a step) of its column's
+    or the matrix's largest magnitude / 127 (or / 128); anything else stays
+    an f32 product. Runs for the CPU target (its 8-bit ukernel), after the
     canonicalizer.
 
     Before:

@@ -2,31 +2,32 @@
 
 // A QDQ matmul: the lhs dequantizes uint8 (zero point 128, scale 0.5), the
 // weights are int8 times 0.01 -- column 0 per column (its largest value
-// 1.27 is 127 steps), column 1 with the matrix's step (its own largest,
-// 0.64, is not 127 of its values' steps). The product becomes the 8-bit
-// one, its int32 result times 0.5 * 0.01 per column; the int8 weights are
-// [[127, 2], [-50, -64], [3, 10]].
+// 1.27 is 127 steps), column 2 per column too (its -1.28 is -128 steps),
+// column 1 with the matrix's step (its own largest, 0.63, is neither 127
+// nor 128 of its values' steps). The product becomes the 8-bit one, its
+// int32 result times 0.5 * 0.01 per column; the int8 weights are
+// [[127, 2, -128], [-50, -63, 1], [3, 10, 50]].
 // CHECK-LABEL: func @qdq_matmul
 // CHECK-SAME: (%[[Q:.*]]: tensor<4x3xui8>)
 // CHECK-NOT: kiln.matmul %
-// CHECK-DAG: %[[W:.*]] = kiln.constant dense_resource<int8_weights> : tensor<3x2xi8>
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense_resource<int8_weights> : tensor<3x3xi8>
 // CHECK-DAG: %[[ZQ:.*]] = kiln.constant dense<128> : tensor<ui8>
 // CHECK-DAG: %[[ZW:.*]] = kiln.constant dense<0> : tensor<i8>
-// CHECK: %[[ACC:.*]] = kiln.matmul_integer %[[Q]], %[[W]], %[[ZQ]], %[[ZW]] : tensor<4x3xui8>, tensor<3x2xi8>, tensor<ui8>, tensor<i8>
-// CHECK: %[[F:.*]] = kiln.cast %[[ACC]] : tensor<4x2xi32> -> tensor<4x2xf32>
-// CHECK: %[[S:.*]] = kiln.constant dense_resource<int8_scale> : tensor<2xf32>
-// CHECK: %[[Y:.*]] = kiln.mul %[[F]], %[[S]] : tensor<4x2xf32>, tensor<2xf32>
+// CHECK: %[[ACC:.*]] = kiln.matmul_integer %[[Q]], %[[W]], %[[ZQ]], %[[ZW]] : tensor<4x3xui8>, tensor<3x3xi8>, tensor<ui8>, tensor<i8>
+// CHECK: %[[F:.*]] = kiln.cast %[[ACC]] : tensor<4x3xi32> -> tensor<4x3xf32>
+// CHECK: %[[S:.*]] = kiln.constant dense_resource<int8_scale> : tensor<3xf32>
+// CHECK: %[[Y:.*]] = kiln.mul %[[F]], %[[S]] : tensor<4x3xf32>, tensor<3xf32>
 // CHECK: return %[[Y]]
-// CHECK: int8_weights: "0x010000007F02CEC0030A"
-func.func @qdq_matmul(%q: tensor<4x3xui8>) -> tensor<4x2xf32> {
+// CHECK: int8_weights: "0x010000007F0280CEC101030A32"
+func.func @qdq_matmul(%q: tensor<4x3xui8>) -> tensor<4x3xf32> {
   %f = kiln.cast %q : tensor<4x3xui8> -> tensor<4x3xf32>
   %z = kiln.constant dense<128.0> : tensor<f32>
   %s = kiln.constant dense<0.5> : tensor<f32>
   %c = kiln.sub %f, %z : tensor<4x3xf32>, tensor<f32>
   %a = kiln.mul %c, %s : tensor<4x3xf32>, tensor<f32>
-  %w = kiln.constant dense<[[1.27, 0.02], [-0.5, -0.64], [0.03, 0.1]]> : tensor<3x2xf32>
-  %y = kiln.matmul %a, %w : tensor<4x3xf32>, tensor<3x2xf32>
-  return %y : tensor<4x2xf32>
+  %w = kiln.constant dense<[[1.27, 0.02, -1.28], [-0.5, -0.63, 0.01], [0.03, 0.1, 0.5]]> : tensor<3x3xf32>
+  %y = kiln.matmul %a, %w : tensor<4x3xf32>, tensor<3x3xf32>
+  return %y : tensor<4x3xf32>
 }
 
 // -----
