@@ -56,8 +56,9 @@ bool sidesOk(Operation *op, Value chain, Operation *anchor) {
 
 Type elementTypeOf(Value v) { return llvm::cast<ShapedType>(v.getType()).getElementType(); }
 
-/// A cast of `chain` that is half of a rounding pair `f32 -> bf16/f16 ->
-/// f32` (kiln-lower-precision's results on the CPU): the down cast whose one
+/// A cast of `chain` that is half of a rounding pair `f32 -> bf16/f16/8-bit
+/// integer -> f32` (kiln-lower-precision's results on the CPU, a QDQ model's
+/// quantized activations): the down cast whose one
 /// user casts back, or that cast back. An anchor's epilogue rounds in
 /// registers and keeps its element type.
 bool isRoundingPair(Operation *user, Value chain) {
@@ -65,11 +66,13 @@ bool isRoundingPair(Operation *user, Value chain) {
   if (!cast)
     return false;
   auto elem = [](Value v) { return llvm::cast<ShapedType>(v.getType()).getElementType(); };
-  auto narrowFloat = [](Type t) { return t.isBF16() || t.isF16(); };
-  if (elem(chain).isF32() && narrowFloat(elem(cast.getResult())))
+  // (bf16/f16: kiln-lower-precision's rounding; 8-bit integers: a QDQ
+  // model's quantize-dequantize of an activation.)
+  auto narrow = [](Type t) { return t.isBF16() || t.isF16() || t.isInteger(8); };
+  if (elem(chain).isF32() && narrow(elem(cast.getResult())))
     return cast->hasOneUse() && isa<CastOp>(*cast->getUsers().begin()) &&
            cast->getUsers().begin()->getResult(0).getType() == chain.getType();
-  if (narrowFloat(elem(chain)) && elem(cast.getResult()).isF32())
+  if (narrow(elem(chain)) && elem(cast.getResult()).isF32())
     if (auto down = chain.getDefiningOp<CastOp>())
       return down.getInput().getType() == cast.getResult().getType();
   return false;

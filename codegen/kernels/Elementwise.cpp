@@ -338,11 +338,12 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
   bool typedEpilogue = anchor && isa<kiln::MatMulIntegerOp>(anchor);
   epi.ops.assign(ops.begin() + (anchor ? 1 : 0), ops.end());
   auto shapeOnly = [](Type t) { return llvm::cast<RankedTensorType>(t).getShape(); };
-  // (An anchor's epilogue may round: f32 -> bf16/f16 -> f32, in registers.)
+  // (An anchor's epilogue may round: f32 -> bf16/f16/8-bit -> f32, in
+  // registers.)
   auto roundingHalf = [&](Operation *o) {
     auto c = dyn_cast<kiln::CastOp>(o);
     Type et = llvm::cast<RankedTensorType>(o->getResult(0).getType()).getElementType();
-    return c && (et.isBF16() || et.isF16()) && c->hasOneUse() &&
+    return c && (et.isBF16() || et.isF16() || et.isInteger(8)) && c->hasOneUse() &&
            isa<kiln::CastOp>(*c->getUsers().begin()) &&
            c->getUsers().begin()->getResult(0).getType() == op.getType();
   };

@@ -346,6 +346,38 @@ func.func @conv_rounding_pair(%x: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x8xf32>, 
 
 // -----
 
+// A QDQ model's quantize-dequantize of a conv's output (round, clamp, cast
+// to uint8 and back, less the zero point, times the scale) joins the conv's
+// epilogue too: the 8-bit value lives in registers only.
+// CHECK-LABEL: func @conv_qdq_pair
+// CHECK: kiln.fusion
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.conv
+// CHECK-NEXT: kiln.round
+// CHECK-NEXT: kiln.clip
+// CHECK-NEXT: kiln.cast {{.*}} -> tensor<1x4x8x8xui8>
+// CHECK-NEXT: kiln.cast {{.*}} -> tensor<1x4x8x8xf32>
+// CHECK-NEXT: kiln.sub
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.yield
+// CHECK-NOT: kiln.fusion
+// CHECK: return
+func.func @conv_qdq_pair(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %w = kiln.constant dense<0.5> : tensor<4x4x3x3xf32>
+  %z = kiln.constant dense<3.0> : tensor<f32>
+  %s = kiln.constant dense<0.25> : tensor<f32>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x8x8xf32>
+  %r = kiln.round %c : tensor<1x4x8x8xf32>
+  %k = kiln.clip %r {min = 0.0 : f32, max = 255.0 : f32} : tensor<1x4x8x8xf32>
+  %q = kiln.cast %k : tensor<1x4x8x8xf32> -> tensor<1x4x8x8xui8>
+  %f = kiln.cast %q : tensor<1x4x8x8xui8> -> tensor<1x4x8x8xf32>
+  %d = kiln.sub %f, %z : tensor<1x4x8x8xf32>, tensor<f32>
+  %y = kiln.mul %d, %s : tensor<1x4x8x8xf32>, tensor<f32>
+  return %y : tensor<1x4x8x8xf32>
+}
+
+// -----
+
 // A rounding pair whose up half feeds another anchor's epilogue (a kept-fp32
 // matmul minus a rounded bf16 one, as --precision=auto builds it) stays
 // whole in the rounded matmul's epilogue: the other epilogue reads f32, and
