@@ -299,7 +299,7 @@ private:
   /// A constant buffer holding `data`.
   int addConstantData(ArrayRef<char> data);
   /// Layouts a matrix product's constant B is packed into.
-  enum class PackedB { PanelsF32, PanelsBf16, RowsF32, RowsF16, ColumnsF32, PanelsI16 };
+  enum class PackedB { PanelsF32, PanelsBf16, RowsF32, RowsF16, ColumnsF32 };
   /// The constant buffer holding B (buffer `src`, [K, N], or [N, K] when
   /// tB) packed as `kind`: made once by `make` and shared by every product
   /// that reads the same weights so (tied or reused weights).

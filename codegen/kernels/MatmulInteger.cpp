@@ -17,7 +17,6 @@
 #include "kiln/runtime.h"
 
 #include <algorithm>
-#include <cstring>
 
 using namespace mlir;
 
@@ -42,16 +41,15 @@ LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *
   };
   int32_t zb = byteAt(zbBuf, 0);
   int64_t Kp = (K + 1) / 2 * 2, panels = ceilDiv(N, 32);
-  int packed = packedB(bBuf, PackedB::PanelsI16, false, K, N, [&] {
-    std::vector<int16_t> v(panels * 32 * Kp, 0);
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t n = 0; n < N; ++n)
-        v[(n / 32) * 32 * Kp + ((k / 2) * 32 + n % 32) * 2 + k % 2] =
-            static_cast<int16_t>(byteAt(bBuf, k * N + n) - zb);
-    std::vector<char> bytes(v.size() * 2);
-    std::memcpy(bytes.data(), v.data(), bytes.size());
-    return bytes;
-  });
+  // (Packed per product, not shared through packedB(): the values depend
+  // on the zero point too.)
+  std::vector<int16_t> v(panels * 32 * Kp, 0);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n)
+      v[(n / 32) * 32 * Kp + ((k / 2) * 32 + n % 32) * 2 + k % 2] =
+          static_cast<int16_t>(byteAt(bBuf, k * N + n) - zb);
+  int packed = addConstantData(
+      ArrayRef<char>(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(int16_t)));
 
   // Row tiles x column tiles of whole panels.
   auto [rb, cb] = productTiles(M, N, 1);

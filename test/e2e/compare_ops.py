@@ -749,6 +749,14 @@ CASES = {
         [("MatMulInteger", ["a", "b", "za", "zb"], {})], opset=10,
         consts=[("b", Q8_B_K5000), ("za", np.array(255, np.uint8)),
                 ("zb", np.array(-128, np.int8))]),
+    # One weight matrix under two zero points: each product its own packing.
+    "matmulinteger_const_shared_weights_two_zeros": typed(
+        [("a", (5, 40), "u8", "full")],
+        [("MatMulInteger", ["a", "b", "za", "zb0"], {}),
+         ("MatMulInteger", ["a", "b", "za", "zb5"], {}),
+         ("Sub", ["t0", "t1"], {})], opset=10,
+        consts=[("b", Q8_B_U8[:40, :12]), ("za", np.array(3, np.uint8)),
+                ("zb0", np.array(0, np.uint8)), ("zb5", np.array(5, np.uint8))]),
     "qlinearmatmul_const_k513": typed(
         [("a", (9, 513), "u8", "full")],
         [("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], {})], opset=10,
@@ -1102,6 +1110,9 @@ def _maxpool_3x3_s2_pad1(x):
 
 NUMPY_REFERENCES = {
     "matmulinteger_const_u8_zp": lambda f: _int_matmul(f["a"], 131, Q8_B_U8, 7),
+    "matmulinteger_const_shared_weights_two_zeros":
+        lambda f: _int_matmul(f["a"], 3, Q8_B_U8[:40, :12], 0)
+        - _int_matmul(f["a"], 3, Q8_B_U8[:40, :12], 5),
     "matmulinteger_const_i8_batched_odd_k": lambda f: _int_matmul(f["a"], -3, Q8_B_I8_ODD, 0),
     "matmulinteger_const_vector_k5000": lambda f: _int_matmul(f["a"], 255, Q8_B_K5000, -128),
     "qlinearmatmul_const_k513": lambda f: np.clip(
