@@ -851,6 +851,7 @@ LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, St
     for (int i = 0; i < node.input_size() && sizeArgument.empty(); ++i)
       if (isSymbolicHost(node.input(i)) && !readsAsData(node.op_type(), i))
         sizeArgument = node.input(i);
+    Operation *derivedBefore = derivedUpTo;
     if (!sizeArgument.empty()) {
       bool ok;
       {
@@ -863,6 +864,12 @@ LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, St
       noteBindableInputs(nc);
       return failure();
     }
+    // Symbols derived while the node was being built (a broadcast's pins
+    // need its operands') saw its ops before the converter tagged them with
+    // the sizes it computes (kAxisSymbol is set once they are known): derive
+    // them again, tagged. (Visiting an op twice is harmless: masks already
+    // inserted are not inserted again.)
+    derivedUpTo = derivedBefore;
     // (A node that made data-dependent sizes states them now: a Shape of its
     // result must see them.)
     if ((taintedIn || symbolicIn || symbols.numComputed != computedBefore) &&

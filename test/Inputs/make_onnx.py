@@ -630,6 +630,16 @@ def nonzero_runtime():
                  [vi("nz", None), vi("cc", None)], opset=13)
 
 
+def nonzero_then_runtime_axes():
+    # A data-dependent count (NonZero) before a reduction over axes given at
+    # run time: the reduction's sizes are data-dependent symbols too, tagged
+    # after symbols were already being derived for the graph.
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"], name="nonzero"),
+             helper.make_node("ReduceSum", ["y", "a"], ["r"], keepdims=1, name="reduce")]
+    return model(nodes, [vi("x", [5]), vi("y", [4, 5, 6]), vi("a", [2], TensorProto.INT64)],
+                 [vi("nz", None), vi("r", None)], opset=13)
+
+
 def nms_runtime_count():
     # NonMaxSuppression of the boxes whose score passes a threshold (a
     # data-dependent count), and TopK of those scores by min(4, count).
@@ -990,7 +1000,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nms_runtime_count, size_arithmetic, unique_runtime, unique_too_large, roi_align, roi_align_v10, roi_align_bad_mode, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_then_runtime_axes, nms_runtime_count, size_arithmetic, unique_runtime, unique_too_large, roi_align, roi_align_v10, roi_align_bad_mode, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

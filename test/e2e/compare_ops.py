@@ -8,7 +8,8 @@ and with NHWC model inputs and outputs (--io-layout=nhwc); every case also runs 
 CUDA kernels through the CPU emulation (--target=cuda-emu). Fresh random inputs each run
 (seeded), rtol 1e-4 and atol 1e-5 * max(1, max|reference|) -- long fp32
 reductions that cancel to near zero differ by accumulation order only.
-Prints 'N passed, N failed'.
+Cases with the same opsets and flags compile together, up to BATCH in one
+model (model_batch.py; --batch 1: each alone). Prints 'N passed, N failed'.
 """
 import argparse
 import math
@@ -32,6 +33,7 @@ from op_graphs import (  # noqa: E402
     projected_attention, reduce, reduce_axes_input, typed, unary,
     crng, rng)
 from runtime_size_cases import RUNTIME_SIZE_CASES  # noqa: E402
+import model_batch  # noqa: E402
 
 
 # The 8-bit cases' constant weights (their numpy references read them).
@@ -1147,7 +1149,106 @@ UKERNEL_OPS = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MatMul", 
                "QLinearMatMul", "Gemm", "Einsum", "Attention", "GRU", "LSTM", "RNN"}
 
 
+# Cases are compiled in batches (model_batch.py): one model holding up to BATCH
+# cases' graphs side by side, one kiln-compile and one kiln-run for them all,
+# each output compared with its case's tolerance. A batch that fails to build
+# or run, or any output that mismatches, runs its cases one by one, so every
+# failure names its case exactly as a case of its own would.
+BATCH = 24
+
+
+def prepare(name, m, tmp):
+    """The case's model, inputs and reference written under tmp/name."""
+    if m.graph.node[0].op_type == "BatchNormalization":
+        # variance must be positive
+        var = numpy_helper.from_array(rng.uniform(0.5, 2, 6).astype(np.float32), "v")
+        m.graph.initializer.append(var)
+        m.graph.node[0].input.append("v")
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(m, path)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feeds, files = {}, {}
+    gen = {p.key[4:]: p.value for p in m.metadata_props if p.key.startswith("gen:")}
+    for i in sess.get_inputs():
+        feeds[i.name] = draw(gen.get(i.name, "normal"), i.shape, i.type)
+    # (Copies: onnxruntime's training-mode BatchNormalization updates its
+    # running statistics in the arrays it is given.)
+    given = {n: x.copy() for n, x in feeds.items()}
+    ref = (NUMPY_REFERENCES[name](given) if name in NUMPY_REFERENCES
+           else sess.run(None, given)[0])
+    extra, scaled = CASE_OPTIONS.get(name, ([], None))
+    rtol, atol = CASE_TOLERANCES.get(
+        name, scaled or TOLERANCES.get(sess.get_outputs()[0].type, (0.0, 0.0)))
+    if ref.size and name not in CASE_TOLERANCES:
+        atol = atol * max(1.0, float(np.abs(ref.astype(np.float64)).max()))
+    # The same data channels last, for --io-layout=nhwc (which moves rank-4
+    # float inputs and outputs only).
+    nhwc = lambda x: (np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+                      if x.ndim == 4 and np.issubdtype(x.dtype, np.floating) else x)
+    for layout, f in (("", lambda x: x), ("_nhwc", nhwc)):
+        for n, x in feeds.items():
+            files[n + layout] = os.path.join(d, n + layout + ".npy")
+            np.save(files[n + layout], f(x))
+        files["ref" + layout] = os.path.join(d, "ref" + layout + ".npy")
+        np.save(files["ref" + layout], f(ref))
+    variants = [["-O0"], ["-O3"], ["-O3", "--target=" + ARGS.cuda_target]]
+    spatial = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool"}
+    if any(n.op_type in spatial for n in m.graph.node) and len(ref.shape) == 4:
+        variants += [["-O3", "--layout=nhwc"], ["-O3", "--layout=nhwc", "--io-layout=nhwc"]]
+    elif any(n.op_type in spatial for n in m.graph.node):
+        variants += [["-O3", "--layout=nhwc"]]
+    if ARGS.only_cuda:
+        variants = [["-O3", "--target=" + ARGS.cuda_target]]
+    if ARGS.no_cuda:
+        variants = [v for v in variants if not any(f.startswith("--target=") for f in v)]
+    return {"model": m, "path": path, "dir": d, "inputs": list(feeds), "files": files,
+            "rtol": rtol, "atol": atol, "extra": extra, "variants": variants}
+
+
+def run_args(c, flags, prefix=""):
+    """kiln-run's inputs and comparison for case c (its names prefixed)."""
+    layout = "_nhwc" if "--io-layout=nhwc" in flags else ""
+    args = []
+    for n in c["inputs"]:
+        args += ["--input", f"{prefix}{n}={c['files'][n + layout]}"]
+    return args + ["--compare", f"{prefix}y={c['files']['ref' + layout]}",
+                   "--tolerance", f"{prefix}y={c['rtol']},{c['atol']:.3g}"]
+
+
+def build_and_run(model_path, so, flags, run):
+    c = subprocess.run([os.path.join(ARGS.bindir, "kiln-compile"), model_path, *flags, "-o", so],
+                       capture_output=True, text=True)
+    if c.returncode != 0:
+        return False, c.stdout + c.stderr
+    r = subprocess.run([os.path.join(ARGS.bindir, "kiln-run"), so, *run],
+                       capture_output=True, text=True)
+    return r.returncode == 0, r.stdout + r.stderr
+
+
+def run_batch(cases, flags, tmp):
+    """[(name, ok, message)] for the cases (name, case) under one set of flags."""
+    if len(cases) > 1:
+        prefixed = list(zip(model_batch.prefixes(len(cases)), (c for _, c in cases)))
+        path = os.path.join(tmp, "batch.onnx")
+        onnx.save(model_batch.merge([(p, c["model"]) for p, c in prefixed]), path)
+        run = [a for p, c in prefixed for a in run_args(c, flags, p)]
+        ok, text = build_and_run(path, os.path.join(tmp, "batch.so"), flags, run)
+        if ok:
+            lines = text.splitlines()
+            return [(name, True, next((l.replace(f"compare {p}y", "compare y", 1) for l in lines
+                                       if l.startswith(f"compare {p}y:")), ""))
+                    for (name, _), (p, _) in zip(cases, prefixed)]
+        print(f"note: the batch of {len(cases)} cases with {' '.join(flags)} did not pass "
+              f"whole; its cases run one by one:\n  " + "\n  ".join(text.strip().splitlines()[-3:]))
+    return [(name, *build_and_run(c["path"], os.path.join(c["dir"], "model.so"), flags,
+                                  run_args(c, flags)))
+            for name, c in cases]
+
+
 def main():
+    global ARGS
     ap = argparse.ArgumentParser()
     ap.add_argument("--bindir", required=True)
     ap.add_argument("--cuda-target", default="cuda-emu",
@@ -1159,75 +1260,31 @@ def main():
     ap.add_argument("--ukernel-cases", action="store_true",
                     help="run only the cases with an op the CPU's matrix ukernels compute "
                          "(a run forcing one with KILN_UKERNEL: no other kernel calls them)")
-    args = ap.parse_args()
+    ap.add_argument("--batch", type=int, default=BATCH,
+                    help="cases compiled together in one model (1: each alone)")
+    ARGS = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
+        cases = {}
         for name, m in CASES.items():
-            if args.only not in name:
+            if ARGS.only not in name:
                 continue
-            if args.ukernel_cases and not any(n.op_type in UKERNEL_OPS for n in m.graph.node):
+            if ARGS.ukernel_cases and not any(n.op_type in UKERNEL_OPS for n in m.graph.node):
                 continue
-            if m.graph.node[0].op_type == "BatchNormalization":
-                # variance must be positive
-                var = numpy_helper.from_array(rng.uniform(0.5, 2, 6).astype(np.float32), "v")
-                m.graph.initializer.append(var)
-                m.graph.node[0].input.append("v")
-            path = os.path.join(tmp, name + ".onnx")
-            onnx.save(m, path)
-            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-            cmd = [os.path.join(args.bindir, "kiln-run"), os.path.join(tmp, name + ".so")]
-            feeds = {}
-            gen = {p.key[4:]: p.value for p in m.metadata_props if p.key.startswith("gen:")}
-            for i in sess.get_inputs():
-                x = draw(gen.get(i.name, "normal"), i.shape, i.type)
-                feeds[i.name] = x
-                np.save(os.path.join(tmp, i.name + ".npy"), x)
-                cmd += ["--input", f"{i.name}={os.path.join(tmp, i.name + '.npy')}"]
-            ref = (NUMPY_REFERENCES[name](feeds) if name in NUMPY_REFERENCES
-                   else sess.run(None, feeds)[0])
-            np.save(os.path.join(tmp, "ref.npy"), ref)
-            extra, scaled = CASE_OPTIONS.get(name, ([], None))
-            rtol, atol = CASE_TOLERANCES.get(
-                name, scaled or TOLERANCES.get(sess.get_outputs()[0].type, (0.0, 0.0)))
-            if ref.size and name not in CASE_TOLERANCES:
-                atol = atol * max(1.0, float(np.abs(ref.astype(np.float64)).max()))
-            cmd += ["--compare", f"y={os.path.join(tmp, 'ref.npy')}", "--rtol", str(rtol),
-                    "--atol", f"{atol:.3g}"]
-            variants = [["-O0"], ["-O3"], ["-O3", "--target=" + args.cuda_target]]
-            spatial = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool"}
-            if any(n.op_type in spatial for n in m.graph.node) and len(ref.shape) == 4:
-                variants += [["-O3", "--layout=nhwc"], ["-O3", "--layout=nhwc", "--io-layout=nhwc"]]
-            elif any(n.op_type in spatial for n in m.graph.node):
-                variants += [["-O3", "--layout=nhwc"]]
-            if args.only_cuda:
-                variants = [["-O3", "--target=" + args.cuda_target]]
-            if args.no_cuda:
-                variants = [v for v in variants if not any(f.startswith("--target=") for f in v)]
-            for flags in variants:
-                run_cmd = cmd
-                if "--io-layout=nhwc" in flags:
-                    # The same data, channels last: inputs and the reference transposed.
-                    run_cmd = [os.path.join(args.bindir, "kiln-run"), os.path.join(tmp, name + ".so")]
-                    # (--io-layout=nhwc moves rank-4 float inputs and outputs only)
-                    for i in sess.get_inputs():
-                        x = feeds[i.name]
-                        if x.ndim == 4 and np.issubdtype(x.dtype, np.floating):
-                            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-                        np.save(os.path.join(tmp, i.name + "_nhwc.npy"), x)
-                        run_cmd += ["--input", f"{i.name}={os.path.join(tmp, i.name + '_nhwc.npy')}"]
-                    np.save(os.path.join(tmp, "ref_nhwc.npy"),
-                            np.ascontiguousarray(ref.transpose(0, 2, 3, 1))
-                            if np.issubdtype(ref.dtype, np.floating) else ref)
-                    run_cmd += ["--compare", f"y={os.path.join(tmp, 'ref_nhwc.npy')}",
-                                "--rtol", str(rtol), "--atol", f"{atol:.3g}"]
-                c = subprocess.run([os.path.join(args.bindir, "kiln-compile"), path, *flags, *extra, "-o",
-                                    os.path.join(tmp, name + ".so")], capture_output=True, text=True)
-                r = subprocess.run(run_cmd, capture_output=True, text=True) if c.returncode == 0 else c
-                ok = c.returncode == 0 and r.returncode == 0
-                print(f"{'PASS' if ok else 'FAIL'} {name} {' '.join(flags + extra)}: "
-                      f"{(r.stdout + r.stderr).strip()}")
-                passed += ok
-                failed += not ok
+            cases[name] = prepare(name, m, tmp)
+        # Groups of cases that can share a model, per set of flags.
+        groups = {}
+        for name, c in cases.items():
+            key = model_batch.batch_key(c["model"]) if ARGS.batch > 1 else None
+            for v in c["variants"]:
+                flags = tuple(v + c["extra"])
+                groups.setdefault((flags, key or name), []).append((name, c))
+        for (flags, _), members in groups.items():
+            for i in range(0, len(members), ARGS.batch):
+                for name, ok, text in run_batch(members[i:i + ARGS.batch], list(flags), tmp):
+                    print(f"{'PASS' if ok else 'FAIL'} {name} {' '.join(flags)}: {text.strip()}")
+                    passed += ok
+                    failed += not ok
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

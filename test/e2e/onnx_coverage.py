@@ -23,6 +23,11 @@ runs it), in two shape modes:
   unbound  as static, but nothing bound: every graph input arrives at run
            time (a test static mode did not bind takes its result).
 
+Tests with one data set compile in batches of up to BATCH tests in one model
+(model_batch.py): a batch that does not pass whole is split until each
+failing test runs alone, so every result is the test's own (--no-batch: each
+alone).
+
 A test ends as
   pass          every output of every data set within tolerance;
   fail          it compiled but a result differs (the max error is given),
@@ -53,12 +58,15 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
+
+import model_batch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -365,6 +373,14 @@ def make_dynamic(model_path, out_path):
     after its static size, so that equal sizes stay one symbol); False
     when no input has a dimension to make symbolic."""
     m = onnx.load(model_path, load_external_data=False)
+    changed = dynamic_inputs(m)
+    if changed:
+        onnx.save(m, out_path)
+    return changed
+
+
+def dynamic_inputs(m):
+    """make_dynamic on the model in memory: whether it changed."""
     inits = {i.name for i in m.graph.initializer}
     changed = False
     for vi in m.graph.input:
@@ -379,8 +395,6 @@ def make_dynamic(model_path, out_path):
             dims[0].ClearField("dim_value")
             dims[0].dim_param = f"N{size}"
             changed = True
-    if changed:
-        onnx.save(m, out_path)
     return changed
 
 
@@ -389,7 +403,11 @@ def max_shape_args(model_path, bound=None):
     past the default bound, as a user with such inputs gives it (the
     others compile at the default bound); with `bound`, every symbolic
     input at that first dimension."""
-    m = onnx.load(model_path, load_external_data=False)
+    return max_shape_args_of(onnx.load(model_path, load_external_data=False), bound)
+
+
+def max_shape_args_of(m, bound=None):
+    """max_shape_args of a model in memory."""
     args = []
     for vi in m.graph.input:
         if vi.type.WhichOneof("value") != "tensor_type":
@@ -480,6 +498,90 @@ def run_test(label, d, target, mode, bindir, work):
     if wrong:
         note += f"; compared with onnxruntime: {wrong}"
     return "pass", f"max abs error {worst:.3g}{note}"
+
+
+# Tests compile in batches (model_batch.py): up to BATCH tests' graphs in one
+# model, one kiln-compile and one kiln-run. Only tests that can run so: one
+# data set, stored outputs to compare with, no model-local functions; in the
+# columns after the first, only tests that passed there (the rest run alone).
+BATCH = 24
+
+
+def batchable(label, d, m):
+    """The test's model_batch key, or None when it runs alone."""
+    if (label.endswith("/real") or wrong_stored_output(label, os.path.basename(d))
+            or len(glob.glob(os.path.join(d, "test_data_set_*"))) != 1):
+        return None
+    return model_batch.batch_key(m)
+
+
+def run_batch(members, target, mode, bindir, work):
+    """{key: (status, detail)} of the tests [(key, folder)] on one target in
+    one mode, compiled as one model; a batch that does not pass whole is split
+    (model_batch.split) down to tests that run alone (run_test)."""
+    if len(members) == 1:
+        (k, d), = members
+        return {k: run_test(k[0], d, target, mode, bindir, work)}
+    models, run, shape_args = [], [], []
+    for p, (k, d) in zip(model_batch.prefixes(len(members)), members):
+        m = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
+        if mode == "dynamic" and dynamic_inputs(m):
+            shape_args += [a.replace("--max-shape=", "--max-shape=" + p, 1)
+                           for a in max_shape_args_of(m)]
+        models.append((p, m))
+        ds = os.path.join(d, "test_data_set_0")
+        inits = {i.name for i in m.graph.initializer}
+        ins = [i.name for i in m.graph.input if i.name not in inits]
+        run += [a for i, n in enumerate(ins)
+                for a in ("--input", f"{p}{n}={os.path.join(ds, f'input_{i}.pb')}")]
+        rtol, atol = tolerance(d)
+        for i, o in enumerate(m.graph.output):
+            run += ["--compare", f"{p}{o.name}={os.path.join(ds, f'output_{i}.pb')}",
+                    "--tolerance", f"{p}{o.name}={rtol},{atol}"]
+    folder = tempfile.mkdtemp(dir=work)
+    path, so = os.path.join(folder, "batch.onnx"), os.path.join(folder, "batch.so")
+    onnx.save(model_batch.merge(models), path)
+    r = subprocess.run([os.path.join(bindir, "kiln-compile"), path, "--target=" + target,
+                        "-o", so, *shape_args], capture_output=True, text=True)
+    text = r.stderr
+    if r.returncode == 0:
+        r = subprocess.run([os.path.join(bindir, "kiln-run"), so, *run],
+                           capture_output=True, text=True)
+        text = r.stdout + r.stderr
+    shutil.rmtree(folder)
+    if r.returncode == 0:
+        worst = {}
+        for i, e in re.findall(r"compare k(\d+)_\S*: ok\s+max_abs_err=(\S+)", r.stdout):
+            worst[int(i)] = max(worst.get(int(i), 0.0), float(e))
+        return {k: ("pass", f"max abs error {worst.get(i, 0.0):.3g}")
+                for i, (k, _) in enumerate(members)}
+    results = {}
+    for part in model_batch.split(members, text):
+        results.update(run_batch(part, target, mode, bindir, work))
+    return results
+
+
+def run_all(pool, items, tests, bindir, work, keys):
+    """{(test key, target, mode): result} of the items [(key, target, mode)]:
+    the tests with a batch key in `keys` in batches, the others alone."""
+    groups, futures = {}, {}
+    for k, t, mo in items:
+        b = keys.get(k)
+        if b is None:
+            futures[pool.submit(run_test, k[0], tests[k], t, mo, bindir, work)] = [(k, t, mo)]
+        else:
+            groups.setdefault((t, mo, b), []).append(k)
+    for (t, mo, _), ks in groups.items():
+        for i in range(0, len(ks), BATCH):
+            part = ks[i:i + BATCH]
+            f = pool.submit(run_batch, [(k, tests[k]) for k in part], t, mo, bindir, work)
+            futures[f] = [(k, t, mo) for k in part]
+    out = {}
+    for f in cf.as_completed(futures):
+        r = f.result()
+        for k, t, mo in futures[f]:
+            out[(k, t, mo)] = r if isinstance(r, tuple) else r[k]
+    return out
 
 
 def bindable_inputs(m, d):
@@ -637,10 +739,12 @@ def main():
     ap.add_argument("--check-baseline", action="store_true")
     ap.add_argument("--update-baseline", action="store_true")
     ap.add_argument("--json", help="write every result to this file")
+    ap.add_argument("--no-batch", dest="batch", action="store_false",
+                    help="compile every test alone (no batches of tests in one model)")
     args = ap.parse_args()
     targets, modes = args.targets.split(","), args.modes.split(",")
 
-    tests, scope = {}, {}
+    tests, scope, batch_keys = {}, {}, {}
     earlier = {}
     if args.merge:
         with open(args.merge) as f:
@@ -664,6 +768,7 @@ def main():
             continue
         key = (label, os.path.basename(d), tuple(sorted({op for _, op in all_ops(m.graph)})))
         tests[key] = d
+        batch_keys[key] = batchable(label, d, m)
         why = scope_of(m) or invalid_data(m, d) or random_dropout(m, d)
         if why:
             scope[key] = why
@@ -709,10 +814,10 @@ def main():
         # refused the same way everywhere (the diagnostic does not depend on
         # the target), so the other columns reuse it.
         first = (targets[0], modes[0])
-        futures = {pool.submit(run_test, k[0], tests[k], first[0], first[1], args.bindir, work): k
-                   for k in run_once}
-        for f in cf.as_completed(futures):
-            results[futures[f]][first] = f.result()
+        keys = batch_keys if args.batch else {}
+        for (k, t, mo), r in run_all(pool, [(k, *first) for k in run_once], tests, args.bindir,
+                                     work, keys).items():
+            results[k][(t, mo)] = r
         rest = []
         for k, t, mo in jobs:
             if (t, mo) == first or results[k].get((t, mo)):
@@ -726,11 +831,11 @@ def main():
                 results[k][(t, mo)] = (s, detail)
                 continue
             rest.append((k, t, mo))
-        futures = {pool.submit(run_test, k[0], tests[k], t, mo, args.bindir, work): (k, t, mo)
-                   for k, t, mo in rest}
-        for f in cf.as_completed(futures):
-            k, t, mo = futures[f]
-            results[k][(t, mo)] = f.result()
+        # (Batched only where the first column passed: the others likely fail
+        # again, and alone.)
+        passed = {k: b for k, b in keys.items() if results[k].get(first, ("",))[0] == "pass"}
+        for (k, t, mo), r in run_all(pool, rest, tests, args.bindir, work, passed).items():
+            results[k][(t, mo)] = r
         # Unbound: only the tests static mode bound inputs for compile again.
         again = []
         for k, t, mo in jobs:
@@ -741,11 +846,8 @@ def main():
                 results[k][(t, mo)] = (s, detail)
             else:
                 again.append((k, t, mo))
-        futures = {pool.submit(run_test, k[0], tests[k], t, mo, args.bindir, work): (k, t, mo)
-                   for k, t, mo in again}
-        for f in cf.as_completed(futures):
-            k, t, mo = futures[f]
-            results[k][(t, mo)] = f.result()
+        for (k, t, mo), r in run_all(pool, again, tests, args.bindir, work, {}).items():
+            results[k][(t, mo)] = r
     for k, rep in representative.items():
         if rep != k:
             results[k] = dict(results[rep])

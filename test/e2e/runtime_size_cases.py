@@ -227,6 +227,13 @@ RUNTIME_SIZE_CASES = {
                                           opset=18),
     # Keepdims 0 over run-time axes: the axes not selected gathered in order,
     # each a data-dependent size.
+    # ... after a data-dependent count (NonZero), whose symbol was being
+    # derived while the reduction was built.
+    "reducesum_runtime_axes_after_nonzero": typed(
+        [("s", (7,), "f32", "sparse"), ("x", (4, 5, 6), "f32", "normal"),
+         ("a", (2,), "i64", "axes3")],
+        [("NonZero", ["s"], {}), ("Cast", ["t0"], {"to": 1}), ("ReduceSum", ["t1"], {"keepdims": 0}),
+         ("ReduceSum", ["x", "a"], {"keepdims": 1}), ("Add", ["t3", "t2"], {})], opset=13),
     "reducesum_runtime_axes_dropped": typed([("x", (4, 5, 6), "f32", "normal"),
                                              ("a", (2,), "i64", "axes3")],
                                             [("ReduceSum", ["x", "a"], {"keepdims": 0})],

@@ -1,7 +1,8 @@
 //===- kiln-run.cpp - loads a compiled model (.so), runs, compares, times --===//
 //
 //   kiln-run model.so --input x=in.npy [--output-dir DIR]
-//            [--compare y=ref.npy --rtol R --atol A] [--bench N] [--threads T]
+//            [--compare y=ref.npy --rtol R --atol A] [--tolerance y=RTOL,ATOL]
+//            [--bench N] [--threads T]
 //
 // The .so is self-contained (model + runtime); kiln-run finds the model's
 // descriptor and the runtime's entry points in it with dlsym.
@@ -44,7 +45,8 @@ struct Api {
 int usage() {
   std::fprintf(stderr,
                "usage: kiln-run MODEL.so --input NAME=FILE(.npy|.pb) ... [--output-dir DIR]\n"
-               "       [--compare NAME=REF --rtol R --atol A] [--bench N] [--threads T] [--profile]\n"
+               "       [--compare NAME=REF --rtol R --atol A] [--tolerance NAME=RTOL,ATOL]\n"
+               "       [--bench N] [--threads T] [--profile]\n"
                "       [--cuda-graphs] [--cuda-device N]\n"
                "       kiln-run MODEL.so --info   (what the artifact holds: tensors, device, images)\n");
   return 2;
@@ -79,6 +81,9 @@ int main(int argc, char **argv) {
   std::vector<std::pair<std::string, std::string>> inputs, compares;
   std::string outDir;
   double rtol = 1e-4, atol = 1e-5;
+  // Per output: tolerances that replace --rtol/--atol for its --compare (a
+  // model that holds several tests, each with its own).
+  std::map<std::string, std::pair<double, double>> tolerances;
   int bench = 0, threads = 0, cudaDevice = 0;
   bool profile = false, cudaGraphs = false, info = false;
   for (int i = 2; i < argc; ++i) {
@@ -105,6 +110,22 @@ int main(int argc, char **argv) {
       info = true;
     } else if (a == "--output-dir") {
       if (!next(outDir)) return usage();
+    } else if (a == "--tolerance") {
+      char *end;
+      size_t comma;
+      double r = 0, t = 0;
+      bool ok = next(v) && splitPair(v, k, f) && (comma = f.find(',')) != std::string::npos;
+      if (ok) {
+        r = std::strtod(f.substr(0, comma).c_str(), &end);
+        ok = !*end && comma > 0 && r >= 0;
+      }
+      if (ok) {
+        t = std::strtod(f.substr(comma + 1).c_str(), &end);
+        ok = !*end && comma + 1 < f.size() && t >= 0;
+      }
+      if (!ok)
+        return fail("--tolerance expects NAME=RTOL,ATOL with non-negative numbers");
+      tolerances[k] = {r, t};
     } else if (a == "--rtol" || a == "--atol") {
       if (!next(v)) return usage();
       char *end;
@@ -302,6 +323,7 @@ int main(int argc, char **argv) {
                     "; the reference has " + shapeStr(ref.shape));
       continue;
     }
+    auto [rt, at] = tolerances.count(name) ? tolerances[name] : std::pair{rtol, atol};
     double maxAbs = 0, maxRel = 0;
     int64_t bad = 0, firstBad = -1;
     for (int64_t e = 0; e < ref.numElements(); ++e) {
@@ -311,13 +333,13 @@ int main(int argc, char **argv) {
       else if (std::isnan(got) || got == want) diff = 0;
       maxAbs = std::max(maxAbs, diff);
       if (want != 0) maxRel = std::max(maxRel, diff / std::fabs(want));
-      if (diff > atol + rtol * std::fabs(want)) {
+      if (diff > at + rt * std::fabs(want)) {
         if (firstBad < 0) firstBad = e;
         ++bad;
       }
     }
     std::printf("compare %s: %s  max_abs_err=%.3g max_rel_err=%.3g (rtol=%g atol=%g)",
-                name.c_str(), bad ? "MISMATCH" : "ok", maxAbs, maxRel, rtol, atol);
+                name.c_str(), bad ? "MISMATCH" : "ok", maxAbs, maxRel, rt, at);
     if (bad)
       std::printf("  %lld of %lld elements differ; first at %lld: got %.8g, want %.8g",
                   static_cast<long long>(bad), static_cast<long long>(ref.numElements()),
