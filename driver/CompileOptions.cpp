@@ -82,6 +82,7 @@ const char *precisionName(Precision p) {
   case Precision::Bf16: return "bf16";
   case Precision::Fp16: return "fp16";
   case Precision::Auto: return "auto";
+  case Precision::Int8: return "int8";
   }
   return "fp32";
 }
@@ -128,9 +129,10 @@ bool parseCompileFlags(const CompileFlags &f, CompileOptions &o, std::string &er
                        .Case("bf16", Precision::Bf16)
                        .Case("fp16", Precision::Fp16)
                        .Case("auto", Precision::Auto)
+                       .Case("int8", Precision::Int8)
                        .Default(std::nullopt);
   if (!precision) {
-    error = "unknown --precision=" + f.precision + " (fp32, bf16, fp16, auto)";
+    error = "unknown --precision=" + f.precision + " (fp32, bf16, fp16, auto, int8)";
     return false;
   }
   o.precision = *precision;
@@ -189,10 +191,17 @@ bool checkCompileOptions(const CompileOptions &o, std::string &error) {
     return no("--layout=nhwc: the CUDA targets compute convolutions in NCHW only (implicit "
               "GEMMs); use --layout=auto or nchw, and --io-layout=nhwc for NHWC inputs and "
               "outputs");
+  if (o.precision == Precision::Int8 && o.cudaTarget())
+    return no(std::string("--precision=int8 runs on the CPU's 8-bit kernels; the CUDA targets "
+                          "have none (--target=") +
+              targetName(o.target) + "): use fp16 or bf16 there");
+  if (o.precision == Precision::Int8 && !o.keepFp32.empty())
+    return no("--keep-fp32 applies to --precision=bf16, fp16 and auto; --precision=int8 "
+              "quantizes every gemm and matmul with constant weights");
   if (!o.keepFp32.empty() && o.precision == Precision::Fp32)
     return no("--keep-fp32 needs --precision=bf16, fp16 or auto");
   if (!o.calibrate.empty() && o.precision == Precision::Fp32 && !o.autotune)
-    return no("--calibrate needs --precision=bf16, fp16 or auto (fp32 is the reference), or "
+    return no("--calibrate needs --precision=bf16, fp16, auto or int8 (fp32 is the reference), or "
               "--autotune");
   if (o.autotune && o.cudaTarget())
     return no(std::string("--autotune measures CPU kernels on this machine; it does not apply "

@@ -20,7 +20,7 @@ namespace kiln::driver {
 enum class Target { Cpu, Cuda, CudaEmu };
 /// What is written: an artifact (.so or .o + .h), or IR at one stage.
 enum class Emit { Artifact, MlirImport, Mlir, Kernels, MemoryPlan, Llvm, CudaSrc };
-enum class Precision { Fp32, Bf16, Fp16, Auto };
+enum class Precision { Fp32, Bf16, Fp16, Auto, Int8 };
 /// The convolutional regions' layout (--layout); the interface's is IoLayout.
 enum class Layout { Auto, Nchw, Nhwc };
 enum class IoLayout { Nchw, Nhwc };

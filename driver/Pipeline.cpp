@@ -30,6 +30,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -230,6 +231,11 @@ public:
                       &Compilation::lower, &Compilation::emitArtifact});
   }
 
+  ~Compilation() {
+    if (!calibrationDir.empty())
+      llvm::sys::fs::remove_directories(calibrationDir);
+  }
+
   /// A trial build's stages: those after the graph passes.
   int runTrial() {
     return runStages({&Compilation::precisionAndTypes, &Compilation::layoutFusionMemory,
@@ -261,6 +267,12 @@ private:
 
   // Their parts.
   int calibratePrecision();
+  int quantizeInt8(calibrate::Outputs &reference);
+  int measureInt8(const calibrate::Outputs &reference);
+  int makeCalibrationDir();
+  std::string calibrationRun() const {
+    return (llvm::sys::path::parent_path(toolPath) + "/kiln-run").str();
+  }
   int runAutotune(std::map<int64_t, codegen::OpTuning> &tuned,
                   codegen::AutotuneSummary &summary);
   LogicalResult selectLayout(Layout regionLayout);
@@ -301,6 +313,10 @@ private:
   Precision precision = Precision::Fp32; // after --precision=auto: fp32 or bf16
   std::vector<int64_t> keepIndex;
   codegen::PrecisionSummary precisionSummary;
+  /// --precision=int8's calibration: its folder (removed with the
+  /// compilation) and kiln-run's --input arguments.
+  std::string calibrationDir;
+  std::vector<std::string> calibrationArgs;
   bool chooseLayout = false;
   /// --max-memory with --layout=auto: the module before the layout pass, for
   /// the NCHW retry.
@@ -348,21 +364,140 @@ int Compilation::graphPasses() {
     pm.addNestedPass<func::FuncOp>(kiln::createRecognizePatternsPass());
     pm.addPass(createCanonicalizerPass());
   }
+  if (failed(pm.run(*module)))
+    return 1;
+  // --precision=int8: the products quantized as a QDQ model's (their
+  // activations' ranges measured on the calibration inputs).
+  calibrate::Outputs reference;
+  if (o.precision == Precision::Int8)
+    if (int rc = quantizeInt8(reference))
+      return rc;
+  PassManager integers(&ctx);
+  instrument(integers);
   // QDQ matrix products onto the CPU's 8-bit kernels.
   if (!o.cudaTarget() && enabled("kiln-integer-contractions")) {
-    pm.addNestedPass<func::FuncOp>(kiln::createIntegerContractionsPass());
-    pm.addPass(createCanonicalizerPass());
+    integers.addNestedPass<func::FuncOp>(kiln::createIntegerContractionsPass());
+    integers.addPass(createCanonicalizerPass());
   }
   // 8-bit products without an 8-bit kernel as exact f32 ones (all of them
   // on the CUDA targets), at every level: the canonicalizer has folded the
   // weights by now.
   kiln::ExpandIntegerProductsPassOptions integerOptions;
   integerOptions.all = o.cudaTarget();
-  pm.addNestedPass<func::FuncOp>(kiln::createExpandIntegerProductsPass(integerOptions));
-  pm.addPass(createCanonicalizerPass());
-  if (failed(pm.run(*module)))
+  integers.addNestedPass<func::FuncOp>(kiln::createExpandIntegerProductsPass(integerOptions));
+  integers.addPass(createCanonicalizerPass());
+  if (failed(integers.run(*module)))
     return 1;
+  if (o.precision == Precision::Int8)
+    return measureInt8(reference);
   return kContinue;
+}
+
+/// --precision=int8: a trial fp32 build that also returns the lhs of every
+/// candidate product (kiln::isInt8Candidate) runs on the calibration inputs;
+/// each product gets its lhs's range (kiln.int8_range) and
+/// kiln-quantize-int8 writes the quantization. `reference` gets the fp32
+/// build's outputs. Returns an exit code (0: go on).
+int Compilation::quantizeInt8(calibrate::Outputs &reference) {
+  SmallVector<Operation *> products;
+  module->walk([&](Operation *op) {
+    if (kiln::isInt8Candidate(op))
+      products.push_back(op);
+  });
+  precisionSummary.mode = precisionName(Precision::Int8);
+  precisionSummary.contractions = static_cast<int64_t>(products.size());
+  std::string error;
+  if (int rc = makeCalibrationDir())
+    return rc;
+  if (!calibrate::prepareInputs(*module, o.calibrate, calibrationDir, calibrationArgs,
+                                precisionSummary.inputs, error))
+    return fail(o.input + ": " + error);
+  // The copy returns each product's lhs after the model's own outputs (and
+  // before the hidden sizes of data-dependent symbols).
+  OwningOpRef<ModuleOp> copy = module->clone();
+  SmallVector<Operation *> copied;
+  copy->walk([&](Operation *op) {
+    if (kiln::isInt8Candidate(op))
+      copied.push_back(op);
+  });
+  const std::string prefix = "__kiln_int8_lhs_";
+  for (auto [i, op] : llvm::enumerate(copied)) {
+    auto fn = op->getParentOfType<func::FuncOp>();
+    auto ret = llvm::cast<func::ReturnOp>(fn.getBody().back().getTerminator());
+    unsigned at = 0;
+    while (at < fn.getNumResults() && !fn.getResultAttr(at, kiln::attr::kSymbolOutput))
+      ++at;
+    Value lhs = op->getOperand(0);
+    OpBuilder b(op);
+    auto attrs = b.getDictionaryAttr(
+        {b.getNamedAttr(kiln::attr::kName, b.getStringAttr(prefix + std::to_string(i)))});
+    if (failed(fn.insertResult(at, lhs.getType(), attrs)))
+      return fail(o.input + ": --precision=int8: cannot return a product's input");
+    ret->insertOperands(at, lhs);
+  }
+  std::string so = calibrationDir + "/fp32_ranges.so";
+  calibrate::Outputs measured;
+  if (Compilation(trialOptions(o, Precision::Fp32, {}, so), ctx, std::move(copy)).runTrial() != 0)
+    return fail(o.input + ": --precision=int8: the calibration build failed (diagnosed above)");
+  if (!calibrate::runBuild(calibrationRun(), so, calibrationArgs, calibrationDir, "fp32_ranges",
+                           measured, error))
+    return fail(o.input + ": --precision=int8: " + error);
+  precisionSummary.trials = 1;
+  OpBuilder b(&ctx);
+  for (size_t j = 0; j < measured.names.size(); ++j) {
+    llvm::StringRef name = measured.names[j];
+    if (!name.consume_front(prefix)) {
+      reference.names.push_back(measured.names[j]);
+      reference.shapes.push_back(measured.shapes[j]);
+      reference.values.push_back(std::move(measured.values[j]));
+      continue;
+    }
+    size_t i;
+    if (name.getAsInteger(10, i) || i >= products.size())
+      continue;
+    float lo = INFINITY, hi = -INFINITY;
+    for (double v : measured.values[j])
+      if (std::isfinite(v)) {
+        lo = std::min(lo, static_cast<float>(v));
+        hi = std::max(hi, static_cast<float>(v));
+      }
+    if (lo <= hi) // (no finite value: the product stays f32)
+      products[i]->setAttr(kiln::attr::kInt8Range, b.getDenseF32ArrayAttr({lo, hi}));
+  }
+  PassManager pm(&ctx);
+  instrument(pm);
+  pm.addNestedPass<func::FuncOp>(kiln::createQuantizeInt8Pass());
+  pm.addPass(createCanonicalizerPass());
+  return failed(pm.run(*module)) ? 1 : 0;
+}
+
+/// --precision=int8: the quantized build against the fp32 one on the
+/// calibration inputs, for the report.
+int Compilation::measureInt8(const calibrate::Outputs &reference) {
+  precisionSummary.lowered = 0;
+  module->walk([&](kiln::MatMulIntegerOp) { ++precisionSummary.lowered; });
+  std::string so = calibrationDir + "/int8.so", error;
+  calibrate::Outputs got;
+  if (Compilation(trialOptions(o, Precision::Fp32, {}, so), ctx, module->clone()).runTrial() != 0)
+    return fail(o.input + ": --precision=int8: the int8 build failed (diagnosed above)");
+  if (!calibrate::runBuild(calibrationRun(), so, calibrationArgs, calibrationDir, "int8", got,
+                           error))
+    return fail(o.input + ": --precision=int8: " + error);
+  ++precisionSummary.trials;
+  calibrate::Error e = calibrate::compare(got, reference);
+  precisionSummary.relError = e.rel;
+  precisionSummary.maxAbsError = e.maxAbs;
+  precisionSummary.top1Agree = e.top1Agree;
+  precisionSummary.top1Rows = e.top1Rows;
+  return kContinue;
+}
+
+int Compilation::makeCalibrationDir() {
+  llvm::SmallString<128> dir;
+  if (llvm::sys::fs::createUniqueDirectory("kiln-calibrate", dir))
+    return fail("--precision: cannot create a temporary directory");
+  calibrationDir = dir.str().str();
+  return 0;
 }
 
 int Compilation::precisionAndTypes() {
@@ -370,14 +505,15 @@ int Compilation::precisionAndTypes() {
   // of this same model run on the calibration inputs against the fp32 build.
   precision = o.precision;
   keepIndex = o.keepFp32Index;
-  if (precision == Precision::Auto || (!o.calibrate.empty() && precision != Precision::Fp32)) {
+  if (precision == Precision::Auto ||
+      (!o.calibrate.empty() && precision != Precision::Fp32 && precision != Precision::Int8)) {
     if (int rc = calibratePrecision())
       return rc;
   }
 
   PassManager pm2(&ctx);
   instrument(pm2);
-  if (precision != Precision::Fp32) {
+  if (precision != Precision::Fp32 && precision != Precision::Int8) {
     kiln::LowerPrecisionPassOptions lp;
     lp.precision = precisionName(precision);
     lp.tensorCores = o.cudaTarget();

@@ -165,9 +165,15 @@ bool writeReport(const std::string &path, const codegen::Program &p,
       os << "- precision (--precision=" << ps.mode;
       if (ps.mode == "auto")
         os << ", --tolerance " << llvm::formatv("{0:e1}", ps.tolerance);
-      os << "): " << ps.lowered << " of " << ps.contractions
-         << " contractions lowered (the precision column says which), the rest fp32; on "
-         << ps.inputs << ": relative error " << llvm::formatv("{0:e2}", ps.relError)
+      if (ps.mode == "int8")
+        os << "): " << ps.lowered << " of " << ps.contractions
+           << " gemms and matmuls with constant weights on 8-bit integers (uint8 activations "
+              "over their ranges, int8 weights per output column; the precision column says "
+              "which), the rest fp32; ranges measured on ";
+      else
+        os << "): " << ps.lowered << " of " << ps.contractions
+           << " contractions lowered (the precision column says which), the rest fp32; on ";
+      os << ps.inputs << ": relative error " << llvm::formatv("{0:e2}", ps.relError)
          << " against Kiln's fp32 build (max abs " << llvm::formatv("{0:e2}", ps.maxAbsError)
          << ")";
       if (ps.top1Rows > 0)

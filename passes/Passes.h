@@ -29,6 +29,11 @@ int64_t countRematerializeCandidates(mlir::func::FuncOp fn);
 /// counts, in order, for keep-index.
 bool isLowerableContraction(mlir::Operation *op, bool tensorCores);
 
+/// Whether kiln-quantize-int8 can quantize `op` (a gemm or matmul of an f32
+/// lhs and f32 constant 2-D weights): the products --precision=int8
+/// calibrates, in order.
+bool isInt8Candidate(mlir::Operation *op);
+
 } // namespace kiln
 
 #endif // KILN_PASSES_PASSES_H

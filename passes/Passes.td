@@ -258,6 +258,35 @@ def IntegerContractionsPass : Pass<"kiln-integer-contractions", "mlir::func::Fun
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def QuantizeInt8Pass : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
+  let summary = "quantizes the calibrated matrix products to int8 (--precision=int8)";
+  let description = [{
+    Post-training quantization as onnxruntime's `quantize_static` writes it,
+    for each `kiln.gemm` / `kiln.matmul` with f32 constant 2-D weights that
+    carries `kiln.int8_range = [min, max]` (its lhs's range on the
+    calibration inputs, which kiln-compile measures): the lhs becomes a
+    uint8 quantize-dequantize pair over the range widened to hold 0 (scale
+    (max - min) / 255, zero point round(-min / scale)); the weights are
+    rounded to int8 steps of each output column's largest magnitude / 127.
+    kiln-integer-contractions then computes the product on the 8-bit values.
+
+    Before:
+    ```mlir
+    %y = kiln.matmul %x, %w {kiln.int8_range = array<f32: -2.0, 6.0>}
+           : tensor<4x16xf32>, tensor<16x8xf32>
+    ```
+    After:
+    ```mlir
+    %s = kiln.div %x, %scale ...          // round, + zero, clamp [0, 255]
+    %q = kiln.cast %c : tensor<4x16xf32> -> tensor<4x16xui8>
+    %f = kiln.cast %q : tensor<4x16xui8> -> tensor<4x16xf32>
+    %a = kiln.mul (kiln.sub %f, %zero), %scale
+    %y = kiln.matmul %a, %w8 : tensor<4x16xf32>, tensor<16x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def ExpandIntegerProductsPass : Pass<"kiln-expand-integer-products", "mlir::func::FuncOp"> {
   let summary = "rewrites 8-bit integer products without an integer kernel into exact f32 ones";
   let description = [{

@@ -44,6 +44,7 @@ inline constexpr llvm::StringLiteral kUserIndices =
 inline constexpr llvm::StringLiteral kMaskedAxes = KilnDialect::MaskedAxesAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kPinsSymbol = KilnDialect::PinsSymbolAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kRepacked = KilnDialect::RepackedAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kInt8Range = KilnDialect::Int8RangeAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kWorkgroups = KilnDialect::WorkgroupsAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kLiveLaunch = KilnDialect::LiveLaunchAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kSizeArgs = KilnDialect::SizeArgsAttrHelper::getNameStr();

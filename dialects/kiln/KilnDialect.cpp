@@ -50,6 +50,7 @@ LogicalResult KilnDialect::verifyOperationAttribute(Operation *op, NamedAttribut
   check(getMaskedAxesAttrHelper());
   check(getPinsSymbolAttrHelper());
   check(getRepackedAttrHelper());
+  check(getInt8RangeAttrHelper());
   check(getWorkgroupsAttrHelper());
   check(getLiveLaunchAttrHelper());
   check(getSizeArgsAttrHelper());

@@ -67,6 +67,9 @@ def Kiln_Dialect : Dialect {
     "::mlir::DenseI64ArrayAttr":$masked_axes,
     "::mlir::IntegerAttr":$pins_symbol,
     "::mlir::UnitAttr":$repacked,
+    // --precision=int8: a product's calibrated lhs range [min, max], for
+    // kiln-quantize-int8.
+    "::mlir::DenseF32ArrayAttr":$int8_range,
     // Kernels (codegen): their workgroup count, how the launch shrinks with
     // a run's symbolic sizes, and the symbols whose sizes they take.
     "::mlir::IntegerAttr":$workgroups,

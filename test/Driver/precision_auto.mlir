@@ -46,7 +46,7 @@
 // KEEP: - precision (--precision=auto, --tolerance 1.0e-02): 0 of 3 contractions lowered
 
 // BADNAME: error: {{.*}}--calibrate names 'y', which is not an input of the model
-// FP32: error: --calibrate needs --precision=bf16, fp16 or auto (fp32 is the reference)
+// FP32: error: --calibrate needs --precision=bf16, fp16, auto or int8 (fp32 is the reference)
 // TOL: error: --tolerance must be positive
 
 func.func @main(%x: tensor<4x8xf32> {kiln.name = "x"}) -> (tensor<4x8xf32> {kiln.name = "y"}) {

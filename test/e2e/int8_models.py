@@ -23,6 +23,10 @@ largest output magnitude, and the mean within 0.2%. The CPU's 8-bit build
 is also checked against Kiln's own f32 build of the same model
 (--disable-pass=kiln-integer-contractions), which computes the same exact
 sums.
+
+Kiln's own quantization of the f32 models (--precision=int8 --calibrate) is
+checked against onnxruntime's quantize_static of them with the same
+calibration input and settings (check_calibrated), on the CPU.
 """
 import argparse
 import json
@@ -145,6 +149,17 @@ def compare(got, ref):
     return float(err.max()) / scale, float(err.mean()) / scale
 
 
+def checked(got, err, ref):
+    """(problems, max, mean): a run's failure, or its output beyond the
+    tolerance of the reference."""
+    if got is None:
+        return ["failed: " + err], 0.0, 0.0
+    mx, mean = compare(got, ref)
+    if mx > MAX_REL or mean > MEAN_REL:
+        return ["max %.2e, mean %.2e of max|ref|" % (mx, mean)], mx, mean
+    return [], mx, mean
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bindir", required=True)
@@ -172,13 +187,8 @@ def main():
                         tag = "%s_%s_%s_%d" % (name, mode, target, sample)
                         got, err, kinds = run_kiln(args.bindir, model, tmp, tag,
                                                    ["--target=" + target], x)
-                        problems = []
-                        if got is None:
-                            problems.append("failed: " + err)
-                        else:
-                            mx, mean = compare(got, ref)
-                            if mx > MAX_REL or mean > MEAN_REL:
-                                problems.append("max %.2e, mean %.2e of max|ref|" % (mx, mean))
+                        problems, mx, mean = checked(got, err, ref)
+                        if got is not None:
                             int8 = sum("matmul_integer" in k for k in kinds)
                             if target == "cpu" and int8 == 0 and name != "convnet":
                                 problems.append("no 8-bit kernel in the CPU build")
@@ -200,8 +210,86 @@ def main():
                             print("PASS %s: max %.1e, mean %.1e of max|ref|%s" % (
                                 tag, mx, mean,
                                 ", %d 8-bit kernels" % int8 if target == "cpu" else ""))
+        if "cpu" in args.targets.split(","):
+            p, f = check_calibrated(args.bindir, tmp)
+            passed += p
+            failed += f
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
+
+
+def products_only(path):
+    """The QDQ model with only its products reading the dequantized
+    activations: quantize_static routes every reader of a quantized tensor
+    through its DequantizeLinear (a residual Add of the block's input too),
+    Kiln's --precision=int8 quantizes the products' inputs only."""
+    m = onnx.load(path)
+    original = {}
+    quantized = {n.output[0]: n.input[0] for n in m.graph.node if n.op_type == "QuantizeLinear"}
+    for n in m.graph.node:
+        if n.op_type == "DequantizeLinear" and n.input[0] in quantized:
+            original[n.output[0]] = quantized[n.input[0]]
+    for n in m.graph.node:
+        if n.op_type not in ("MatMul", "Gemm", "QuantizeLinear", "DequantizeLinear"):
+            n.input[:] = [original.get(i, i) for i in n.input]
+    onnx.save(m, path)
+
+
+def check_calibrated(bindir, tmp):
+    """Kiln's own post-training quantization (--precision=int8 --calibrate)
+    of each f32 model against onnxruntime's quantize_static of it with the
+    same calibration input: min-max ranges, uint8 activations, int8 weights
+    per output column, the matrix products' inputs only (MatMul, Gemm; not
+    their outputs, which Kiln keeps f32) -- the same scales and zero points,
+    so the same quantized model up to Gemm's bias, which onnxruntime rounds
+    to int32 steps. (passed, failed)."""
+    passed = failed = 0
+    for name in MODELS:
+        src = os.path.join(tmp, name + ".onnx")
+        shape = build(name, src)
+        calib = np.random.default_rng(31).standard_normal(shape).astype(np.float32)
+        cal_path = os.path.join(tmp, name + "_calibration.npy")
+        np.save(cal_path, calib)
+
+        class Reader(q.CalibrationDataReader):
+            def __init__(self):
+                self.it = iter([{"x": calib}])
+
+            def get_next(self):
+                return next(self.it, None)
+
+        model = os.path.join(tmp, name + "_ort_products.onnx")
+        q.quantize_static(src, model, Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
+                          activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8,
+                          op_types_to_quantize=["MatMul", "Gemm"],
+                          extra_options={"OpTypesToExcludeOutputQuantization": ["MatMul", "Gemm"]})
+        products_only(model)
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        fp32 = ort.InferenceSession(src, providers=["CPUExecutionProvider"])
+        products = sum(n.op_type in ("MatMul", "Gemm") for n in onnx.load(src).graph.node)
+        rng = np.random.default_rng(37)
+        for sample in range(2):
+            x = rng.standard_normal(shape).astype(np.float32)
+            ref = sess.run(None, {"x": x})[0]
+            tag = "%s_kiln-int8_cpu_%d" % (name, sample)
+            got, err, kinds = run_kiln(bindir, src, tmp, tag,
+                                       ["--precision=int8", "--calibrate", "x=" + cal_path], x)
+            problems, mx, mean = checked(got, err, ref)
+            if got is not None:
+                int8 = sum("matmul_integer" in k for k in kinds)
+                if int8 != products:
+                    problems.append("%d 8-bit kernels for %d products" % (int8, products))
+                m32, _ = compare(got, fp32.run(None, {"x": x})[0])
+            if problems:
+                failed += 1
+                print("FAIL %s: %s" % (tag, "; ".join(problems)))
+            else:
+                passed += 1
+                print("PASS %s: max %.1e, mean %.1e of max|ref| (onnxruntime's quantization; "
+                      "%.1e from fp32), %d 8-bit kernels" % (tag, mx, mean, m32, int8))
+    return passed, failed
 
 
 if __name__ == "__main__":

@@ -92,15 +92,19 @@ static cl::opt<std::string> precisionOpt("precision",
              "(convolutions, gemms and matmuls on bf16/fp16 operands with fp32 accumulation, "
              "like autocast; softmax, normalizations, reductions and the outputs in fp32); "
              "auto (bf16 where the outputs stay within --tolerance of the fp32 build on the "
-             "calibration inputs, fp32 elsewhere)"),
+             "calibration inputs, fp32 elsewhere); int8 (CPU: post-training quantization of "
+             "every gemm and matmul with constant weights -- uint8 activations over their "
+             "range on the calibration inputs, int8 weights per output column -- onto the "
+             "8-bit kernels)"),
     cl::init("fp32"));
 static cl::opt<double> tolerance("tolerance",
     cl::cat(kilnCategory), cl::desc("--precision=auto: the largest relative error allowed, "
              "max|y - y_fp32| / max|y_fp32| over every output"),
     cl::init(1e-2));
 static cl::list<std::string> calibrateInputs("calibrate",
-    cl::cat(kilnCategory), cl::desc("an input for --precision=auto's measurements (or to measure "
-             "--precision=bf16|fp16 against fp32 in the report): NAME=FILE (.npy or .pb), "
+    cl::cat(kilnCategory), cl::desc("an input for --precision=auto's measurements and "
+             "--precision=int8's activation ranges (or to measure --precision=bf16|fp16 against "
+             "fp32 in the report): NAME=FILE (.npy or .pb), "
              "repeatable; float inputs not given are drawn at random (normal, seeded)"));
 static cl::opt<int> autoTrials("auto-trials",
     cl::cat(kilnCategory), cl::desc("--precision=auto: at most this many trial builds in the "

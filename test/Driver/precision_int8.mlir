@@ -1,0 +1,33 @@
+// RUN: %python -c "import numpy as np; np.save('%t.x.npy', np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32))"
+// RUN: kiln-compile %s --precision=int8 --calibrate x=%t.x.npy -o %t.so --report %t.md
+// RUN: FileCheck %s < %t.md
+// RUN: kiln-compile %s --precision=int8 --calibrate x=%t.x.npy -o %t.so --report %t.json
+// RUN: %python -c "import json; p = json.load(open('%t.json'))['precision']; assert p['mode'] == 'int8' and p['lowered'] == 2 and p['contractions'] == 2 and 0 < p['relative_error'] < 0.05, p"
+// RUN: kiln-compile %s --precision=int8 --calibrate x=%t.x.npy --emit=mlir | FileCheck %s --check-prefix=IR
+// RUN: not kiln-compile %s --precision=int8 --target=cuda-emu -o %t.so 2>&1 | FileCheck %s --check-prefix=CUDA
+// RUN: not kiln-compile %s --precision=int8 --keep-fp32=c -o %t.so 2>&1 | FileCheck %s --check-prefix=KEEP
+
+// --precision=int8: a trial build measures the lhs range of each product
+// with constant weights (a and c; x . v has no constant weights) on the
+// calibration input, and both compute on the 8-bit kernels; a second trial
+// build measures the result against fp32.
+// CHECK: | kiln_k{{[0-9]+}}_matmul_integer | {{.*}} | int8 |
+// CHECK: | kiln_k{{[0-9]+}}_matmul_integer | {{.*}} | int8 |
+// CHECK: - precision (--precision=int8): 2 of 2 gemms and matmuls with constant weights on 8-bit integers {{.*}}; ranges measured on the --calibrate inputs{{.*}}: relative error {{[0-9.]+}}e-0{{[2-4]}} against Kiln's fp32 build {{.*}}; 2 trial builds
+
+// IR: kiln.matmul_integer %{{.*}} : tensor<4x8xui8>, tensor<8x8xi8>, tensor<ui8>, tensor<i8>
+// IR: kiln.matmul_integer %{{.*}} : tensor<4x8xui8>, tensor<8x8xi8>, tensor<ui8>, tensor<i8>
+// IR-NOT: kiln.int8_range
+
+// CUDA: error: --precision=int8 runs on the CPU's 8-bit kernels; the CUDA targets have none (--target=cuda-emu)
+// KEEP: error: --keep-fp32 applies to --precision=bf16, fp16 and auto
+
+func.func @main(%x: tensor<4x8xf32> {kiln.name = "x"}, %v: tensor<8x8xf32> {kiln.name = "v"}) -> (tensor<4x8xf32> {kiln.name = "y"}, tensor<4x8xf32> {kiln.name = "z"}) {
+  %wa = kiln.constant dense<[[0.3, -0.1, 0.2, 0.5, -0.4, 0.1, 0.05, -0.2], [0.1, 0.2, -0.3, 0.4, 0.25, -0.15, 0.3, 0.1], [-0.2, 0.3, 0.1, -0.1, 0.2, 0.4, -0.3, 0.2], [0.4, -0.2, 0.3, 0.1, -0.1, 0.2, 0.1, -0.4], [0.2, 0.1, -0.4, 0.3, 0.3, -0.2, 0.2, 0.1], [-0.1, 0.4, 0.2, -0.3, 0.1, 0.3, -0.1, 0.3], [0.3, -0.3, 0.1, 0.2, -0.2, 0.1, 0.4, -0.1], [0.1, 0.2, 0.3, -0.2, 0.4, -0.3, 0.2, 0.2]]> : tensor<8x8xf32>
+  %wc = kiln.constant dense<[[0.5, 0.1, -0.2, 0.3, 0.2, -0.1, 0.4, 0.1], [-0.3, 0.2, 0.4, -0.1, 0.1, 0.3, -0.2, 0.2], [0.2, -0.4, 0.1, 0.2, -0.3, 0.1, 0.3, -0.1], [0.1, 0.3, -0.1, 0.4, 0.2, -0.2, 0.1, 0.3], [0.4, -0.1, 0.2, -0.3, 0.1, 0.2, -0.4, 0.1], [-0.2, 0.1, 0.3, 0.1, -0.4, 0.3, 0.2, -0.3], [0.3, 0.2, -0.3, 0.2, 0.1, -0.1, 0.1, 0.4], [0.1, -0.3, 0.2, 0.1, 0.3, 0.4, -0.2, 0.2]]> : tensor<8x8xf32>
+  %a = kiln.matmul %x, %wa : tensor<4x8xf32>, tensor<8x8xf32> loc("a")
+  %r = kiln.relu %a : tensor<4x8xf32>
+  %c = kiln.matmul %r, %wc : tensor<4x8xf32>, tensor<8x8xf32> loc("c")
+  %z = kiln.matmul %x, %v : tensor<4x8xf32>, tensor<8x8xf32> loc("xv")
+  return %c, %z : tensor<4x8xf32>, tensor<4x8xf32>
+}
