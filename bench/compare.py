@@ -25,7 +25,8 @@ they are (no onnxruntime there).
 OpenVINO's bf16 hint, onnxruntime in fp32 as the reference); int8 (each
 model quantized by onnxruntime's quantize_static: QDQ, per-channel s8
 weights, u8 activations calibrated on 8 random inputs; every engine runs
-that model). The engines default to those installed; make bench-deps puts
+that model; with --kiln-quantizes Kiln compiles the f32 model with
+--precision=int8 instead, calibrated on the first of those inputs). The engines default to those installed; make bench-deps puts
 the latest onnxruntime and OpenVINO in build/bench-venv (make bench runs
 there).
 
@@ -305,6 +306,7 @@ def prepare(a, name, batch, tmp):
         src = kiln.export(m, (x,), os.path.join(tmp, "%s_b%d.pt2" % (name, batch)))
         np.save(x_path, x.numpy())
         arts = {"kiln": so, "torch": "-", "eager": "-"}
+        kiln_src, flags = src, []
     else:
         import onnx
         from kiln_models import MODELS
@@ -314,12 +316,23 @@ def prepare(a, name, batch, tmp):
         onnx.save(model, src)
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
         np.save(x_path, np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+        flags = ["--precision=bf16"] if a.precision == "bf16" else []
+        kiln_src = src
         if a.precision == "int8":
-            src = quantize_qdq(src, model.graph.input[0].name, shape)
+            qdq = quantize_qdq(src, model.graph.input[0].name, shape)
+            if a.kiln_quantizes:
+                # Kiln quantizes the f32 model itself, calibrated on the
+                # first of quantize_qdq's inputs.
+                cal = os.path.join(tmp, "%s_b%d_calibration.npy" % (name, batch))
+                np.save(cal, np.random.default_rng(1).standard_normal(shape).astype(np.float32))
+                flags = ["--precision=int8", "--calibrate",
+                         "%s=%s" % (model.graph.input[0].name, cal)]
+            else:
+                kiln_src = qdq
+            src = qdq
         arts = {"kiln": so, "ort": src, "ov": src, "torch": src, "eager": src}
     t0 = time.perf_counter()
-    flags = ["--precision=bf16"] if a.precision == "bf16" else []
-    subprocess.run([os.path.join(a.bindir, "kiln-compile"), src, "-o", so, *flags], check=True)
+    subprocess.run([os.path.join(a.bindir, "kiln-compile"), kiln_src, "-o", so, *flags], check=True)
     return arts, x_path, time.perf_counter() - t0, int(np.load(x_path).shape[0])
 
 
@@ -334,6 +347,13 @@ def main():
     ap.add_argument("--engines", default=None, help="kiln,ort,ov,torch[,eager] (default: those "
                     "installed; the torch suite has no ort or ov; bf16 and int8 no torch)")
     ap.add_argument("--precision", choices=["fp32", "bf16", "int8"], default="fp32")
+    ap.add_argument("--kiln-quantizes", action="store_true",
+                    help="--precision int8: Kiln compiles the f32 model with --precision=int8 "
+                         "(its own post-training quantization of the matrix products) instead "
+                         "of onnxruntime's QDQ model, which the other engines run (the output "
+                         "check then compares two quantizations and may flag it; "
+                         "test/e2e/int8.test checks Kiln's against quantize_static's with the "
+                         "same settings)")
     ap.add_argument("--suite", choices=["onnx", "torch"], default="onnx")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
