@@ -406,6 +406,13 @@ int Compilation::quantizeInt8(calibrate::Outputs &reference) {
   });
   precisionSummary.mode = precisionName(Precision::Int8);
   precisionSummary.contractions = static_cast<int64_t>(products.size());
+  if (products.empty()) {
+    precisionSummary.inputs = "no inputs (nothing to measure)";
+    llvm::errs() << o.input << ": warning: --precision=int8: the model has no Gemm or MatMul "
+                 << "with constant weights to quantize; it stays fp32 (convolutions have no "
+                 << "8-bit kernel yet)\n";
+    return 0;
+  }
   std::string error;
   if (int rc = makeCalibrationDir())
     return rc;
@@ -476,6 +483,8 @@ int Compilation::quantizeInt8(calibrate::Outputs &reference) {
 int Compilation::measureInt8(const calibrate::Outputs &reference) {
   precisionSummary.lowered = 0;
   module->walk([&](kiln::MatMulIntegerOp) { ++precisionSummary.lowered; });
+  if (precisionSummary.contractions == 0)
+    return kContinue;
   std::string so = calibrationDir + "/int8.so", error;
   calibrate::Outputs got;
   if (Compilation(trialOptions(o, Precision::Fp32, {}, so), ctx, module->clone()).runTrial() != 0)

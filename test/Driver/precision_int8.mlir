@@ -6,6 +6,7 @@
 // RUN: kiln-compile %s --precision=int8 --calibrate x=%t.x.npy --emit=mlir | FileCheck %s --check-prefix=IR
 // RUN: not kiln-compile %s --precision=int8 --target=cuda-emu -o %t.so 2>&1 | FileCheck %s --check-prefix=CUDA
 // RUN: not kiln-compile %s --precision=int8 --keep-fp32=c -o %t.so 2>&1 | FileCheck %s --check-prefix=KEEP
+// RUN: kiln-compile %S/Inputs/no_products.mlir --precision=int8 -o %t.none.so 2>&1 | FileCheck %s --check-prefix=NONE
 
 // --precision=int8: a trial build measures the lhs range of each product
 // with constant weights (a and c; x . v has no constant weights) on the
@@ -21,6 +22,7 @@
 
 // CUDA: error: --precision=int8 runs on the CPU's 8-bit kernels; the CUDA targets have none (--target=cuda-emu)
 // KEEP: error: --keep-fp32 applies to --precision=bf16, fp16 and auto
+// NONE: warning: --precision=int8: the model has no Gemm or MatMul with constant weights to quantize; it stays fp32
 
 func.func @main(%x: tensor<4x8xf32> {kiln.name = "x"}, %v: tensor<8x8xf32> {kiln.name = "v"}) -> (tensor<4x8xf32> {kiln.name = "y"}, tensor<4x8xf32> {kiln.name = "z"}) {
   %wa = kiln.constant dense<[[0.3, -0.1, 0.2, 0.5, -0.4, 0.1, 0.05, -0.2], [0.1, 0.2, -0.3, 0.4, 0.25, -0.15, 0.3, 0.1], [-0.2, 0.3, 0.1, -0.1, 0.2, 0.4, -0.3, 0.2], [0.4, -0.2, 0.3, 0.1, -0.1, 0.2, 0.1, -0.4], [0.2, 0.1, -0.4, 0.3, 0.3, -0.2, 0.2, 0.1], [-0.1, 0.4, 0.2, -0.3, 0.1, 0.3, -0.1, 0.3], [0.3, -0.3, 0.1, 0.2, -0.2, 0.1, 0.4, -0.1], [0.1, 0.2, 0.3, -0.2, 0.4, -0.3, 0.2, 0.2]]> : tensor<8x8xf32>
