@@ -33,6 +33,11 @@ bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
       error = "--calibrate expects NAME=FILE (.npy or .pb), got '" + g + "'";
       return false;
     }
+    if (files.count(name.str())) {
+      error = "--calibrate names '" + name.str() + "' twice (several samples of an input are "
+              "for --precision=int8's ranges)";
+      return false;
+    }
     files[name.str()] = file.str();
   }
   mlir::func::FuncOp main;
@@ -101,6 +106,31 @@ bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
   return true;
 }
 
+bool splitSamples(const std::vector<std::string> &given,
+                  std::vector<std::vector<std::string>> &samples, std::string &error) {
+  std::vector<std::string> names; // in the order first given
+  std::map<std::string, std::vector<std::string>> files;
+  for (const std::string &g : given) {
+    std::string name = llvm::StringRef(g).split('=').first.str();
+    if (!files.count(name))
+      names.push_back(name);
+    files[name].push_back(g);
+  }
+  size_t n = names.empty() ? 1 : files[names.front()].size();
+  for (const std::string &name : names)
+    if (files[name].size() != n) {
+      error = "--calibrate gives '" + names.front() + "' " + std::to_string(n) + " time(s) and '" +
+              name + "' " + std::to_string(files[name].size()) +
+              ": each sample needs a file for every input named";
+      return false;
+    }
+  samples.assign(n, {});
+  for (const std::string &name : names)
+    for (size_t k = 0; k < n; ++k)
+      samples[k].push_back(files[name][k]);
+  return true;
+}
+
 namespace {
 
 /// The last lines of a child's log, for an error message.
@@ -138,7 +168,7 @@ bool execute(const std::string &program, const std::vector<std::string> &args,
 
 bool runBuild(const std::string &kilnRun, const std::string &so,
               const std::vector<std::string> &runArgs, const std::string &dir,
-              const std::string &name, Outputs &outputs, std::string &error) {
+              const std::string &name, Outputs &outputs, std::string &error, bool keepSo) {
   std::string outDir = dir + "/" + name + ".out", log = dir + "/" + name + ".log";
   std::vector<std::string> run{so};
   run.insert(run.end(), runArgs.begin(), runArgs.end());
@@ -146,7 +176,8 @@ bool runBuild(const std::string &kilnRun, const std::string &so,
   run.push_back(outDir);
   if (!execute(kilnRun, run, log, error))
     return false;
-  llvm::sys::fs::remove(so);
+  if (!keepSo)
+    llvm::sys::fs::remove(so);
   std::vector<std::string> files;
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(outDir, ec), end; it != end && !ec; it.increment(ec))

@@ -43,6 +43,13 @@ bool prepareInputs(mlir::ModuleOp module, const std::vector<std::string> &given,
                    const std::string &dir, std::vector<std::string> &runArgs,
                    std::string &what, std::string &error, bool zerosForOthers = false);
 
+/// --precision=int8's calibration samples: `--calibrate NAME=FILE` given
+/// once per sample for each input it names (the k-th file of each name is
+/// sample k); every name must be given as often. One empty sample when
+/// none is given.
+bool splitSamples(const std::vector<std::string> &given,
+                  std::vector<std::vector<std::string>> &samples, std::string &error);
+
 /// A build's outputs (float64), in output-name order.
 struct Outputs {
   std::vector<std::string> names;
@@ -52,10 +59,11 @@ struct Outputs {
 
 /// Runs the trial build `so` with kiln-run on the inputs (`runArgs`, from
 /// prepareInputs), its outputs and log under `dir` as NAME.*; reads the
-/// outputs and removes the .so.
+/// outputs and removes the .so (unless `keepSo`: more runs follow).
 bool runBuild(const std::string &kilnRun, const std::string &so,
               const std::vector<std::string> &runArgs, const std::string &dir,
-              const std::string &name, Outputs &outputs, std::string &error);
+              const std::string &name, Outputs &outputs, std::string &error,
+              bool keepSo = false);
 
 Error compare(const Outputs &got, const Outputs &ref);
 

@@ -416,9 +416,26 @@ int Compilation::quantizeInt8(calibrate::Outputs &reference) {
   std::string error;
   if (int rc = makeCalibrationDir())
     return rc;
-  if (!calibrate::prepareInputs(*module, o.calibrate, calibrationDir, calibrationArgs,
-                                precisionSummary.inputs, error))
+  // Each sample's inputs in a folder of its own; the first is the one the
+  // int8 build is measured on.
+  std::vector<std::vector<std::string>> samples;
+  std::vector<std::vector<std::string>> sampleArgs;
+  if (!calibrate::splitSamples(o.calibrate, samples, error))
     return fail(o.input + ": " + error);
+  for (size_t k = 0; k < samples.size(); ++k) {
+    std::string dir = calibrationDir + "/sample" + std::to_string(k), what;
+    if (llvm::sys::fs::create_directory(dir))
+      return fail("--precision=int8: cannot create " + dir);
+    sampleArgs.emplace_back();
+    if (!calibrate::prepareInputs(*module, samples[k], dir, sampleArgs.back(), what, error))
+      return fail(o.input + ": " + error);
+    if (k == 0)
+      precisionSummary.inputs = what;
+  }
+  calibrationArgs = sampleArgs.front();
+  if (samples.size() > 1)
+    precisionSummary.inputs = std::to_string(samples.size()) + " samples of " +
+                              precisionSummary.inputs + " (the error on the first)";
   // The copy returns each product's lhs after the model's own outputs (and
   // before the hidden sizes of data-dependent symbols).
   OwningOpRef<ModuleOp> copy = module->clone();
@@ -443,34 +460,41 @@ int Compilation::quantizeInt8(calibrate::Outputs &reference) {
     ret->insertOperands(at, lhs);
   }
   std::string so = calibrationDir + "/fp32_ranges.so";
-  calibrate::Outputs measured;
   if (Compilation(trialOptions(o, Precision::Fp32, {}, so), ctx, std::move(copy)).runTrial() != 0)
     return fail(o.input + ": --precision=int8: the calibration build failed (diagnosed above)");
-  if (!calibrate::runBuild(calibrationRun(), so, calibrationArgs, calibrationDir, "fp32_ranges",
-                           measured, error))
-    return fail(o.input + ": --precision=int8: " + error);
   precisionSummary.trials = 1;
-  OpBuilder b(&ctx);
-  for (size_t j = 0; j < measured.names.size(); ++j) {
-    llvm::StringRef name = measured.names[j];
-    if (!name.consume_front(prefix)) {
-      reference.names.push_back(measured.names[j]);
-      reference.shapes.push_back(measured.shapes[j]);
-      reference.values.push_back(std::move(measured.values[j]));
-      continue;
-    }
-    size_t i;
-    if (name.getAsInteger(10, i) || i >= products.size())
-      continue;
-    float lo = INFINITY, hi = -INFINITY;
-    for (double v : measured.values[j])
-      if (std::isfinite(v)) {
-        lo = std::min(lo, static_cast<float>(v));
-        hi = std::max(hi, static_cast<float>(v));
+  // Each product's range over every sample's finite values.
+  std::vector<float> lo(products.size(), INFINITY), hi(products.size(), -INFINITY);
+  for (size_t k = 0; k < sampleArgs.size(); ++k) {
+    calibrate::Outputs measured;
+    if (!calibrate::runBuild(calibrationRun(), so, sampleArgs[k], calibrationDir,
+                             "fp32_ranges" + std::to_string(k), measured, error,
+                             /*keepSo=*/k + 1 < sampleArgs.size()))
+      return fail(o.input + ": --precision=int8: " + error);
+    for (size_t j = 0; j < measured.names.size(); ++j) {
+      llvm::StringRef name = measured.names[j];
+      if (!name.consume_front(prefix)) {
+        if (k == 0) {
+          reference.names.push_back(measured.names[j]);
+          reference.shapes.push_back(measured.shapes[j]);
+          reference.values.push_back(std::move(measured.values[j]));
+        }
+        continue;
       }
-    if (lo <= hi) // (no finite value: the product stays f32)
-      products[i]->setAttr(kiln::attr::kInt8Range, b.getDenseF32ArrayAttr({lo, hi}));
+      size_t i;
+      if (name.getAsInteger(10, i) || i >= products.size())
+        continue;
+      for (double v : measured.values[j])
+        if (std::isfinite(v)) {
+          lo[i] = std::min(lo[i], static_cast<float>(v));
+          hi[i] = std::max(hi[i], static_cast<float>(v));
+        }
+    }
   }
+  OpBuilder b(&ctx);
+  for (size_t i = 0; i < products.size(); ++i)
+    if (lo[i] <= hi[i]) // (no finite value: the product stays f32)
+      products[i]->setAttr(kiln::attr::kInt8Range, b.getDenseF32ArrayAttr({lo[i], hi[i]}));
   PassManager pm(&ctx);
   instrument(pm);
   pm.addNestedPass<func::FuncOp>(kiln::createQuantizeInt8Pass());

@@ -6,6 +6,11 @@
 // RUN: kiln-compile %s --precision=int8 --calibrate x=%t.x.npy --emit=mlir | FileCheck %s --check-prefix=IR
 // RUN: not kiln-compile %s --precision=int8 --target=cuda-emu -o %t.so 2>&1 | FileCheck %s --check-prefix=CUDA
 // RUN: not kiln-compile %s --precision=int8 --keep-fp32=c -o %t.so 2>&1 | FileCheck %s --check-prefix=KEEP
+// RUN: %python -c "import numpy as np; np.save('%t.x2.npy', 3 * np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32))"
+// RUN: kiln-compile %s --precision=int8 --calibrate x=%t.x.npy --calibrate x=%t.x2.npy -o %t.so --report %t.two.md
+// RUN: FileCheck %s --check-prefix=TWO < %t.two.md
+// RUN: not kiln-compile %s --precision=int8 --calibrate x=%t.x.npy --calibrate x=%t.x2.npy --calibrate v=%t.x.npy -o %t.so 2>&1 | FileCheck %s --check-prefix=COUNTS
+// RUN: not kiln-compile %s --precision=bf16 --calibrate x=%t.x.npy --calibrate x=%t.x2.npy -o %t.so 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: kiln-compile %S/Inputs/no_products.mlir --precision=int8 -o %t.none.so 2>&1 | FileCheck %s --check-prefix=NONE
 
 // --precision=int8: a trial build measures the lhs range of each product
@@ -19,6 +24,12 @@
 // IR: kiln.matmul_integer %{{.*}} : tensor<4x8xui8>, tensor<8x8xi8>, tensor<ui8>, tensor<i8>
 // IR: kiln.matmul_integer %{{.*}} : tensor<4x8xui8>, tensor<8x8xi8>, tensor<ui8>, tensor<i8>
 // IR-NOT: kiln.int8_range
+
+// Several samples of an input (--calibrate repeated): the ranges span them
+// all; the report's error is measured on the first.
+// TWO: ranges measured on 2 samples of the --calibrate inputs, random normal values for the others (the error on the first): relative error
+// COUNTS: error: {{.*}}--calibrate gives 'x' 2 time(s) and 'v' 1: each sample needs a file for every input named
+// TWICE: error: {{.*}}--calibrate names 'x' twice (several samples of an input are for --precision=int8's ranges)
 
 // CUDA: error: --precision=int8 runs on the CPU's 8-bit kernels; the CUDA targets have none (--target=cuda-emu)
 // KEEP: error: --keep-fp32 applies to --precision=bf16, fp16 and auto

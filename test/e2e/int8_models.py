@@ -238,7 +238,7 @@ def products_only(path):
 def check_calibrated(bindir, tmp):
     """Kiln's own post-training quantization (--precision=int8 --calibrate)
     of each f32 model against onnxruntime's quantize_static of it with the
-    same calibration input: min-max ranges, uint8 activations, int8 weights
+    same two calibration inputs: min-max ranges, uint8 activations, int8 weights
     per output column, the matrix products' inputs only (MatMul, Gemm; not
     their outputs, which Kiln keeps f32) -- the same scales and zero points,
     so the same quantized model up to Gemm's bias, which onnxruntime rounds
@@ -247,13 +247,17 @@ def check_calibrated(bindir, tmp):
     for name in MODELS:
         src = os.path.join(tmp, name + ".onnx")
         shape = build(name, src)
-        calib = np.random.default_rng(31).standard_normal(shape).astype(np.float32)
-        cal_path = os.path.join(tmp, name + "_calibration.npy")
-        np.save(cal_path, calib)
+        # Two calibration samples (Kiln's ranges span both, as the min-max
+        # calibrator's).
+        cal_rng = np.random.default_rng(31)
+        calib = [cal_rng.standard_normal(shape).astype(np.float32) * s for s in (1.0, 1.5)]
+        cal_paths = [os.path.join(tmp, "%s_calibration%d.npy" % (name, k)) for k in range(2)]
+        for c, path in zip(calib, cal_paths):
+            np.save(path, c)
 
         class Reader(q.CalibrationDataReader):
             def __init__(self):
-                self.it = iter([{"x": calib}])
+                self.it = iter([{"x": c} for c in calib])
 
             def get_next(self):
                 return next(self.it, None)
@@ -275,7 +279,8 @@ def check_calibrated(bindir, tmp):
             ref = sess.run(None, {"x": x})[0]
             tag = "%s_kiln-int8_cpu_%d" % (name, sample)
             got, err, kinds = run_kiln(bindir, src, tmp, tag,
-                                       ["--precision=int8", "--calibrate", "x=" + cal_path], x)
+                                       ["--precision=int8"] +
+                                       ["--calibrate=x=" + path for path in cal_paths], x)
             problems, mx, mean = checked(got, err, ref)
             if got is not None:
                 int8 = sum("matmul_integer" in k for k in kinds)
