@@ -25,6 +25,15 @@
 #include <string>
 #include <unistd.h>
 
+/// ASan's defaults for this target. LLVM's BumpPtrAllocator poisons the unused
+/// part of each slab it takes when compiled with ASan (inline, in this
+/// build's instrumented code) and unpoisons what it hands out -- but the
+/// prebuilt libMLIR allocates from the same allocators (MLIR's storage
+/// uniquer) without unpoisoning, so a slab opened by instrumented code makes
+/// later objects from libMLIR read as "use-after-poison". Manual poisoning
+/// off; every other check stays.
+extern "C" const char *__asan_default_options() { return "allow_user_poisoning=0"; }
+
 namespace {
 
 /// One scratch file per process: the importer reads models from paths (so
