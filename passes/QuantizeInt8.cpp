@@ -84,15 +84,17 @@ struct QuantizeInt8Pass : impl::QuantizeInt8PassBase<QuantizeInt8Pass> {
       Location loc = op->getLoc();
       auto lt = typeOf(p->lhs);
       // QuantizeLinear then DequantizeLinear, as the ONNX importer writes them.
-      Value v = DivOp::create(b, loc, p->lhs, scalar(b, loc, scale, "int8_act_scale"));
+      Value scaleV = scalar(b, loc, scale, "int8_act_scale");
+      Value zeroV = scalar(b, loc, zero, "int8_act_zero");
+      Value v = DivOp::create(b, loc, p->lhs, scaleV);
       v = RoundOp::create(b, loc, v);
-      v = AddOp::create(b, loc, v, scalar(b, loc, zero, "int8_act_zero"));
+      v = AddOp::create(b, loc, v, zeroV);
       v = MaxOp::create(b, loc, v, scalar(b, loc, 0.0f, "int8_act_min"));
       v = MinOp::create(b, loc, v, scalar(b, loc, 255.0f, "int8_act_max"));
       Value q = CastOp::create(b, loc, lt.clone(b.getIntegerType(8, /*isSigned=*/false)), v);
       v = CastOp::create(b, loc, lt, q);
-      v = SubOp::create(b, loc, v, scalar(b, loc, zero, "int8_act_zero"));
-      v = MulOp::create(b, loc, v, scalar(b, loc, scale, "int8_act_scale"));
+      v = SubOp::create(b, loc, v, zeroV);
+      v = MulOp::create(b, loc, v, scaleV);
       op->replaceUsesOfWith(p->lhs, v);
 
       // Weights: each output column's values rounded to int8 steps of its

@@ -1187,12 +1187,6 @@ def prepare(name, m, tmp):
     # float inputs and outputs only).
     nhwc = lambda x: (np.ascontiguousarray(x.transpose(0, 2, 3, 1))
                       if x.ndim == 4 and np.issubdtype(x.dtype, np.floating) else x)
-    for layout, f in (("", lambda x: x), ("_nhwc", nhwc)):
-        for n, x in feeds.items():
-            files[n + layout] = os.path.join(d, n + layout + ".npy")
-            np.save(files[n + layout], f(x))
-        files["ref" + layout] = os.path.join(d, "ref" + layout + ".npy")
-        np.save(files["ref" + layout], f(ref))
     variants = [["-O0"], ["-O3"], ["-O3", "--target=" + ARGS.cuda_target]]
     spatial = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool"}
     if any(n.op_type in spatial for n in m.graph.node) and len(ref.shape) == 4:
@@ -1203,6 +1197,15 @@ def prepare(name, m, tmp):
         variants = [["-O3", "--target=" + ARGS.cuda_target]]
     if ARGS.no_cuda:
         variants = [v for v in variants if not any(f.startswith("--target=") for f in v)]
+    layouts = [("", lambda x: x)]
+    if any("--io-layout=nhwc" in v for v in variants):
+        layouts.append(("_nhwc", nhwc))
+    for layout, f in layouts:
+        for n, x in feeds.items():
+            files[n + layout] = os.path.join(d, n + layout + ".npy")
+            np.save(files[n + layout], f(x))
+        files["ref" + layout] = os.path.join(d, "ref" + layout + ".npy")
+        np.save(files["ref" + layout], f(ref))
     return {"model": m, "path": path, "dir": d, "inputs": list(feeds), "files": files,
             "rtol": rtol, "atol": atol, "extra": extra, "variants": variants}
 

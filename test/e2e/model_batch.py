@@ -10,7 +10,6 @@ not pass whole is split (see `split`) until each failing test runs alone, so
 a failure reads exactly as the test's own run would.
 """
 import itertools
-import itertools
 import re
 
 import onnx
