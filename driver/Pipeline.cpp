@@ -408,9 +408,9 @@ int Compilation::quantizeInt8(calibrate::Outputs &reference) {
   precisionSummary.contractions = static_cast<int64_t>(products.size());
   if (products.empty()) {
     precisionSummary.inputs = "no inputs (nothing to measure)";
-    llvm::errs() << o.input << ": warning: --precision=int8: the model has no Gemm or MatMul "
-                 << "with constant weights to quantize; it stays fp32 (convolutions have no "
-                 << "8-bit kernel yet)\n";
+    llvm::errs() << o.input << ": warning: --precision=int8: the model has no Gemm, MatMul "
+                 << "or Conv with constant weights to quantize (depthwise convolutions have no "
+                 << "8-bit kernel); it stays fp32\n";
     return 0;
   }
   std::string error;
@@ -506,7 +506,10 @@ int Compilation::quantizeInt8(calibrate::Outputs &reference) {
 /// calibration inputs, for the report.
 int Compilation::measureInt8(const calibrate::Outputs &reference) {
   precisionSummary.lowered = 0;
-  module->walk([&](kiln::MatMulIntegerOp) { ++precisionSummary.lowered; });
+  module->walk([&](Operation *op) {
+    if (isa<kiln::MatMulIntegerOp, kiln::ConvIntegerOp>(op))
+      ++precisionSummary.lowered;
+  });
   if (precisionSummary.contractions == 0)
     return kContinue;
   std::string so = calibrationDir + "/int8.so", error;

@@ -167,9 +167,9 @@ bool writeReport(const std::string &path, const codegen::Program &p,
         os << ", --tolerance " << llvm::formatv("{0:e1}", ps.tolerance);
       if (ps.mode == "int8")
         os << "): " << ps.lowered << " of " << ps.contractions
-           << " gemms and matmuls with constant weights on 8-bit integers (uint8 activations "
-              "over their ranges, int8 weights per output column; the precision column says "
-              "which), the rest fp32; ranges measured on ";
+           << " gemms, matmuls and convolutions with constant weights on 8-bit integers "
+              "(uint8 activations over their ranges, int8 weights per output column or "
+              "channel; the precision column says which), the rest fp32; ranges measured on ";
       else
         os << "): " << ps.lowered << " of " << ps.contractions
            << " contractions lowered (the precision column says which), the rest fp32; on ";

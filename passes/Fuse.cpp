@@ -23,7 +23,7 @@ bool isAnchor(Operation *op) {
   if (auto mm = dyn_cast<MatMulOp>(op))
     return llvm::cast<RankedTensorType>(mm.getLhs().getType()).getRank() >= 2 &&
            llvm::cast<RankedTensorType>(mm.getRhs().getType()).getRank() >= 2;
-  return isa<ConvOp, GemmOp, MatMulIntegerOp>(op);
+  return isa<ConvOp, ConvIntegerOp, GemmOp, MatMulIntegerOp>(op);
 }
 
 ArrayRef<int64_t> shapeOf(Value v) {
@@ -34,7 +34,7 @@ ArrayRef<int64_t> shapeOf(Value v) {
 /// kernel anchored by `anchor`: anything for gemm/matmul/elementwise; for a
 /// conv, the full output shape or a broadcast over both spatial dimensions.
 bool sidesOk(Operation *op, Value chain, Operation *anchor) {
-  if (!anchor || !isa<ConvOp>(anchor) || isa<BatchNormOp>(op))
+  if (!anchor || !isa<ConvOp, ConvIntegerOp>(anchor) || isa<BatchNormOp>(op))
     return true;
   ArrayRef<int64_t> out = shapeOf(op->getResult(0));
   for (Value side : op->getOperands()) {
@@ -45,7 +45,7 @@ bool sidesOk(Operation *op, Value chain, Operation *anchor) {
       return false;
     SmallVector<int64_t> aligned(out.size() - s.size(), 1);
     aligned.append(s.begin(), s.end());
-    int h = attr::isChannelsLast(cast<ConvOp>(anchor)) ? 1 : 2; // spatial dims h, h+1
+    int h = attr::isChannelsLast(anchor) ? 1 : 2; // spatial dims h, h+1
     bool full = aligned[h] == out[h] && aligned[h + 1] == out[h + 1];
     bool spatialBroadcast = aligned[h] == 1 && aligned[h + 1] == 1;
     if (!(full || spatialBroadcast))
@@ -90,7 +90,7 @@ bool canJoin(Operation *user, Value chain, Operation *anchor) {
   // (An 8-bit product's epilogue is typed like an elementwise chain: its
   // int32 sums cast to f32, scaled, requantized to 8 bits.)
   Type rt = user->getResult(0).getType();
-  bool typed = !anchor || isa<MatMulIntegerOp>(anchor);
+  bool typed = !anchor || isa<MatMulIntegerOp, ConvIntegerOp>(anchor);
   bool typeOk = !typed ? (!isa<CastOp>(user) && rt == chain.getType()) ||
                              isRoundingPair(user, chain)
                        : shapeOf(user->getResult(0)) == shapeOf(chain);
@@ -453,7 +453,7 @@ struct FusePass : impl::FusePassBase<FusePass> {
         }
         // An anchor's epilogue keeps its element type: a rounding pair's
         // down half whose up half went elsewhere stays out.
-        if (anchor && !isa<MatMulIntegerOp>(anchor) && group.size() > 1 &&
+        if (anchor && !isa<MatMulIntegerOp, ConvIntegerOp>(anchor) && group.size() > 1 &&
             isa<CastOp>(group.back()) &&
             group.back()->getResult(0).getType() != anchor->getResult(0).getType())
           group.pop_back();

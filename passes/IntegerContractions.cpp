@@ -15,7 +15,15 @@
 // magnitude / 127 (or / 128) -- checked for every value, so weights that
 // are not 8-bit stay f32 products.
 //
+// Convolutions the same way: a QDQ conv of constant 8-bit weights (per
+// output channel) becomes kiln.conv_integer on q, times one scale per
+// output channel, plus the bias. Its padding reads q's zero point, which
+// dequantizes to the f32 conv's zero. Depthwise and other direct convs
+// (conv_strategy::isDirect) have no product to put on the 8-bit ukernel
+// and stay f32.
+//
 //===----------------------------------------------------------------------===//
+#include "dialects/kiln/ConvStrategy.h"
 #include "passes/ConstantData.h"
 #include "passes/Passes.h"
 
@@ -139,6 +147,21 @@ std::optional<Quantized> quantizedWeights(const std::vector<float> &w, int64_t K
   return out;
 }
 
+/// The int8 weights `q` as a constant of `type`.
+Value int8Constant(OpBuilder &b, Location loc, RankedTensorType type,
+                   const std::vector<int8_t> &q) {
+  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      ArrayRef<char>(reinterpret_cast<const char *>(q.data()), q.size()), 1);
+  return ConstantOp::create(
+      b, loc, DenseResourceElementsAttr::get(type, "int8_weights", std::move(blob)));
+}
+
+/// A scalar integer constant of element type `t`.
+Value intScalar(OpBuilder &b, Location loc, Type t, int64_t v) {
+  auto st = RankedTensorType::get({}, t);
+  return ConstantOp::create(b, loc, DenseElementsAttr::get(st, b.getIntegerAttr(t, v)));
+}
+
 struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContractionsPass> {
   /// Rewrites lhs . rhs (+ bias) of `op` when lhs is dequantized 8-bit
   /// and rhs ([K, N], or [N, K] when `transB`) 8-bit weights.
@@ -166,18 +189,10 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     OpBuilder b(op);
     Location loc = op->getLoc();
     Type qt = typeOf(d->q).getElementType(), i8 = b.getIntegerType(8);
-    auto wType = RankedTensorType::get({K, N}, i8);
-    auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
-        ArrayRef<char>(reinterpret_cast<const char *>(qw->q.data()), qw->q.size()), 1);
-    Value wq = ConstantOp::create(
-        b, loc, DenseResourceElementsAttr::get(wType, "int8_weights", std::move(blob)));
-    auto intScalar = [&](Type t, int64_t v) -> Value {
-      auto st = RankedTensorType::get({}, t);
-      return ConstantOp::create(b, loc, DenseElementsAttr::get(st, b.getIntegerAttr(t, v)));
-    };
+    Value wq = int8Constant(b, loc, RankedTensorType::get({K, N}, i8), qw->q);
     Value acc = MatMulIntegerOp::create(b, loc, d->q, wq,
-                                        intScalar(qt, static_cast<int64_t>(d->zero)),
-                                        intScalar(i8, 0));
+                                        intScalar(b, loc, qt, static_cast<int64_t>(d->zero)),
+                                        intScalar(b, loc, i8, 0));
     auto accType = typeOf(acc);
     Value y = CastOp::create(b, loc, accType.clone(b.getF32Type()), acc);
     std::vector<float> colScale(N);
@@ -195,10 +210,66 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     return true;
   }
 
+  /// Rewrites a conv whose input is dequantized 8-bit and whose weights
+  /// are 8-bit per output channel (or per tensor).
+  bool rewriteConv(ConvOp conv) {
+    auto d = dequantized(conv.getInput());
+    auto wt = typeOf(conv.getWeight());
+    if (!d || !wt.getElementType().isF32() || !conv.getWeight().getDefiningOp<ConstantOp>())
+      return false;
+    int64_t O = wt.getDimSize(0), K = wt.getDimSize(1) * wt.getDimSize(2) * wt.getDimSize(3);
+    int64_t G = static_cast<int64_t>(conv.getGroup());
+    if (conv_strategy::isDirect(K, O / G))
+      return false;
+    auto w = getF32Constant(conv.getWeight());
+    if (!w)
+      return false;
+    // OIHW as [K, O]: one column per output channel.
+    std::vector<float> t(K * O);
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < K; ++k)
+        t[k * O + o] = (*w)[o * K + k];
+    auto qw = quantizedWeights(t, K, O);
+    if (!qw)
+      return false;
+    std::vector<int8_t> oihw(O * K);
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < K; ++k)
+        oihw[o * K + k] = qw->q[k * O + o];
+
+    OpBuilder b(conv);
+    Location loc = conv.getLoc();
+    Type qt = typeOf(d->q).getElementType(), i8 = b.getIntegerType(8);
+    Value wq = int8Constant(b, loc, wt.clone(i8), oihw);
+    Value acc = ConvIntegerOp::create(
+        b, loc, d->q, wq, intScalar(b, loc, qt, static_cast<int64_t>(d->zero)),
+        intScalar(b, loc, i8, 0), conv.getStridesAttr(), conv.getPadsAttr(),
+        conv.getDilationsAttr(), conv.getGroupAttr(), conv.getLayoutAttr());
+    auto accType = typeOf(acc);
+    Value y = CastOp::create(b, loc, accType.clone(b.getF32Type()), acc);
+    // Per output channel: [O] broadcast over NHWC's last axis, [O, 1, 1]
+    // over NCHW's.
+    bool nhwc = attr::isChannelsLast(conv);
+    auto perChannel = RankedTensorType::get(
+        nhwc ? SmallVector<int64_t>{O} : SmallVector<int64_t>{O, 1, 1}, b.getF32Type());
+    std::vector<float> chanScale(O);
+    for (int64_t o = 0; o < O; ++o)
+      chanScale[o] = d->scale * qw->scale[o];
+    y = MulOp::create(b, loc, y, makeF32Constant(b, loc, perChannel, chanScale, "int8_scale"));
+    if (Value bias = conv.getBias())
+      y = AddOp::create(b, loc, y,
+                        nhwc ? bias : ReshapeOp::create(b, loc, perChannel, bias).getResult());
+    if (y.getType() != conv.getType())
+      return false;
+    conv.getResult().replaceAllUsesWith(y);
+    conv.erase();
+    return true;
+  }
+
   void runOnOperation() override {
     SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {
-      if (isa<GemmOp, MatMulOp>(op))
+      if (isa<GemmOp, MatMulOp, ConvOp>(op))
         products.push_back(op);
     });
     for (Operation *op : products) {
@@ -210,6 +281,8 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
       } else if (auto m = dyn_cast<MatMulOp>(op)) {
         if (typeOf(m.getLhs()).getRank() >= 2)
           rewrite(op, m.getLhs(), m.getRhs(), false, Value());
+      } else {
+        rewriteConv(cast<ConvOp>(op));
       }
     }
   }

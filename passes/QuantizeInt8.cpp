@@ -1,16 +1,19 @@
 //===- QuantizeInt8.cpp - post-training int8 quantization of products ------===//
 //
-// kiln-compile --precision=int8 quantizes the matrix products of an f32
-// model the way onnxruntime's quantize_static writes a QDQ model: the
-// activation (the product's lhs) as uint8 with a scale and zero point from
-// its calibrated range, the weights as int8 per column (symmetric, a step of
-// the column's largest magnitude / 127). The driver measures each product's
+// kiln-compile --precision=int8 quantizes the matrix products and
+// convolutions of an f32 model the way onnxruntime's quantize_static writes
+// a QDQ model: the activation (the product's lhs, the conv's input) as
+// uint8 with a scale and zero point from its calibrated range, the weights
+// as int8 per output column or channel (symmetric, a step of its largest
+// magnitude / 127). Depthwise and other direct convolutions
+// (conv_strategy::isDirect) stay f32: they have no 8-bit kernel. The driver measures each product's
 // lhs range on the calibration inputs and states it on the op
 // (kiln.int8_range = [min, max]); this pass writes the quantize-dequantize
 // pair and the rounded weights, and kiln-integer-contractions then computes
 // the product on 8-bit integers, as it does for a QDQ model.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/kiln/ConvStrategy.h"
 #include "passes/ConstantData.h"
 #include "passes/Passes.h"
 
@@ -29,7 +32,8 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
-/// The product's (lhs, weights, whether the weights are [N, K]).
+/// The product's (lhs, weights, whether the weights are [N, K]); a conv's
+/// OIHW weights are [N, K] too (N = O, K = Cg * KH * KW).
 struct Product {
   Value lhs, weights;
   bool transB = false;
@@ -44,12 +48,18 @@ std::optional<Product> productOf(Operation *op) {
     p = {g.getA(), g.getB(), g.getTransB()};
   } else if (auto m = dyn_cast<MatMulOp>(op)) {
     p = {m.getLhs(), m.getRhs(), false};
+  } else if (auto c = dyn_cast<ConvOp>(op)) {
+    auto w = typeOf(c.getWeight()).getShape();
+    if (conv_strategy::isDirect(w[1] * w[2] * w[3], w[0] / static_cast<int64_t>(c.getGroup())))
+      return std::nullopt;
+    p = {c.getInput(), c.getWeight(), true};
   } else {
     return std::nullopt;
   }
   auto lt = typeOf(p.lhs), wt = typeOf(p.weights);
-  if (lt.getRank() < 2 || !lt.getElementType().isF32() || wt.getRank() != 2 ||
-      !wt.getElementType().isF32() || !p.weights.getDefiningOp<ConstantOp>())
+  if (lt.getRank() < 2 || !lt.getElementType().isF32() ||
+      wt.getRank() != (isa<ConvOp>(op) ? 4 : 2) || !wt.getElementType().isF32() ||
+      !p.weights.getDefiningOp<ConstantOp>())
     return std::nullopt;
   return p;
 }
@@ -97,10 +107,10 @@ struct QuantizeInt8Pass : impl::QuantizeInt8PassBase<QuantizeInt8Pass> {
       v = MulOp::create(b, loc, v, scaleV);
       op->replaceUsesOfWith(p->lhs, v);
 
-      // Weights: each output column's values rounded to int8 steps of its
-      // largest magnitude / 127.
+      // Weights: each output column's (channel's) values rounded to int8
+      // steps of its largest magnitude / 127.
       auto wt = typeOf(p->weights);
-      int64_t rows = wt.getDimSize(0), cols = wt.getDimSize(1);
+      int64_t rows = wt.getDimSize(0), cols = rows ? wt.getNumElements() / rows : 0;
       int64_t n = p->transB ? rows : cols, k = p->transB ? cols : rows;
       auto at = [&](int64_t kk, int64_t nn) -> float & {
         return p->transB ? (*w)[nn * cols + kk] : (*w)[kk * cols + nn];

@@ -330,12 +330,13 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     ops.erase(ops.begin(), convIt);
   }
   Operation *anchor =
-      isa<kiln::ConvOp, kiln::GemmOp, kiln::MatMulOp, kiln::MatMulIntegerOp>(ops.front())
+      isa<kiln::ConvOp, kiln::ConvIntegerOp, kiln::GemmOp, kiln::MatMulOp,
+          kiln::MatMulIntegerOp>(ops.front())
           ? ops.front()
           : nullptr;
   // (An 8-bit product's epilogue changes type: int32 sums, f32 scales, the
   // next 8-bit activation; each op computes in its own.)
-  bool typedEpilogue = anchor && isa<kiln::MatMulIntegerOp>(anchor);
+  bool typedEpilogue = anchor && isa<kiln::MatMulIntegerOp, kiln::ConvIntegerOp>(anchor);
   epi.ops.assign(ops.begin() + (anchor ? 1 : 0), ops.end());
   auto shapeOnly = [](Type t) { return llvm::cast<RankedTensorType>(t).getShape(); };
   // (An anchor's epilogue may round: f32 -> bf16/f16/8-bit -> f32, in
@@ -391,6 +392,14 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     r = gemm(g, &epi);
   } else if (auto mi = dyn_cast<kiln::MatMulIntegerOp>(anchor)) {
     r = matmulInteger(mi, &epi);
+  } else if (auto ci = dyn_cast<kiln::ConvIntegerOp>(anchor)) {
+    auto out = shape(ci.getResult());
+    bool nhwc = kiln::attr::isChannelsLast(ci);
+    for (auto &st : epi.siteStrides)
+      if (nhwc ? st[1] != st[2] * out[2] : st[2] != st[3] * out[3])
+        return op.emitError("conv epilogue operands must be full-size or "
+                            "broadcast over both spatial dimensions");
+    r = convInteger(ci, &epi);
   } else {
     r = matmul(cast<kiln::MatMulOp>(anchor), &epi);
   }

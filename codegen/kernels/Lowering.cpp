@@ -306,6 +306,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::GemmOp>([&](auto o) { return gemm(o); })
       .Case<kiln::MatMulOp>([&](auto o) { return matmul(o); })
       .Case<kiln::MatMulIntegerOp>([&](auto o) { return matmulInteger(o); })
+      .Case<kiln::ConvIntegerOp>([&](auto o) { return convInteger(o); })
       .Case<kiln::MaxPoolOp>([&](auto o) { return pool(o, true); })
       .Case<kiln::AvgPoolOp>([&](auto o) { return pool(o, false); })
       .Case<kiln::GlobalAvgPoolOp>([&](auto o) { return globalAvgPool(o); })
@@ -497,7 +498,7 @@ LogicalResult Lowering::run() {
       op.walk([&](Operation *inner) {
         if (auto low = kiln::attr::precisionOf(inner); low != kiln::Precision::F32)
           precision = kiln::attr::precisionName(low).str();
-        if (isa<kiln::MatMulIntegerOp>(inner))
+        if (isa<kiln::MatMulIntegerOp, kiln::ConvIntegerOp>(inner))
           precision = "int8";
       });
       p.launches.back().precision = precision;
@@ -653,6 +654,10 @@ int64_t estimateFlops(Operation *op) {
       .Case<kiln::MatMulIntegerOp>([&](auto m) {
         auto a = llvm::cast<RankedTensorType>(m.getLhs().getType()).getShape();
         return 2 * elemsOf(m.getResult()) * a.back();
+      })
+      .Case<kiln::ConvIntegerOp>([&](auto c) {
+        auto w = llvm::cast<RankedTensorType>(c.getWeight().getType()).getShape();
+        return 2 * elemsOf(c.getResult()) * w[1] * w[2] * w[3];
       })
       .Case<kiln::MaxPoolOp, kiln::AvgPoolOp>([&](auto pool) {
         auto k = pool.getKernelShape();

@@ -570,49 +570,66 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
 // ConvOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                       Adaptor adaptor,
-                                       SmallVectorImpl<Type> &inferred) {
-  auto in = rankedOf(adaptor.getInput()), w = rankedOf(adaptor.getWeight());
+/// The result shape of a 2-D convolution (kiln.conv, kiln.conv_integer) of
+/// `in` by OIHW `w` in `layout`, or a failure at `loc`.
+static FailureOr<SmallVector<int64_t>>
+convResultShape(std::optional<Location> loc, RankedTensorType in, RankedTensorType w,
+                ArrayRef<int64_t> strides, ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                kiln::Layout layout) {
   if (in.getRank() != 4 || w.getRank() != 4)
     return failWith(loc, "expects a rank-4 input and weight");
-  if (in.getElementType() != w.getElementType() ||
-      (adaptor.getBias() &&
-       rankedOf(adaptor.getBias()).getElementType() != in.getElementType()))
-    return failWith(loc, "operand element types differ");
   ArrayRef<int64_t> k = w.getShape().drop_front(2);
-  if (failed(checkWindowAttrs(loc, 2, k, adaptor.getStrides(),
-                              adaptor.getPads(), adaptor.getDilations())))
+  if (failed(checkWindowAttrs(loc, 2, k, strides, pads, dilations)))
     return failure();
-  bool nhwc = layoutOf(adaptor.getLayoutAttr()) == kiln::Layout::NHWC;
-  if (failed(checkWindowFits(loc, in, in.getShape().slice(nhwc ? 1 : 2, 2), k,
-                             adaptor.getDilations(), adaptor.getPads())))
+  bool nhwc = layout == kiln::Layout::NHWC;
+  if (failed(checkWindowFits(loc, in, in.getShape().slice(nhwc ? 1 : 2, 2), k, dilations, pads)))
     return failure();
   SmallVector<int64_t> shape{in.getDimSize(0)};
   if (!nhwc)
     shape.push_back(w.getDimSize(0));
   for (int i = 0; i < 2; ++i)
-    shape.push_back(windowOut(in.getDimSize(nhwc ? 1 + i : 2 + i), k[i],
-                              adaptor.getStrides()[i], adaptor.getDilations()[i],
-                              adaptor.getPads()[i], adaptor.getPads()[2 + i], false));
+    shape.push_back(windowOut(in.getDimSize(nhwc ? 1 + i : 2 + i), k[i], strides[i],
+                              dilations[i], pads[i], pads[2 + i], false));
   if (nhwc)
     shape.push_back(w.getDimSize(0));
-  inferred.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return shape;
+}
+
+/// The group checks of a convolution (kiln.conv, kiln.conv_integer).
+static LogicalResult verifyConvGroups(Operation *op, RankedTensorType in, RankedTensorType w,
+                                      int64_t g, kiln::Layout layout) {
+  int64_t channels = in.getDimSize(layout == kiln::Layout::NHWC ? 3 : 1);
+  if (g < 1 || channels % g || w.getDimSize(0) % g)
+    return op->emitOpError("group ") << g << " must divide the input channels ("
+                                     << channels << ") and output channels ("
+                                     << w.getDimSize(0) << ")";
+  if (w.getDimSize(1) * g != channels)
+    return op->emitOpError("weight has ")
+           << w.getDimSize(1) << " input channels per group; the input has "
+           << channels << " channels in " << g << " groups";
+  return success();
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(adaptor.getInput()), w = rankedOf(adaptor.getWeight());
+  if (in.getElementType() != w.getElementType() ||
+      (adaptor.getBias() &&
+       rankedOf(adaptor.getBias()).getElementType() != in.getElementType()))
+    return failWith(loc, "operand element types differ");
+  auto shape = convResultShape(loc, in, w, adaptor.getStrides(), adaptor.getPads(),
+                               adaptor.getDilations(), layoutOf(adaptor.getLayoutAttr()));
+  if (failed(shape))
+    return failure();
+  inferred.push_back(RankedTensorType::get(*shape, in.getElementType()));
   return success();
 }
 
 LogicalResult ConvOp::verify() {
-  int64_t g = static_cast<int64_t>(getGroup());
   auto in = rankedOf(getInput()), w = rankedOf(getWeight());
-  int64_t channels = in.getDimSize(getLayout() == kiln::Layout::NHWC ? 3 : 1);
-  if (g < 1 || channels % g || w.getDimSize(0) % g)
-    return emitOpError("group ") << g << " must divide the input channels ("
-                                 << channels << ") and output channels ("
-                                 << w.getDimSize(0) << ")";
-  if (w.getDimSize(1) * g != channels)
-    return emitOpError("weight has ")
-           << w.getDimSize(1) << " input channels per group; the input has "
-           << channels << " channels in " << g << " groups";
+  if (failed(verifyConvGroups(*this, in, w, static_cast<int64_t>(getGroup()), getLayout())))
+    return failure();
   if (getBias() && (rankedOf(getBias()).getRank() != 1 ||
                     rankedOf(getBias()).getDimSize(0) != w.getDimSize(0)))
     return emitOpError("bias must be a vector of ") << w.getDimSize(0) << " values";
@@ -705,6 +722,28 @@ LogicalResult MatMulIntegerOp::inferReturnTypes(MLIRContext *ctx, std::optional<
   shape.back() = b.getDimSize(1);
   inferred.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 32)));
   return success();
+}
+
+LogicalResult ConvIntegerOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  auto in = rankedOf(adaptor.getInput()), w = rankedOf(adaptor.getWeight());
+  auto xz = rankedOf(adaptor.getInputZero()), wz = rankedOf(adaptor.getWeightZero());
+  if (xz.getRank() != 0 || wz.getRank() != 0)
+    return failWith(loc, "the zero points must be scalars");
+  if (xz.getElementType() != in.getElementType() || wz.getElementType() != w.getElementType())
+    return failWith(loc, "a zero point must have its operand's element type");
+  auto shape = convResultShape(loc, in, w, adaptor.getStrides(), adaptor.getPads(),
+                               adaptor.getDilations(), layoutOf(adaptor.getLayoutAttr()));
+  if (failed(shape))
+    return failure();
+  inferred.push_back(RankedTensorType::get(*shape, IntegerType::get(ctx, 32)));
+  return success();
+}
+
+LogicalResult ConvIntegerOp::verify() {
+  return verifyConvGroups(*this, rankedOf(getInput()), rankedOf(getWeight()),
+                          static_cast<int64_t>(getGroup()), getLayout());
 }
 
 //===----------------------------------------------------------------------===//

@@ -444,6 +444,33 @@ def Kiln_MatMulIntegerOp : Kiln_Op<"matmul_integer", [Pure, InferTypeOpAdaptor]>
   }];
 }
 
+def Kiln_ConvIntegerOp : Kiln_Op<"conv_integer", [Pure, InferTypeOpAdaptor]> {
+  let summary = "exact int32 2-D grouped convolution of 8-bit integers less zero points";
+  let description = [{
+    `kiln.conv`'s sum (no bias) on 8-bit integers, each less its scalar zero
+    point, in int32: reads outside the input are the input's zero point
+    (they contribute nothing), as ONNX's ConvInteger pads. `layout` orders
+    the input and result as kiln.conv's does; the weight stays OIHW.
+    kiln-integer-contractions makes it from QDQ convolutions on the CPU,
+    which runs it on the 8-bit ukernel over gathered rows (constant weights
+    only).
+
+    ```mlir
+    %y = kiln.conv_integer %x, %w, %xz, %wz {strides = array<i64: 1, 1>,
+           pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64}
+         : (tensor<1x3x8x8xui8>, tensor<4x3x3x3xi8>, tensor<ui8>, tensor<i8>) -> tensor<1x4x8x8xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_Int8Tensor:$input, Kiln_Int8Tensor:$weight,
+                       Kiln_Int8Tensor:$input_zero, Kiln_Int8Tensor:$weight_zero,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, I64Attr:$group,
+                       DefaultValuedAttr<Kiln_LayoutAttr, "::kiln::Layout::NCHW">:$layout);
+  let results = (outs StaticShapeTensorOf<[I32]>:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization, pooling, softmax
 //===----------------------------------------------------------------------===//

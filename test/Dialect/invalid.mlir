@@ -390,3 +390,24 @@ func.func @matmul_integer_wide(%a: tensor<3x4xi32>, %w: tensor<4x2xi8>, %az: ten
   %y = kiln.matmul_integer %a, %w, %az, %wz : tensor<3x4xi32>, tensor<4x2xi8>, tensor<i32>, tensor<i8>
   return %y : tensor<3x2xi32>
 }
+
+// -----
+
+// An 8-bit convolution whose groups do not divide the channels.
+func.func @conv_integer_groups(%x: tensor<1x3x8x8xui8>, %w: tensor<4x1x3x3xi8>, %xz: tensor<ui8>,
+                               %wz: tensor<i8>) -> tensor<1x4x6x6xi32> {
+  // expected-error @+1 {{group 2 must divide the input channels (3) and output channels (4)}}
+  %y = kiln.conv_integer %x, %w, %xz, %wz {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x3x8x8xui8>, tensor<4x1x3x3xi8>, tensor<ui8>, tensor<i8>) -> tensor<1x4x6x6xi32>
+  return %y : tensor<1x4x6x6xi32>
+}
+
+// -----
+
+// An 8-bit convolution whose zero point is not a scalar.
+func.func @conv_integer_zero_shape(%x: tensor<1x3x8x8xui8>, %w: tensor<4x3x3x3xi8>,
+                                   %xz: tensor<1xui8>, %wz: tensor<i8>) -> tensor<1x4x6x6xi32> {
+  // expected-error @+2 {{the zero points must be scalars}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = kiln.conv_integer %x, %w, %xz, %wz {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x8x8xui8>, tensor<4x3x3x3xi8>, tensor<1xui8>, tensor<i8>) -> tensor<1x4x6x6xi32>
+  return %y : tensor<1x4x6x6xi32>
+}

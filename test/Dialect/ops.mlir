@@ -226,3 +226,12 @@ func.func @matmul_integer(%a: tensor<2x3x4xui8>, %w: tensor<4x5xi8>, %az: tensor
   %y = kiln.matmul_integer %a, %w, %az, %wz : tensor<2x3x4xui8>, tensor<4x5xi8>, tensor<ui8>, tensor<i8>
   return %y : tensor<2x3x5xi32>
 }
+
+// An 8-bit convolution: NHWC uint8 input, OIHW int8 weights, int32 sums.
+// CHECK-LABEL: func @conv_integer
+func.func @conv_integer(%x: tensor<1x8x8x4xui8>, %w: tensor<6x2x3x3xi8>, %xz: tensor<ui8>,
+                        %wz: tensor<i8>) -> tensor<1x4x4x6xi32> {
+  // CHECK: kiln.conv_integer %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, group = 2 : i64, layout = #kiln.layout<nhwc>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x8x8x4xui8>, tensor<6x2x3x3xi8>, tensor<ui8>, tensor<i8>) -> tensor<1x4x4x6xi32>
+  %y = kiln.conv_integer %x, %w, %xz, %wz {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64, layout = #kiln.layout<nhwc>} : (tensor<1x8x8x4xui8>, tensor<6x2x3x3xi8>, tensor<ui8>, tensor<i8>) -> tensor<1x4x4x6xi32>
+  return %y : tensor<1x4x4x6xi32>
+}

@@ -19,7 +19,7 @@
 // build measures the result against fp32.
 // CHECK: | kiln_k{{[0-9]+}}_matmul_integer | {{.*}} | int8 |
 // CHECK: | kiln_k{{[0-9]+}}_matmul_integer | {{.*}} | int8 |
-// CHECK: - precision (--precision=int8): 2 of 2 gemms and matmuls with constant weights on 8-bit integers {{.*}}; ranges measured on the --calibrate inputs{{.*}}: relative error {{[0-9.]+}}e-0{{[2-4]}} against Kiln's fp32 build {{.*}}; 2 trial builds
+// CHECK: - precision (--precision=int8): 2 of 2 gemms, matmuls and convolutions with constant weights on 8-bit integers {{.*}}; ranges measured on the --calibrate inputs{{.*}}: relative error {{[0-9.]+}}e-0{{[2-4]}} against Kiln's fp32 build {{.*}}; 2 trial builds
 
 // IR: kiln.matmul_integer %{{.*}} : tensor<4x8xui8>, tensor<8x8xi8>, tensor<ui8>, tensor<i8>
 // IR: kiln.matmul_integer %{{.*}} : tensor<4x8xui8>, tensor<8x8xi8>, tensor<ui8>, tensor<i8>
@@ -33,7 +33,7 @@
 
 // CUDA: error: --precision=int8 runs on the CPU's 8-bit kernels; the CUDA targets have none (--target=cuda-emu)
 // KEEP: error: --keep-fp32 applies to --precision=bf16, fp16 and auto
-// NONE: warning: --precision=int8: the model has no Gemm or MatMul with constant weights to quantize; it stays fp32
+// NONE: warning: --precision=int8: the model has no Gemm, MatMul or Conv with constant weights to quantize (depthwise convolutions have no 8-bit kernel); it stays fp32
 
 func.func @main(%x: tensor<4x8xf32> {kiln.name = "x"}, %v: tensor<8x8xf32> {kiln.name = "v"}) -> (tensor<4x8xf32> {kiln.name = "y"}, tensor<4x8xf32> {kiln.name = "z"}) {
   %wa = kiln.constant dense<[[0.3, -0.1, 0.2, 0.5, -0.4, 0.1, 0.05, -0.2], [0.1, 0.2, -0.3, 0.4, 0.25, -0.15, 0.3, 0.1], [-0.2, 0.3, 0.1, -0.1, 0.2, 0.4, -0.3, 0.2], [0.4, -0.2, 0.3, 0.1, -0.1, 0.2, 0.1, -0.4], [0.2, 0.1, -0.4, 0.3, 0.3, -0.2, 0.2, 0.1], [-0.1, 0.4, 0.2, -0.3, 0.1, 0.3, -0.1, 0.3], [0.3, -0.3, 0.1, 0.2, -0.2, 0.1, 0.4, -0.1], [0.1, 0.2, 0.3, -0.2, 0.4, -0.3, 0.2, 0.2]]> : tensor<8x8xf32>

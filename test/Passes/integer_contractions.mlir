@@ -69,3 +69,52 @@ func.func @not_quantized(%q: tensor<4x3xui8>, %x: tensor<4x3xf32>) -> (tensor<4x
   %z = kiln.matmul %x, %w8 : tensor<4x3xf32>, tensor<3x2xf32>
   return %y, %z : tensor<4x2xf32>, tensor<4x2xf32>
 }
+
+// -----
+
+// A QDQ convolution (uint8 input less zero point 3, scale 0.5; weights int8
+// per output channel, steps 0.01, 0.02, 0.005 and 0.04; a bias): the
+// 8-bit convolution with the f32 conv's attributes, its int32 sums times
+// 0.5 * step per channel ([O, 1, 1] over NCHW), plus the bias as
+// [O, 1, 1]. The int8 weights keep the OIHW order (127, -83, -65, ...).
+// CHECK-LABEL: func @qdq_conv
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x4x6x6xui8>, %[[B:.*]]: tensor<4xf32>)
+// CHECK-NOT: kiln.conv %
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense_resource<int8_weights> : tensor<4x4x2x2xi8>
+// CHECK-DAG: %[[ZQ:.*]] = kiln.constant dense<3> : tensor<ui8>
+// CHECK-DAG: %[[ZW:.*]] = kiln.constant dense<0> : tensor<i8>
+// CHECK: %[[ACC:.*]] = kiln.conv_integer %[[Q]], %[[W]], %[[ZQ]], %[[ZW]] {dilations = array<i64: 1, 1>, group = 1 : i64, pads = array<i64: 1, 0, 0, 1>, strides = array<i64: 2, 1>} : (tensor<1x4x6x6xui8>, tensor<4x4x2x2xi8>, tensor<ui8>, tensor<i8>) -> tensor<1x4x3x6xi32>
+// CHECK: %[[F:.*]] = kiln.cast %[[ACC]] : tensor<1x4x3x6xi32> -> tensor<1x4x3x6xf32>
+// CHECK: %[[S:.*]] = kiln.constant dense_resource<int8_scale> : tensor<4x1x1xf32>
+// CHECK: %[[M:.*]] = kiln.mul %[[F]], %[[S]] : tensor<1x4x3x6xf32>, tensor<4x1x1xf32>
+// CHECK: %[[BR:.*]] = kiln.reshape %[[B]] : tensor<4xf32> -> tensor<4x1x1xf32>
+// CHECK: %[[Y:.*]] = kiln.add %[[M]], %[[BR]] : tensor<1x4x3x6xf32>, tensor<4x1x1xf32>
+// CHECK: return %[[Y]]
+// CHECK: int8_weights: "0x010000007FADBFCBC03C4910
+// CHECK: int8_scale: "0x040000000AD7A33B
+func.func @qdq_conv(%q: tensor<1x4x6x6xui8>, %bias: tensor<4xf32>) -> tensor<1x4x3x6xf32> {
+  %f = kiln.cast %q : tensor<1x4x6x6xui8> -> tensor<1x4x6x6xf32>
+  %z = kiln.constant dense<3.0> : tensor<f32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %c = kiln.sub %f, %z : tensor<1x4x6x6xf32>, tensor<f32>
+  %a = kiln.mul %c, %s : tensor<1x4x6x6xf32>, tensor<f32>
+  %w = kiln.constant dense<[[[[1.27, -0.83], [-0.65, -0.53]], [[-0.64, 0.6], [0.73, 0.16]], [[-0.93, -0.82], [-0.34, -0.14]], [[0.24, -0.05], [-0.48, -0.69]]], [[[0.76, 0.92], [-1.88, -1.56]], [[-0.2, -0.44], [1.54, -2.54]], [[-0.32, -0.28], [0.66, 0.34]], [[-1.32, 0.94], [1.02, 1.82]]], [[[0.285, -0.22], [-0.185, 0.145]], [[0.15, 0.195], [0.365, -0.21]], [[0.435, -0.5], [-0.425, 0.47]], [[0.44, 0.635], [-0.365, -0.19]]], [[[-3.68, 3.12], [1.28, 0.68]], [[-2.08, -0.24], [-2.48, 2.16]], [[-0.24, -3.76], [5.08, 1.64]], [[0.12, -1.04], [-2.0, -3.28]]]]> : tensor<4x4x2x2xf32>
+  %y = kiln.conv %a, %w, %bias {strides = array<i64: 2, 1>, pads = array<i64: 1, 0, 0, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x6x6xf32>, tensor<4x4x2x2xf32>, tensor<4xf32>) -> tensor<1x4x3x6xf32>
+  return %y : tensor<1x4x3x6xf32>
+}
+
+// -----
+
+// A depthwise QDQ convolution has no matrix product for the 8-bit ukernel:
+// it stays an f32 conv.
+// CHECK-LABEL: func @qdq_depthwise
+// CHECK-NOT: kiln.conv_integer
+// CHECK: kiln.conv
+func.func @qdq_depthwise(%q: tensor<1x4x6x6xui8>) -> tensor<1x4x4x4xf32> {
+  %f = kiln.cast %q : tensor<1x4x6x6xui8> -> tensor<1x4x6x6xf32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %a = kiln.mul %f, %s : tensor<1x4x6x6xf32>, tensor<f32>
+  %w = kiln.constant dense<0.02> : tensor<4x1x3x3xf32>
+  %y = kiln.conv %a, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 4 : i64} : (tensor<1x4x6x6xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x4x4xf32>
+  return %y : tensor<1x4x4x4xf32>
+}

@@ -206,3 +206,41 @@ func.func @conv3x3_stack_8x8(%x: tensor<1x64x8x8xf32>) -> tensor<1x64x8x8xf32> {
   %r3 = kiln.relu %c3 : tensor<1x64x8x8xf32>
   return %r3 : tensor<1x64x8x8xf32>
 }
+
+// -----
+
+// A quantized region: two 8-bit convolutions joined by their int32 sums'
+// rescale and the next activation's requantization (casts to uint8 and
+// back). Every op of it, integer or float, is layout-agnostic or has an NHWC
+// form, so the region is one: the casts run on NHWC values and no transpose
+// sits between the convolutions.
+// NHWC-LABEL: func @quantized
+// NHWC: %[[T:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : tensor<1x32x16x16xui8> -> tensor<1x16x16x32xui8>
+// NHWC: %[[C1:.*]] = kiln.conv_integer %[[T]], {{.*}}layout = #kiln.layout<nhwc>{{.*}} -> tensor<1x16x16x32xi32>
+// NHWC-NOT: kiln.transpose
+// NHWC: kiln.cast %{{.*}} : tensor<1x16x16x32xf32> -> tensor<1x16x16x32xui8>
+// NHWC-NOT: kiln.transpose
+// NHWC: kiln.conv_integer {{.*}}layout = #kiln.layout<nhwc>{{.*}} -> tensor<1x16x16x32xi32>
+// NHWC: kiln.transpose {{.*}} : tensor<1x16x16x32xf32> -> tensor<1x32x16x16xf32>
+// The cost model: an 8-bit conv's NCHW form gathers single bytes and
+// writes a channel at a time; NHWC wins here too.
+// AUTO-LABEL: func @quantized
+// AUTO: kiln.conv_integer {{.*}}layout = #kiln.layout<nhwc>
+// AUTO: kiln.conv_integer {{.*}}layout = #kiln.layout<nhwc>
+func.func @quantized(%q: tensor<1x32x16x16xui8>) -> tensor<1x32x16x16xf32> {
+  %w = kiln.constant dense<3> : tensor<32x32x3x3xi8>
+  %zq = kiln.constant dense<128> : tensor<ui8>
+  %zw = kiln.constant dense<0> : tensor<i8>
+  %s = kiln.constant dense<0.01> : tensor<32x1x1xf32>
+  %inv = kiln.constant dense<0.5> : tensor<f32>
+  %c1 = kiln.conv_integer %q, %w, %zq, %zw {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x16x16xui8>, tensor<32x32x3x3xi8>, tensor<ui8>, tensor<i8>) -> tensor<1x32x16x16xi32>
+  %f1 = kiln.cast %c1 : tensor<1x32x16x16xi32> -> tensor<1x32x16x16xf32>
+  %y1 = kiln.mul %f1, %s : tensor<1x32x16x16xf32>, tensor<32x1x1xf32>
+  %r1 = kiln.relu %y1 : tensor<1x32x16x16xf32>
+  %d1 = kiln.mul %r1, %inv : tensor<1x32x16x16xf32>, tensor<f32>
+  %q1 = kiln.cast %d1 : tensor<1x32x16x16xf32> -> tensor<1x32x16x16xui8>
+  %c2 = kiln.conv_integer %q1, %w, %zq, %zw {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x32x16x16xui8>, tensor<32x32x3x3xi8>, tensor<ui8>, tensor<i8>) -> tensor<1x32x16x16xi32>
+  %f2 = kiln.cast %c2 : tensor<1x32x16x16xi32> -> tensor<1x32x16x16xf32>
+  %y2 = kiln.mul %f2, %s : tensor<1x32x16x16xf32>, tensor<32x1x1xf32>
+  return %y2 : tensor<1x32x16x16xf32>
+}

@@ -3,13 +3,15 @@
 
 Small fp32 models with random weights -- an MLP (Gemm, ReLU, MatMul), a
 transformer-style block (3-D MatMuls with biases, GELU, a residual) and a
-small CNN (convolutions, a residual, pooling, Gemm) -- are
+small CNN (convolutions of many shapes, a residual, pooling, Gemm) -- are
 quantized by onnxruntime: statically (quantize_static, QDQ, uint8
 activations calibrated on random inputs, int8 weights per channel and per
 tensor) and dynamically (quantize_dynamic: DynamicQuantizeLinear and
-MatMulInteger). Kiln compiles each for the CPU (the QDQ products and the
-MatMulIntegers on the 8-bit kernels: the report must list matmul_integer
-kernels) and cuda-emu (exact f32 products), and runs it on fresh random
+MatMulInteger). Kiln compiles each for the CPU (the QDQ products,
+convolutions and the MatMulIntegers on the 8-bit kernels: the report must
+list matmul_integer or conv_integer kernels; the CNN also with
+--layout=nchw, the 8-bit convolutions' NCHW form) and cuda-emu (exact f32
+products), and runs it on fresh random
 inputs against onnxruntime's outputs of the same quantized model, its graph
 optimizations off: the Q/DQ ops computed as ONNX defines them. (With them
 on, onnxruntime fuses the QDQ products into its 8-bit kernels, which on a
@@ -74,23 +76,34 @@ def block(rng):
 
 
 def convnet(rng):
-    """Conv-ReLU-Conv with a residual, global average pool, Gemm: a QDQ
-    CNN's convolutions compute in f32 on their folded weights, each
-    activation's quantize-dequantize in the convolution's epilogue."""
-    w1 = rng.standard_normal((8, 4, 3, 3)).astype(np.float32) * 0.3
-    b1 = rng.standard_normal(8).astype(np.float32) * 0.1
-    w2 = rng.standard_normal((4, 8, 3, 3)).astype(np.float32) * 0.2
-    wf = rng.standard_normal((4, 10)).astype(np.float32) * 0.5
-    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+    """A small CNN of every convolution shape the 8-bit kernels take: a
+    7x7 stride-2 stem on 3 channels, 3x3, pointwise, grouped and dilated
+    with uneven pads, 1x1 stride 2; a depthwise conv (which stays f32), a
+    residual, max and global average pooling, Gemm."""
+    def conv(name, x, y, o, c, k, **attrs):
+        w = (rng.standard_normal((o, c, k, k)) * (1.5 / np.sqrt(c * k * k))).astype(np.float32)
+        b = (rng.standard_normal(o) * 0.1).astype(np.float32)
+        inits.extend([numpy_helper.from_array(w, name + "_w"), numpy_helper.from_array(b, name + "_b")])
+        return helper.make_node("Conv", [x, name + "_w", name + "_b"], [y], name=name, **attrs)
+    inits = []
+    wf = rng.standard_normal((16, 10)).astype(np.float32) * 0.5
+    inits.append(numpy_helper.from_array(wf, "wf"))
+    nodes = [conv("stem", "x", "c1", 16, 3, 7, strides=[2, 2], pads=[3, 3, 3, 3]),
              helper.make_node("Relu", ["c1"], ["r1"]),
-             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
-             helper.make_node("Add", ["c2", "x"], ["s"]),
+             conv("c2", "r1", "c2", 16, 16, 3, pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             conv("c3", "r2", "c3", 32, 16, 1),
+             helper.make_node("Relu", ["c3"], ["r3"]),
+             conv("c4", "r3", "c4", 32, 16, 3, group=2, dilations=[2, 2], pads=[2, 1, 2, 3]),
+             helper.make_node("Relu", ["c4"], ["r4"]),
+             conv("dw", "r4", "d", 32, 1, 3, group=32, pads=[1, 1, 1, 1]),
+             conv("c5", "d", "c5", 16, 32, 1, strides=[2, 2]),
+             helper.make_node("MaxPool", ["r2"], ["p2"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Add", ["c5", "p2"], ["s"]),
              helper.make_node("GlobalAveragePool", ["s"], ["g"]),
              helper.make_node("Flatten", ["g"], ["f"]),
              helper.make_node("Gemm", ["f", "wf"], ["y"])]
-    inits = [numpy_helper.from_array(a, n) for a, n in
-             ((w1, "w1"), (b1, "b1"), (w2, "w2"), (wf, "wf"))]
-    return nodes, inits, [2, 4, 12, 12], [2, 10]
+    return nodes, inits, [2, 3, 20, 20], [2, 10]
 
 
 MODELS = {"mlp": mlp, "block": block, "convnet": convnet}
@@ -180,22 +193,32 @@ def main():
                 opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
                 sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
                 rng = np.random.default_rng(23)
-                for target in args.targets.split(","):
+                targets = args.targets.split(",")
+                if name == "convnet" and "cpu" in targets:
+                    targets.append("cpu-nchw")
+                for target in targets:
+                    flags = ["--target=cpu", "--layout=nchw"] if target == "cpu-nchw" else \
+                        ["--target=" + target]
+                    cpu = target.startswith("cpu")
                     for sample in range(2):
                         x = rng.standard_normal(shape).astype(np.float32)
                         ref = sess.run(None, {"x": x})[0]
                         tag = "%s_%s_%s_%d" % (name, mode, target, sample)
-                        got, err, kinds = run_kiln(args.bindir, model, tmp, tag,
-                                                   ["--target=" + target], x)
+                        got, err, kinds = run_kiln(args.bindir, model, tmp, tag, flags, x)
                         problems, mx, mean = checked(got, err, ref)
                         if got is not None:
-                            int8 = sum("matmul_integer" in k for k in kinds)
-                            if target == "cpu" and int8 == 0 and name != "convnet":
+                            int8 = sum("matmul_integer" in k or "conv_integer" in k
+                                       for k in kinds)
+                            if cpu and int8 == 0:
                                 problems.append("no 8-bit kernel in the CPU build")
-                            if target == "cpu":
+                            if name == "convnet" and cpu and \
+                                    sum("conv_integer" in k for k in kinds) != 5:
+                                problems.append("%d 8-bit convolutions, not 5" % sum(
+                                    "conv_integer" in k for k in kinds))
+                            if cpu:
                                 f32, err32, _ = run_kiln(
                                     args.bindir, model, tmp, tag + "_f32",
-                                    ["--disable-pass=kiln-integer-contractions"], x)
+                                    flags + ["--disable-pass=kiln-integer-contractions"], x)
                                 if f32 is None:
                                     problems.append("f32 build failed: " + err32)
                                 else:
@@ -209,7 +232,7 @@ def main():
                             passed += 1
                             print("PASS %s: max %.1e, mean %.1e of max|ref|%s" % (
                                 tag, mx, mean,
-                                ", %d 8-bit kernels" % int8 if target == "cpu" else ""))
+                                ", %d 8-bit kernels" % int8 if cpu else ""))
         if "cpu" in args.targets.split(","):
             p, f = check_calibrated(args.bindir, tmp)
             passed += p
@@ -219,10 +242,11 @@ def main():
 
 
 def products_only(path):
-    """The QDQ model with only its products reading the dequantized
-    activations: quantize_static routes every reader of a quantized tensor
-    through its DequantizeLinear (a residual Add of the block's input too),
-    Kiln's --precision=int8 quantizes the products' inputs only."""
+    """The QDQ model with only its products (and convolutions) reading the
+    dequantized activations: quantize_static routes every reader of a
+    quantized tensor through its DequantizeLinear (a residual Add of the
+    block's input too), Kiln's --precision=int8 quantizes the products'
+    inputs only."""
     m = onnx.load(path)
     original = {}
     quantized = {n.output[0]: n.input[0] for n in m.graph.node if n.op_type == "QuantizeLinear"}
@@ -230,7 +254,7 @@ def products_only(path):
         if n.op_type == "DequantizeLinear" and n.input[0] in quantized:
             original[n.output[0]] = quantized[n.input[0]]
     for n in m.graph.node:
-        if n.op_type not in ("MatMul", "Gemm", "QuantizeLinear", "DequantizeLinear"):
+        if n.op_type not in ("MatMul", "Gemm", "Conv", "QuantizeLinear", "DequantizeLinear"):
             n.input[:] = [original.get(i, i) for i in n.input]
     onnx.save(m, path)
 
@@ -239,10 +263,12 @@ def check_calibrated(bindir, tmp):
     """Kiln's own post-training quantization (--precision=int8 --calibrate)
     of each f32 model against onnxruntime's quantize_static of it with the
     same two calibration inputs: min-max ranges, uint8 activations, int8 weights
-    per output column, the matrix products' inputs only (MatMul, Gemm; not
-    their outputs, which Kiln keeps f32) -- the same scales and zero points,
-    so the same quantized model up to Gemm's bias, which onnxruntime rounds
-    to int32 steps. (passed, failed)."""
+    per output column or channel, the inputs of the matrix products and
+    convolutions only (MatMul, Gemm, Conv but the depthwise one, which Kiln
+    keeps f32; not their outputs, which Kiln keeps f32 too) -- the same
+    scales and zero points, the biases f32 (onnxruntime's QuantizeBias off:
+    by default it rounds them to int32 steps, Kiln adds them in f32), so the
+    same quantized model. (passed, failed)."""
     passed = failed = 0
     for name in MODELS:
         src = os.path.join(tmp, name + ".onnx")
@@ -265,14 +291,17 @@ def check_calibrated(bindir, tmp):
         model = os.path.join(tmp, name + "_ort_products.onnx")
         q.quantize_static(src, model, Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
                           activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8,
-                          op_types_to_quantize=["MatMul", "Gemm"],
-                          extra_options={"OpTypesToExcludeOutputQuantization": ["MatMul", "Gemm"]})
+                          op_types_to_quantize=["MatMul", "Gemm", "Conv"], nodes_to_exclude=["dw"],
+                          extra_options={"OpTypesToExcludeOutputQuantization":
+                                         ["MatMul", "Gemm", "Conv"],
+                                         "QuantizeBias": False})
         products_only(model)
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         fp32 = ort.InferenceSession(src, providers=["CPUExecutionProvider"])
-        products = sum(n.op_type in ("MatMul", "Gemm") for n in onnx.load(src).graph.node)
+        products = sum(n.op_type in ("MatMul", "Gemm", "Conv") and n.name != "dw"
+                       for n in onnx.load(src).graph.node)
         rng = np.random.default_rng(37)
         for sample in range(2):
             x = rng.standard_normal(shape).astype(np.float32)
@@ -283,7 +312,7 @@ def check_calibrated(bindir, tmp):
                                        ["--calibrate=x=" + path for path in cal_paths], x)
             problems, mx, mean = checked(got, err, ref)
             if got is not None:
-                int8 = sum("matmul_integer" in k for k in kinds)
+                int8 = sum("matmul_integer" in k or "conv_integer" in k for k in kinds)
                 if int8 != products:
                     problems.append("%d 8-bit kernels for %d products" % (int8, products))
                 m32, _ = compare(got, fp32.run(None, {"x": x})[0])

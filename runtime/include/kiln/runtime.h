@@ -523,6 +523,16 @@ void kiln_uk_q8gemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
                        int64_t flags);
 #define KILN_UK_A_INT8 4
 
+/** Called by generated code for 8-bit convolutions (kiln.conv_integer): the
+ *  rows of output pixels [row0, row1) of the implicit product, each
+ *  G * KH * KW * (C / G) bytes at col + row * that, k = (g * KH * KW + ky *
+ *  KW + kx) * (C / G) + c; reads outside the input are `zero`. `in`: the
+ *  8-bit input, NHWC when nhwc is 1, else NCHW ([N, C, H, W]). */
+void kiln_uk_conv_rows8(int64_t in, int64_t col, int64_t row0, int64_t row1, int64_t H, int64_t W,
+                     int64_t C, int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t sh,
+                     int64_t sw, int64_t dh, int64_t dw, int64_t pad_top, int64_t pad_left,
+                     int64_t G, int64_t nhwc, int64_t zero);
+
 /** The 8-bit ukernel's implementation: "avx2" (VPMADDWD on 16-bit pairs) or
  *  "portable" (KILN_UKERNEL=portable forces it). */
 const char *kiln_uk_q8gemm_impl(void);
