@@ -1,5 +1,6 @@
 //===- CompileOptions.cpp - parsing and checking the options once ---------===//
 #include "driver/CompileOptions.h"
+#include "driver/ActivationRanges.h"
 #include "driver/Artifact.h"
 #include "codegen/program/Program.h"
 
@@ -198,6 +199,13 @@ bool checkCompileOptions(const CompileOptions &o, std::string &error) {
   if (o.precision == Precision::Int8 && !o.keepFp32.empty())
     return no("--keep-fp32 applies to --precision=bf16, fp16 and auto; --precision=int8 "
               "quantizes every gemm and matmul with constant weights");
+  if (o.calibrateMethod != "minmax") {
+    std::string error;
+    if (!calibrate::parseRangeMethod(o.calibrateMethod, error))
+      return no(error);
+    if (o.precision != Precision::Int8)
+      return no("--calibrate-method chooses --precision=int8's activation ranges");
+  }
   if (!o.keepFp32.empty() && o.precision == Precision::Fp32)
     return no("--keep-fp32 needs --precision=bf16, fp16 or auto");
   if (!o.calibrate.empty() && o.precision == Precision::Fp32 && !o.autotune)
@@ -232,6 +240,7 @@ CompileOptions trialOptions(const CompileOptions &o, Precision precision,
     t.keepFp32.clear();
   t.keepFp32Index.assign(keep.begin(), keep.end());
   t.calibrate.clear();
+  t.calibrateMethod = "minmax";
   t.autotune = false;
   t.printAfter.clear();
   return t;

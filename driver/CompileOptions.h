@@ -58,6 +58,9 @@ struct CompileOptions {
   bool slpVectorize = true;
   std::vector<std::string> shapes, maxShapes, bindings; // NAME=... as given
   std::vector<std::string> cudaArchs, printAfter, disabledPasses, calibrate, keepFp32;
+  /// --calibrate-method (--precision=int8's activation ranges):
+  /// ActivationRanges.h's spelling.
+  std::string calibrateMethod = "minmax";
   std::vector<int64_t> keepFp32Index; // contractions kept fp32 by position (trial builds)
 
   bool cudaTarget() const { return target != Target::Cpu; }

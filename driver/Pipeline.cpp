@@ -6,6 +6,8 @@
 #include "codegen/program/PlanMemory.h"
 #include "codegen/program/Program.h"
 #include "dialects/kiln/KilnDialect.h"
+#include "codegen/kernels/Lowering.h"
+#include "driver/ActivationRanges.h"
 #include "driver/Artifact.h"
 #include "driver/Autotune.h"
 #include "driver/Calibrate.h"
@@ -463,8 +465,13 @@ int Compilation::quantizeInt8(calibrate::Outputs &reference) {
   if (Compilation(trialOptions(o, Precision::Fp32, {}, so), ctx, std::move(copy)).runTrial() != 0)
     return fail(o.input + ": --precision=int8: the calibration build failed (diagnosed above)");
   precisionSummary.trials = 1;
-  // Each product's range over every sample's finite values.
-  std::vector<float> lo(products.size(), INFINITY), hi(products.size(), -INFINITY);
+  // Each product's range over every sample's values, by --calibrate-method.
+  std::string methodError;
+  auto method = calibrate::parseRangeMethod(o.calibrateMethod, methodError);
+  if (!method)
+    return fail(methodError);
+  precisionSummary.rangeMethod = calibrate::rangeMethodName(*method);
+  std::vector<std::vector<float>> seen(products.size());
   for (size_t k = 0; k < sampleArgs.size(); ++k) {
     calibrate::Outputs measured;
     if (!calibrate::runBuild(calibrationRun(), so, sampleArgs[k], calibrationDir,
@@ -484,12 +491,17 @@ int Compilation::quantizeInt8(calibrate::Outputs &reference) {
       size_t i;
       if (name.getAsInteger(10, i) || i >= products.size())
         continue;
-      for (double v : measured.values[j])
-        if (std::isfinite(v)) {
-          lo[i] = std::min(lo[i], static_cast<float>(v));
-          hi[i] = std::max(hi[i], static_cast<float>(v));
-        }
+      seen[i].insert(seen[i].end(), measured.values[j].begin(), measured.values[j].end());
     }
+  }
+  std::vector<float> lo(products.size()), hi(products.size());
+  for (size_t i = 0; i < products.size(); ++i) {
+    std::tie(lo[i], hi[i]) = calibrate::activationRange(seen[i], *method);
+    std::vector<float>().swap(seen[i]);
+    std::vector<std::string> nodes;
+    codegen::kernels::collectNodeNames(products[i]->getLoc(), nodes);
+    precisionSummary.ranges.push_back(
+        {nodes.empty() ? std::string() : nodes.front(), lo[i], hi[i]});
   }
   OpBuilder b(&ctx);
   for (size_t i = 0; i < products.size(); ++i)

@@ -169,7 +169,8 @@ bool writeReport(const std::string &path, const codegen::Program &p,
         os << "): " << ps.lowered << " of " << ps.contractions
            << " gemms, matmuls and convolutions with constant weights on 8-bit integers "
               "(uint8 activations over their ranges, int8 weights per output column or "
-              "channel; the precision column says which), the rest fp32; ranges measured on ";
+              "channel; the precision column says which), the rest fp32; ranges ("
+           << ps.rangeMethod << ") measured on ";
       else
         os << "): " << ps.lowered << " of " << ps.contractions
            << " contractions lowered (the precision column says which), the rest fp32; on ";
@@ -345,6 +346,14 @@ bool writeReport(const std::string &path, const codegen::Program &p,
                                            {"max_abs_error", ps.maxAbsError},
                                            {"top1_agree", ps.top1Agree},
                                            {"top1_rows", ps.top1Rows}};
+  if (const codegen::PrecisionSummary &ps = p.precision; ps.mode == "int8") {
+    llvm::json::Array ranges;
+    for (const auto &r : ps.ranges)
+      ranges.push_back(llvm::json::Object{{"node", r.node}, {"lo", r.lo}, {"hi", r.hi}});
+    auto *precision = root.getObject("precision");
+    (*precision)["range_method"] = ps.rangeMethod;
+    (*precision)["ranges"] = std::move(ranges);
+  }
   if (const codegen::AutotuneSummary &a = p.autotune; a.on) {
     llvm::json::Array variants, ops;
     for (const std::string &v : a.variants)

@@ -47,6 +47,14 @@ struct PrecisionSummary {
   int trials = 0;       // trial builds measured (the fp32 reference included)
   double relError = 0, maxAbsError = 0; // the chosen build against fp32
   int64_t top1Agree = 0, top1Rows = 0;
+  /// int8: --calibrate-method and each quantized activation's range, by
+  /// the ONNX node (or location) of the product that reads it.
+  std::string rangeMethod;
+  struct Range {
+    std::string node;
+    float lo = 0, hi = 0;
+  };
+  std::vector<Range> ranges;
 };
 
 /// What --autotune measured and chose (kiln-compile's Autotune.h), for the

@@ -106,6 +106,12 @@ static cl::list<std::string> calibrateInputs("calibrate",
              "--precision=int8's activation ranges (or to measure --precision=bf16|fp16 against "
              "fp32 in the report): NAME=FILE (.npy or .pb), "
              "repeatable; float inputs not given are drawn at random (normal, seeded)"));
+static cl::opt<std::string> calibrateMethod("calibrate-method",
+    cl::cat(kilnCategory), cl::desc("--precision=int8: how each activation's range comes from "
+             "its calibration values: minmax (default), percentile (the 0.001st and 99.999th "
+             "percentiles), percentile:P (the (100-P)th and Pth), or entropy (the threshold "
+             "of least KL divergence, as TensorRT's calibrator)"),
+    cl::init("minmax"));
 static cl::opt<int> autoTrials("auto-trials",
     cl::cat(kilnCategory), cl::desc("--precision=auto: at most this many trial builds in the "
              "search (contractions still undecided then stay fp32)"),
@@ -183,6 +189,7 @@ int main(int argc, char **argv) {
   o.printAfter = listOf(printAfter);
   o.disabledPasses = listOf(disablePasses);
   o.calibrate = listOf(calibrateInputs);
+  o.calibrateMethod = calibrateMethod;
   o.keepFp32 = listOf(keepFp32);
   o.keepFp32Index = listOf(keepFp32Index);
   kiln::driver::CompileFlags flags;
