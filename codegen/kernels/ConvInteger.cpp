@@ -40,10 +40,7 @@ LogicalResult Lowering::convInteger(kiln::ConvIntegerOp op, const Epilogue *epi)
                         "CPU target");
   bool aSigned = !elemType(op.getInput()).isUnsignedInteger();
   bool wSigned = !elemType(op.getWeight()).isUnsignedInteger();
-  auto byteAt = [&](int buf, int64_t i) {
-    auto u = static_cast<uint8_t>(p.weights[p.buffers[buf].offset + i]);
-    return wSigned ? static_cast<int32_t>(static_cast<int8_t>(u)) : static_cast<int32_t>(u);
-  };
+  auto byteAt = [&](int buf, int64_t i) { return constantInt8(buf, i, wSigned); };
   int32_t wz = byteAt(wzBuf, 0);
   // B[g][k][o] = w[g * Og + o][c][ky][kx] - wz, k = (ky * KW + kx) * Cg + c:
   // per group, 32-column panels of pairs of k (kiln_uk_q8gemm_pb's layout).

@@ -380,25 +380,25 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     }
     return r;
   }
+  // A conv's epilogue sites are full-size or broadcast over both spatial
+  // dimensions (one stride per pixel).
+  auto convSitesOk = [&](Operation *c) {
+    auto out = shape(c->getResult(0));
+    bool nhwc = kiln::attr::isChannelsLast(c);
+    return llvm::all_of(epi.siteStrides, [&](auto &st) {
+      return nhwc ? st[1] == st[2] * out[2] : st[2] == st[3] * out[3];
+    });
+  };
+  if (isa<kiln::ConvOp, kiln::ConvIntegerOp>(anchor) && !convSitesOk(anchor))
+    return op.emitError("conv epilogue operands must be full-size or "
+                        "broadcast over both spatial dimensions");
   if (auto conv = dyn_cast<kiln::ConvOp>(anchor)) {
-    auto out = shape(conv.getResult());
-    bool nhwc = kiln::attr::isChannelsLast(conv);
-    for (auto &st : epi.siteStrides)
-      if (nhwc ? st[1] != st[2] * out[2] : st[2] != st[3] * out[3])
-        return op.emitError("conv epilogue operands must be full-size or "
-                            "broadcast over both spatial dimensions");
     r = this->conv(conv, &epi, pro.ops.empty() ? nullptr : &pro);
   } else if (auto g = dyn_cast<kiln::GemmOp>(anchor)) {
     r = gemm(g, &epi);
   } else if (auto mi = dyn_cast<kiln::MatMulIntegerOp>(anchor)) {
     r = matmulInteger(mi, &epi);
   } else if (auto ci = dyn_cast<kiln::ConvIntegerOp>(anchor)) {
-    auto out = shape(ci.getResult());
-    bool nhwc = kiln::attr::isChannelsLast(ci);
-    for (auto &st : epi.siteStrides)
-      if (nhwc ? st[1] != st[2] * out[2] : st[2] != st[3] * out[3])
-        return op.emitError("conv epilogue operands must be full-size or "
-                            "broadcast over both spatial dimensions");
     r = convInteger(ci, &epi);
   } else {
     r = matmul(cast<kiln::MatMulOp>(anchor), &epi);

@@ -298,6 +298,11 @@ private:
   LogicalResult checkF32(Operation *op, ArrayRef<Value> values);
   /// A constant buffer holding `data`.
   int addConstantData(ArrayRef<char> data);
+  /// Element i of constant buffer `buf` of 8-bit integers, signed or not.
+  int32_t constantInt8(int buf, int64_t i, bool isSigned) const {
+    auto u = static_cast<uint8_t>(p.weights[p.buffers[buf].offset + i]);
+    return isSigned ? static_cast<int32_t>(static_cast<int8_t>(u)) : static_cast<int32_t>(u);
+  }
   /// Layouts a matrix product's constant B is packed into.
   enum class PackedB { PanelsF32, PanelsBf16, RowsF32, RowsF16, ColumnsF32 };
   /// The constant buffer holding B (buffer `src`, [K, N], or [N, K] when

@@ -35,10 +35,7 @@ LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *
                         "target (kiln-expand-integer-products rewrites the others)");
   bool aSigned = !elemType(op.getLhs()).isUnsignedInteger();
   bool bSigned = !elemType(op.getRhs()).isUnsignedInteger();
-  auto byteAt = [&](int buf, int64_t i) {
-    auto u = static_cast<uint8_t>(p.weights[p.buffers[buf].offset + i]);
-    return bSigned ? static_cast<int32_t>(static_cast<int8_t>(u)) : static_cast<int32_t>(u);
-  };
+  auto byteAt = [&](int buf, int64_t i) { return constantInt8(buf, i, bSigned); };
   int32_t zb = byteAt(zbBuf, 0);
   int64_t Kp = (K + 1) / 2 * 2, panels = ceilDiv(N, 32);
   // (Packed per product, not shared through packedB(): the values depend
