@@ -6,11 +6,12 @@
 // uint8 with a scale and zero point from its calibrated range, the weights
 // as int8 per output column or channel (symmetric, a step of its largest
 // magnitude / 127). Depthwise and other direct convolutions
-// (conv_strategy::isDirect) stay f32: they have no 8-bit kernel. The driver measures each product's
-// lhs range on the calibration inputs and states it on the op
-// (kiln.int8_range = [min, max]); this pass writes the quantize-dequantize
-// pair and the rounded weights, and kiln-integer-contractions then computes
-// the product on 8-bit integers, as it does for a QDQ model.
+// (conv_strategy::isDirect) stay f32: they have no 8-bit kernel. The driver
+// measures each product's lhs range on the calibration inputs and states it
+// on the op (kiln.int8_range = [min, max]); this pass writes the
+// quantize-dequantize pair and the rounded weights, and
+// kiln-integer-contractions then computes the product on 8-bit integers, as
+// it does for a QDQ model.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/ConvStrategy.h"
