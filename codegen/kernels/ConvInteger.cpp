@@ -135,17 +135,8 @@ LogicalResult Lowering::convInteger(kiln::ConvIntegerOp op, const Epilogue *epi)
         Value row = e.mul(i, O);
         e.vecLoop(c0, e.add(c0, cols), [&](Value oc) {
           Value at = e.add(row, oc);
-          Value x = e.vload(accArg, at);
-          if (epi)
-            x = epi->apply(e, x, [&](int k) {
-              // (Sites in their own element type: the epilogue's ops
-              // compute in theirs.)
-              auto &st = epi->siteStrides[k];
-              Value off = e.add(e.add(e.mul(n, st[0]), e.mul(pix, st[2])), e.mul(oc, st[3]));
-              return st[3] == 1 ? e.vload(firstSite + k, off)
-                                : e.splat(e.load(firstSite + k, off));
-            });
-          e.vstore(x, outArg, at);
+          e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, oc, e.vload(accArg, at)),
+                   outArg, at);
         });
         return;
       }

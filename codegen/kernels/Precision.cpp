@@ -104,8 +104,8 @@ bool f32Buffers(KernelEmitter &e, int out, int first, int64_t n) {
 Value asF32(KernelEmitter &e, Value v) {
   auto vt = llvm::dyn_cast<VectorType>(v.getType());
   Type elem = vt ? vt.getElementType() : v.getType();
-  if (elem.isF32())
-    return v;
+  if (elem.isF32() || !llvm::isa<FloatType>(elem))
+    return v; // (integers stay: a typed epilogue computes in their type)
   Type f32 = e.b.getF32Type();
   return arith::ExtFOp::create(e.b, vt ? Type(vt.clone(f32)) : f32, v);
 }

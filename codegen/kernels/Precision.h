@@ -39,7 +39,8 @@ uint16_t bf16Bits(float x);
 /// epilogue can then run on 16-lane vectors).
 bool f32Buffers(KernelEmitter &e, int out, int first, int64_t n);
 
-/// `v` (a scalar or vector of floats) as f32: bf16 storage read back.
+/// `v` (a scalar or vector) as f32 where it is a float (bf16 storage read
+/// back); integers as they are.
 Value asF32(KernelEmitter &e, Value v);
 
 /// Stores f32 `v` (a scalar or a vector of e.lanes values, of which only
