@@ -305,6 +305,9 @@ void kiln::torch_import::registerShapeConverters(llvm::StringMap<AtenConverter> 
       x = c.emit("Reshape", {x, c.constI64({-1})});
     int64_t r = flat ? 1 : rankOf(c, x);
     dim = normAxis(dim, r);
+    if (dim < 0 || dim >= r)
+      return c.fail("repeat_interleave along dim " + std::to_string(c.i("dim", 0)) +
+                    " of a rank-" + std::to_string(r) + " tensor");
     std::vector<int64_t> target(r + 1, 1);
     target[dim + 1] = repeats;
     std::string spread = c.emit("Expand", {c.emit("Unsqueeze", {x, c.constI64({dim + 1})}),
