@@ -5,8 +5,13 @@
 // integer products are exact: f32 adds integers exactly below 2^24 in any
 // order, so operands of magnitude <= 255 are split into 16 * hi + lo until
 // each part's sums stay below it, and the parts are combined in int32.
+// kiln.matmul_nbits without its kernel becomes a kiln.matmul of its
+// dequantized f32 weights (codes less zero points, times scales, each
+// block's repeated over its k): a constant computed here when codes, scales
+// and zero points are constants, else ops that compute them.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/ConstantData.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -60,6 +65,49 @@ struct Expander {
     return k == 1 ? p : MulOp::create(b, loc, p, scalarI32(k)).getResult();
   }
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y).getResult(); }
+
+  /// [N, blocks] per-block values `p` over [N, K]: each repeated over its
+  /// block's k, the last block cut at K.
+  Value perK(Value p, int64_t block, int64_t K) {
+    auto t = typeOf(p);
+    int64_t N = t.getDimSize(0), blocks = t.getDimSize(1);
+    Type e = t.getElementType();
+    Value v = ReshapeOp::create(b, loc, RankedTensorType::get({N, blocks, 1}, e), p);
+    v = ExpandOp::create(b, loc, RankedTensorType::get({N, blocks, block}, e), v);
+    v = ReshapeOp::create(b, loc, RankedTensorType::get({N, blocks * block}, e), v);
+    if (blocks * block == K)
+      return v;
+    return SliceOp::create(b, loc, v, b.getDenseI64ArrayAttr({0, 0}),
+                           b.getDenseI64ArrayAttr({N, K}), b.getDenseI64ArrayAttr({1, 1}))
+        .getResult();
+  }
+
+  /// kiln.matmul_nbits as the matmul of its dequantized weights: computed
+  /// here when codes, scales and zero points are constants, else in ops.
+  Value dequantizedProduct(MatMulNBitsOp op) {
+    Type f32 = b.getF32Type();
+    auto wt = typeOf(op.getWeight());
+    int64_t N = wt.getDimSize(0), K = wt.getDimSize(1), block = op.getBlockSize();
+    auto codes = getNumberConstant(op.getWeight()), scales = getF32Constant(op.getScale());
+    auto zeros = getNumberConstant(op.getZero());
+    if (codes && scales && zeros) {
+      int64_t blocks = (K + block - 1) / block;
+      std::vector<float> w(K * N);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k) {
+          int64_t at = n * blocks + k / block;
+          w[k * N + n] = ((*codes)[n * K + k] - (*zeros)[at]) * (*scales)[at];
+        }
+      Value wv = makeF32Constant(b, loc, RankedTensorType::get({K, N}, f32), w, "dequantized");
+      return MatMulOp::create(b, loc, op.getLhs(), wv).getResult();
+    }
+    Value codeValues = cast(op.getWeight(), f32);
+    Value zero = perK(cast(op.getZero(), f32), block, K);
+    Value scale = perK(op.getScale(), block, K);
+    Value w = MulOp::create(b, loc, SubOp::create(b, loc, codeValues, zero).getResult(), scale);
+    Value wt2 = TransposeOp::create(b, loc, w, b.getDenseI64ArrayAttr({1, 0}));
+    return MatMulOp::create(b, loc, op.getLhs(), wt2).getResult();
+  }
 };
 
 struct ExpandIntegerProductsPass
@@ -74,6 +122,19 @@ struct ExpandIntegerProductsPass
   }
 
   void runOnOperation() override {
+    SmallVector<MatMulNBitsOp> dequantize;
+    getOperation().walk([&](MatMulNBitsOp op) {
+      if (all || !op.getWeight().getDefiningOp<ConstantOp>() ||
+          !op.getScale().getDefiningOp<ConstantOp>() ||
+          !op.getZero().getDefiningOp<ConstantOp>() || op.getBlockSize() % 32 != 0)
+        dequantize.push_back(op);
+    });
+    for (MatMulNBitsOp op : dequantize) {
+      OpBuilder b(op);
+      Expander x{b, op.getLoc()};
+      op.getResult().replaceAllUsesWith(x.dequantizedProduct(op));
+      op.erase();
+    }
     SmallVector<MatMulIntegerOp> todo;
     getOperation().walk([&](MatMulIntegerOp op) {
       if (all || !hasKernel(op))

@@ -23,7 +23,7 @@ bool isAnchor(Operation *op) {
   if (auto mm = dyn_cast<MatMulOp>(op))
     return llvm::cast<RankedTensorType>(mm.getLhs().getType()).getRank() >= 2 &&
            llvm::cast<RankedTensorType>(mm.getRhs().getType()).getRank() >= 2;
-  return isa<ConvOp, ConvIntegerOp, GemmOp, MatMulIntegerOp>(op);
+  return isa<ConvOp, ConvIntegerOp, GemmOp, MatMulIntegerOp, MatMulNBitsOp>(op);
 }
 
 ArrayRef<int64_t> shapeOf(Value v) {

@@ -298,8 +298,14 @@ def ExpandIntegerProductsPass : Pass<"kiln-expand-integer-products", "mlir::func
     magnitude) in f32, whose sums of integer products are exact below 2^24;
     when 255 * 255 * K could pass that, the lhs is split into 16 * hi + lo
     (and past 16 * 255 * K the rhs too), each part's product exact, the
-    parts combined in int32. K past 65,535 gets a diagnostic. Runs at every
-    optimization level, after the canonicalizer has folded the weights.
+    parts combined in int32. K past 65,535 gets a diagnostic.
+    `kiln.matmul_nbits` runs on the CPU's block-quantized kernel when its
+    codes, scales and zero points are constants and its blocks whole units
+    of 32 k; the others (all of them on
+    the CUDA targets) become a kiln.matmul of the dequantized weights,
+    `(cast(weight) - zero) * scale` with each block's zero and scale
+    repeated over its k (an f32 constant when all three are constants). Runs at every optimization level, after the
+    canonicalizer has folded the weights.
 
     Before (`all`):
     ```mlir

@@ -331,7 +331,7 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
   }
   Operation *anchor =
       isa<kiln::ConvOp, kiln::ConvIntegerOp, kiln::GemmOp, kiln::MatMulOp,
-          kiln::MatMulIntegerOp>(ops.front())
+          kiln::MatMulIntegerOp, kiln::MatMulNBitsOp>(ops.front())
           ? ops.front()
           : nullptr;
   // (An 8-bit product's epilogue changes type: int32 sums, f32 scales, the
@@ -398,6 +398,8 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     r = gemm(g, &epi);
   } else if (auto mi = dyn_cast<kiln::MatMulIntegerOp>(anchor)) {
     r = matmulInteger(mi, &epi);
+  } else if (auto nb = dyn_cast<kiln::MatMulNBitsOp>(anchor)) {
+    r = matmulNBits(nb, &epi);
   } else if (auto ci = dyn_cast<kiln::ConvIntegerOp>(anchor)) {
     r = convInteger(ci, &epi);
   } else {

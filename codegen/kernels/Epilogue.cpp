@@ -87,6 +87,33 @@ bool lightEpilogue(const Epilogue *epi) {
   });
 }
 
+void tileEpilogue(KernelEmitter &e, const Epilogue &epi, int firstSite,
+                  ArrayRef<int64_t> rowDims, int64_t N, Value i0, Value j0, Value rows,
+                  Value cols, int accArg, int outArg) {
+  e.loop(e.idx(0), rows, [&](Value r) {
+    Value i = e.add(i0, r);
+    SmallVector<Value> coord(rowDims.size());
+    Value rest = i;
+    for (int64_t d = static_cast<int64_t>(rowDims.size()) - 1; d >= 0; --d) {
+      coord[d] = d ? e.rem(rest, rowDims[d]) : rest;
+      if (d)
+        rest = e.div(rest, rowDims[d]);
+    }
+    e.loop(e.idx(0), cols, [&](Value jj) {
+      Value j = e.add(j0, jj);
+      Value at = e.add(e.mul(i, N), j);
+      Value v = epi.apply(e, e.load(accArg, at), [&](int k) {
+        auto &st = epi.siteStrides[k];
+        Value off = e.mul(j, st.back());
+        for (size_t d = 0; d < coord.size(); ++d)
+          off = e.add(off, e.mul(coord[d], st[d]));
+        return e.load(firstSite + k, off);
+      });
+      e.store(v, outArg, at);
+    });
+  });
+}
+
 /// Applies an NHWC conv epilogue at (image n, pixel pix, channel oc): sites
 /// are full-size or broadcast over both spatial dims (st[1] == OW * st[2]).
 Value convEpilogueNhwc(KernelEmitter &e, const Epilogue *epi, int firstSite,

@@ -306,6 +306,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<kiln::GemmOp>([&](auto o) { return gemm(o); })
       .Case<kiln::MatMulOp>([&](auto o) { return matmul(o); })
       .Case<kiln::MatMulIntegerOp>([&](auto o) { return matmulInteger(o); })
+      .Case<kiln::MatMulNBitsOp>([&](auto o) { return matmulNBits(o); })
       .Case<kiln::ConvIntegerOp>([&](auto o) { return convInteger(o); })
       .Case<kiln::MaxPoolOp>([&](auto o) { return pool(o, true); })
       .Case<kiln::AvgPoolOp>([&](auto o) { return pool(o, false); })
@@ -500,6 +501,8 @@ LogicalResult Lowering::run() {
           precision = kiln::attr::precisionName(low).str();
         if (isa<kiln::MatMulIntegerOp, kiln::ConvIntegerOp>(inner))
           precision = "int8";
+        if (auto nb = dyn_cast<kiln::MatMulNBitsOp>(inner))
+          precision = "int" + std::to_string(nb.getBits()) + " weights";
       });
       p.launches.back().precision = precision;
     }
@@ -651,7 +654,7 @@ int64_t estimateFlops(Operation *op) {
         auto a = llvm::cast<RankedTensorType>(m.getLhs().getType()).getShape();
         return 2 * elemsOf(m.getResult()) * a.back();
       })
-      .Case<kiln::MatMulIntegerOp>([&](auto m) {
+      .Case<kiln::MatMulIntegerOp, kiln::MatMulNBitsOp>([&](auto m) {
         auto a = llvm::cast<RankedTensorType>(m.getLhs().getType()).getShape();
         return 2 * elemsOf(m.getResult()) * a.back();
       })

@@ -444,6 +444,7 @@ private:
   LogicalResult gemm(kiln::GemmOp op, const Epilogue *epi = nullptr);
   LogicalResult matmul(kiln::MatMulOp op, const Epilogue *epi = nullptr);
   LogicalResult matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *epi = nullptr);
+  LogicalResult matmulNBits(kiln::MatMulNBitsOp op, const Epilogue *epi = nullptr);
   LogicalResult convInteger(kiln::ConvIntegerOp op, const Epilogue *epi = nullptr);
   template <typename PoolOp> LogicalResult pool(PoolOp op, bool isMax);
   LogicalResult globalAvgPool(kiln::GlobalAvgPoolOp op);

@@ -70,8 +70,6 @@ LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *
     ids.push_back(out);
   }
   int accArg = firstSite + (epi ? epi->siteArgs.size() : 0), outArg = ids.size() - 1;
-  // A site's offset at flattened row i, column j: the rows unflattened
-  // over the result's leading axes.
   auto rowDims = shape(op.getResult()).drop_back();
   int64_t flops = estimateFlops(op);
   if (epi)
@@ -90,31 +88,8 @@ LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *
                                     e.i64(K), az, e.addr16(1, e.mul(e.div(j0, 32), 32 * Kp)),
                                     e.i64(32 * Kp), e.addr(accArg, e.add(e.mul(i0, N), j0)),
                                     e.i64(N), e.i64(flags)});
-    if (!epi)
-      return;
-    e.loop(e.idx(0), rows, [&](Value r) {
-      Value i = e.add(i0, r);
-      // The row's coordinates along the result's leading axes.
-      SmallVector<Value> coord(rowDims.size());
-      Value rest = i;
-      for (int64_t d = static_cast<int64_t>(rowDims.size()) - 1; d >= 0; --d) {
-        coord[d] = d ? e.rem(rest, rowDims[d]) : rest;
-        if (d)
-          rest = e.div(rest, rowDims[d]);
-      }
-      e.loop(e.idx(0), cols, [&](Value jj) {
-        Value j = e.add(j0, jj);
-        Value at = e.add(e.mul(i, N), j);
-        Value v = epi->apply(e, e.load(accArg, at), [&](int k) {
-          auto &st = epi->siteStrides[k];
-          Value off = e.mul(j, st.back());
-          for (size_t d = 0; d < coord.size(); ++d)
-            off = e.add(off, e.mul(coord[d], st[d]));
-          return e.load(firstSite + k, off);
-        });
-        e.store(v, outArg, at);
-      });
-    });
+    if (epi)
+      tileEpilogue(e, *epi, firstSite, rowDims, N, i0, j0, rows, cols, accArg, outArg);
   }, flops);
   bufferOf[op.getResult()] = out;
   return success();

@@ -31,6 +31,9 @@ void declareRuntimeCallees(ModuleOp kernels, Location loc, bool gpu) {
     declare(name, withEpilogue, {});
   // The 8-bit product: (M, N, K, a, lda, a_zero, b, ldb, c, ldc, flags).
   declare("kiln_uk_q8gemm_pb", SmallVector<Type>(11, i64), {});
+  // The block-quantized product: (M, N, K, a, lda, w, scales, c, ldc,
+  // bits, block, flags).
+  declare("kiln_uk_bqgemm", SmallVector<Type>(12, i64), {});
   // The 8-bit convolutions' gather: (in, col, row0, row1, H, W, C, OH, OW,
   // KH, KW, strides 2, dilations 2, pads top and left, groups, nhwc, zero).
   declare("kiln_uk_conv_rows8", SmallVector<Type>(20, i64), {});

@@ -724,6 +724,33 @@ LogicalResult MatMulIntegerOp::inferReturnTypes(MLIRContext *ctx, std::optional<
   return success();
 }
 
+LogicalResult MatMulNBitsOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  auto a = rankedOf(adaptor.getLhs()), w = rankedOf(adaptor.getWeight());
+  auto s = rankedOf(adaptor.getScale()), z = rankedOf(adaptor.getZero());
+  if (a.getRank() < 2 || w.getRank() != 2)
+    return failWith(loc, "expects a lhs of rank 2 or more and a 2-D weight");
+  int64_t N = w.getDimSize(0), K = w.getDimSize(1), block = adaptor.getBlockSize();
+  if (a.getShape().back() != K)
+    return failWith(loc, "the lhs's rows have " + llvm::Twine(a.getShape().back()) +
+                             " values; the weight's columns " + llvm::Twine(K));
+  if (block <= 0)
+    return failWith(loc, "block_size must be positive");
+  if (adaptor.getBits() < 2 || adaptor.getBits() > 8)
+    return failWith(loc, "bits must be 2 to 8");
+  int64_t blocks = (K + block - 1) / block;
+  if (s.getShape() != ArrayRef<int64_t>{N, blocks} || z.getShape() != s.getShape())
+    return failWith(loc, "the scale and zero point must be " + llvm::Twine(N) + "x" +
+                             llvm::Twine(blocks) + " (a value per column and block)");
+  if (z.getElementType() != w.getElementType())
+    return failWith(loc, "the zero point must have the weight's element type");
+  SmallVector<int64_t> shape(a.getShape());
+  shape.back() = N;
+  inferred.push_back(RankedTensorType::get(shape, Float32Type::get(ctx)));
+  return success();
+}
+
 LogicalResult ConvIntegerOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &inferred) {

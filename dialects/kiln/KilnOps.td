@@ -444,6 +444,34 @@ def Kiln_MatMulIntegerOp : Kiln_Op<"matmul_integer", [Pure, InferTypeOpAdaptor]>
   }];
 }
 
+def Kiln_MatMulNBitsOp : Kiln_Op<"matmul_nbits", [Pure, InferTypeOpAdaptor]> {
+  let summary = "product of f32 rows and weights quantized in blocks along k";
+  let description = [{
+    `y[.., m, n] = sum_k lhs[.., m, k] * (weight[n, k] - zero[n, b]) * scale[n, b]`
+    with `b = k / block_size`: weight-only quantization, as onnxruntime's
+    MatMulNBits computes it. `weight` holds the N output columns' K codes,
+    `bits`-bit integers (2 to 8; unsigned, or signed in an i8) in 8-bit
+    carriers; each block of `block_size` consecutive k has its own f32
+    scale and zero point per column (the last block may be short). Products
+    and sums are f32. The CPU streams the codes packed in `bits`-wide fields
+    (4-bit codes: an eighth of f32 weights' bytes); the CUDA targets and a
+    run-time weight take kiln-expand-integer-products's f32 form.
+
+    ```mlir
+    %y = kiln.matmul_nbits %x, %w, %s, %z {bits = 4 : i64, block_size = 32 : i64}
+         : tensor<1x64xf32>, tensor<16x64xui8>, tensor<16x2xf32>, tensor<16x2xui8>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$lhs, Kiln_Int8Tensor:$weight,
+                       StaticShapeTensorOf<[F32]>:$scale, Kiln_Int8Tensor:$zero,
+                       I64Attr:$bits, I64Attr:$block_size);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $lhs `,` $weight `,` $scale `,` $zero attr-dict `:` type($lhs) `,` type($weight) `,`
+    type($scale) `,` type($zero)
+  }];
+}
+
 def Kiln_ConvIntegerOp : Kiln_Op<"conv_integer", [Pure, InferTypeOpAdaptor]> {
   let summary = "exact int32 2-D grouped convolution of 8-bit integers less zero points";
   let description = [{

@@ -553,15 +553,15 @@ LogicalResult SymbolTracker::visitOp(Operation *op, std::string &why) {
         }
         return success();
       })
-      .Case<kiln::MatMulIntegerOp>([&](kiln::MatMulIntegerOp m) -> LogicalResult {
+      .Case<kiln::MatMulIntegerOp, kiln::MatMulNBitsOp>([&](auto m) -> LogicalResult {
         // Rows of the lhs (every axis but the contracted last) carry over;
-        // the weights are static.
+        // the weights (and their zero points and scales) are static.
         Value l = m.getLhs();
         AxisSymbols ls = of(l);
         int64_t lr = ls.size();
         if (ls[lr - 1] >= 0 && !masked(l, lr - 1))
           return mixes(ls[lr - 1], "it contracts over");
-        for (Value v : {m.getRhs(), m.getLhsZero(), m.getRhsZero()})
+        for (Value v : m->getOperands().drop_front())
           for (int32_t s : of(v))
             if (s >= 0) {
               why = "its weights or zero points have dynamic dimension " + symbolName(s);

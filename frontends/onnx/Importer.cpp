@@ -355,11 +355,8 @@ LogicalResult Importer::checkSupported(const llvm::StringMap<Converter> &table) 
           const auto &n = g.node(i);
           std::string name =
               scope + (n.name().empty() ? "#" + std::to_string(i) : n.name());
-          bool defaultDomain = n.domain().empty() || n.domain() == "ai.onnx";
-          if (!defaultDomain || !table.count(n.op_type())) {
-            std::string op = defaultDomain ? n.op_type() : n.domain() + "." + n.op_type();
+          if (std::string op = converterKey(n); !table.count(op))
             missing[op].push_back(name);
-          }
           if (depth >= kMaxSubgraphDepth)
             continue;
           for (const auto &a : n.attribute()) {
@@ -472,6 +469,7 @@ LogicalResult Importer::run(const ImportOptions &options,
   registerAttentionConverters(table);
   registerEinsumConverters(table);
   registerRecurrentConverters(table);
+  registerContribConverters(table);
   registerControlFlowConverters(table);
   if (failed(checkSupported(table)))
     return failure();
@@ -856,11 +854,11 @@ LogicalResult Importer::convertNodes(const onnx::GraphProto &g, OpBuilder &b, St
       bool ok;
       {
         ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
-        ok = succeeded(table.lookup(node.op_type())(nc));
+        ok = succeeded(table.lookup(converterKey(node))(nc));
       }
       if (!ok)
         return sizeArgumentError(nc, sizeArgument);
-    } else if (failed(table.lookup(node.op_type())(nc))) {
+    } else if (failed(table.lookup(converterKey(node))(nc))) {
       noteBindableInputs(nc);
       return failure();
     }

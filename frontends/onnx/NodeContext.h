@@ -279,7 +279,7 @@ inline mlir::FailureOr<mlir::Value> userIndices(mlir::FailureOr<mlir::Value> v) 
 /// A converter: reads ctx's inputs and attributes, creates ops, sets outputs.
 using Converter = mlir::LogicalResult (*)(NodeContext &ctx);
 
-/// Registers the converters of each op family into `table` (by op_type).
+/// Registers the converters of each op family into `table` (by converterKey).
 void registerElementwiseConverters(llvm::StringMap<Converter> &table);
 void registerNNConverters(llvm::StringMap<Converter> &table);
 void registerShapeConverters(llvm::StringMap<Converter> &table);
@@ -298,6 +298,14 @@ void registerAttentionConverters(llvm::StringMap<Converter> &table);
 void registerEinsumConverters(llvm::StringMap<Converter> &table);
 void registerRecurrentConverters(llvm::StringMap<Converter> &table);
 void registerControlFlowConverters(llvm::StringMap<Converter> &table);
+void registerContribConverters(llvm::StringMap<Converter> &table);
+
+/// The converter table's key for `node`: its op_type in the default domain,
+/// "<domain>.<op_type>" in another (com.microsoft.MatMulNBits).
+inline std::string converterKey(const onnx::NodeProto &node) {
+  bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+  return defaultDomain ? node.op_type() : node.domain() + "." + node.op_type();
+}
 
 /// Helpers shared by converters.
 /// The axes a Reduce* node reduces (see ConvertReduce.cpp); nullopt: none

@@ -176,7 +176,7 @@ Value Importer::sizesAtRunTime(OpBuilder &b, const std::string &name, int depth)
   {
     ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
     NodeContext again(*this, node, opset, b, b.getUnknownLoc());
-    if (succeeded(table.lookup(node.op_type())(again))) {
+    if (succeeded(table.lookup(converterKey(node))(again))) {
       auto it = slots.find(name);
       std::string why;
       if (it != slots.end() && !it->second.host) {

@@ -411,3 +411,33 @@ func.func @conv_integer_zero_shape(%x: tensor<1x3x8x8xui8>, %w: tensor<4x3x3x3xi
   %y = kiln.conv_integer %x, %w, %xz, %wz {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x8x8xui8>, tensor<4x3x3x3xi8>, tensor<1xui8>, tensor<i8>) -> tensor<1x4x6x6xi32>
   return %y : tensor<1x4x6x6xi32>
 }
+
+// -----
+
+// Block-quantized weights whose scales miss a block (K = 80 in blocks of 32: 3).
+func.func @matmul_nbits_blocks(%a: tensor<3x80xf32>, %w: tensor<6x80xui8>, %s: tensor<6x2xf32>,
+                               %z: tensor<6x2xui8>) -> tensor<3x6xf32> {
+  // expected-error @+1 {{the scale and zero point must be 6x3 (a value per column and block)}}
+  %y = kiln.matmul_nbits %a, %w, %s, %z {bits = 4 : i64, block_size = 32 : i64} : tensor<3x80xf32>, tensor<6x80xui8>, tensor<6x2xf32>, tensor<6x2xui8>
+  return %y : tensor<3x6xf32>
+}
+
+// -----
+
+// Block-quantized weights of 9-bit codes.
+func.func @matmul_nbits_bits(%a: tensor<3x64xf32>, %w: tensor<6x64xui8>, %s: tensor<6x2xf32>,
+                             %z: tensor<6x2xui8>) -> tensor<3x6xf32> {
+  // expected-error @+1 {{bits must be 2 to 8}}
+  %y = kiln.matmul_nbits %a, %w, %s, %z {bits = 9 : i64, block_size = 32 : i64} : tensor<3x64xf32>, tensor<6x64xui8>, tensor<6x2xf32>, tensor<6x2xui8>
+  return %y : tensor<3x6xf32>
+}
+
+// -----
+
+// Block-quantized weights whose rows are not the lhs's.
+func.func @matmul_nbits_inner(%a: tensor<3x60xf32>, %w: tensor<6x64xui8>, %s: tensor<6x2xf32>,
+                              %z: tensor<6x2xui8>) -> tensor<3x6xf32> {
+  // expected-error @+1 {{the lhs's rows have 60 values; the weight's columns 64}}
+  %y = kiln.matmul_nbits %a, %w, %s, %z {bits = 4 : i64, block_size = 32 : i64} : tensor<3x60xf32>, tensor<6x64xui8>, tensor<6x2xf32>, tensor<6x2xui8>
+  return %y : tensor<3x6xf32>
+}

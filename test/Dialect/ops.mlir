@@ -227,6 +227,15 @@ func.func @matmul_integer(%a: tensor<2x3x4xui8>, %w: tensor<4x5xi8>, %az: tensor
   return %y : tensor<2x3x5xi32>
 }
 
+// A product on 4-bit codes in blocks of 32 k (K = 80: the last block short).
+// CHECK-LABEL: func @matmul_nbits
+func.func @matmul_nbits(%a: tensor<2x3x80xf32>, %w: tensor<6x80xui8>, %s: tensor<6x3xf32>,
+                        %z: tensor<6x3xui8>) -> tensor<2x3x6xf32> {
+  // CHECK: kiln.matmul_nbits %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 32 : i64} : tensor<2x3x80xf32>, tensor<6x80xui8>, tensor<6x3xf32>, tensor<6x3xui8>
+  %y = kiln.matmul_nbits %a, %w, %s, %z {bits = 4 : i64, block_size = 32 : i64} : tensor<2x3x80xf32>, tensor<6x80xui8>, tensor<6x3xf32>, tensor<6x3xui8>
+  return %y : tensor<2x3x6xf32>
+}
+
 // An 8-bit convolution: NHWC uint8 input, OIHW int8 weights, int32 sums.
 // CHECK-LABEL: func @conv_integer
 func.func @conv_integer(%x: tensor<1x8x8x4xui8>, %w: tensor<6x2x3x3xi8>, %xz: tensor<ui8>,

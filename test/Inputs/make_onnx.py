@@ -534,6 +534,48 @@ def integer_ops():
                   init("s", np.array(0.5, np.float32))], opset=10)
 
 
+def matmul_nbits():
+    """com.microsoft MatMulNBits: 4-bit codes in blocks of 32 over K = 40
+    (two blocks, the last short) with packed zero points and a bias; then
+    float zero points (f32 weights dequantized by the importer)."""
+    U8 = TensorProto.UINT8
+    codes = np.arange(3 * 2 * 16, dtype=np.uint8).reshape(3, 2, 16)
+    nodes = [helper.make_node("MatMulNBits", ["a", "b", "s", "zp", "", "bias"], ["y"],
+                              domain="com.microsoft", name="q4", K=40, N=3, bits=4,
+                              block_size=32),
+             helper.make_node("MatMulNBits", ["a", "b", "s", "fz"], ["y2"],
+                              domain="com.microsoft", name="q4f", K=40, N=3, bits=4,
+                              block_size=32)]
+    m = model(nodes, [vi("a", [2, 40])], [vi("y", None), vi("y2", None)],
+              [init("b", codes), init("s", np.array([0.5, 0.25, 1, 2, 0.125, 4], np.float32)),
+               init("zp", np.array([0x78, 0x01, 0xF0], np.uint8)),
+               init("fz", np.full(6, 7.5, np.float32)),
+               init("bias", np.array([1, 2, 3], np.float32))], opset=21)
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return m
+
+
+def matmul_nbits_bad(runtime_b):
+    """MatMulNBits with a run-time B, or with 9-bit codes."""
+    b = "b" if runtime_b else "c"
+    nodes = [helper.make_node("MatMulNBits", ["a", b, "s"], ["y"], domain="com.microsoft",
+                              name="runtime_b" if runtime_b else "nine_bits", K=32, N=2,
+                              bits=4 if runtime_b else 9, block_size=32)]
+    m = model(nodes, [vi("a", [1, 32]), vi("b", [2, 1, 16], TensorProto.UINT8)], [vi("y", None)],
+              [init("c", np.zeros((2, 1, 36), np.uint8)), init("s", np.ones(2, np.float32))],
+              opset=21)
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return m
+
+
+def matmul_nbits_runtime_b():
+    return matmul_nbits_bad(True)
+
+
+def matmul_nbits_nine_bits():
+    return matmul_nbits_bad(False)
+
+
 def norm_pool_ops():
     nodes = [helper.make_node("GroupNormalization", ["x", "gs", "gb"], ["gn"], num_groups=2,
                               name="gn18"),
@@ -1000,7 +1042,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_then_runtime_axes, nms_runtime_count, size_arithmetic, unique_runtime, unique_too_large, roi_align, roi_align_v10, roi_align_bad_mode, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, matmul_nbits, matmul_nbits_runtime_b, matmul_nbits_nine_bits, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_then_runtime_axes, nms_runtime_count, size_arithmetic, unique_runtime, unique_too_large, roi_align, roi_align_v10, roi_align_bad_mode, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,

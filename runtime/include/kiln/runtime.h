@@ -537,6 +537,25 @@ void kiln_uk_conv_rows8(int64_t in, int64_t col, int64_t row0, int64_t row1, int
  *  "portable" (KILN_UKERNEL=portable forces it). */
 const char *kiln_uk_q8gemm_impl(void);
 
+/** Called by generated code for products on block-quantized weights
+ *  (kiln.matmul_nbits): C[M x N] (+)= A[M x K] * W^T in f32, A f32 rows lda
+ *  apart, C ldc apart, W's N columns of K codes with a scale s and zero
+ *  point z per column and block of `block` k (a multiple of 32; the last
+ *  block may be short), W = (code - z) * s. Packed at compile time in quads
+ *  of 4 columns (columns past N zero): a quad is ceil(K / 32) units of 32 k,
+ *  each the 4 columns' codes one after the other, 16 bytes per column when
+ *  bits <= 4 (byte j: k = j in the low nibble, k = 16 + j in the high) and
+ *  32 when bits > 4 (byte j: k = j); codes past K zero. `scales`: per quad
+ *  and block 8 floats, the 4 columns' s then their z. `w` and `scales`
+ *  start at the quad of C's column 0. flags: KILN_UK_ACCUMULATE adds to C. */
+void kiln_uk_bqgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, int64_t w,
+                    int64_t scales, int64_t c, int64_t ldc, int64_t bits, int64_t block,
+                    int64_t flags);
+
+/** The block-quantized ukernel's implementation: "avx2" or "portable"
+ *  (KILN_UKERNEL=portable forces it). */
+const char *kiln_uk_bqgemm_impl(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,234 @@
+//===- Bqgemm.cpp - products on block-quantized weights (weight-only int4/int8) -===//
+//
+// C[M x N] (+)= A[M x K] * W^T with W's N rows of K codes, each block of
+// `block` k of a row with its own scale s and zero point z:
+//   C[m, n] = sum_b s[n, b] * sum_{k in b} A[m, k] * (code[n, k] - z[n, b])
+// (kiln.matmul_nbits; the layout is kiln_uk_bqgemm's in runtime.h). Each
+// code less its zero point is exact in f32, so only the sums round (no
+// cancellation between a sum of codes and the zero points' share). A
+// decoder's product of one row streams the codes once at 4 or 8 bits a
+// weight: each 4-column quad's codes of a 32-k unit are widened to f32 in
+// registers and multiplied against the row. Eight rows or more dequantize
+// 64 columns at a time into f32 and run the f32 ukernel on them, whose
+// sums of M rows repay the dequantization.
+//
+// Implementations, chosen from cpuid on first use (KILN_UKERNEL=portable or
+// avx2 forces one the CPU has; kiln_uk_bqgemm_impl() names it): avx2 (FMA
+// on 8-float vectors, 4 columns a pass) and portable (scalar).
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/runtime.h"
+#include "runtime/cpu/ukernels/Isa.h"
+#include "runtime/cpu/ukernels/Scratch.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+constexpr int64_t kUnit = 32;      // k per unit of packed codes
+constexpr int64_t kQuad = 4;       // columns per quad
+constexpr int64_t kStrip = 64;     // columns dequantized at a time (many rows)
+constexpr int64_t kManyRows = 8;   // rows from which a strip is dequantized
+
+thread_local kiln::rt::ScratchBuffer rowScratch;   // a row's copy padded to whole units
+thread_local kiln::rt::ScratchBuffer stripScratch; // a dequantized strip
+
+/// The packed geometry of one call.
+struct Geometry {
+  int64_t K, units, blocks, block, unitBytes;
+  bool nibbles; // 4-bit fields (else bytes)
+  int64_t quadBytes() const { return units * kQuad * unitBytes; }
+};
+
+/// Code (quad q's column c, k) of packed codes `w` (starting at quad 0).
+inline uint32_t codeAt(const uint8_t *w, const Geometry &g, int64_t q, int64_t c, int64_t k) {
+  const uint8_t *unit = w + q * g.quadBytes() + ((k / kUnit) * kQuad + c) * g.unitBytes;
+  int64_t j = k % kUnit;
+  if (!g.nibbles)
+    return unit[j];
+  return j < 16 ? unit[j] & 15u : unit[j - 16] >> 4;
+}
+
+/// The row `a` in `pad`: K rounded up to whole units, zeros past K.
+void padRow(const float *a, const Geometry &g, float *pad) {
+  std::memcpy(pad, a, g.K * sizeof(float));
+  std::fill(pad + g.K, pad + g.units * kUnit, 0.0f);
+}
+
+/// Stores a quad's `cols` results into c (adding when `acc`).
+inline void storeQuad(const float *v, float *c, int64_t cols, bool acc) {
+  for (int64_t j = 0; j < cols; ++j)
+    c[j] = acc ? c[j] + v[j] : v[j];
+}
+
+void rowPortable(const float *a, const uint8_t *w, const float *scales, const Geometry &g,
+                 int64_t N, float *c, bool acc) {
+  for (int64_t q = 0; q * kQuad < N; ++q) {
+    float out[kQuad];
+    for (int64_t col = 0; col < kQuad; ++col) {
+      float total = 0.0f;
+      for (int64_t b = 0; b < g.blocks; ++b) {
+        const float *sz = scales + (q * g.blocks + b) * 2 * kQuad;
+        float s = 0.0f, z = sz[kQuad + col];
+        for (int64_t k = b * g.block, e = std::min(g.K, k + g.block); k < e; ++k)
+          s += a[k] * (static_cast<float>(codeAt(w, g, q, col, k)) - z);
+        total += sz[col] * s;
+      }
+      out[col] = total;
+    }
+    storeQuad(out, c + q * kQuad, std::min(kQuad, N - q * kQuad), acc);
+  }
+}
+
+#if defined(__x86_64__)
+
+/// The 32 codes of one unit less zero point z as four vectors of 8 floats
+/// (k order).
+__attribute__((target("avx2,fma"))) inline void unpackUnit(const uint8_t *u, bool nibbles,
+                                                          __m256 z, __m256 w[4]) {
+  __m128i lo, hi;
+  if (nibbles) {
+    __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i *>(u));
+    __m128i mask = _mm_set1_epi8(15);
+    lo = _mm_and_si128(raw, mask);                      // k 0..15
+    hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);   // k 16..31
+  } else {
+    lo = _mm_loadu_si128(reinterpret_cast<const __m128i *>(u));
+    hi = _mm_loadu_si128(reinterpret_cast<const __m128i *>(u + 16));
+  }
+  w[0] = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo)), z);
+  w[1] = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8))), z);
+  w[2] = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi)), z);
+  w[3] = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))), z);
+}
+
+__attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/// One row against every quad: per block, each column's sums of the row
+/// times its codes less the zero point in a vector, scaled into the
+/// column's total.
+__attribute__((target("avx2,fma"))) void
+rowAvx2(const float *a, const uint8_t *w, const float *scales, const Geometry &g, int64_t N,
+        float *c, bool acc) {
+  int64_t unitsPerBlock = g.block / kUnit;
+  for (int64_t q = 0; q * kQuad < N; ++q) {
+    const uint8_t *wq = w + q * g.quadBytes();
+    const float *sq = scales + q * g.blocks * 2 * kQuad;
+    // Prefetch the next quad's first lines while this one streams.
+    if ((q + 1) * kQuad < N)
+      for (int64_t off = 0; off < 4 * 64; off += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(wq + g.quadBytes() + off), _MM_HINT_T0);
+    __m256 total[kQuad] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                           _mm256_setzero_ps()};
+    for (int64_t b = 0; b < g.blocks; ++b) {
+      const float *sz = sq + b * 2 * kQuad;
+      __m256 part[kQuad] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                            _mm256_setzero_ps()};
+      int64_t u0 = b * unitsPerBlock, u1 = std::min(g.units, u0 + unitsPerBlock);
+      for (int64_t u = u0; u < u1; ++u) {
+        const float *x = a + u * kUnit;
+        __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+        __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
+        const uint8_t *wu = wq + u * kQuad * g.unitBytes;
+        for (int64_t col = 0; col < kQuad; ++col) {
+          __m256 v[4];
+          unpackUnit(wu + col * g.unitBytes, g.nibbles, _mm256_broadcast_ss(sz + kQuad + col), v);
+          part[col] = _mm256_fmadd_ps(v[0], x0, part[col]);
+          part[col] = _mm256_fmadd_ps(v[1], x1, part[col]);
+          part[col] = _mm256_fmadd_ps(v[2], x2, part[col]);
+          part[col] = _mm256_fmadd_ps(v[3], x3, part[col]);
+        }
+      }
+      for (int64_t col = 0; col < kQuad; ++col)
+        total[col] = _mm256_fmadd_ps(part[col], _mm256_broadcast_ss(sz + col), total[col]);
+    }
+    float out[kQuad];
+    for (int64_t col = 0; col < kQuad; ++col)
+      out[col] = hsum(total[col]);
+    storeQuad(out, c + q * kQuad, std::min(kQuad, N - q * kQuad), acc);
+  }
+}
+
+#endif
+
+using RowFn = void (*)(const float *, const uint8_t *, const float *, const Geometry &,
+                       int64_t, float *, bool);
+
+struct Impl {
+  RowFn row;
+  const char *name;
+};
+
+const Impl &chosen() {
+  static const Impl impl = [] {
+#if defined(__x86_64__)
+    if (kiln::rt::chooseIsa() != kiln::rt::Isa::Portable)
+      return Impl{rowAvx2, "avx2"};
+#endif
+    return Impl{rowPortable, "portable"};
+  }();
+  return impl;
+}
+
+/// Columns [j0, j0 + cols) (j0 a multiple of 4) dequantized into f32 rows
+/// of `ld` floats: out[k * ld + j].
+void dequantizeStrip(const uint8_t *w, const float *scales, const Geometry &g, int64_t j0,
+                     int64_t cols, float *out, int64_t ld) {
+  for (int64_t j = 0; j < cols; ++j) {
+    int64_t q = (j0 + j) / kQuad, col = (j0 + j) % kQuad;
+    for (int64_t b = 0; b < g.blocks; ++b) {
+      const float *sz = scales + (q * g.blocks + b) * 2 * kQuad;
+      float s = sz[col], z = sz[kQuad + col];
+      for (int64_t k = b * g.block, e = std::min(g.K, k + g.block); k < e; ++k)
+        out[k * ld + j] = (static_cast<float>(codeAt(w, g, q, col, k)) - z) * s;
+    }
+  }
+}
+
+} // namespace
+
+extern "C" void kiln_uk_bqgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                               int64_t w, int64_t scales, int64_t c, int64_t ldc, int64_t bits,
+                               int64_t block, int64_t flags) {
+  if (M <= 0 || N <= 0)
+    return;
+  auto *A = reinterpret_cast<const float *>(a);
+  auto *C = reinterpret_cast<float *>(c);
+  auto *W = reinterpret_cast<const uint8_t *>(w);
+  auto *S = reinterpret_cast<const float *>(scales);
+  bool acc = (flags & KILN_UK_ACCUMULATE) != 0;
+  Geometry g{K, (K + kUnit - 1) / kUnit, (K + block - 1) / block, block,
+             bits <= 4 ? kUnit / 2 : kUnit, bits <= 4};
+  if (M >= kManyRows) {
+    float *strip = stripScratch.get<float>(std::max<int64_t>(K, 1) * kStrip);
+    if (!strip)
+      return; // (the run fails with KILN_ERROR_OUT_OF_MEMORY: Scratch.h)
+    for (int64_t j = 0; j < N; j += kStrip) {
+      int64_t cols = std::min(kStrip, N - j);
+      dequantizeStrip(W, S, g, j, cols, strip, kStrip);
+      kiln_uk_sgemm(M, cols, K, a, lda, reinterpret_cast<int64_t>(strip), kStrip,
+                    reinterpret_cast<int64_t>(C + j), ldc, flags & KILN_UK_ACCUMULATE);
+    }
+    return;
+  }
+  float *pad = rowScratch.get<float>(g.units * kUnit);
+  if (!pad)
+    return;
+  for (int64_t i = 0; i < M; ++i) {
+    padRow(A + i * lda, g, pad);
+    chosen().row(pad, W, S, g, N, C + i * ldc, acc);
+  }
+}
+
+extern "C" const char *kiln_uk_bqgemm_impl() { return chosen().name; }
