@@ -9,8 +9,9 @@
 // decoder's product of one row streams the codes once at 4 or 8 bits a
 // weight: each 4-column quad's codes of a 32-k unit are widened to f32 in
 // registers and multiplied against the row. Eight rows or more dequantize
-// 64 columns at a time into f32 and run the f32 ukernel on them, whose
-// sums of M rows repay the dequantization.
+// 64 columns at a time into the f32 ukernel's packed panels (transposed in
+// registers) and run it on them: its sums of M rows repay the
+// dequantization.
 //
 // Implementations, chosen from cpuid on first use (KILN_UKERNEL=portable or
 // avx2 forces one the CPU has; kiln_uk_bqgemm_impl() names it): avx2 (FMA
@@ -84,6 +85,22 @@ void rowPortable(const float *a, const uint8_t *w, const float *scales, const Ge
     }
     storeQuad(out, c + q * kQuad, std::min(kQuad, N - q * kQuad), acc);
   }
+}
+
+/// Quads [q0, q0 + quads) dequantized as kiln_uk_sgemm_pb's panels of 32
+/// columns (element (k, j) at out[(j / 32) * ld + k * 32 + j % 32]), every
+/// unit's 32 k (codes past K are zero).
+void stripPortable(const uint8_t *w, const float *scales, const Geometry &g, int64_t q0,
+                   int64_t quads, float *out, int64_t ld) {
+  for (int64_t q = q0; q < q0 + quads; ++q)
+    for (int64_t col = 0; col < kQuad; ++col) {
+      int64_t j = (q - q0) * kQuad + col;
+      float *panel = out + (j / 32) * ld + j % 32;
+      for (int64_t k = 0; k < g.units * kUnit; ++k) {
+        const float *sz = scales + (q * g.blocks + std::min(k / g.block, g.blocks - 1)) * 2 * kQuad;
+        panel[k * 32] = (static_cast<float>(codeAt(w, g, q, col, k)) - sz[kQuad + col]) * sz[col];
+      }
+    }
 }
 
 #if defined(__x86_64__)
@@ -160,13 +177,52 @@ rowAvx2(const float *a, const uint8_t *w, const float *scales, const Geometry &g
   }
 }
 
+/// stripPortable with each unit's 4 columns unpacked in registers, scaled,
+/// and transposed into the panels' rows of 4 columns.
+__attribute__((target("avx2,fma"))) void
+stripAvx2(const uint8_t *w, const float *scales, const Geometry &g, int64_t q0, int64_t quads,
+          float *out, int64_t ld) {
+  int64_t unitsPerBlock = g.block / kUnit;
+  for (int64_t q = q0; q < q0 + quads; ++q) {
+    int64_t j = (q - q0) * kQuad;
+    float *panel = out + (j / 32) * ld + j % 32;
+    const uint8_t *wq = w + q * g.quadBytes();
+    for (int64_t u = 0; u < g.units; ++u) {
+      const float *sz = scales + (q * g.blocks + u / unitsPerBlock) * 2 * kQuad;
+      __m256 v[kQuad][4];
+      for (int64_t col = 0; col < kQuad; ++col) {
+        unpackUnit(wq + (u * kQuad + col) * g.unitBytes, g.nibbles,
+                   _mm256_broadcast_ss(sz + kQuad + col), v[col]);
+        __m256 s = _mm256_broadcast_ss(sz + col);
+        for (int i = 0; i < 4; ++i)
+          v[col][i] = _mm256_mul_ps(v[col][i], s);
+      }
+      for (int i = 0; i < 4; ++i) {
+        // 4 columns x 8 k -> 8 rows of 4 columns (per 128-bit lane: k 0-3, 4-7).
+        __m256 t0 = _mm256_unpacklo_ps(v[0][i], v[1][i]), t1 = _mm256_unpackhi_ps(v[0][i], v[1][i]);
+        __m256 t2 = _mm256_unpacklo_ps(v[2][i], v[3][i]), t3 = _mm256_unpackhi_ps(v[2][i], v[3][i]);
+        __m256 r[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                       _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+        float *row = panel + (u * kUnit + i * 8) * 32;
+        for (int k = 0; k < 4; ++k) {
+          _mm_storeu_ps(row + k * 32, _mm256_castps256_ps128(r[k]));
+          _mm_storeu_ps(row + (k + 4) * 32, _mm256_extractf128_ps(r[k], 1));
+        }
+      }
+    }
+  }
+}
+
 #endif
 
 using RowFn = void (*)(const float *, const uint8_t *, const float *, const Geometry &,
                        int64_t, float *, bool);
+using StripFn = void (*)(const uint8_t *, const float *, const Geometry &, int64_t, int64_t,
+                         float *, int64_t);
 
 struct Impl {
   RowFn row;
+  StripFn strip;
   const char *name;
 };
 
@@ -174,26 +230,11 @@ const Impl &chosen() {
   static const Impl impl = [] {
 #if defined(__x86_64__)
     if (kiln::rt::chooseIsa() != kiln::rt::Isa::Portable)
-      return Impl{rowAvx2, "avx2"};
+      return Impl{rowAvx2, stripAvx2, "avx2"};
 #endif
-    return Impl{rowPortable, "portable"};
+    return Impl{rowPortable, stripPortable, "portable"};
   }();
   return impl;
-}
-
-/// Columns [j0, j0 + cols) (j0 a multiple of 4) dequantized into f32 rows
-/// of `ld` floats: out[k * ld + j].
-void dequantizeStrip(const uint8_t *w, const float *scales, const Geometry &g, int64_t j0,
-                     int64_t cols, float *out, int64_t ld) {
-  for (int64_t j = 0; j < cols; ++j) {
-    int64_t q = (j0 + j) / kQuad, col = (j0 + j) % kQuad;
-    for (int64_t b = 0; b < g.blocks; ++b) {
-      const float *sz = scales + (q * g.blocks + b) * 2 * kQuad;
-      float s = sz[col], z = sz[kQuad + col];
-      for (int64_t k = b * g.block, e = std::min(g.K, k + g.block); k < e; ++k)
-        out[k * ld + j] = (static_cast<float>(codeAt(w, g, q, col, k)) - z) * s;
-    }
-  }
 }
 
 } // namespace
@@ -211,14 +252,17 @@ extern "C" void kiln_uk_bqgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64
   Geometry g{K, (K + kUnit - 1) / kUnit, (K + block - 1) / block, block,
              bits <= 4 ? kUnit / 2 : kUnit, bits <= 4};
   if (M >= kManyRows) {
-    float *strip = stripScratch.get<float>(std::max<int64_t>(K, 1) * kStrip);
+    int64_t ld = 32 * g.units * kUnit;
+    float *strip = stripScratch.get<float>(kStrip / 32 * ld);
     if (!strip)
       return; // (the run fails with KILN_ERROR_OUT_OF_MEMORY: Scratch.h)
     for (int64_t j = 0; j < N; j += kStrip) {
-      int64_t cols = std::min(kStrip, N - j);
-      dequantizeStrip(W, S, g, j, cols, strip, kStrip);
-      kiln_uk_sgemm(M, cols, K, a, lda, reinterpret_cast<int64_t>(strip), kStrip,
-                    reinterpret_cast<int64_t>(C + j), ldc, flags & KILN_UK_ACCUMULATE);
+      int64_t cols = std::min(kStrip, N - j), quads = (cols + kQuad - 1) / kQuad;
+      if (quads * kQuad % 32) // (the last panel's columns past the quads: zero)
+        std::memset(strip, 0, kStrip / 32 * ld * sizeof(float));
+      chosen().strip(W, S, g, j / kQuad, quads, strip, ld);
+      kiln_uk_sgemm_pb(M, cols, K, a, lda, reinterpret_cast<int64_t>(strip), ld,
+                       reinterpret_cast<int64_t>(C + j), ldc, flags & KILN_UK_ACCUMULATE);
     }
     return;
   }
