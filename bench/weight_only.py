@@ -58,7 +58,9 @@ def quantized(model, bits, block, accuracy):
     logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)
     cfg = mnq.DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=False,
                                            accuracy_level=accuracy, bits=bits)
-    q = mnq.MatMulNBitsQuantizer(model, block_size=block, is_symmetric=False,
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)  # (the quantizer rewrites the model it is given)
+    q = mnq.MatMulNBitsQuantizer(copy, block_size=block, is_symmetric=False,
                                  accuracy_level=accuracy, algo_config=cfg)
     q.process()
     return q.model.model

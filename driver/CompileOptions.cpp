@@ -159,6 +159,20 @@ bool parseCompileFlags(const CompileFlags &f, CompileOptions &o, std::string &er
   o.kBlock = f.kBlock == "auto"  ? 0
              : f.kBlock == "128" ? codegen::kKBlock128
                                  : codegen::kKBlockL2;
+  // --weights=none|int4|int8[:BLOCK]
+  {
+    llvm::StringRef spec(f.weights), kind = spec.split(':').first, block = spec.split(':').second;
+    bool blockOk = !spec.contains(':') ||
+                   (!block.getAsInteger(10, o.weightBlock) && o.weightBlock >= 32 &&
+                    o.weightBlock % 32 == 0 && o.weightBlock <= 4096);
+    o.weightBits = kind == "int4" ? 4 : kind == "int8" ? 8 : 0;
+    if ((kind != "none" && !o.weightBits) || (kind == "none" && spec.contains(':')) || !blockOk) {
+      error = "unknown --weights=" + f.weights +
+              " (none, int4 or int8, optionally :BLOCK -- k per scale, a multiple of 32 up to "
+              "4096; default 32)";
+      return false;
+    }
+  }
   o.maxMemoryText = f.maxMemory;
   if (!f.maxMemory.empty() && (o.maxMemory = parseBytes(f.maxMemory)) < 0) {
     error = "--max-memory expects a byte count (suffix K, M or G allowed), got '" + f.maxMemory +
@@ -206,6 +220,9 @@ bool checkCompileOptions(const CompileOptions &o, std::string &error) {
     if (o.precision != Precision::Int8)
       return no("--calibrate-method chooses --precision=int8's activation ranges");
   }
+  if (o.weightBits && o.precision == Precision::Int8)
+    return no("--weights quantizes weights only; --precision=int8 quantizes weights and "
+              "activations: choose one");
   if (!o.keepFp32.empty() && o.precision == Precision::Fp32)
     return no("--keep-fp32 needs --precision=bf16, fp16 or auto");
   if (!o.calibrate.empty() && o.precision == Precision::Fp32 && !o.autotune)

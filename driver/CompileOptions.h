@@ -62,6 +62,11 @@ struct CompileOptions {
   /// ActivationRanges.h's spelling.
   std::string calibrateMethod = "minmax";
   std::vector<int64_t> keepFp32Index; // contractions kept fp32 by position (trial builds)
+  /// --weights: weight-only quantization of constant matmul/gemm weights
+  /// (kiln-quantize-weights): 0 (off), 4 or 8 bits per code, in blocks of
+  /// weightBlock k.
+  int weightBits = 0;
+  int64_t weightBlock = 32;
 
   bool cudaTarget() const { return target != Target::Cpu; }
   bool wantSharedObject() const;
@@ -80,7 +85,7 @@ const char *ioLayoutName(IoLayout l);
 /// `error` naming the flag and its accepted values.
 struct CompileFlags {
   std::string target = "cpu", emit, precision = "fp32", layout = "auto", ioLayout = "nchw",
-              kBlock = "auto", maxMemory;
+              kBlock = "auto", maxMemory, weights = "none";
 };
 bool parseCompileFlags(const CompileFlags &flags, CompileOptions &o, std::string &error);
 

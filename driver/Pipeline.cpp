@@ -315,6 +315,7 @@ private:
   Precision precision = Precision::Fp32; // after --precision=auto: fp32 or bf16
   std::vector<int64_t> keepIndex;
   codegen::PrecisionSummary precisionSummary;
+  codegen::WeightsSummary weightsSummary;
   /// --precision=int8's calibration: its folder (removed with the
   /// compilation) and kiln-run's --input arguments.
   std::string calibrationDir;
@@ -368,6 +369,22 @@ int Compilation::graphPasses() {
   }
   if (failed(pm.run(*module)))
     return 1;
+  // --weights: constant matmul/gemm weights onto block-quantized codes.
+  if (o.weightBits) {
+    weightsSummary = {o.weightBits, o.weightBlock, 0, 0};
+    module->walk([&](Operation *op) {
+      weightsSummary.products += isa<kiln::MatMulOp, kiln::GemmOp>(op);
+    });
+    PassManager weights(&ctx);
+    instrument(weights);
+    kiln::QuantizeWeightsPassOptions wo;
+    wo.bits = o.weightBits;
+    wo.blockSize = o.weightBlock;
+    weights.addNestedPass<func::FuncOp>(kiln::createQuantizeWeightsPass(wo));
+    if (failed(weights.run(*module)))
+      return 1;
+    module->walk([&](kiln::MatMulNBitsOp) { ++weightsSummary.quantized; });
+  }
   // --precision=int8: the products quantized as a QDQ model's (their
   // activations' ranges measured on the calibration inputs).
   calibrate::Outputs reference;
@@ -912,6 +929,7 @@ int Compilation::lower() {
   }
   program.remat = remat;
   program.precision = precisionSummary;
+  program.weightQuantization = weightsSummary;
   program.name = o.name.empty() ? (o.emit == Emit::Artifact
                                        ? pipeline::modelNameFromPath(o.output)
                                        : "model")

@@ -181,6 +181,12 @@ bool writeReport(const std::string &path, const codegen::Program &p,
         os << ", top-1 agreement " << ps.top1Agree << "/" << ps.top1Rows;
       os << "; " << ps.trials << " trial builds\n";
     }
+    if (const codegen::WeightsSummary &w = p.weightQuantization; w.bits)
+      os << "- weights (--weights=int" << w.bits << ":" << w.block << "): " << w.quantized
+         << " of " << w.products
+         << " gemms and matmuls on block-quantized codes (a scale and zero point per output "
+            "column and block of "
+         << w.block << " k; activations f32), the rest as they were\n";
     if (const codegen::AutotuneSummary &a = p.autotune; a.on) {
       int changed = 0, cached = 0;
       for (const auto &op : a.ops) {
@@ -354,6 +360,11 @@ bool writeReport(const std::string &path, const codegen::Program &p,
     (*precision)["range_method"] = ps.rangeMethod;
     (*precision)["ranges"] = std::move(ranges);
   }
+  if (const codegen::WeightsSummary &w = p.weightQuantization; w.bits)
+    root["weights"] = llvm::json::Object{{"bits", w.bits},
+                                         {"block", w.block},
+                                         {"quantized", w.quantized},
+                                         {"products", w.products}};
   if (const codegen::AutotuneSummary &a = p.autotune; a.on) {
     llvm::json::Array variants, ops;
     for (const std::string &v : a.variants)

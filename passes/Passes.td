@@ -287,6 +287,37 @@ def QuantizeInt8Pass : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "mlir::func::FuncOp"> {
+  let summary = "weight-only quantization of matrix products' constant weights (--weights)";
+  let description = [{
+    Each `kiln.matmul` (and `kiln.gemm` without transA, alpha or a beta
+    other than 1) with f32 constant 2-D weights of K >= 32 becomes a
+    `kiln.matmul_nbits` on `bits`-bit codes: for every output column and
+    block of `block-size` consecutive k (the last may be short), the range
+    of its weights widened to hold 0 is split into 2^bits - 1 steps (scale
+    (max - min) / (2^bits - 1), zero point round(-min / scale)) and each
+    weight rounded to the nearest step -- the asymmetric round-to-nearest of
+    onnxruntime's MatMulNBitsQuantizer. A gemm's bias follows as an add.
+    The activations stay f32.
+
+    Before (`bits=4 block-size=32`):
+    ```mlir
+    %y = kiln.matmul %x, %w : tensor<1x64xf32>, tensor<64x16xf32>
+    ```
+    After:
+    ```mlir
+    %y = kiln.matmul_nbits %x, %codes, %scales, %zeros {bits = 4 : i64, block_size = 32 : i64}
+         : tensor<1x64xf32>, tensor<16x64xui8>, tensor<16x2xf32>, tensor<16x2xui8>
+    ```
+  }];
+  let options = [
+    Option<"bits", "bits", "int64_t", "4", "bits per weight code (2 to 8)">,
+    Option<"blockSize", "block-size", "int64_t", "32",
+           "k per block of a column with its own scale and zero point">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def ExpandIntegerProductsPass : Pass<"kiln-expand-integer-products", "mlir::func::FuncOp"> {
   let summary = "rewrites 8-bit integer products without an integer kernel into exact f32 ones";
   let description = [{

@@ -183,6 +183,7 @@ struct Program {
   MemoryStats memory;
   RematSummary remat;
   PrecisionSummary precision;
+  WeightsSummary weightQuantization;
   AutotuneSummary autotune;
 };
 

@@ -57,6 +57,15 @@ struct PrecisionSummary {
   std::vector<Range> ranges;
 };
 
+/// --weights: the matrix products whose constant weights
+/// kiln-quantize-weights put on block-quantized codes, for the report.
+/// bits 0: off.
+struct WeightsSummary {
+  int bits = 0;
+  int64_t block = 0;
+  int64_t quantized = 0, products = 0; // products: gemms and matmuls before the pass
+};
+
 /// What --autotune measured and chose (kiln-compile's Autotune.h), for the
 /// report.
 struct AutotuneSummary {

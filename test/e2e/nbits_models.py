@@ -12,7 +12,9 @@ Two sources of models:
   weights dequantized by the importer), a g_idx of the plain k / block_size (no zero points),
   and an fp16 activation;
 - f32 MLPs quantized by onnxruntime's MatMulNBitsQuantizer (4-bit
-  asymmetric blocks of 32, symmetric blocks of 128, 8-bit).
+  asymmetric blocks of 32, symmetric blocks of 128, 8-bit); and the f32 MLP
+  quantized by Kiln itself (--weights=int4:32, int8:32) against
+  onnxruntime running the quantizer's model of the same settings.
 
 Each compiles for the CPU (the block-quantized kernel, and with
 KILN_UKERNEL=portable its scalar path) and cuda-emu (dequantized f32
@@ -148,13 +150,17 @@ def quantizer_models(rng, tmp):
                                numpy_helper.from_array(b1, "b1")])
     f32 = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     f32.ir_version = 10
+    f32_path = os.path.join(tmp, "mlp_f32.onnx")
+    onnx.save(f32, f32_path)
     out = []
     for tag, cfg in (("q4_asym_b32", dict(block_size=32, is_symmetric=False)),
                      ("q4_sym_b128", dict(block_size=128, is_symmetric=True)),
                      ("q8_b32", dict(block_size=32, is_symmetric=False, bits=8))):
         algo = mnq.DefaultWeightOnlyQuantConfig(**cfg)
-        qz = mnq.MatMulNBitsQuantizer(f32, algo_config=algo, **{k: v for k, v in cfg.items()
-                                                                if k != "bits"})
+        model = onnx.ModelProto()
+        model.CopyFrom(f32)  # (the quantizer rewrites the model it is given)
+        qz = mnq.MatMulNBitsQuantizer(model, algo_config=algo, **{k: v for k, v in cfg.items()
+                                                                  if k != "bits"})
         qz.process()
         path = os.path.join(tmp, "mlp_%s.onnx" % tag)
         onnx.save(qz.model.model, path)
@@ -162,7 +168,38 @@ def quantizer_models(rng, tmp):
         if ops.count("MatMulNBits") != 2:
             raise SystemExit("the quantizer wrote %s for %s" % (ops, tag))
         out.append(("mlp_" + tag, path))
-    return out
+    return f32_path, out
+
+
+def check_compiler_weights(bindir, tmp, f32_path, quantized):
+    """Kiln's --weights=int4:32 / int8:32 on the f32 MLP against
+    onnxruntime running the MatMulNBitsQuantizer's model of the same
+    settings (asymmetric blocks of 32): the same codes up to rounding ties,
+    so within 1e-4 of max|y|; and its distance from the f32 model."""
+    passed = failed = 0
+    a = np.random.default_rng(11).standard_normal((4, 128)).astype(np.float32)
+    sess = ort.InferenceSession(f32_path, providers=["CPUExecutionProvider"])
+    ref32 = sess.run(None, {"A": a})[0]
+    for flag, tag in (("int4:32", "q4_asym_b32"), ("int8:32", "q8_b32")):
+        ref = ort_output(dict(quantized)["mlp_" + tag], a)
+        name = "weights_" + flag.replace(":", "_")
+        got, err, kinds = run_kiln(bindir, f32_path, tmp, name, ["--weights=" + flag], a)
+        problems = []
+        if got is None:
+            problems.append("failed: " + err)
+        else:
+            if rel(got, ref) > 1e-4:
+                problems.append("%.2e of max|y| from onnxruntime's quantized model" % rel(got, ref))
+            if sum("matmul_nbits" in k for k in kinds) != 2:
+                problems.append("not 2 matmul_nbits kernels")
+        if problems:
+            failed += 1
+            print("FAIL %s: %s" % (name, "; ".join(problems)))
+        else:
+            passed += 1
+            print("PASS %s: %.1e of max|y| from onnxruntime's quantized model, %.1e from f32" % (
+                name, rel(got, ref), rel(got, ref32)))
+    return passed, failed
 
 
 def run_kiln(bindir, model, tmp, tag, flags, a, env=None):
@@ -211,7 +248,8 @@ def main():
             path = os.path.join(tmp, c.name + ".onnx")
             reference, ft = build_case(c, rng, path)
             models.append((c.name, path, c.a_shape, ft, reference, c.kernel))
-        for name, path in quantizer_models(rng, tmp):
+        f32_path, quantized = quantizer_models(rng, tmp)
+        for name, path in quantized:
             models.append((name, path, [4, 128], np.float32, None, True))
         for name, path, shape, ft, reference, kernel in models:
             a = rng.standard_normal(shape).astype(ft)
@@ -248,6 +286,10 @@ def main():
                     passed += 1
                     print("PASS %s: %.1e of max|y|%s" % (
                         tag, d, "" if ref_ort is None else " (onnxruntime agrees)"))
+        if "cpu" in args.targets.split(","):
+            p, f = check_compiler_weights(args.bindir, tmp, f32_path, quantized)
+            passed += p
+            failed += f
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -112,6 +112,13 @@ static cl::opt<std::string> calibrateMethod("calibrate-method",
              "percentiles), percentile:P (the (100-P)th and Pth), or entropy (the threshold "
              "of least KL divergence, as TensorRT's calibrator)"),
     cl::init("minmax"));
+static cl::opt<std::string> weightsOpt("weights",
+    cl::cat(kilnCategory), cl::desc("weight-only quantization (kiln-quantize-weights): none "
+             "(default); int4 or int8 (each gemm and matmul with constant f32 weights on 4- or "
+             "8-bit codes, a scale and zero point per output column and block of k; the "
+             "activations stay f32); int4:BLOCK or int8:BLOCK sets the block (a multiple of 32, "
+             "default 32)"),
+    cl::init("none"));
 static cl::opt<int> autoTrials("auto-trials",
     cl::cat(kilnCategory), cl::desc("--precision=auto: at most this many trial builds in the "
              "search (contractions still undecided then stay fp32)"),
@@ -196,6 +203,7 @@ int main(int argc, char **argv) {
   flags.target = target;
   flags.emit = emit;
   flags.precision = precisionOpt;
+  flags.weights = weightsOpt;
   flags.layout = layoutOpt;
   flags.ioLayout = ioLayout;
   flags.kBlock = kBlockOpt;

@@ -6,9 +6,9 @@
 // (kiln.matmul_nbits; the layout is kiln_uk_bqgemm's in runtime.h). Each
 // code less its zero point is exact in f32, so only the sums round (no
 // cancellation between a sum of codes and the zero points' share). A
-// decoder's product of one row streams the codes once at 4 or 8 bits a
-// weight: each 4-column quad's codes of a 32-k unit are widened to f32 in
-// registers and multiplied against the row. Eight rows or more dequantize
+// decoder's product of one row (up to 7) streams the codes once at 4 or 8
+// bits a weight: each 4-column quad's codes of a 32-k unit are widened to
+// f32 in registers and multiplied against each row. Eight rows or more dequantize
 // 64 columns at a time into the f32 ukernel's packed panels (transposed in
 // registers) and run it on them: its sums of M rows repay the
 // dequantization.
@@ -32,12 +32,12 @@
 
 namespace {
 
-constexpr int64_t kUnit = 32;      // k per unit of packed codes
-constexpr int64_t kQuad = 4;       // columns per quad
-constexpr int64_t kStrip = 64;     // columns dequantized at a time (many rows)
-constexpr int64_t kManyRows = 8;   // rows from which a strip is dequantized
+constexpr int64_t kUnit = 32;    // k per unit of packed codes
+constexpr int64_t kQuad = 4;     // columns per quad
+constexpr int64_t kStrip = 64;   // columns dequantized at a time (many rows)
+constexpr int64_t kManyRows = 8; // rows from which a strip is dequantized
 
-thread_local kiln::rt::ScratchBuffer rowScratch;   // a row's copy padded to whole units
+thread_local kiln::rt::ScratchBuffer rowScratch;   // the rows' copies padded to whole units
 thread_local kiln::rt::ScratchBuffer stripScratch; // a dequantized strip
 
 /// The packed geometry of one call.
@@ -68,23 +68,26 @@ inline void storeQuad(const float *v, float *c, int64_t cols, bool acc) {
     c[j] = acc ? c[j] + v[j] : v[j];
 }
 
-void rowPortable(const float *a, const uint8_t *w, const float *scales, const Geometry &g,
-                 int64_t N, float *c, bool acc) {
-  for (int64_t q = 0; q * kQuad < N; ++q) {
-    float out[kQuad];
-    for (int64_t col = 0; col < kQuad; ++col) {
-      float total = 0.0f;
-      for (int64_t b = 0; b < g.blocks; ++b) {
-        const float *sz = scales + (q * g.blocks + b) * 2 * kQuad;
-        float s = 0.0f, z = sz[kQuad + col];
-        for (int64_t k = b * g.block, e = std::min(g.K, k + g.block); k < e; ++k)
-          s += a[k] * (static_cast<float>(codeAt(w, g, q, col, k)) - z);
-        total += sz[col] * s;
+void rowsPortable(const float *pads, int64_t M, const uint8_t *w, const float *scales,
+                  const Geometry &g, int64_t N, float *C, int64_t ldc, bool acc) {
+  for (int64_t q = 0; q * kQuad < N; ++q)
+    for (int64_t i = 0; i < M; ++i) {
+      const float *a = pads + i * g.units * kUnit;
+      float *c = C + i * ldc;
+      float out[kQuad];
+      for (int64_t col = 0; col < kQuad; ++col) {
+        float total = 0.0f;
+        for (int64_t b = 0; b < g.blocks; ++b) {
+          const float *sz = scales + (q * g.blocks + b) * 2 * kQuad;
+          float s = 0.0f, z = sz[kQuad + col];
+          for (int64_t k = b * g.block, e = std::min(g.K, k + g.block); k < e; ++k)
+            s += a[k] * (static_cast<float>(codeAt(w, g, q, col, k)) - z);
+          total += sz[col] * s;
+        }
+        out[col] = total;
       }
-      out[col] = total;
+      storeQuad(out, c + q * kQuad, std::min(kQuad, N - q * kQuad), acc);
     }
-    storeQuad(out, c + q * kQuad, std::min(kQuad, N - q * kQuad), acc);
-  }
 }
 
 /// Quads [q0, q0 + quads) dequantized as kiln_uk_sgemm_pb's panels of 32
@@ -107,14 +110,14 @@ void stripPortable(const uint8_t *w, const float *scales, const Geometry &g, int
 
 /// The 32 codes of one unit less zero point z as four vectors of 8 floats
 /// (k order).
-__attribute__((target("avx2,fma"))) inline void unpackUnit(const uint8_t *u, bool nibbles,
-                                                          __m256 z, __m256 w[4]) {
+__attribute__((target("avx2,fma"))) inline void unpackUnit(const uint8_t *u, bool nibbles, __m256 z,
+                                                           __m256 w[4]) {
   __m128i lo, hi;
   if (nibbles) {
     __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i *>(u));
     __m128i mask = _mm_set1_epi8(15);
-    lo = _mm_and_si128(raw, mask);                      // k 0..15
-    hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);   // k 16..31
+    lo = _mm_and_si128(raw, mask);                    // k 0..15
+    hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask); // k 16..31
   } else {
     lo = _mm_loadu_si128(reinterpret_cast<const __m128i *>(u));
     hi = _mm_loadu_si128(reinterpret_cast<const __m128i *>(u + 16));
@@ -132,56 +135,62 @@ __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-/// One row against every quad: per block, each column's sums of the row
-/// times its codes less the zero point in a vector, scaled into the
-/// column's total.
-__attribute__((target("avx2,fma"))) void
-rowAvx2(const float *a, const uint8_t *w, const float *scales, const Geometry &g, int64_t N,
-        float *c, bool acc) {
+/// The rows against every quad, a quad at a time (its codes read from
+/// memory once, from L1 for the other rows): per block, each column's sums
+/// of the row times its codes less the zero point in a vector -- the four
+/// products of a unit in two short chains, not one of four FMAs, whose
+/// latency bound the loop -- scaled into the column's total.
+__attribute__((target("avx2,fma"))) void rowsAvx2(const float *pads, int64_t M, const uint8_t *w,
+                                                  const float *scales, const Geometry &g, int64_t N,
+                                                  float *C, int64_t ldc, bool acc) {
   int64_t unitsPerBlock = g.block / kUnit;
-  for (int64_t q = 0; q * kQuad < N; ++q) {
-    const uint8_t *wq = w + q * g.quadBytes();
-    const float *sq = scales + q * g.blocks * 2 * kQuad;
-    // Prefetch the next quad's first lines while this one streams.
-    if ((q + 1) * kQuad < N)
-      for (int64_t off = 0; off < 4 * 64; off += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(wq + g.quadBytes() + off), _MM_HINT_T0);
-    __m256 total[kQuad] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                           _mm256_setzero_ps()};
-    for (int64_t b = 0; b < g.blocks; ++b) {
-      const float *sz = sq + b * 2 * kQuad;
-      __m256 part[kQuad] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                            _mm256_setzero_ps()};
-      int64_t u0 = b * unitsPerBlock, u1 = std::min(g.units, u0 + unitsPerBlock);
-      for (int64_t u = u0; u < u1; ++u) {
-        const float *x = a + u * kUnit;
-        __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
-        __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
-        const uint8_t *wu = wq + u * kQuad * g.unitBytes;
-        for (int64_t col = 0; col < kQuad; ++col) {
-          __m256 v[4];
-          unpackUnit(wu + col * g.unitBytes, g.nibbles, _mm256_broadcast_ss(sz + kQuad + col), v);
-          part[col] = _mm256_fmadd_ps(v[0], x0, part[col]);
-          part[col] = _mm256_fmadd_ps(v[1], x1, part[col]);
-          part[col] = _mm256_fmadd_ps(v[2], x2, part[col]);
-          part[col] = _mm256_fmadd_ps(v[3], x3, part[col]);
+  for (int64_t q = 0; q * kQuad < N; ++q)
+    for (int64_t i = 0; i < M; ++i) {
+      const float *a = pads + i * g.units * kUnit;
+      float *c = C + i * ldc;
+      const uint8_t *wq = w + q * g.quadBytes();
+      const float *sq = scales + q * g.blocks * 2 * kQuad;
+      // Prefetch the next quad's first lines while this one streams.
+      if ((q + 1) * kQuad < N && i == 0)
+        for (int64_t off = 0; off < 4 * 64; off += 64)
+          _mm_prefetch(reinterpret_cast<const char *>(wq + g.quadBytes() + off), _MM_HINT_T0);
+      __m256 total[kQuad] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                             _mm256_setzero_ps()};
+      for (int64_t b = 0; b < g.blocks; ++b) {
+        const float *sz = sq + b * 2 * kQuad;
+        __m256 part[kQuad] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                              _mm256_setzero_ps()};
+        int64_t u0 = b * unitsPerBlock, u1 = std::min(g.units, u0 + unitsPerBlock);
+        for (int64_t u = u0; u < u1; ++u) {
+          const float *x = a + u * kUnit;
+          __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+          __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
+          const uint8_t *wu = wq + u * kQuad * g.unitBytes;
+          for (int64_t col = 0; col < kQuad; ++col) {
+            __m256 v[4];
+            unpackUnit(wu + col * g.unitBytes, g.nibbles, _mm256_broadcast_ss(sz + kQuad + col), v);
+            __m256 p0 = _mm256_fmadd_ps(v[0], x0, part[col]);
+            __m256 p1 = _mm256_mul_ps(v[1], x1);
+            p0 = _mm256_fmadd_ps(v[2], x2, p0);
+            p1 = _mm256_fmadd_ps(v[3], x3, p1);
+            part[col] = _mm256_add_ps(p0, p1);
+          }
         }
+        for (int64_t col = 0; col < kQuad; ++col)
+          total[col] = _mm256_fmadd_ps(part[col], _mm256_broadcast_ss(sz + col), total[col]);
       }
+      float out[kQuad];
       for (int64_t col = 0; col < kQuad; ++col)
-        total[col] = _mm256_fmadd_ps(part[col], _mm256_broadcast_ss(sz + col), total[col]);
+        out[col] = hsum(total[col]);
+      storeQuad(out, c + q * kQuad, std::min(kQuad, N - q * kQuad), acc);
     }
-    float out[kQuad];
-    for (int64_t col = 0; col < kQuad; ++col)
-      out[col] = hsum(total[col]);
-    storeQuad(out, c + q * kQuad, std::min(kQuad, N - q * kQuad), acc);
-  }
 }
 
 /// stripPortable with each unit's 4 columns unpacked in registers, scaled,
 /// and transposed into the panels' rows of 4 columns.
-__attribute__((target("avx2,fma"))) void
-stripAvx2(const uint8_t *w, const float *scales, const Geometry &g, int64_t q0, int64_t quads,
-          float *out, int64_t ld) {
+__attribute__((target("avx2,fma"))) void stripAvx2(const uint8_t *w, const float *scales,
+                                                   const Geometry &g, int64_t q0, int64_t quads,
+                                                   float *out, int64_t ld) {
   int64_t unitsPerBlock = g.block / kUnit;
   for (int64_t q = q0; q < q0 + quads; ++q) {
     int64_t j = (q - q0) * kQuad;
@@ -215,13 +224,13 @@ stripAvx2(const uint8_t *w, const float *scales, const Geometry &g, int64_t q0, 
 
 #endif
 
-using RowFn = void (*)(const float *, const uint8_t *, const float *, const Geometry &,
-                       int64_t, float *, bool);
+using RowsFn = void (*)(const float *, int64_t, const uint8_t *, const float *, const Geometry &,
+                        int64_t, float *, int64_t, bool);
 using StripFn = void (*)(const uint8_t *, const float *, const Geometry &, int64_t, int64_t,
                          float *, int64_t);
 
 struct Impl {
-  RowFn row;
+  RowsFn rows;
   StripFn strip;
   const char *name;
 };
@@ -230,18 +239,18 @@ const Impl &chosen() {
   static const Impl impl = [] {
 #if defined(__x86_64__)
     if (kiln::rt::chooseIsa() != kiln::rt::Isa::Portable)
-      return Impl{rowAvx2, stripAvx2, "avx2"};
+      return Impl{rowsAvx2, stripAvx2, "avx2"};
 #endif
-    return Impl{rowPortable, stripPortable, "portable"};
+    return Impl{rowsPortable, stripPortable, "portable"};
   }();
   return impl;
 }
 
 } // namespace
 
-extern "C" void kiln_uk_bqgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
-                               int64_t w, int64_t scales, int64_t c, int64_t ldc, int64_t bits,
-                               int64_t block, int64_t flags) {
+extern "C" void kiln_uk_bqgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda, int64_t w,
+                               int64_t scales, int64_t c, int64_t ldc, int64_t bits, int64_t block,
+                               int64_t flags) {
   if (M <= 0 || N <= 0)
     return;
   auto *A = reinterpret_cast<const float *>(a);
@@ -249,8 +258,8 @@ extern "C" void kiln_uk_bqgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64
   auto *W = reinterpret_cast<const uint8_t *>(w);
   auto *S = reinterpret_cast<const float *>(scales);
   bool acc = (flags & KILN_UK_ACCUMULATE) != 0;
-  Geometry g{K, (K + kUnit - 1) / kUnit, (K + block - 1) / block, block,
-             bits <= 4 ? kUnit / 2 : kUnit, bits <= 4};
+  Geometry g{K,     (K + kUnit - 1) / kUnit,       (K + block - 1) / block,
+             block, bits <= 4 ? kUnit / 2 : kUnit, bits <= 4};
   if (M >= kManyRows) {
     int64_t ld = 32 * g.units * kUnit;
     float *strip = stripScratch.get<float>(kStrip / 32 * ld);
@@ -266,13 +275,12 @@ extern "C" void kiln_uk_bqgemm(int64_t M, int64_t N, int64_t K, int64_t a, int64
     }
     return;
   }
-  float *pad = rowScratch.get<float>(g.units * kUnit);
-  if (!pad)
+  float *pads = rowScratch.get<float>(M * g.units * kUnit);
+  if (!pads)
     return;
-  for (int64_t i = 0; i < M; ++i) {
-    padRow(A + i * lda, g, pad);
-    chosen().row(pad, W, S, g, N, C + i * ldc, acc);
-  }
+  for (int64_t i = 0; i < M; ++i)
+    padRow(A + i * lda, g, pads + i * g.units * kUnit);
+  chosen().rows(pads, M, W, S, g, N, C, ldc, acc);
 }
 
 extern "C" const char *kiln_uk_bqgemm_impl() { return chosen().name; }
