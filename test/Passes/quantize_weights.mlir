@@ -6,7 +6,7 @@
 // 1 (16 x -1.5, then 16 x 0) scale 0.1, zero point 15, codes 0 then 15.
 // The codes are [N, K]. 8 bits: 255 steps (column 1's zero point 255).
 // CHECK-LABEL: func @matmul
-// CHECK-DAG: %[[W:.*]] = kiln.constant dense<"0x0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F000000000000000000000000000000000F0F0F0F0F0F0F0F0F0F0F0F0F0F0F0F"> : tensor<2x32xui8>
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense<{{\[\[15(, 15){31}\], \[0(, 0){15}(, 15){16}\]\]}}> : tensor<2x32xui8>
 // CHECK-DAG: %[[Z:.*]] = kiln.constant dense<{{\[}}[0], [15]]> : tensor<2x1xui8>
 // CHECK-DAG: %[[S:.*]] = kiln.constant dense_resource<weight_scales> : tensor<2x1xf32>
 // CHECK: %[[Y:.*]] = kiln.matmul_nbits %arg0, %[[W]], %[[S]], %[[Z]] {bits = 4 : i64, block_size = 32 : i64} : tensor<3x32xf32>, tensor<2x32xui8>, tensor<2x1xf32>, tensor<2x1xui8>
