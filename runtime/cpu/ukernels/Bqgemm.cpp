@@ -135,55 +135,116 @@ __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-/// The rows against every quad, a quad at a time (its codes read from
-/// memory once, from L1 for the other rows): per block, each column's sums
-/// of the row times its codes less the zero point in a vector -- the four
-/// products of a unit in two short chains, not one of four FMAs, whose
-/// latency bound the loop -- scaled into the column's total.
+/// R rows (2 to 4) against every column: each unit's codes of a column
+/// widened once and multiplied against every row (R independent FMA
+/// chains), per block scaled into the row's total.
+template <int R>
+__attribute__((target("avx2,fma"))) void rowGroupAvx2(const float *pads, const uint8_t *w,
+                                                      const float *scales, const Geometry &g,
+                                                      int64_t N, float *C, int64_t ldc, bool acc) {
+  int64_t unitsPerBlock = g.block / kUnit, stride = g.units * kUnit;
+  for (int64_t j = 0; j < N; ++j) {
+    int64_t q = j / kQuad, col = j % kQuad;
+    const uint8_t *wc = w + q * g.quadBytes() + col * g.unitBytes;
+    const float *sq = scales + q * g.blocks * 2 * kQuad;
+    __m256 total[R];
+    for (int r = 0; r < R; ++r)
+      total[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < g.blocks; ++b) {
+      const float *sz = sq + b * 2 * kQuad;
+      __m256 z = _mm256_broadcast_ss(sz + kQuad + col);
+      __m256 part[R];
+      for (int r = 0; r < R; ++r)
+        part[r] = _mm256_setzero_ps();
+      int64_t u0 = b * unitsPerBlock, u1 = std::min(g.units, u0 + unitsPerBlock);
+      for (int64_t u = u0; u < u1; ++u) {
+        __m256 v[4];
+        unpackUnit(wc + u * kQuad * g.unitBytes, g.nibbles, z, v);
+        for (int r = 0; r < R; ++r) {
+          const float *x = pads + r * stride + u * kUnit;
+          part[r] = _mm256_fmadd_ps(v[0], _mm256_loadu_ps(x), part[r]);
+          part[r] = _mm256_fmadd_ps(v[1], _mm256_loadu_ps(x + 8), part[r]);
+          part[r] = _mm256_fmadd_ps(v[2], _mm256_loadu_ps(x + 16), part[r]);
+          part[r] = _mm256_fmadd_ps(v[3], _mm256_loadu_ps(x + 24), part[r]);
+        }
+      }
+      __m256 s = _mm256_broadcast_ss(sz + col);
+      for (int r = 0; r < R; ++r)
+        total[r] = _mm256_fmadd_ps(part[r], s, total[r]);
+    }
+    for (int r = 0; r < R; ++r) {
+      float v = hsum(total[r]);
+      float &out = C[r * ldc + j];
+      out = acc ? out + v : v;
+    }
+  }
+}
+
+/// One row against every quad: per block, each column's sums of the row
+/// times its codes less the zero point in a vector -- the four products of
+/// a unit in two short chains, not one of four FMAs, whose latency bound
+/// the loop -- scaled into the column's total.
+__attribute__((target("avx2,fma"))) void rowAvx2(const float *a, const uint8_t *w,
+                                                 const float *scales, const Geometry &g, int64_t N,
+                                                 float *c, bool acc) {
+  int64_t unitsPerBlock = g.block / kUnit;
+  for (int64_t q = 0; q * kQuad < N; ++q) {
+    const uint8_t *wq = w + q * g.quadBytes();
+    const float *sq = scales + q * g.blocks * 2 * kQuad;
+    // Prefetch the next quad's first lines while this one streams.
+    if ((q + 1) * kQuad < N)
+      for (int64_t off = 0; off < 4 * 64; off += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(wq + g.quadBytes() + off), _MM_HINT_T0);
+    __m256 total[kQuad] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                           _mm256_setzero_ps()};
+    for (int64_t b = 0; b < g.blocks; ++b) {
+      const float *sz = sq + b * 2 * kQuad;
+      __m256 part[kQuad] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                            _mm256_setzero_ps()};
+      int64_t u0 = b * unitsPerBlock, u1 = std::min(g.units, u0 + unitsPerBlock);
+      for (int64_t u = u0; u < u1; ++u) {
+        const float *x = a + u * kUnit;
+        __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+        __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
+        const uint8_t *wu = wq + u * kQuad * g.unitBytes;
+        for (int64_t col = 0; col < kQuad; ++col) {
+          __m256 v[4];
+          unpackUnit(wu + col * g.unitBytes, g.nibbles, _mm256_broadcast_ss(sz + kQuad + col), v);
+          __m256 p0 = _mm256_fmadd_ps(v[0], x0, part[col]);
+          __m256 p1 = _mm256_mul_ps(v[1], x1);
+          p0 = _mm256_fmadd_ps(v[2], x2, p0);
+          p1 = _mm256_fmadd_ps(v[3], x3, p1);
+          part[col] = _mm256_add_ps(p0, p1);
+        }
+      }
+      for (int64_t col = 0; col < kQuad; ++col)
+        total[col] = _mm256_fmadd_ps(part[col], _mm256_broadcast_ss(sz + col), total[col]);
+    }
+    float out[kQuad];
+    for (int64_t col = 0; col < kQuad; ++col)
+      out[col] = hsum(total[col]);
+    storeQuad(out, c + q * kQuad, std::min(kQuad, N - q * kQuad), acc);
+  }
+}
+
+/// The rows in groups of 4 (the last 2 or 3), a single row alone.
 __attribute__((target("avx2,fma"))) void rowsAvx2(const float *pads, int64_t M, const uint8_t *w,
                                                   const float *scales, const Geometry &g, int64_t N,
                                                   float *C, int64_t ldc, bool acc) {
-  int64_t unitsPerBlock = g.block / kUnit;
-  for (int64_t q = 0; q * kQuad < N; ++q)
-    for (int64_t i = 0; i < M; ++i) {
-      const float *a = pads + i * g.units * kUnit;
-      float *c = C + i * ldc;
-      const uint8_t *wq = w + q * g.quadBytes();
-      const float *sq = scales + q * g.blocks * 2 * kQuad;
-      // Prefetch the next quad's first lines while this one streams.
-      if ((q + 1) * kQuad < N && i == 0)
-        for (int64_t off = 0; off < 4 * 64; off += 64)
-          _mm_prefetch(reinterpret_cast<const char *>(wq + g.quadBytes() + off), _MM_HINT_T0);
-      __m256 total[kQuad] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                             _mm256_setzero_ps()};
-      for (int64_t b = 0; b < g.blocks; ++b) {
-        const float *sz = sq + b * 2 * kQuad;
-        __m256 part[kQuad] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                              _mm256_setzero_ps()};
-        int64_t u0 = b * unitsPerBlock, u1 = std::min(g.units, u0 + unitsPerBlock);
-        for (int64_t u = u0; u < u1; ++u) {
-          const float *x = a + u * kUnit;
-          __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
-          __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
-          const uint8_t *wu = wq + u * kQuad * g.unitBytes;
-          for (int64_t col = 0; col < kQuad; ++col) {
-            __m256 v[4];
-            unpackUnit(wu + col * g.unitBytes, g.nibbles, _mm256_broadcast_ss(sz + kQuad + col), v);
-            __m256 p0 = _mm256_fmadd_ps(v[0], x0, part[col]);
-            __m256 p1 = _mm256_mul_ps(v[1], x1);
-            p0 = _mm256_fmadd_ps(v[2], x2, p0);
-            p1 = _mm256_fmadd_ps(v[3], x3, p1);
-            part[col] = _mm256_add_ps(p0, p1);
-          }
-        }
-        for (int64_t col = 0; col < kQuad; ++col)
-          total[col] = _mm256_fmadd_ps(part[col], _mm256_broadcast_ss(sz + col), total[col]);
-      }
-      float out[kQuad];
-      for (int64_t col = 0; col < kQuad; ++col)
-        out[col] = hsum(total[col]);
-      storeQuad(out, c + q * kQuad, std::min(kQuad, N - q * kQuad), acc);
-    }
+  int64_t stride = g.units * kUnit;
+  for (int64_t i = 0; i < M;) {
+    int64_t r = std::min<int64_t>(4, M - i);
+    const float *p = pads + i * stride;
+    if (r == 4)
+      rowGroupAvx2<4>(p, w, scales, g, N, C + i * ldc, ldc, acc);
+    else if (r == 3)
+      rowGroupAvx2<3>(p, w, scales, g, N, C + i * ldc, ldc, acc);
+    else if (r == 2)
+      rowGroupAvx2<2>(p, w, scales, g, N, C + i * ldc, ldc, acc);
+    else
+      rowAvx2(p, w, scales, g, N, C + i * ldc, acc);
+    i += r;
+  }
 }
 
 /// stripPortable with each unit's 4 columns unpacked in registers, scaled,
