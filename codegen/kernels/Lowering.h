@@ -445,6 +445,18 @@ private:
   LogicalResult matmul(kiln::MatMulOp op, const Epilogue *epi = nullptr);
   LogicalResult matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *epi = nullptr);
   LogicalResult matmulNBits(kiln::MatMulNBitsOp op, const Epilogue *epi = nullptr);
+  /// A row-major [M, N] product's kernel arguments when its sums go to a
+  /// scratch that a fused epilogue reads: `ids` (the product's operands),
+  /// the epilogue's sites, the sums (the result's element type), then the
+  /// epilogue's output; and the flops of both.
+  struct ProductArgs {
+    SmallVector<int> ids;
+    int firstSite = 0, accArg = 0, outArg = 0;
+    int out = 0; // the buffer holding the fusion's result
+    int64_t flops = 0;
+  };
+  ProductArgs productArgs(Operation *op, int64_t M, int64_t N, SmallVector<int> ids,
+                          const Epilogue *epi);
   LogicalResult convInteger(kiln::ConvIntegerOp op, const Epilogue *epi = nullptr);
   template <typename PoolOp> LogicalResult pool(PoolOp op, bool isMax);
   LogicalResult globalAvgPool(kiln::GlobalAvgPoolOp op);

@@ -55,28 +55,12 @@ LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *
   int64_t rTiles = ceilDiv(std::max<int64_t>(M, 1), rb), cTiles = ceilDiv(N, cb);
   // The int32 sums: the result itself, or (with an epilogue) a scratch
   // tile the epilogue reads while it is in cache.
-  int acc = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * 4, elemType(op.getResult()));
-  SmallVector<int> ids{bufferOf.lookup(op.getLhs()), packed, bufferOf.lookup(op.getLhsZero())};
-  int firstSite = ids.size();
-  if (epi)
-    for (Value v : epi->siteArgs)
-      ids.push_back(bufferOf.lookup(v));
-  ids.push_back(acc);
-  int out = acc;
-  if (epi) {
-    Value y = epi->yielded;
-    out = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * widthOf(elemType(y)),
-                    elemType(y));
-    ids.push_back(out);
-  }
-  int accArg = firstSite + (epi ? epi->siteArgs.size() : 0), outArg = ids.size() - 1;
+  ProductArgs args = productArgs(
+      op, M, N, {bufferOf.lookup(op.getLhs()), packed, bufferOf.lookup(op.getLhsZero())}, epi);
+  int firstSite = args.firstSite, accArg = args.accArg, outArg = args.outArg;
   auto rowDims = shape(op.getResult()).drop_back();
-  int64_t flops = estimateFlops(op);
-  if (epi)
-    for (Operation *o : epi->ops)
-      flops += estimateFlops(o);
   int64_t flags = aSigned ? KILN_UK_A_INT8 : 0;
-  emitKernel(op.getLoc(), "matmul_integer", ids, rTiles * cTiles, [&](KernelEmitter &e) {
+  emitKernel(op.getLoc(), "matmul_integer", args.ids, rTiles * cTiles, [&](KernelEmitter &e) {
     Value i0 = e.mul(e.div(e.wg, cTiles), rb), j0 = e.mul(e.rem(e.wg, cTiles), cb);
     Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.maxI(e.idx(M), i0), i0));
     Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(N), j0));
@@ -90,9 +74,36 @@ LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *
                                     e.i64(N), e.i64(flags)});
     if (epi)
       tileEpilogue(e, *epi, firstSite, rowDims, N, i0, j0, rows, cols, accArg, outArg);
-  }, flops);
-  bufferOf[op.getResult()] = out;
+  }, args.flops);
+  bufferOf[op.getResult()] = args.out;
   return success();
+}
+
+Lowering::ProductArgs Lowering::productArgs(Operation *op, int64_t M, int64_t N,
+                                            SmallVector<int> ids, const Epilogue *epi) {
+  ProductArgs a;
+  Value result = op->getResult(0);
+  int acc = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * 4, elemType(result));
+  a.firstSite = ids.size();
+  if (epi)
+    for (Value v : epi->siteArgs)
+      ids.push_back(bufferOf.lookup(v));
+  ids.push_back(acc);
+  a.out = acc;
+  if (epi) {
+    Value y = epi->yielded;
+    a.out = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * widthOf(elemType(y)),
+                      elemType(y));
+    ids.push_back(a.out);
+  }
+  a.accArg = a.firstSite + (epi ? epi->siteArgs.size() : 0);
+  a.outArg = ids.size() - 1;
+  a.flops = estimateFlops(op);
+  if (epi)
+    for (Operation *o : epi->ops)
+      a.flops += estimateFlops(o);
+  a.ids = std::move(ids);
+  return a;
 }
 
 } // namespace kiln::codegen::kernels

@@ -90,28 +90,12 @@ LogicalResult Lowering::matmulNBits(kiln::MatMulNBitsOp op, const Epilogue *epi)
   if (cb < N)
     cb = std::max<int64_t>(kQuad, cb / kQuad * kQuad);
   int64_t rTiles = ceilDiv(std::max<int64_t>(M, 1), rb), cTiles = ceilDiv(N, cb);
-  int acc = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * 4, elemType(op.getResult()));
-  SmallVector<int> ids{bufferOf.lookup(op.getLhs()), packed, scales};
-  int firstSite = ids.size();
-  if (epi)
-    for (Value v : epi->siteArgs)
-      ids.push_back(bufferOf.lookup(v));
-  ids.push_back(acc);
-  int out = acc;
-  if (epi) {
-    Value y = epi->yielded;
-    out = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * widthOf(elemType(y)),
-                    elemType(y));
-    ids.push_back(out);
-  }
-  int accArg = firstSite + (epi ? epi->siteArgs.size() : 0), outArg = ids.size() - 1;
+  ProductArgs args =
+      productArgs(op, M, N, {bufferOf.lookup(op.getLhs()), packed, scales}, epi);
+  int firstSite = args.firstSite, accArg = args.accArg, outArg = args.outArg;
   auto rowDims = shape(op.getResult()).drop_back();
-  int64_t flops = estimateFlops(op);
-  if (epi)
-    for (Operation *o : epi->ops)
-      flops += estimateFlops(o);
   int64_t bits = nibbles ? 4 : 8;
-  emitKernel(op.getLoc(), "matmul_nbits", ids, rTiles * cTiles, [&](KernelEmitter &e) {
+  emitKernel(op.getLoc(), "matmul_nbits", args.ids, rTiles * cTiles, [&](KernelEmitter &e) {
     Value i0 = e.mul(e.div(e.wg, cTiles), rb), j0 = e.mul(e.rem(e.wg, cTiles), cb);
     Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.maxI(e.idx(M), i0), i0));
     Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(N), j0));
@@ -126,8 +110,8 @@ LogicalResult Lowering::matmulNBits(kiln::MatMulNBitsOp op, const Epilogue *epi)
                                     e.i64(bits), e.i64(block), e.i64(0)});
     if (epi)
       tileEpilogue(e, *epi, firstSite, rowDims, N, i0, j0, rows, cols, accArg, outArg);
-  }, flops);
-  bufferOf[op.getResult()] = out;
+  }, args.flops);
+  bufferOf[op.getResult()] = args.out;
   return success();
 }
 

@@ -138,7 +138,9 @@ def quantize(src, dst, mode, shape):
                       activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
 
 
-def run_kiln(bindir, model, tmp, tag, flags, x):
+def run_kiln(bindir, model, tmp, tag, flags, x, input_name="x", env=None):
+    """Compiles `model` with `flags` and runs it on `x`: (output y or None,
+    the failure's message, the report's kernel names)."""
     so = os.path.join(tmp, tag + ".so")
     report = os.path.join(tmp, tag + ".json")
     c = subprocess.run([os.path.join(bindir, "kiln-compile"), model, "-o", so,
@@ -147,8 +149,9 @@ def run_kiln(bindir, model, tmp, tag, flags, x):
         return None, c.stderr.strip(), []
     xp, yp = os.path.join(tmp, tag + "_x.npy"), os.path.join(tmp, tag + "_out")
     np.save(xp, x)
-    r = subprocess.run([os.path.join(bindir, "kiln-run"), so, "--input", "x=" + xp,
-                        "--output-dir", yp], capture_output=True, text=True)
+    r = subprocess.run([os.path.join(bindir, "kiln-run"), so, "--input", input_name + "=" + xp,
+                        "--output-dir", yp], capture_output=True, text=True,
+                       env=dict(os.environ, **(env or {})))
     if r.returncode:
         return None, r.stderr.strip(), []
     with open(report) as f:

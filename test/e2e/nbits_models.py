@@ -26,10 +26,8 @@ their rounding). CPU builds of the kernel's cases must list a matmul_nbits
 kernel; the dequantized cases must not.
 """
 import argparse
-import json
 import logging
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -37,6 +35,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import int8_models  # noqa: E402  (run_kiln)
 
 TOL, TOL_F16 = 1e-5, 2e-3
 
@@ -203,22 +204,7 @@ def check_compiler_weights(bindir, tmp, f32_path, quantized):
 
 
 def run_kiln(bindir, model, tmp, tag, flags, a, env=None):
-    so = os.path.join(tmp, tag + ".so")
-    report = os.path.join(tmp, tag + ".json")
-    c = subprocess.run([os.path.join(bindir, "kiln-compile"), model, "-o", so,
-                        "--report=" + report, *flags], capture_output=True, text=True)
-    if c.returncode:
-        return None, c.stderr.strip(), []
-    ap, yp = os.path.join(tmp, tag + "_a.npy"), os.path.join(tmp, tag + "_out")
-    np.save(ap, a)
-    r = subprocess.run([os.path.join(bindir, "kiln-run"), so, "--input", "A=" + ap,
-                        "--output-dir", yp], capture_output=True, text=True,
-                       env=dict(os.environ, **(env or {})))
-    if r.returncode:
-        return None, r.stderr.strip(), []
-    with open(report) as f:
-        kinds = [k.get("name", "") for k in json.load(f).get("kernels", [])]
-    return np.load(os.path.join(yp, "y.npy")), "", kinds
+    return int8_models.run_kiln(bindir, model, tmp, tag, flags, a, "A", env)
 
 
 def rel(got, ref):
