@@ -33,14 +33,19 @@ uint32_t field(const std::vector<double> &bytes, int64_t base, int64_t j, int64_
 }
 
 LogicalResult convertMatMulNBits(NodeContext &ctx) {
+  if (!ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2))
+    return ctx.error("needs inputs A, B and scales");
   int64_t K = ctx.attrInt("K", -1), N = ctx.attrInt("N", -1);
   int64_t bits = ctx.attrInt("bits", 4), block = ctx.attrInt("block_size", -1);
-  if (K <= 0 || N <= 0)
-    return ctx.error("attributes K and N must be positive");
+  // (Bounds that keep every count below in int64.)
+  constexpr int64_t kMaxDim = int64_t(1) << 31, kMaxBlock = int64_t(1) << 16;
+  if (K <= 0 || N <= 0 || K > kMaxDim || N > kMaxDim)
+    return ctx.error("attributes K and N must be positive (and below 2^31)");
   if (bits < 2 || bits > 8)
     return ctx.error("bits must be 2 to 8 (got " + Twine(bits) + ")");
-  if (block < 16 || (block & (block - 1)))
-    return ctx.error("block_size must be a power of two, at least 16 (got " + Twine(block) + ")");
+  if (block < 16 || block > kMaxBlock || (block & (block - 1)))
+    return ctx.error("block_size must be a power of two from 16 to 65536 (got " + Twine(block) +
+                     ")");
   auto at = ctx.inputType(0);
   if (!llvm::isa<FloatType>(at.getElementType()) || at.getRank() < 1 ||
       at.getShape().back() != K)

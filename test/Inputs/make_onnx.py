@@ -555,25 +555,29 @@ def matmul_nbits():
     return m
 
 
-def matmul_nbits_bad(runtime_b):
-    """MatMulNBits with a run-time B, or with 9-bit codes."""
-    b = "b" if runtime_b else "c"
-    nodes = [helper.make_node("MatMulNBits", ["a", b, "s"], ["y"], domain="com.microsoft",
-                              name="runtime_b" if runtime_b else "nine_bits", K=32, N=2,
-                              bits=4 if runtime_b else 9, block_size=32)]
+def matmul_nbits_bad(kind):
+    """MatMulNBits with a run-time B, 9-bit codes, or no scales."""
+    b = "b" if kind == "runtime_b" else "c"
+    inputs = ["a", b] if kind == "two_inputs" else ["a", b, "s"]
+    nodes = [helper.make_node("MatMulNBits", inputs, ["y"], domain="com.microsoft", name=kind,
+                              K=32, N=2, bits=9 if kind == "nine_bits" else 4, block_size=32)]
     m = model(nodes, [vi("a", [1, 32]), vi("b", [2, 1, 16], TensorProto.UINT8)], [vi("y", None)],
-              [init("c", np.zeros((2, 1, 36), np.uint8)), init("s", np.ones(2, np.float32))],
-              opset=21)
+              [init("c", np.zeros((2, 1, 36 if kind == "nine_bits" else 16), np.uint8)),
+               init("s", np.ones(2, np.float32))], opset=21)
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     return m
 
 
 def matmul_nbits_runtime_b():
-    return matmul_nbits_bad(True)
+    return matmul_nbits_bad("runtime_b")
 
 
 def matmul_nbits_nine_bits():
-    return matmul_nbits_bad(False)
+    return matmul_nbits_bad("nine_bits")
+
+
+def matmul_nbits_two_inputs():
+    return matmul_nbits_bad("two_inputs")
 
 
 def norm_pool_ops():
@@ -1042,7 +1046,7 @@ CASES = {f.__name__: f for f in [narrow_types, product_of_inputs, recurrent_empt
                                  huge_constant_of_shape, huge_input,
                                  dynamic_mlp, dynamic_conv, dynamic_reduce_batch, dynamic_concat_batch,
                                  dynamic_topk_batch, dynamic_tile_trilu_size, dynamic_fixed_by_params, dynamic_reshape_split, dynamic_hardmax,
-                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, matmul_nbits, matmul_nbits_runtime_b, matmul_nbits_nine_bits, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_then_runtime_axes, nms_runtime_count, size_arithmetic, unique_runtime, unique_too_large, roi_align, roi_align_v10, roi_align_bad_mode, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
+                                 dynamic_shape_data, dynamic_size_k, dynamic_size_antialias, dynamic_positions, dynamic_shape_exact, dynamic_two_symbols, dynamic_fixed, dynamic_flatten, dynamic_advanced_index, recurrent, recurrent_ok, scatter_ops, integer_ops, matmul_nbits, matmul_nbits_runtime_b, matmul_nbits_nine_bits, matmul_nbits_two_inputs, norm_pool_ops, control_flow, if_shapes_differ, dynamic_shape_output, data_dependent, nonzero_runtime, nonzero_then_runtime_axes, nms_runtime_count, size_arithmetic, unique_runtime, unique_too_large, roi_align, roi_align_v10, roi_align_bad_mode, nonzero_dynamic, trilu_runtime_k, cumsum_runtime_axis, resize_runtime_scales, resize_runtime_linear, reduce_runtime_axes, reduce_runtime_axes_dropped, runtime_shape_views, runtime_generators, slice_runtime_starts, dynamic_layer_norm, dynamic_gemm_bias, loop_runtime_trips, loop_body_unsupported,
                                  old_opset, new_opset, legacy_broadcast, conv1d, conv_transpose, conv_transpose_w_input, conv_transpose_shuffle,
                                  conv3d_pool3d,
                                  lrn_window_reverse, grid_sample, slice_runtime,
