@@ -122,4 +122,24 @@ ConstantOp makeF32Constant(OpBuilder &b, Location loc, RankedTensorType type,
   return ConstantOp::create(b, loc, attr);
 }
 
+std::optional<ConstantWeightProduct> constantWeightProduct(Operation *op) {
+  ConstantWeightProduct p;
+  if (auto g = dyn_cast<GemmOp>(op)) {
+    if (g.getTransA() || g.getAlpha().convertToFloat() != 1.0f ||
+        (g.getC() && g.getBeta().convertToFloat() != 1.0f))
+      return std::nullopt;
+    p = {g.getA(), g.getB(), g.getC(), g.getTransB()};
+  } else if (auto m = dyn_cast<MatMulOp>(op)) {
+    p = {m.getLhs(), m.getRhs(), Value(), false};
+  } else {
+    return std::nullopt;
+  }
+  auto lt = llvm::cast<RankedTensorType>(p.lhs.getType());
+  auto wt = llvm::cast<RankedTensorType>(p.weights.getType());
+  if (lt.getRank() < 2 || !lt.getElementType().isF32() || wt.getRank() != 2 ||
+      !wt.getElementType().isF32() || !p.weights.getDefiningOp<ConstantOp>())
+    return std::nullopt;
+  return p;
+}
+
 } // namespace kiln

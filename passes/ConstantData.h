@@ -38,6 +38,16 @@ ConstantOp makeFloatConstant(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::RankedTensorType type,
                              llvm::ArrayRef<float> values, llvm::StringRef name);
 
+/// A gemm or matmul whose weights are an f32 constant matrix: its f32 lhs
+/// (rank 2 or more), the weights ([K, N], or [N, K] when transB) and a
+/// gemm's bias. A gemm with transA, alpha other than 1 or a bias with beta
+/// other than 1 is not one.
+struct ConstantWeightProduct {
+  mlir::Value lhs, weights, bias;
+  bool transB = false;
+};
+std::optional<ConstantWeightProduct> constantWeightProduct(mlir::Operation *op);
+
 } // namespace kiln
 
 #endif // KILN_PASSES_CONSTANTDATA_H

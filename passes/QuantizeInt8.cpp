@@ -41,28 +41,18 @@ struct Product {
 };
 
 std::optional<Product> productOf(Operation *op) {
-  Product p;
-  if (auto g = dyn_cast<GemmOp>(op)) {
-    if (g.getTransA() || g.getAlpha().convertToFloat() != 1.0f ||
-        (g.getC() && g.getBeta().convertToFloat() != 1.0f))
+  if (auto c = dyn_cast<ConvOp>(op)) {
+    auto in = typeOf(c.getInput()), wt = typeOf(c.getWeight());
+    auto w = wt.getShape();
+    if (conv_strategy::isDirect(w[1] * w[2] * w[3], w[0] / static_cast<int64_t>(c.getGroup())) ||
+        !in.getElementType().isF32() || !wt.getElementType().isF32() ||
+        !c.getWeight().getDefiningOp<ConstantOp>())
       return std::nullopt;
-    p = {g.getA(), g.getB(), g.getTransB()};
-  } else if (auto m = dyn_cast<MatMulOp>(op)) {
-    p = {m.getLhs(), m.getRhs(), false};
-  } else if (auto c = dyn_cast<ConvOp>(op)) {
-    auto w = typeOf(c.getWeight()).getShape();
-    if (conv_strategy::isDirect(w[1] * w[2] * w[3], w[0] / static_cast<int64_t>(c.getGroup())))
-      return std::nullopt;
-    p = {c.getInput(), c.getWeight(), true};
-  } else {
-    return std::nullopt;
+    return Product{c.getInput(), c.getWeight(), true};
   }
-  auto lt = typeOf(p.lhs), wt = typeOf(p.weights);
-  if (lt.getRank() < 2 || !lt.getElementType().isF32() ||
-      wt.getRank() != (isa<ConvOp>(op) ? 4 : 2) || !wt.getElementType().isF32() ||
-      !p.weights.getDefiningOp<ConstantOp>())
-    return std::nullopt;
-  return p;
+  if (auto p = constantWeightProduct(op))
+    return Product{p->lhs, p->weights, p->transB};
+  return std::nullopt;
 }
 
 Value scalar(OpBuilder &b, Location loc, float v, StringRef name) {

@@ -25,29 +25,11 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
-/// A product the pass takes: its lhs, its constant weights (f32, [K, N], or
-/// [N, K] when transB) and a gemm's bias.
-struct WeightProduct {
-  Value lhs, weights, bias;
-  bool transB = false;
-};
-
-std::optional<WeightProduct> weightProductOf(Operation *op) {
-  WeightProduct p;
-  if (auto g = dyn_cast<GemmOp>(op)) {
-    if (g.getTransA() || g.getAlpha().convertToFloat() != 1.0f ||
-        (g.getC() && g.getBeta().convertToFloat() != 1.0f))
-      return std::nullopt;
-    p = {g.getA(), g.getB(), g.getC(), g.getTransB()};
-  } else if (auto m = dyn_cast<MatMulOp>(op)) {
-    p = {m.getLhs(), m.getRhs(), Value(), false};
-  } else {
-    return std::nullopt;
-  }
-  auto lt = typeOf(p.lhs), wt = typeOf(p.weights);
-  if (lt.getRank() < 2 || !lt.getElementType().isF32() || wt.getRank() != 2 ||
-      !wt.getElementType().isF32() || !p.weights.getDefiningOp<ConstantOp>() ||
-      wt.getDimSize(p.transB ? 1 : 0) < 32)
+/// A product the pass takes: constant f32 weights of K >= 32 (a 32-k unit
+/// of the CPU kernel at least).
+std::optional<ConstantWeightProduct> weightProductOf(Operation *op) {
+  auto p = constantWeightProduct(op);
+  if (!p || typeOf(p->weights).getDimSize(p->transB ? 1 : 0) < 32)
     return std::nullopt;
   return p;
 }
@@ -68,7 +50,7 @@ struct QuantizeWeightsPass : impl::QuantizeWeightsPassBase<QuantizeWeightsPass> 
     });
     const float top = static_cast<float>((1 << bits) - 1);
     for (Operation *op : products) {
-      WeightProduct p = *weightProductOf(op);
+      ConstantWeightProduct p = *weightProductOf(op);
       auto w = getF32Constant(p.weights);
       if (!w || llvm::any_of(*w, [](float v) { return !std::isfinite(v); }))
         continue; // (non-finite weights have no codes: the product stays f32)

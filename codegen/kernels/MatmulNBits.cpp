@@ -51,8 +51,10 @@ LogicalResult Lowering::matmulNBits(kiln::MatMulNBitsOp op, const Epilogue *epi)
     return constantInt8(wBuf, n * K + k, isSigned) + shift;
   };
   bool nibbles = true;
-  for (int64_t i = 0; i < N * K && nibbles; ++i)
-    nibbles = codeOf(i / K, i % K) >= 0 && codeOf(i / K, i % K) <= 15;
+  for (int64_t i = 0; i < N * K && nibbles; ++i) {
+    int32_t v = codeOf(i / K, i % K);
+    nibbles = v >= 0 && v <= 15;
+  }
   // (Codes past 255 cannot come from 8-bit carriers; below 0 only from a
   // signed code under its declared width, kept exact in a byte either way.)
   int64_t unitBytes = nibbles ? kUnit / 2 : kUnit, units = (K + kUnit - 1) / kUnit;

@@ -193,18 +193,23 @@ def check_compiler_weights(bindir, tmp, f32_path, quantized):
                 problems.append("%.2e of max|y| from onnxruntime's quantized model" % rel(got, ref))
             if sum("matmul_nbits" in k for k in kinds) != 2:
                 problems.append("not 2 matmul_nbits kernels")
-        if problems:
-            failed += 1
-            print("FAIL %s: %s" % (name, "; ".join(problems)))
-        else:
-            passed += 1
-            print("PASS %s: %.1e of max|y| from onnxruntime's quantized model, %.1e from f32" % (
-                name, rel(got, ref), rel(got, ref32)))
+        ok = tally(name, problems, lambda: "%.1e of max|y| from onnxruntime's quantized model, "
+                   "%.1e from f32" % (rel(got, ref), rel(got, ref32)))
+        passed, failed = passed + ok, failed + (not ok)
     return passed, failed
 
 
 def run_kiln(bindir, model, tmp, tag, flags, a, env=None):
     return int8_models.run_kiln(bindir, model, tmp, tag, flags, a, "A", env)
+
+
+def tally(tag, problems, detail):
+    """Prints a case's PASS (with detail()) or FAIL line; whether it passed."""
+    if problems:
+        print("FAIL %s: %s" % (tag, "; ".join(problems)))
+        return False
+    print("PASS %s: %s" % (tag, detail()))
+    return True
 
 
 def rel(got, ref):
@@ -265,13 +270,9 @@ def main():
                         problems.append("no matmul_nbits kernel in the CPU build")
                     if (target == "cuda-emu" or not kernel) and nbits:
                         problems.append("a matmul_nbits kernel where the f32 form was due")
-                if problems:
-                    failed += 1
-                    print("FAIL %s: %s" % (tag, "; ".join(problems)))
-                else:
-                    passed += 1
-                    print("PASS %s: %.1e of max|y|%s" % (
-                        tag, d, "" if ref_ort is None else " (onnxruntime agrees)"))
+                ok = tally(tag, problems, lambda: "%.1e of max|y|%s" % (
+                    d, "" if ref_ort is None else " (onnxruntime agrees)"))
+                passed, failed = passed + ok, failed + (not ok)
         if "cpu" in args.targets.split(","):
             p, f = check_compiler_weights(args.bindir, tmp, f32_path, quantized)
             passed += p
