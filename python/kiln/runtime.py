@@ -122,10 +122,30 @@ class Model:
         self._lock = threading.Lock()
 
     def __del__(self):
+        dec = getattr(self, "_decoder", None)
+        if dec is not None:  # (before the instance it runs on)
+            dec.__del__()
+            self._decoder = None
         inst = getattr(self, "_inst", None)
         if inst:
             self._lib.kiln_instance_destroy(inst)
             self._inst = None
+
+    def decoder(self):
+        """This model as a decoder with a KV cache (kiln.generate.Decoder):
+        step(tokens) -> the last token's logits; made once per Model."""
+        if getattr(self, "_decoder", None) is None:
+            from .generate import Decoder
+            self._decoder = Decoder(self)
+        return self._decoder
+
+    def generate(self, ids, max_new_tokens, **sampling):
+        """Generates tokens after the prompt `ids` ([n] or [1, n]) with the
+        KV cache kept in the runtime; returns int64 [1, n + new]. Greedy by
+        default; temperature, top_k, top_p, seed and eos_token_id as
+        kiln.generate.Decoder.generate takes them. Timing of the last call:
+        model.decoder().last_stats."""
+        return self.decoder().generate(ids, max_new_tokens, **sampling)
 
     def _set(self, ts, dims, i, ptr, code, shape):
         """Points ts[i] at (ptr, code, shape); its shape array is kept in

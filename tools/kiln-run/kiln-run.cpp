@@ -3,11 +3,14 @@
 //   kiln-run model.so --input x=in.npy [--output-dir DIR]
 //            [--compare y=ref.npy --rtol R --atol A] [--tolerance y=RTOL,ATOL]
 //            [--bench N] [--threads T]
+//   kiln-run decoder.so --generate N [--prompt 1,2,3 | --prompt-length L]
+//            [--temperature F --top-k K --top-p F --seed S --eos T] [--bench R]
 //
 // The .so is self-contained (model + runtime); kiln-run finds the model's
 // descriptor and the runtime's entry points in it with dlsym.
 //
 //===----------------------------------------------------------------------===//
+#include "Generate.h"
 #include "kiln/runtime.h"
 #include "support/TensorFile.h"
 
@@ -48,6 +51,9 @@ int usage() {
                "       [--compare NAME=REF --rtol R --atol A] [--tolerance NAME=RTOL,ATOL]\n"
                "       [--bench N] [--threads T] [--profile]\n"
                "       [--cuda-graphs] [--cuda-device N]\n"
+               "       kiln-run DECODER.so --generate N [--prompt 1,2,3 | --prompt-length L]\n"
+               "       [--temperature F] [--top-k K] [--top-p F] [--seed S] [--eos TOKEN]\n"
+               "       [--bench R] [--threads T]   (a decoder with a KV cache: kiln/generate.h)\n"
                "       kiln-run MODEL.so --info   (what the artifact holds: tensors, device, images)\n");
   return 2;
 }
@@ -85,7 +91,8 @@ int main(int argc, char **argv) {
   // model that holds several tests, each with its own).
   std::map<std::string, std::pair<double, double>> tolerances;
   int bench = 0, threads = 0, cudaDevice = 0;
-  bool profile = false, cudaGraphs = false, info = false;
+  bool profile = false, cudaGraphs = false, info = false, generating = false;
+  kiln::run::GenerateArgs gen;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&](std::string &dst) {
@@ -132,6 +139,49 @@ int main(int argc, char **argv) {
       double d = std::strtod(v.c_str(), &end);
       if (*end || d < 0) return fail(a + " expects a non-negative number");
       (a == "--rtol" ? rtol : atol) = d;
+    } else if (a == "--generate" || a == "--prompt-length" || a == "--top-k" || a == "--seed" ||
+               a == "--eos") {
+      if (!next(v)) return usage();
+      char *end;
+      errno = 0;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      long long lo = a == "--eos" ? -1 : a == "--generate" || a == "--prompt-length" ? 1 : 0;
+      long long hi = a == "--seed" || a == "--eos" ? INT64_MAX : INT32_MAX;
+      if (v.empty() || *end || n < lo || n > hi || errno == ERANGE)
+        return fail(a + " expects an integer from " + std::to_string(lo) + ", got '" + v + "'");
+      if (a == "--generate") {
+        gen.options.max_new_tokens = static_cast<int32_t>(n);
+        generating = true;
+      } else if (a == "--prompt-length") {
+        gen.promptLength = n;
+      } else if (a == "--top-k") {
+        gen.options.top_k = static_cast<int32_t>(n);
+      } else if (a == "--seed") {
+        gen.options.seed = static_cast<uint64_t>(n);
+      } else {
+        gen.options.eos_token = n;
+      }
+    } else if (a == "--temperature" || a == "--top-p") {
+      if (!next(v)) return usage();
+      char *end;
+      double d = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(d >= 0) || d > 1e6)
+        return fail(a + " expects a non-negative number, got '" + v + "'");
+      (a == "--temperature" ? gen.options.temperature : gen.options.top_p) = static_cast<float>(d);
+    } else if (a == "--prompt") {
+      if (!next(v)) return usage();
+      gen.prompt.clear();
+      for (size_t p = 0; p <= v.size();) {
+        size_t comma = std::min(v.find(',', p), v.size());
+        std::string item = v.substr(p, comma - p);
+        char *end;
+        errno = 0;
+        long long t = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end || errno == ERANGE)
+          return fail("--prompt expects comma-separated token ids, got '" + v + "'");
+        gen.prompt.push_back(t);
+        p = comma + 1;
+      }
     } else if (a == "--bench" || a == "--threads" || a == "--cuda-device") {
       if (!next(v)) return usage();
       char *end;
@@ -206,6 +256,20 @@ int main(int argc, char **argv) {
       }
     }
     return 0;
+  }
+
+  if (generating) {
+    if (!inputs.empty() || !compares.empty() || !outDir.empty() || profile)
+      return fail("--generate feeds the decoder itself: no --input, --compare, --output-dir or "
+                  "--profile");
+    kiln_options opts{threads, 0, cudaGraphs ? 1 : 0, cudaDevice};
+    kiln_instance *inst = nullptr;
+    if (api.create(m, &opts, &inst) != KILN_OK)
+      return fail(std::string("cannot create the model instance: ") + api.lastError());
+    gen.bench = bench;
+    int rc = kiln::run::generate(lib, inst, gen);
+    api.destroy(inst);
+    return rc;
   }
 
   // Inputs, by name.
