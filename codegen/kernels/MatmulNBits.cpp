@@ -87,19 +87,38 @@ LogicalResult Lowering::matmulNBits(kiln::MatMulNBitsOp op, const Epilogue *epi)
       ArrayRef<char>(reinterpret_cast<const char *>(params.data()), params.size() * 4));
 
   // Row tiles x column tiles of whole quads: a few rows split their
-  // columns over the threads.
+  // columns over the threads. Live rows (a decode step of a decoder
+  // compiled for T tokens): the tiles of the run's rows alone, their
+  // columns split as for one row.
+  auto rowDims = shape(op.getResult()).drop_back();
+  int symRows = -1;
+  int64_t unitRows = 1; // flattened rows per index along the live axis
+  if (liveInside())
+    for (int64_t d = static_cast<int64_t>(rowDims.size()) - 1; d >= 0; --d) {
+      if (liveAxis(d) >= 0) {
+        symRows = liveAxis(d);
+        break;
+      }
+      unitRows *= rowDims[d];
+    }
   auto [rb, cb] = productTiles(M, N, 1);
+  if (symRows >= 0)
+    cb = productTiles(1, N, 1).second;
   if (cb < N)
     cb = std::max<int64_t>(kQuad, cb / kQuad * kQuad);
   int64_t rTiles = ceilDiv(std::max<int64_t>(M, 1), rb), cTiles = ceilDiv(N, cb);
+  if (symRows >= 0)
+    liveLaunch({{{symRows}, unitRows, rb}}, cTiles);
   ProductArgs args =
       productArgs(op, M, N, {bufferOf.lookup(op.getLhs()), packed, scales}, epi);
   int firstSite = args.firstSite, accArg = args.accArg, outArg = args.outArg;
-  auto rowDims = shape(op.getResult()).drop_back();
   int64_t bits = nibbles ? 4 : 8;
   emitKernel(op.getLoc(), "matmul_nbits", args.ids, rTiles * cTiles, [&](KernelEmitter &e) {
     Value i0 = e.mul(e.div(e.wg, cTiles), rb), j0 = e.mul(e.rem(e.wg, cTiles), cb);
-    Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.maxI(e.idx(M), i0), i0));
+    // (The live rows are a prefix of the flattened ones: LiveExtents lets
+    // only an axis whose predecessors have extent 1 stop early.)
+    Value m = symRows >= 0 ? e.mul(e.extent(M / unitRows, symRows), unitRows) : e.idx(M);
+    Value rows = e.minI(e.idx(rb), arith::SubIOp::create(e.b, e.maxI(m, i0), i0));
     Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(N), j0));
     Value quad = e.div(j0, kQuad);
     // (The packed buffers are f32-typed: offsets in 4-byte words.)

@@ -399,6 +399,31 @@ public:
     return rule;
   }
 
+  /// kiln.matmul_nbits of `ops` (lhs, codes, scales, zero points): the
+  /// result's rows are the lhs's, its depth and the weights read whole. A
+  /// leading axis stops at its live extent only where the live rows are a
+  /// prefix of the flattened ones (every axis before it of extent 1), the
+  /// rows the kernel computes.
+  std::optional<Rule> matmulNBits(ValueRange ops, ArrayRef<int64_t> out) const {
+    int64_t R = out.size();
+    if (R < 1 || ops.size() != 4 || static_cast<int64_t>(shapeOf(ops[0]).size()) != R)
+      return std::nullopt;
+    Rule rule;
+    Read a{ops[0], SmallVector<int>(R, kWhole)};
+    for (int64_t d = 0; d + 1 < R; ++d)
+      a.map[d] = static_cast<int>(d);
+    rule.reads = {a};
+    for (Value w : ops.drop_front())
+      rule.reads.push_back(Read{w, SmallVector<int>(shapeOf(w).size(), kWhole)});
+    rule.restrictable = all(R, false);
+    int64_t before = 1;
+    for (int64_t d = 0; d + 1 < R; ++d) {
+      rule.restrictable[d] = before == 1;
+      before *= out[d];
+    }
+    return rule;
+  }
+
   /// A reduction of `in` (the reduced input's shape) over `axes` into
   /// `out`: the kept axes map to the result's, the reduced ones are read
   /// whole. Per axis of `in`: the result axis, or kWhole.
@@ -492,6 +517,17 @@ public:
         return std::nullopt;
       rule = *mr;
       first = 1;
+    } else if (auto m = dyn_cast<kiln::MatMulNBitsOp>(ops[0])) {
+      SmallVector<Value> outer;
+      for (Value v : m->getOperands())
+        outer.push_back(operandOf(v));
+      if (llvm::any_of(outer, [](Value v) { return !v; }) || shapeOf(m.getResult()) != out)
+        return std::nullopt;
+      auto mr = matmulNBits(outer, out);
+      if (!mr)
+        return std::nullopt;
+      rule = *mr;
+      first = 1;
     } else {
       rule.restrictable = all(out.size());
     }
@@ -502,7 +538,7 @@ public:
     // result; an operand read by the product and by the epilogue keeps the
     // product's reading.
     for (auto [k, arg] : llvm::enumerate(body.getArguments())) {
-      bool byProduct = first && (ops[0]->getOperand(0) == arg || ops[0]->getOperand(1) == arg);
+      bool byProduct = first && llvm::is_contained(ops[0]->getOperands(), Value(arg));
       bool elsewhere = llvm::any_of(arg.getUsers(), [&](Operation *u) { return u != ops[0] || !first; });
       if (byProduct && elsewhere)
         return std::nullopt;
@@ -555,6 +591,9 @@ public:
         return *fr;
     if (auto m = dyn_cast<kiln::MatMulOp>(op))
       if (auto mr = matmul(m.getLhs(), m.getRhs(), out))
+        return *mr;
+    if (auto m = dyn_cast<kiln::MatMulNBitsOp>(op))
+      if (auto mr = matmulNBits(m->getOperands(), out))
         return *mr;
     if (isReduction(op)) {
       Value in = op->getOperand(0);

@@ -7,7 +7,9 @@ layers), exported by torch.onnx with T and P dynamic:
  - per-layer (optimum's names): input_ids, attention_mask [1, P + T],
    position_ids [1, T], past_key_values.i.key/value [1, KVH, P, D] ->
    logits, present.i.key/value.
-Each is compiled with T <= 16 (so a 20-token prompt runs in two chunks) and
+The stacked one also with its products on int4 weights (onnxruntime's
+MatMulNBitsQuantizer; Kiln computes only the run's rows). Each is compiled
+with T <= 16 (so a 20-token prompt runs in two chunks) and
 generates from a prompt; an onnxruntime loop feeding the cache back is the
 reference: the same greedy tokens, every step's logits (Decoder.step) within
 rtol 1e-4 of max(1, max|ref|), and sampled tokens (temperature, top-k,
@@ -77,6 +79,19 @@ def export_layered(path):
                       output_names=["logits"] + [n.replace("past_key_values", "present")
                                                  for n in past_names()],
                       dynamic_shapes=shapes)
+
+
+def quantize_int4(path, out):
+    import logging
+    import onnx
+    from onnxruntime.quantization import matmul_nbits_quantizer as mnq
+    logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)
+    cfg = mnq.DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=False, accuracy_level=0,
+                                           bits=4)
+    q = mnq.MatMulNBitsQuantizer(onnx.load(path), block_size=32, is_symmetric=False,
+                                 accuracy_level=0, algo_config=cfg)
+    q.process()
+    onnx.save(q.model.model, out)
 
 
 def ort_generate(sess, prompt, steps, layered, sample=None):
@@ -177,6 +192,12 @@ def main():
         for target in args.targets.split(","):
             ok &= run_form(work, args.bindir, f"stacked-{target}", stacked, target, flags,
                            False, prompt, args.steps)
+        # Weight-only int4 (onnxruntime's MatMulNBitsQuantizer, blocks of
+        # 32): the block-quantized products at the run's rows.
+        int4 = os.path.join(work, "stacked_int4.onnx")
+        quantize_int4(stacked, int4)
+        ok &= run_form(work, args.bindir, "stacked-cpu-int4", int4, "cpu", flags, False, prompt,
+                       args.steps)
         if args.save and os.path.exists(os.path.join(work, "stacked-cpu.so")):
             shutil.copy(os.path.join(work, "stacked-cpu.so"), args.save)
         layered = os.path.join(work, "layered.onnx")

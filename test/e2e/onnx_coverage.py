@@ -78,8 +78,8 @@ BASELINE = os.path.join(HERE, "onnx_coverage_baseline.json")
 # per test); the ops and models tests run every CUDA kernel family besides.
 # (A column reusing another's results samples as that one does or a multiple:
 # unbound reuses static's.)
-QUICK_SAMPLE = {("cpu", "dynamic"): 4, ("cuda-emu", "static"): 4, ("cuda-emu", "dynamic"): 8,
-                ("cuda-emu", "unbound"): 4}
+QUICK_SAMPLE = {("cpu", "dynamic"): 8, ("cuda-emu", "static"): 8, ("cuda-emu", "dynamic"): 16,
+                ("cuda-emu", "unbound"): 8}
 
 
 def sampled(name, k):
