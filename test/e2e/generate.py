@@ -179,7 +179,8 @@ def main():
     ap.add_argument("--bindir", required=True)
     ap.add_argument("--targets", default="cpu,cuda-emu")
     ap.add_argument("--steps", type=int, default=24)
-    ap.add_argument("--save", metavar="SO", help="keep the stacked decoder's CPU artifact here")
+    ap.add_argument("--save", metavar="DIR",
+                    help="keep the stacked decoder here (decoder.onnx, decoder.so: its CPU build)")
     args = ap.parse_args()
     prompt = np.random.default_rng(5).integers(0, K.VOCAB, 20).astype(np.int64)
     ok = True
@@ -199,7 +200,9 @@ def main():
         ok &= run_form(work, args.bindir, "stacked-cpu-int4", int4, "cpu", flags, False, prompt,
                        args.steps)
         if args.save and os.path.exists(os.path.join(work, "stacked-cpu.so")):
-            shutil.copy(os.path.join(work, "stacked-cpu.so"), args.save)
+            shutil.copy(os.path.join(work, "stacked-cpu.so"), os.path.join(args.save, "decoder.so"))
+            import onnx  # (one file: the export may keep its weights beside it)
+            onnx.save(onnx.load(stacked), os.path.join(args.save, "decoder.onnx"))
         layered = os.path.join(work, "layered.onnx")
         export_layered(layered)
         bounds = [f"input_ids=1x{MAX_T}", f"position_ids=1x{MAX_T}",
