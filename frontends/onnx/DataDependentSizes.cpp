@@ -517,6 +517,9 @@ FailureOr<Value> reduceOverRunTimeAxes(NodeContext &ctx, Value x,
   int64_t rank = xt.getRank(), k = ctx.inputType(1).getNumElements();
   if (rank == 0)
     return ctx.error("reduces a scalar over axes given at run time");
+  if (ctx.inputType(1).getRank() != 1)
+    return ctx.error("takes axes of rank " + Twine(ctx.inputType(1).getRank()) +
+                     "; they are a 1-D tensor");
   if (!keep && k > rank)
     return ctx.error("names " + Twine(k) + " axes of a rank-" + Twine(rank) + " input");
   Type i64 = b.getIntegerType(64), f32 = b.getF32Type();
@@ -547,9 +550,13 @@ FailureOr<Value> reduceOverRunTimeAxes(NodeContext &ctx, Value x,
       if (xt.getDimSize(d) <= 1)
         continue; // (reducing one element is the element)
       Value reduced = reduceAxis(y, d);
+      if (!g.ok({reduced}))
+        return failure();
       Value spread = g.expand(reduced, g.shape(y));
       llvm::SmallVector<int64_t> at(rank, 1);
       y = g.where(g.reshape(chosen[d], at), spread, y);
+      if (!g.ok({y}))
+        return failure();
     }
   }
   if (!g.ok({y}))
