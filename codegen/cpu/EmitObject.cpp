@@ -581,7 +581,7 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   auto *descTy = llvm::StructType::get(
       lc, {i32, i32, i32, i32, ptrTy, ptrTy, ptrTy, i64, i64, ptrTy, ptrTy, ptrTy, i32, i32,
            ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy, ptrTy, ptrTy, ptrTy, i32,
-           i32, ptrTy, ptrTy, ptrTy});
+           i32, ptrTy, ptrTy, ptrTy, i32, i32, ptrTy});
   // Per input: whether kernels read the padding of its symbolic axes.
   llvm::Constant *inputPadding = llvm::ConstantPointerNull::get(b.getPtrTy());
   if (llvm::any_of(p.inputs, [](const TensorInfo &t) { return !t.symbols.empty() && !t.paddingRead; })) {
@@ -607,6 +607,18 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
   };
   llvm::Constant *inputCompact = compactFlags(p.inputs, "_input_compact");
   llvm::Constant *outputCompact = compactFlags(p.outputs, "_output_compact");
+  // KV caches kept in place: {input, output, axis} per pair.
+  llvm::Constant *states = llvm::ConstantPointerNull::get(b.getPtrTy());
+  if (!p.states.empty()) {
+    std::vector<uint32_t> triples;
+    for (const StatePair &s : p.states)
+      triples.insert(triples.end(), {static_cast<uint32_t>(s.input),
+                                     static_cast<uint32_t>(s.output),
+                                     static_cast<uint32_t>(s.axis)});
+    auto *init = llvm::ConstantDataArray::get(lc, triples);
+    states = new llvm::GlobalVariable(*mod, init->getType(), true,
+                                      llvm::GlobalValue::InternalLinkage, init, p.name + "_states");
+  }
   int32_t deviceKind = options.device == CpuOptions::Device::Cuda      ? KILN_DEVICE_CUDA
                        : options.device == CpuOptions::Device::CudaEmu ? KILN_DEVICE_CUDA_EMU
                                                                        : KILN_DEVICE_CPU;
@@ -625,7 +637,8 @@ std::unique_ptr<llvm::Module> buildLLVMModule(Program &p, llvm::LLVMContext &lc,
                weights ? static_cast<llvm::Constant *>(weights)
                        : llvm::ConstantPointerNull::get(b.getPtrTy()),
                faultSites, b.getInt32(p.numSymbolOutputs), b.getInt32(0), inputPadding,
-               inputCompact, outputCompact});
+               inputCompact, outputCompact, b.getInt32(p.states.size()), b.getInt32(0),
+               states});
   auto *descG = new llvm::GlobalVariable(*mod, descTy, true,
                                          llvm::GlobalValue::ExternalLinkage,
                                          desc, p.name + "_desc");

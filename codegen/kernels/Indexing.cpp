@@ -75,12 +75,15 @@ LogicalResult Lowering::packedConcat(kiln::GatherOp op, kiln::ConcatOp concat) {
     return launch(op, ins, ceilDiv(outer, perWg), [&](KernelEmitter &e) {
       SmallVector<Value> ends;
       pieceEnds(e, ends);
+      // (A cache appended in place, CacheInPlace.cpp: the past, piece 0,
+      // is in the result's buffer already.)
+      bool pastInPlace = appendsInPlace.contains(op.getOperation());
       auto body = [&](Value o) {
         Value start = e.idx(0);
         for (auto [k, in] : llvm::enumerate(ins)) {
           int64_t bound = shape(in)[axis];
           Value count = e.mul(arith::SubIOp::create(e.b, ends[k], start), inner);
-          if (bound > 0)
+          if (bound > 0 && !(pastInPlace && k == 0))
             e.copy(k, e.mul(o, bound * inner), ins.size(),
                    e.mul(e.add(e.mul(o, len), start), inner), count);
           start = ends[k];
@@ -92,6 +95,9 @@ LogicalResult Lowering::packedConcat(kiln::GatherOp op, kiln::ConcatOp concat) {
         e.liveLoop(outerShape, outerSyms, perWg, body);
     });
   }
+  if (appendsInPlace.contains(op.getOperation()))
+    return op.emitError("internal: a cache appended in place takes the contiguous path "
+                        "(CacheInPlace.cpp and packedConcat disagree)");
   if (!p.options.gpu && axis + 1 < rank && out.back() > 0) {
     // Rows of the last axis: each row's piece found once, the row copied 16
     // elements at a time.

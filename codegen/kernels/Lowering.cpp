@@ -464,6 +464,7 @@ LogicalResult Lowering::run() {
       ++k;
     }
     chooseCompactIO(fn);
+    chooseStates(fn);
   }
   for (Operation &op : fn.getBody().front().without_terminator()) {
     ++opIndex;

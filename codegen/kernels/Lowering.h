@@ -158,6 +158,11 @@ private:
   /// Chooses compactInputs (marking p.inputs) and compactCandidates, after
   /// the live extents are known.
   void chooseCompactIO(func::FuncOp fn);
+  /// KV caches appended in place (CacheInPlace.cpp): the gathers of packed
+  /// concats whose first piece, a model input, is already in their result's
+  /// buffer (an output); chooseStates fills it and p.states.
+  llvm::DenseSet<Operation *> appendsInPlace;
+  void chooseStates(func::FuncOp fn);
   /// The offset at which a kernel reads input buffer `buf` ([shape], its
   /// symbols `syms`) for the row-major offset `at` at the bounds: `at`
   /// itself, or its place in the caller's layout for a compact input.

@@ -141,12 +141,22 @@ enum : unsigned {
   kTuneWinogradDefault = 4,  // ... and does unless told otherwise
 };
 
+/// A KV cache kept in place (the CPU): output `output` is input `input`
+/// grown along `axis` by the run's new positions, and its kernel writes only
+/// those. The past, positions [0, P) of the axis in the output's buffer laid
+/// out at the output's bounds, is the runtime's to put there (or the
+/// caller's to keep there between runs: kiln_instance_run_states).
+struct StatePair {
+  int32_t input = -1, output = -1, axis = -1;
+};
+
 struct Program {
   std::string name;               // C identifier prefix of the model
   mlir::OwningOpRef<mlir::ModuleOp> kernels;
   std::vector<Buffer> buffers;
   std::vector<Launch> launches;
   std::vector<TensorInfo> inputs, outputs;
+  std::vector<StatePair> states;
   /// Symbolic (dynamic) dimensions: kernels run at the bounds; the runtime
   /// pads smaller inputs to them and crops the outputs.
   std::vector<std::string> symbolNames;

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 
-ABI_VERSION = 13  # KILN_ABI_VERSION
+ABI_VERSION = 14  # KILN_ABI_VERSION
 
 # kiln_dtype codes and their NumPy types (bfloat16 only through torch).
 _NP = {1: np.float32, 2: np.float64, 3: np.int64, 4: np.int32, 5: np.int8, 6: np.uint8,

@@ -320,10 +320,21 @@ kiln_status readComputedSymbols(kiln_instance *inst) {
   return KILN_OK;
 }
 
+/// The state (kiln_model_desc.states) whose input (output) is tensor k, or
+/// -1.
+int32_t stateOf(const kiln_model_desc *m, uint32_t k, bool output) {
+  for (uint32_t s = 0; s < m->num_states; ++s)
+    if (static_cast<uint32_t>(m->states[3 * s + (output ? 1 : 0)]) == k)
+      return static_cast<int32_t>(s);
+  return -1;
+}
+
 /// Below the bounds: inputs carrying a symbol are padded into bound-sized
-/// staging, and outputs carrying one are computed there.
+/// staging, and outputs carrying one are computed there. A state's input
+/// is read by no kernel; with `statesInPlace` a state's output is the
+/// caller's buffer, laid out at the bounds already.
 kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **ins,
-                        void **outs) {
+                        void **outs, bool statesInPlace) {
   const kiln_model_desc *m = inst->model;
   auto stage = [&](std::vector<void *> &bufs, const kiln_tensor_desc *ds, uint32_t n,
                    uint32_t i) -> void * {
@@ -336,8 +347,8 @@ kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **i
   };
   for (uint32_t i = 0; i < m->num_inputs; ++i) {
     const kiln_tensor_desc &d = m->inputs[i];
-    if (!d.symbols || (m->input_compact && m->input_compact[i]))
-      continue; // (read in the caller's layout)
+    if (!d.symbols || (m->input_compact && m->input_compact[i]) || stateOf(m, i, false) >= 0)
+      continue; // (read in the caller's layout, or not at all)
     void *buf = stage(inst->stageIn, m->inputs, m->num_inputs, i);
     if (!buf) {
       inst->error = "out of memory staging input '" + std::string(d.name) + "'";
@@ -350,7 +361,8 @@ kiln_status stageInputs(kiln_instance *inst, const kiln_tensor *inputs, void **i
   }
   for (uint32_t i = 0; i < m->num_outputs; ++i) {
     const kiln_tensor_desc &d = m->outputs[i];
-    if (!d.symbols || (m->output_compact && m->output_compact[i]))
+    if (!d.symbols || (m->output_compact && m->output_compact[i]) ||
+        (statesInPlace && stateOf(m, i, true) >= 0))
       continue; // (written in the caller's layout)
     void *buf = stage(inst->stageOut, m->outputs, m->num_outputs, i);
     if (!buf) {
@@ -367,12 +379,13 @@ bool isNarrow(int32_t dtype) { return kiln_dtype_carrier(dtype) != dtype; }
 
 /// Crops the staged outputs into the caller's buffers (narrow outputs: into
 /// their carriers).
-void cropOutputs(kiln_instance *inst, const kiln_tensor *outputs) {
+void cropOutputs(kiln_instance *inst, const kiln_tensor *outputs, bool statesInPlace) {
   const kiln_model_desc *m = inst->model;
   for (uint32_t i = 0; i < m->num_outputs; ++i) {
     const kiln_tensor_desc &d = m->outputs[i];
     void *dst = isNarrow(d.dtype) ? inst->carrierOut[i].data() : outputs[i].data;
-    if (!d.symbols || (m->output_compact && m->output_compact[i]))
+    if (!d.symbols || (m->output_compact && m->output_compact[i]) ||
+        (statesInPlace && stateOf(m, i, true) >= 0))
       continue;
     // (The run's sizes: a data-dependent axis is known only now, and its
     // real elements go packed at the start of the bound-sized buffer.)
@@ -500,7 +513,7 @@ kiln_status reportFault(kiln_instance *inst) {
 }
 
 kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t numInputs,
-                        const kiln_tensor *outputs, size_t numOutputs) {
+                        const kiln_tensor *outputs, size_t numOutputs, bool statesInPlace) {
   const kiln_model_desc *m = inst->model;
   void *in[64], *outp[64];
   // The caller's inputs, then the hidden ones: symbol sizes, the fault word.
@@ -529,7 +542,17 @@ kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t n
   for (uint32_t s = 0; s < m->num_symbols; ++s)
     padded |= inst->symbolValues[s] != m->symbol_bounds[s];
   if (st == KILN_OK && padded)
-    st = stageInputs(inst, inputs, ins, outs);
+    st = stageInputs(inst, inputs, ins, outs, statesInPlace);
+  // A state's past goes into its output's buffer (laid out at the output's
+  // bounds), where the kernels append to it; a caller keeping its states
+  // there has put it in place.
+  for (uint32_t k = 0; st == KILN_OK && !statesInPlace && k < m->num_states; ++k) {
+    uint32_t i = static_cast<uint32_t>(m->states[3 * k]);
+    uint32_t o = static_cast<uint32_t>(m->states[3 * k + 1]);
+    boxCopy(static_cast<char *>(outs[o]), static_cast<const char *>(inputs[i].data),
+            inputs[i].shape, m->outputs[o].shape, m->outputs[o].rank,
+            carrierSize(m->outputs[o].dtype), true, false);
+  }
   if (st == KILN_OK && m->num_symbol_inputs) {
     inst->hiddenInputs.resize(m->num_symbol_inputs);
     for (uint32_t j = 0; j < m->num_symbol_inputs; ++j) {
@@ -559,7 +582,7 @@ kiln_status runInstance(kiln_instance *inst, const kiln_tensor *inputs, size_t n
   if (st == KILN_OK)
     st = readComputedSymbols(inst);
   if (st == KILN_OK && padded)
-    cropOutputs(inst, outputs);
+    cropOutputs(inst, outputs, statesInPlace);
   if (st == KILN_OK)
     fromCarriers(inst, outputs);
   if (st == KILN_OK) {
@@ -722,7 +745,17 @@ kiln_status kiln_instance_create(const kiln_model_desc *model, const kiln_option
 kiln_status kiln_instance_run(kiln_instance *inst, const kiln_tensor *inputs,
                               size_t numInputs, const kiln_tensor *outputs,
                               size_t numOutputs) {
-  return guardedCall(inst, [&] { return runInstance(inst, inputs, numInputs, outputs, numOutputs); });
+  return guardedCall(inst, [&] {
+    return runInstance(inst, inputs, numInputs, outputs, numOutputs, false);
+  });
+}
+
+kiln_status kiln_instance_run_states(kiln_instance *inst, const kiln_tensor *inputs,
+                                     size_t numInputs, const kiln_tensor *outputs,
+                                     size_t numOutputs) {
+  return guardedCall(inst, [&] {
+    return runInstance(inst, inputs, numInputs, outputs, numOutputs, true);
+  });
 }
 
 kiln_status kiln_instance_output_shape(kiln_instance *inst, const kiln_tensor *inputs,

@@ -1,8 +1,10 @@
 //===- Decoder.cpp - a compiled decoder run token by token (kiln/generate.h) //
 //
-// The decoder keeps each cache in two buffers at the present's bound: a
-// step reads the past from one and the model writes the present into the
-// other, then they swap.
+// The decoder keeps each cache at the present's bound. Where the model
+// appends to its caches in place (kiln_model_desc.states, on the CPU) that
+// is one buffer per cache, which every step extends where it lies
+// (kiln_instance_run_states); otherwise two: a step reads the past from one
+// and the model writes the present into the other, then they swap.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/generate.h"
@@ -66,6 +68,7 @@ struct kiln_decoder {
   int64_t length = 0;
   int current = 0; // which of each cache's two buffers holds the past
   std::vector<Buffer> caches[2];
+  bool inPlace = false; // the model appends to every cache in place
   std::vector<Buffer> outputs; // per output: its buffer (caches' are caches[])
   Buffer tokens, mask, positions;
   // One run's tensors and the shapes they point at.
@@ -118,7 +121,7 @@ bool kiln_decoder::run(const int64_t *ids, int64_t t) {
   if (r.positionIds >= 0)
     in[r.positionIds].data = positions.get();
   for (const auto &c : r.caches)
-    in[c.input].data = caches[current][&c - r.caches.data()].get();
+    in[c.input].data = caches[current][&c - r.caches.data()].get(); // (in place: unread)
 
   for (uint32_t o = 0; o < m->num_outputs; ++o) {
     const kiln_tensor_desc &d = m->outputs[o];
@@ -133,16 +136,19 @@ bool kiln_decoder::run(const int64_t *ids, int64_t t) {
     out[o].shape = outShapes[o].data();
     out[o].data = outputs[o].get();
   }
+  int next = inPlace ? current : 1 - current;
   for (const auto &c : r.caches)
-    out[c.output].data = caches[1 - current][&c - r.caches.data()].get();
+    out[c.output].data = caches[next][&c - r.caches.data()].get();
 
-  kiln_status st = kiln_instance_run(inst, in.data(), in.size(), out.data(), out.size());
+  kiln_status st = inPlace
+                       ? kiln_instance_run_states(inst, in.data(), in.size(), out.data(), out.size())
+                       : kiln_instance_run(inst, in.data(), in.size(), out.data(), out.size());
   if (st != KILN_OK) {
     error = std::string("a step of ") + std::to_string(t) + " token(s) at position " +
             std::to_string(length) + ": " + kiln_instance_error(inst);
     return false;
   }
-  current = 1 - current;
+  current = next;
   length += t;
   return true;
 }
@@ -222,9 +228,21 @@ kiln_status kiln_decoder_create(kiln_instance *inst, kiln_decoder **out) {
     d->description = kiln::rt::describeRoles(m, d->roles);
     for (uint32_t o = 0; o < m->num_outputs; ++o)
       d->outputs.push_back(allocate(boundBytes(m->outputs[o])));
+    // In place when the model lists every cache pair as a state.
+    d->inPlace = true;
+    for (const auto &c : d->roles.caches) {
+      bool listed = false;
+      for (uint32_t k = 0; k < m->num_states && !listed; ++k)
+        listed = m->states[3 * k] == static_cast<int32_t>(c.input) &&
+                 m->states[3 * k + 1] == static_cast<int32_t>(c.output) &&
+                 m->states[3 * k + 2] == c.axis;
+      d->inPlace &= listed;
+    }
     for (const auto &c : d->roles.caches)
-      for (auto &set : d->caches)
-        set.push_back(allocate(boundBytes(m->outputs[c.output])));
+      for (int set = 0; set < (d->inPlace ? 1 : 2); ++set)
+        d->caches[set].push_back(allocate(boundBytes(m->outputs[c.output])));
+    if (d->inPlace)
+      d->description += "; caches appended in place";
     // The caches' own output buffers are unused: the pairs' buffers serve.
     for (const auto &c : d->roles.caches)
       d->outputs[c.output].reset();

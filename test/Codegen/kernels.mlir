@@ -27,11 +27,12 @@ func.func @main(%x: tensor<1x2x4x4xf32> {kiln.name = "x"}) -> (tensor<1x32xf32> 
 // CHECK: arith.maximumf
 
 // The LLVM module: internal kernels, per-kernel entry thunks, the schedule and
-// the exported descriptor `model_desc` (ABI 8; device kind 0: the CPU, no
+// the exported descriptor `model_desc` (ABI 14; device kind 0: the CPU, no
 // device program; no symbolic dimensions, pins, hidden size inputs or
-// derived symbols; last, the weights' address).
+// derived symbols; the weights' address; no padding, compact or state
+// tables).
 // LLVM-DAG: @model_weights = internal constant {{.*}} align 64
-// LLVM-DAG: @model_desc = {{.*}}constant { i32, i32, i32, i32, ptr, ptr, ptr, i64, i64, ptr, ptr, ptr, i32, i32, ptr, i32, i32, ptr, ptr, ptr, i32, i32, ptr, ptr, ptr, ptr, i32, i32, ptr, ptr, ptr } { i32 13, i32 1, i32 1, i32 2, ptr @model_name, {{.*}}, i32 0, i32 0, ptr null, i32 0, i32 0, ptr null, ptr null, ptr null, i32 0, i32 0, ptr null, ptr null, ptr @model_weights, ptr null, i32 0, i32 0, ptr null, ptr null, ptr null }
+// LLVM-DAG: @model_desc = {{.*}}constant { i32, i32, i32, i32, ptr, ptr, ptr, i64, i64, ptr, ptr, ptr, i32, i32, ptr, i32, i32, ptr, ptr, ptr, i32, i32, ptr, ptr, ptr, ptr, i32, i32, ptr, ptr, ptr, i32, i32, ptr } { i32 14, i32 1, i32 1, i32 2, ptr @model_name, {{.*}}, i32 0, i32 0, ptr null, i32 0, i32 0, ptr null, ptr null, ptr null, i32 0, i32 0, ptr null, ptr null, ptr @model_weights, ptr null, i32 0, i32 0, ptr null, ptr null, ptr null, i32 0, i32 0, ptr null }
 // LLVM-DAG: define internal void @kiln_k0_conv_entry(ptr
 // LLVM-DAG: define internal void @model_run_impl(ptr
 // LLVM-DAG: call void @kiln_rt_parallel_for(ptr %{{.*}}, ptr {{(nonnull )?}}@kiln_k0_conv_entry, ptr {{.*}}, i64 2)

@@ -744,6 +744,33 @@ def kv_stack_compact():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
+def kv_append_in_place():
+    """Per-layer KV caches (optimum's form): each past, a model input,
+    concatenated with the step's new rows and returned as the present,
+    which the kernels append to in place (CacheInPlace.cpp: kiln-run --info
+    says so, checked below). present_v is also read by a reduction over the
+    cache's axis, which reads its padding too, and a third past is read by a
+    product as well: those two stay ordinary inputs and outputs."""
+    N = helper.make_node
+    nodes = [N("Mul", ["new", "two"], ["new2"]),
+             N("Concat", ["past_k", "new2"], ["present_k"], axis=2),
+             N("Concat", ["past_v", "new"], ["present_v"], axis=2),
+             N("ReduceSum", ["present_v", "ax2"], ["vsum"], keepdims=0),
+             N("Concat", ["past_q", "new"], ["present_q"], axis=2),
+             N("Mul", ["past_q", "two"], ["q2"])]
+    inits = [numpy_helper.from_array(np.array([2], np.int64), "ax2"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    io = lambda n, d: helper.make_tensor_value_info(n, TensorProto.FLOAT, d)  # noqa: E731
+    g = helper.make_graph(
+        nodes, "kv_append_in_place",
+        [io("past_k", [1, 2, "P", 8]), io("past_v", [1, 2, "P", 8]), io("past_q", [1, 2, "P", 8]),
+         io("new", [1, 2, "T", 8])],
+        [io("present_k", [1, 2, None, 8]), io("present_v", [1, 2, None, 8]),
+         io("vsum", [1, 2, 8]), io("present_q", [1, 2, None, 8]), io("q2", [1, 2, None, 8])],
+        inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
 def advanced_index_mask():
     """torch's advanced indexing of a [B, S] mask by broadcast ranges
     (m[arange(B)[:, None, None, None], arange(S)]), as its two exporters
@@ -984,6 +1011,11 @@ def main():
          ["--max-shape", "past=3x2x40x8", "--max-shape", "new=3x2x6x8",
           "--max-shape", "other=3x2x40x8"],
          [{"P": 7, "T": 1}, {"P": 0, "T": 3}, {"P": 40, "T": 6}, {"P": 13, "T": 2}]),
+        ("kv_append_in_place", kv_append_in_place(),
+         ["--max-shape", "past_k=1x2x40x8", "--max-shape", "past_v=1x2x40x8",
+          "--max-shape", "past_q=1x2x40x8", "--max-shape", "new=1x2x6x8"],
+         [{"P": 7, "T": 1}, {"P": 0, "T": 3}, {"P": 40, "T": 6}, {"P": 13, "T": 2},
+          {"P": 1, "T": 6}]),
         ("gemm_few_rows", gemm_few_rows(), ["--max-shape", "x=24x37"],
          [{"N": 1}, {"N": 5}, {"N": 6}, {"N": 17}, {"N": 24}]),
         ("encoder_batch_seq", encoder_batch_seq(),
@@ -1062,6 +1094,21 @@ def main():
                      "input other: float32 3x2xP<=40x8 (staged at the bounds)",
                      "output present: float32 3x2xP+T<=46x8 (in the caller's layout)",
                      "output oc: float32 2xP+T<=46x8 (staged at the bounds)"]:
+            ok = want in info
+            print(f"{'ok  ' if ok else 'FAIL'} kiln-run --info has {want!r}")
+            passed += ok
+            failed += not ok
+        # KV caches appended in place (CPU): a past read by the concat alone
+        # is not read at all, its present extended where it lies.
+        info = subprocess.run([os.path.join(args.bindir, "kiln-run"),
+                               os.path.join(work, "kv_append_in_place_cpu.so"), "--info"],
+                              capture_output=True, text=True).stdout
+        for want in ["input past_k: float32 1x2xP<=40x8 (the past of 'present_k': not read)",
+                     "input past_v: float32 1x2xP<=40x8 (staged at the bounds)",
+                     "input past_q: float32 1x2xP<=40x8 (staged at the bounds)",
+                     "output present_k: float32 1x2xP+T<=46x8 (appended in place to 'past_k' "
+                     "along axis 2)",
+                     "output present_v: float32 1x2xP+T<=46x8 (staged at the bounds)"]:
             ok = want in info
             print(f"{'ok  ' if ok else 'FAIL'} kiln-run --info has {want!r}")
             passed += ok

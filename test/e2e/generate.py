@@ -154,6 +154,23 @@ def run_form(work, bindir, label, onnx_path, target, flags, layered, prompt, ste
                 worst <= 1e-4, f"worst {worst:.3g}")
     ok &= check(f"[{label}] the cache holds the prompt and {steps - 1} fed tokens",
                 len(dec) == len(prompt) + steps - 1, f"got {len(dec)}")
+    # One ordinary run (kiln_instance_run: the caches given and returned,
+    # appended in place inside) from random pasts of 9 positions.
+    rng = np.random.default_rng(4)
+    shape = (1, K.KV_HEADS, 9, K.HEAD_DIM) if layered else (K.LAYERS, 1, K.KV_HEADS, 9,
+                                                            K.HEAD_DIM)
+    names = past_names() if layered else ["past_k", "past_v"]
+    feeds = {"input_ids": rng.integers(0, K.VOCAB, (1, 3))}
+    if layered:
+        feeds["attention_mask"] = np.ones((1, 12), np.int64)
+        feeds["position_ids"] = np.arange(9, 12, dtype=np.int64)[None]
+    feeds.update({n: rng.standard_normal(shape).astype(np.float32) for n in names})
+    ref = sess.run(None, feeds)
+    got = model(*[feeds[i.name] for i in model.inputs])
+    worst = max(float(np.abs(np.asarray(g) - r).max() / max(1.0, float(np.abs(r).max())))
+                for g, r in zip(got, ref))
+    ok &= check(f"[{label}] one run from random caches within 1e-4 (worst {worst:.1e})",
+                worst <= 1e-4, f"worst {worst:.3g}")
     sample = {"temperature": 0.8, "top_k": 40, "top_p": 0.9, "seed": 11}
     want_s, _ = ort_generate(sess, prompt, steps, layered, sample)
     got_s = model.generate(prompt, steps, **sample)[0, len(prompt):].tolist()

@@ -239,9 +239,23 @@ int main(int argc, char **argv) {
       bool isIn = j < m->num_inputs;
       const uint8_t *compact = isIn ? m->input_compact : m->output_compact;
       bool staged = t.symbols && !(compact && compact[isIn ? j : j - m->num_inputs]);
+      // A KV cache appended in place (kiln_model_desc.states).
+      std::string state;
+      for (uint32_t k = 0; k < m->num_states; ++k) {
+        uint32_t i = static_cast<uint32_t>(m->states[3 * k]);
+        uint32_t o = static_cast<uint32_t>(m->states[3 * k + 1]);
+        if (isIn && i == j)
+          state = std::string(" (the past of '") + m->outputs[o].name + "': not read)";
+        if (!isIn && o == j - m->num_inputs)
+          state = std::string(" (appended in place to '") + m->inputs[i].name + "' along axis " +
+                  std::to_string(m->states[3 * k + 2]) + ")";
+      }
       std::printf("  %s %s: %s %s%s\n", isIn ? "input" : "output", t.name,
                   kiln::support::dtypeName(t.dtype), shape.empty() ? "scalar" : shape.c_str(),
-                  !t.symbols ? "" : staged ? " (staged at the bounds)" : " (in the caller's layout)");
+                  !state.empty() ? state.c_str()
+                  : !t.symbols   ? ""
+                  : staged       ? " (staged at the bounds)"
+                                 : " (in the caller's layout)");
     }
     if (const kiln_device_program *d = m->device) {
       for (uint32_t j = 0; j < d->num_images; ++j)

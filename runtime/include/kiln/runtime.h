@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 13
+#define KILN_ABI_VERSION 14
 
 typedef enum kiln_status {
   KILN_OK = 0,
@@ -295,6 +295,15 @@ typedef struct kiln_model_desc {
    *  output writes the caller's tensor in its own layout at the run's
    *  sizes: no staging and no crop after the run. */
   const uint8_t *output_compact;
+  /** KV caches kept in place (ABI 14): num_states triples {input, output,
+   *  axis}, output being input grown along axis by the run's new positions
+   *  (a decoder's past and present). The kernels write only the new
+   *  positions into the output's buffer, laid out at the output's bounds,
+   *  and never read the input: kiln_instance_run puts the input's values
+   *  there first; kiln_instance_run_states leaves them to the caller. */
+  uint32_t num_states;
+  uint32_t reserved4;
+  const int32_t *states;
 } kiln_model_desc;
 
 /** The most threads one instance's pool may have. */
@@ -335,6 +344,17 @@ kiln_status kiln_instance_create(const kiln_model_desc *model,
 kiln_status kiln_instance_run(kiln_instance *instance,
                               const kiln_tensor *inputs, size_t num_inputs,
                               const kiln_tensor *outputs, size_t num_outputs);
+/** As kiln_instance_run for a caller that keeps the model's states
+ *  (kiln_model_desc.states) between runs: each state's output tensor has
+ *  the run's shape (the past's length P plus the new positions along the
+ *  axis) but its data is laid out at the output's bounds and holds the
+ *  past at positions [0, P) of the axis already; the run writes positions
+ *  [P, P + T) and nothing else of it. The state's input tensor gives P by
+ *  its shape; its data is not read. kiln_decoder (kiln/generate.h) runs
+ *  this way: the cache stays where it is. */
+kiln_status kiln_instance_run_states(kiln_instance *instance,
+                                     const kiln_tensor *inputs, size_t num_inputs,
+                                     const kiln_tensor *outputs, size_t num_outputs);
 void kiln_instance_destroy(kiln_instance *instance);
 /** The shape output `index` has when the model runs on `inputs` (rank
  *  entries written to `shape`): the symbols take the inputs' sizes. Checks
