@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """Prefill and decode of a LLaMA-like decoder (examples/generate/llama.py,
 random weights): Kiln's decoder (kiln/generate.h) against onnxruntime and
-OpenVINO on the same ONNX export and llama.cpp (llama-cpp-python) on a GGUF
-of the same weights (bench/llama_gguf.py; Q4_0 / Q8_0 for int4 / int8), at f32 weights and at block-quantized int4
+OpenVINO on the same ONNX export, at f32 weights and at block-quantized int4
 and int8 weights (Kiln's --weights; onnxruntime's MatMulNBitsQuantizer's
 file, blocks of 32, asymmetric, accuracy level 0, for the others), side by
 side in one run. Per engine: the prefill of --prefill tokens from an empty
@@ -35,7 +34,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(ROOT, "examples", "generate"))
 sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, HERE)
 import llama  # noqa: E402
 
 
@@ -134,43 +132,6 @@ def openvino_engine(ov, onnx_path, feeds, args, ps):
     return run
 
 
-def llamacpp_engine(gguf_path, args, ps, vocab):
-    """llama.cpp (llama-cpp-python) on the GGUF of the same weights; a
-    timing function like time_onnx's (its KV cache is its own)."""
-    from llama_cpp import Llama
-    n = max(args.prefill, max(ps))
-    llm = Llama(model_path=gguf_path, n_ctx=n + args.runs + 8, n_threads=args.threads,
-                n_threads_batch=args.threads, n_batch=n, n_ubatch=n, verbose=False)
-
-    def run(rng):
-        llm.reset()
-        t0 = time.perf_counter()
-        llm.eval(rng.integers(0, vocab, args.prefill).tolist())
-        pre = (time.perf_counter() - t0) * 1e3
-        dec = {}
-        for p in ps:
-            llm.reset()
-            llm.eval(rng.integers(0, vocab, p).tolist())
-            times = []
-            for _ in range(args.runs):
-                t0 = time.perf_counter()
-                llm.eval([1])
-                times.append((time.perf_counter() - t0) * 1e3)
-            dec[p] = statistics.median(times)
-        return pre, dec
-
-    def greedy(prompt, count):
-        llm.reset()
-        out, feed = [], list(prompt)
-        for _ in range(count):
-            llm.eval(feed)
-            out.append(int(np.argmax(llm.scores[llm.n_tokens - 1])))
-            feed = [out[-1]]
-        return out
-    run.greedy = greedy
-    return run
-
-
 def time_kiln(decoder, vocab, prefill, ps, runs, rng):
     decoder.reset()
     ids = rng.integers(0, vocab, prefill)
@@ -208,12 +169,6 @@ def main():
         import openvino as ov
     except ImportError:
         ov = None
-    try:
-        from llama_cpp import Llama
-        import llama_gguf
-    except ImportError:
-        Llama = None
-        print("llama.cpp: not run (pip install llama-cpp-python gguf)")
     ps = [int(p) for p in args.ps.split(",")]
     cfg = llama.SIZES[args.size]
     vocab, dim, layers, heads, kv_heads, hidden = cfg
@@ -255,17 +210,6 @@ def main():
                     engines["openvino"] = openvino_engine(ov, onnx_path, feeds, args, ps)
                 except Exception as e:
                     print(f"openvino {tag}: not run ({str(e).splitlines()[0][:80]})")
-            if Llama is not None:
-                gguf_path = os.path.join(work, f"llama_{tag}.gguf")
-                llama_gguf.write(args.size, gguf_path, max(args.prefill, max(ps)) + args.runs + 8,
-                                 tag)
-                engines["llama.cpp"] = llamacpp_engine(gguf_path, args, ps, vocab)
-                # The same model? Greedy tokens from one prompt, Kiln's and llama.cpp's.
-                prompt = np.random.default_rng(9).integers(0, vocab, 16)
-                want = model.generate(prompt, 16)[0, 16:].tolist()
-                got = engines["llama.cpp"].greedy(prompt.tolist(), 16)
-                agree = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), 16)
-                print(f"llama.cpp {tag}: its greedy tokens follow Kiln's for {agree} of 16")
             results = {k: [] for k in engines}
             for r in range(args.rounds):
                 for k, fn in engines.items():
@@ -286,9 +230,6 @@ def main():
                 limit += f" {gbs * 1e9 / need:18.1f}"
             print(f"  {'limit':12s} {'':14s}{limit}   (bytes a step reads / {gbs:.1f} GB/s)")
             del engines, results, model, decoder, sess
-            for f in os.listdir(work):  # (this precision's files)
-                if tag in f and f.endswith((".gguf", ".so")):
-                    os.remove(os.path.join(work, f))
             gc.collect()
 
 
