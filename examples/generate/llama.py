@@ -31,13 +31,14 @@ SIZES = {
 }
 
 
-def build(size, seed=0):
-    """The model (torch.nn.Module, eval mode) and its config tuple."""
+def blocks(dim, heads, kv_heads, hidden):
+    """The model's RMSNorm and decoder layer classes at these sizes (also
+    test/e2e/kv_decoder.py's, around its stacked cache). Layer.forward(x,
+    past_k, past_v, pos) returns x and the grown keys and values."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
 
-    vocab, dim, layers, heads, kv_heads, hidden = SIZES[size]
     head_dim = dim // heads
 
     def rope(x, pos):
@@ -84,6 +85,17 @@ def build(size, seed=0):
             x = x + self.o((a @ vv).transpose(1, 2).reshape(b, t, -1))
             h = self.n2(x)
             return x + self.down(F.silu(self.gate(h)) * self.up(h)), k, v
+
+    return RMSNorm, Layer
+
+
+def build(size, seed=0):
+    """The model (torch.nn.Module, eval mode) and its config tuple."""
+    import torch
+    import torch.nn as nn
+
+    vocab, dim, layers, heads, kv_heads, hidden = SIZES[size]
+    RMSNorm, Layer = blocks(dim, heads, kv_heads, hidden)
 
     class Decoder(nn.Module):
         def __init__(self):

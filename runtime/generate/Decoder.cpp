@@ -68,7 +68,7 @@ struct kiln_decoder {
   int64_t length = 0;
   int current = 0; // which of each cache's two buffers holds the past
   std::vector<Buffer> caches[2];
-  bool inPlace = false; // the model appends to every cache in place
+  bool inPlace = false;        // the model appends to every cache in place
   std::vector<Buffer> outputs; // per output: its buffer (caches' are caches[])
   Buffer tokens, mask, positions;
   // One run's tensors and the shapes they point at.
@@ -78,8 +78,9 @@ struct kiln_decoder {
 
   /// One run of t tokens after the cache; false with `error` set.
   bool run(const int64_t *ids, int64_t t);
+  int64_t lastRunTokens = 0; // tokens the last run fed
   /// The logits of the last run's last token.
-  const float *lastLogits(int64_t t) const;
+  const float *lastLogits() const;
   /// Feeds n tokens in chunks; false with `error` set.
   bool feed(const int64_t *ids, size_t n);
   /// The past a sequence of `total` fed tokens has at its last chunk.
@@ -140,9 +141,9 @@ bool kiln_decoder::run(const int64_t *ids, int64_t t) {
   for (const auto &c : r.caches)
     out[c.output].data = caches[next][&c - r.caches.data()].get();
 
-  kiln_status st = inPlace
-                       ? kiln_instance_run_states(inst, in.data(), in.size(), out.data(), out.size())
-                       : kiln_instance_run(inst, in.data(), in.size(), out.data(), out.size());
+  kiln_status st =
+      inPlace ? kiln_instance_run_states(inst, in.data(), in.size(), out.data(), out.size())
+              : kiln_instance_run(inst, in.data(), in.size(), out.data(), out.size());
   if (st != KILN_OK) {
     error = std::string("a step of ") + std::to_string(t) + " token(s) at position " +
             std::to_string(length) + ": " + kiln_instance_error(inst);
@@ -150,12 +151,13 @@ bool kiln_decoder::run(const int64_t *ids, int64_t t) {
   }
   current = next;
   length += t;
+  lastRunTokens = t;
   return true;
 }
 
-const float *kiln_decoder::lastLogits(int64_t t) const {
+const float *kiln_decoder::lastLogits() const {
   const float *l = reinterpret_cast<const float *>(outputs[roles.logits].get());
-  return model->outputs[roles.logits].rank == 3 ? l + (t - 1) * roles.vocab : l;
+  return model->outputs[roles.logits].rank == 3 ? l + (lastRunTokens - 1) * roles.vocab : l;
 }
 
 int64_t kiln_decoder::lastPast(int64_t total, int64_t fedAlready) const {
@@ -279,8 +281,7 @@ kiln_status kiln_decoder_step(kiln_decoder *d, const int64_t *tokens, size_t n,
     }
     if (!d->feed(tokens, n))
       return KILN_ERROR_SHAPE_MISMATCH;
-    int64_t last = static_cast<int64_t>(n) % d->roles.chunk;
-    *logits = d->lastLogits(last ? last : d->roles.chunk);
+    *logits = d->lastLogits();
     return KILN_OK;
   });
 }

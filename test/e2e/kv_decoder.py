@@ -22,62 +22,19 @@ import numpy as np
 import onnxruntime as ort
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "generate"))
 import kiln  # noqa: E402
+import llama  # noqa: E402
 
 VOCAB, DIM, HEADS, KV_HEADS, LAYERS, HIDDEN = 256, 64, 4, 2, 2, 128
 HEAD_DIM = DIM // HEADS
 
 
-def rope(x, pos):
-    inv = 1.0 / (10000 ** (torch.arange(0, HEAD_DIM, 2, dtype=torch.float32) / HEAD_DIM))
-    ang = pos[:, None].float() * inv[None, :]
-    cos, sin = ang.cos(), ang.sin()
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.w = nn.Parameter(torch.rand(d) + 0.5)
-
-    def forward(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.w
-
-
-class Layer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.n1, self.n2 = RMSNorm(DIM), RMSNorm(DIM)
-        self.q = nn.Linear(DIM, HEADS * HEAD_DIM, bias=False)
-        self.k = nn.Linear(DIM, KV_HEADS * HEAD_DIM, bias=False)
-        self.v = nn.Linear(DIM, KV_HEADS * HEAD_DIM, bias=False)
-        self.o = nn.Linear(HEADS * HEAD_DIM, DIM, bias=False)
-        self.gate = nn.Linear(DIM, HIDDEN, bias=False)
-        self.up = nn.Linear(DIM, HIDDEN, bias=False)
-        self.down = nn.Linear(HIDDEN, DIM, bias=False)
-
-    def forward(self, x, past_k, past_v, pos):
-        b, t, _ = x.shape
-        h = self.n1(x)
-        q = self.q(h).view(b, t, HEADS, HEAD_DIM).transpose(1, 2)
-        k = self.k(h).view(b, t, KV_HEADS, HEAD_DIM).transpose(1, 2)
-        v = self.v(h).view(b, t, KV_HEADS, HEAD_DIM).transpose(1, 2)
-        q, k = rope(q, pos), rope(k, pos)
-        k, v = torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)
-        p = past_k.shape[2]
-        kk = k.repeat_interleave(HEADS // KV_HEADS, 1)
-        vv = v.repeat_interleave(HEADS // KV_HEADS, 1)
-        mask = torch.arange(p + t)[None, :] <= (torch.arange(t) + p)[:, None]
-        a = (q @ kk.transpose(-1, -2)) / HEAD_DIM ** 0.5
-        a = a.masked_fill(~mask, float("-inf")).softmax(-1)
-        x = x + self.o((a @ vv).transpose(1, 2).reshape(b, t, -1))
-        h = self.n2(x)
-        return x + self.down(F.silu(self.gate(h)) * self.up(h)), k, v
+# The layers of examples/generate/llama.py (RMSNorm, RoPE, GQA, SwiGLU).
+RMSNorm, Layer = llama.blocks(DIM, HEADS, KV_HEADS, HIDDEN)
 
 
 class Decoder(nn.Module):
@@ -85,7 +42,7 @@ class Decoder(nn.Module):
         super().__init__()
         self.emb = nn.Embedding(VOCAB, DIM)
         self.layers = nn.ModuleList(Layer() for _ in range(LAYERS))
-        self.norm = RMSNorm(DIM)
+        self.norm = RMSNorm()
         self.head = nn.Linear(DIM, VOCAB, bias=False)
 
     def forward(self, ids, past_k, past_v):

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -57,14 +58,11 @@ int generate(void *lib, kiln_instance *inst, const GenerateArgs &a) {
   }
   std::vector<int64_t> prompt = a.prompt;
   if (prompt.empty()) {
-    // A prompt drawn from the seed (splitmix64, the sampler's stream).
-    uint64_t s = a.options.seed ^ 0x5DEECE66Dull;
-    for (int64_t i = 0; i < a.promptLength; ++i) {
-      uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      prompt.push_back(static_cast<int64_t>((z ^ (z >> 31)) % vocab(dec)));
-    }
+    // A prompt drawn from the seed (the same on every machine: the
+    // standard's mt19937_64 sequence).
+    std::mt19937_64 draw(a.options.seed);
+    for (int64_t i = 0; i < a.promptLength; ++i)
+      prompt.push_back(static_cast<int64_t>(draw() % static_cast<uint64_t>(vocab(dec))));
   }
   for (int64_t t : prompt)
     if (t < 0 || t >= vocab(dec)) {
