@@ -1,20 +1,21 @@
 //===- ConvInteger.cpp - 8-bit integer convolutions -----------------------===//
 //
 // kiln.conv_integer on the CPU: the implicit matrix product of a
-// convolution on the 8-bit ukernel (kiln_uk_q8gemm_pb). Each output pixel
+// convolution on the 8-bit ukernel (kiln_uk_q8gemm_pq). Each output pixel
 // is a row of Kdim = Cg * KH * KW bytes per group, k = tap * Cg + channel:
 // the input itself for pointwise NHWC convolutions (stride 1, no padding),
 // otherwise rows gathered once by an im2col kernel (kiln_uk_conv_rows8; reads
 // outside the input take the input's zero point, which contributes
 // nothing). The constant weights are packed at compile time as for
 // kiln.matmul_integer, one matrix [Kdim x Og] per group. Workgroups are
-// group x row tile x column tile (whole 32-column panels); a fused epilogue
+// group x row tile x column tile (whole 16-column panels); a fused epilogue
 // (the cast to f32, the per-channel scales, the bias, the next
 // requantization) runs on each tile of int32 sums as the ukernel leaves
 // it: vectors along the channels in NHWC, one value at a time in NCHW.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Lowering.h"
+#include "codegen/kernels/Packing.h"
 #include "codegen/kernels/Tiling.h"
 
 #include "kiln/runtime.h"
@@ -43,19 +44,12 @@ LogicalResult Lowering::convInteger(kiln::ConvIntegerOp op, const Epilogue *epi)
   auto byteAt = [&](int buf, int64_t i) { return constantInt8(buf, i, wSigned); };
   int32_t wz = byteAt(wzBuf, 0);
   // B[g][k][o] = w[g * Og + o][c][ky][kx] - wz, k = (ky * KW + kx) * Cg + c:
-  // per group, 32-column panels of pairs of k (kiln_uk_q8gemm_pb's layout).
-  int64_t Kp = (Kdim + 1) / 2 * 2, panels = ceilDiv(Og, 32), groupElems = panels * 32 * Kp;
-  std::vector<int16_t> v(G * groupElems, 0);
-  for (int64_t g = 0; g < G; ++g)
-    for (int64_t o = 0; o < Og; ++o)
-      for (int64_t c = 0; c < Cg; ++c)
-        for (int64_t t = 0; t < KK; ++t) {
-          int64_t k = t * Cg + c;
-          v[g * groupElems + (o / 32) * 32 * Kp + ((k / 2) * 32 + o % 32) * 2 + k % 2] =
-              static_cast<int16_t>(byteAt(wBuf, ((g * Og + o) * Cg + c) * KK + t) - wz);
-        }
-  int packed = addConstantData(
-      ArrayRef<char>(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(int16_t)));
+  // per group, kiln_uk_q8gemm_pq's panels.
+  PackedQ8 pk = packQ8Quads(G, Kdim, Og, [&](int64_t g, int64_t k, int64_t o) {
+    int64_t t = k / Cg, c = k % Cg;
+    return byteAt(wBuf, ((g * Og + o) * Cg + c) * KK + t) - wz;
+  });
+  int packed = addConstantData(pk.bytes);
 
   // The rows: the NHWC input itself (pointwise), or gathered.
   bool pointwise = nhwc && KK == 1 && s[0] == 1 && s[1] == 1 &&
@@ -88,7 +82,7 @@ LogicalResult Lowering::convInteger(kiln::ConvIntegerOp op, const Epilogue *epi)
   // Row tiles x column tiles (whole panels) per group.
   auto [rb, cb] = productTiles(M, Og, G);
   if (cb < Og)
-    cb = ceilDiv(cb, 32) * 32;
+    cb = ceilDiv(cb, 16) * 16;
   int64_t rTiles = ceilDiv(std::max<int64_t>(M, 1), rb), cTiles = ceilDiv(Og, cb);
   // The int32 sums, pixel-major [M x O]: the NHWC result itself, or (with
   // an epilogue, or an NCHW result) a buffer the epilogue reads in cache.
@@ -120,10 +114,10 @@ LogicalResult Lowering::convInteger(kiln::ConvIntegerOp op, const Epilogue *epi)
     Value cols = e.minI(e.idx(cb), arith::SubIOp::create(e.b, e.idx(Og), j0));
     Value c0 = e.add(e.mul(g, Og), j0); // the tile's first output channel
     Value a = e.addr(0, e.add(e.mul(i0, lda), e.mul(g, groupStride)));
-    Value bp = e.addr16(1, e.add(e.mul(g, groupElems), e.mul(e.div(j0, 32), 32 * Kp)));
-    func::CallOp::create(e.b, "kiln_uk_q8gemm_pb", TypeRange{},
+    Value bp = e.addr8(1, e.add(e.mul(g, pk.groupBytes), e.mul(e.div(j0, 16), pk.ldb)));
+    func::CallOp::create(e.b, "kiln_uk_q8gemm_pq", TypeRange{},
                          ValueRange{e.i64(rows), e.i64(cols), e.i64(Kdim), a, e.i64(lda),
-                                    inputZero(e, 2), bp, e.i64(32 * Kp),
+                                    inputZero(e, 2), bp, e.i64(pk.ldb), e.i64(pk.shift),
                                     e.addr(accArg, e.add(e.mul(i0, O), c0)), e.i64(O),
                                     e.i64(flags)});
     if (direct)

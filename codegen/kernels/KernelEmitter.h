@@ -292,6 +292,11 @@ public:
                                     i64(ldc), i64(accumulateArg(name, k, acc)), bias, f(lo),
                                     f(hi)});
   }
+  /// The address of byte `off` of buffer `buf` (8-bit packed weights).
+  Value addr8(int buf, Value off) {
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, bufs[buf]);
+    return i64(add(base, off));
+  }
   /// The address of 16-bit element `off` of buffer `buf` (bf16 or half
   /// packed weights).
   Value addr16(int buf, Value off) {

@@ -2,8 +2,9 @@
 //
 // kiln.matmul_integer on the CPU: the rows of its lhs (every batch's, one
 // matrix) times constant weights packed at compile time for the 8-bit
-// ukernel (kiln_uk_q8gemm_pb: 16-bit values less their zero point, pairs
-// of k in 32-column panels), the lhs's zero point read at run time. Tiles
+// ukernel (kiln_uk_q8gemm_pq: bytes less their zero point, quads of k in
+// 16-column panels with their column sums), the lhs's zero point read at
+// run time. Tiles
 // of rows x whole panels per workgroup; a fused epilogue (the cast to f32,
 // the scales, the bias, the next requantization) runs on each tile as the
 // ukernel leaves it. The GPU targets and a run-time rhs
@@ -12,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/Lowering.h"
+#include "codegen/kernels/Packing.h"
 #include "codegen/kernels/Tiling.h"
 
 #include "kiln/runtime.h"
@@ -37,21 +39,17 @@ LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *
   bool bSigned = !elemType(op.getRhs()).isUnsignedInteger();
   auto byteAt = [&](int buf, int64_t i) { return constantInt8(buf, i, bSigned); };
   int32_t zb = byteAt(zbBuf, 0);
-  int64_t Kp = (K + 1) / 2 * 2, panels = ceilDiv(N, 32);
   // (Packed per product, not shared through packedB(): the values depend
   // on the zero point too.)
-  std::vector<int16_t> v(panels * 32 * Kp, 0);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n)
-      v[(n / 32) * 32 * Kp + ((k / 2) * 32 + n % 32) * 2 + k % 2] =
-          static_cast<int16_t>(byteAt(bBuf, k * N + n) - zb);
-  int packed = addConstantData(
-      ArrayRef<char>(reinterpret_cast<const char *>(v.data()), v.size() * sizeof(int16_t)));
+  PackedQ8 pk = packQ8Quads(1, K, N, [&](int64_t, int64_t k, int64_t n) {
+    return byteAt(bBuf, k * N + n) - zb;
+  });
+  int packed = addConstantData(pk.bytes);
 
   // Row tiles x column tiles of whole panels.
   auto [rb, cb] = productTiles(M, N, 1);
   if (cb < N)
-    cb = ceilDiv(cb, 32) * 32;
+    cb = ceilDiv(cb, 16) * 16;
   int64_t rTiles = ceilDiv(std::max<int64_t>(M, 1), rb), cTiles = ceilDiv(N, cb);
   // The int32 sums: the result itself, or (with an epilogue) a scratch
   // tile the epilogue reads while it is in cache.
@@ -67,11 +65,12 @@ LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *
     Value az = e.load(2, e.idx(0));
     az = aSigned ? Value(arith::ExtSIOp::create(e.b, e.b.getI64Type(), az))
                  : Value(arith::ExtUIOp::create(e.b, e.b.getI64Type(), az));
-    func::CallOp::create(e.b, "kiln_uk_q8gemm_pb", TypeRange{},
+    func::CallOp::create(e.b, "kiln_uk_q8gemm_pq", TypeRange{},
                          ValueRange{e.i64(rows), e.i64(cols), e.i64(K), e.addr(0, e.mul(i0, K)),
-                                    e.i64(K), az, e.addr16(1, e.mul(e.div(j0, 32), 32 * Kp)),
-                                    e.i64(32 * Kp), e.addr(accArg, e.add(e.mul(i0, N), j0)),
-                                    e.i64(N), e.i64(flags)});
+                                    e.i64(K), az, e.addr8(1, e.mul(e.div(j0, 16), pk.ldb)),
+                                    e.i64(pk.ldb), e.i64(pk.shift),
+                                    e.addr(accArg, e.add(e.mul(i0, N), j0)), e.i64(N),
+                                    e.i64(flags)});
     if (epi)
       tileEpilogue(e, *epi, firstSite, rowDims, N, i0, j0, rows, cols, accArg, outArg);
   }, args.flops);

@@ -29,8 +29,9 @@ void declareRuntimeCallees(ModuleOp kernels, Location loc, bool gpu) {
   withEpilogue.append(2, f32);
   for (StringRef name : {"kiln_uk_sgemm_pb_ep", "kiln_uk_sgemm_pbr_ep"})
     declare(name, withEpilogue, {});
-  // The 8-bit product: (M, N, K, a, lda, a_zero, b, ldb, c, ldc, flags).
-  declare("kiln_uk_q8gemm_pb", SmallVector<Type>(11, i64), {});
+  // The 8-bit product: (M, N, K, a, lda, a_zero, b, ldb, b_shift, c, ldc,
+  // flags).
+  declare("kiln_uk_q8gemm_pq", SmallVector<Type>(12, i64), {});
   // The block-quantized product: (M, N, K, a, lda, w, scales, c, ldc,
   // bits, block, flags).
   declare("kiln_uk_bqgemm", SmallVector<Type>(12, i64), {});

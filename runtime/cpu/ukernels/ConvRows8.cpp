@@ -1,7 +1,7 @@
 //===- ConvRows8.cpp - the rows of an 8-bit convolution's implicit product -===//
 //
 // kiln_uk_conv_rows8 gathers output pixels' input windows into rows of bytes
-// for kiln_uk_q8gemm_pb: row r (image r / (OH * OW)) holds, for each group g
+// for kiln_uk_q8gemm_pq: row r (image r / (OH * OW)) holds, for each group g
 // and tap t = ky * KW + kx, the group's Cg channels at k = (g * KK + t) * Cg
 // + c. Reads outside the input are the input's zero point. NHWC copies each
 // tap's channels as one run (a kernel row's taps as one when they lie

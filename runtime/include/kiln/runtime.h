@@ -528,19 +528,21 @@ void kiln_uk_sbgemm_pb_a16(int64_t M, int64_t N, int64_t K, int64_t a, int64_t l
 const char *kiln_uk_sbgemm_impl(void);
 
 /** Called by generated code for 8-bit integer contractions:
- *  C[M x N] (+)= (A - a_zero)[M x K] * B[K x N] in int32, exact (sums wrap
- *  past 2^31 as int32 ones do). A: M rows of K 8-bit integers lda bytes
- *  apart, unsigned, or signed with KILN_UK_A_INT8 in flags; a_zero is
- *  subtracted from each. B: packed at compile time as 16-bit values
- *  (b - b_zero) in the layout of kiln_uk_sbgemm_pb -- 32-column panels ldb
- *  int16 elements apart (ldb >= 32 * Kp, Kp = K rounded up to even), each
- *  pair-major with its 32 columns interleaved: element (k, j) at
- *  ((j / 32) * ldb + ((k / 2) * 32 + j % 32) * 2 + k % 2); columns past N
- *  and the element past an odd K zero. C: int32, ldc elements apart. flags:
- *  KILN_UK_ACCUMULATE adds to C; KILN_UK_A_INT8. */
-void kiln_uk_q8gemm_pb(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
-                       int64_t a_zero, int64_t b, int64_t ldb, int64_t c, int64_t ldc,
-                       int64_t flags);
+ *  C[M x N] (+)= (A - a_zero)[M x K] * (B + b_shift)[K x N] in int32, exact
+ *  (sums wrap past 2^31 as int32 ones do). A: M rows of K 8-bit integers lda
+ *  bytes apart, unsigned, or signed with KILN_UK_A_INT8 in flags; a_zero is
+ *  subtracted from each. B: signed 8-bit values packed at compile time in
+ *  16-column panels ldb bytes apart (ldb >= 64 * Kq + 64, Kq = K / 4
+ *  rounded up), each quad-major with its 16 columns' 4 bytes of k side by
+ *  side -- element (k, j) at byte (j / 16) * ldb + (k / 4) * 64 + (j % 16) *
+ *  4 + k % 4, zero past K and past the last column -- then the panel's 16
+ *  column sums (int32, the sum over k of B(k, j)) at byte 64 * Kq. b_shift:
+ *  added to every element of B (the weights less their zero point are B +
+ *  b_shift; 0 where those fit 8 signed bits). C: int32, ldc elements apart.
+ *  flags: KILN_UK_ACCUMULATE adds to C; KILN_UK_A_INT8. */
+void kiln_uk_q8gemm_pq(int64_t M, int64_t N, int64_t K, int64_t a, int64_t lda,
+                       int64_t a_zero, int64_t b, int64_t ldb, int64_t b_shift, int64_t c,
+                       int64_t ldc, int64_t flags);
 #define KILN_UK_A_INT8 4
 
 /** Called by generated code for 8-bit convolutions (kiln.conv_integer): the
@@ -553,8 +555,9 @@ void kiln_uk_conv_rows8(int64_t in, int64_t col, int64_t row0, int64_t row1, int
                      int64_t sw, int64_t dh, int64_t dw, int64_t pad_top, int64_t pad_left,
                      int64_t G, int64_t nhwc, int64_t zero);
 
-/** The 8-bit ukernel's implementation: "avx2" (VPMADDWD on 16-bit pairs) or
- *  "portable" (KILN_UKERNEL=portable forces it). */
+/** The 8-bit ukernel's implementation: "avx512vnni" (VPDPBUSD on 4 bytes
+ *  of k at a time), "avx2" (VPMADDWD on the bytes widened to 16 bits;
+ *  KILN_UKERNEL=avx2 forces it) or "portable" (KILN_UKERNEL=portable). */
 const char *kiln_uk_q8gemm_impl(void);
 
 /** Called by generated code for products on block-quantized weights
