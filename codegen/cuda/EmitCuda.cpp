@@ -505,6 +505,11 @@ private:
         .Case<math::TanhOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "tanhf") + "(" + a[0] + ")"; }); })
         .Case<math::ErfOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "erff") + "(" + a[0] + ")"; }); })
         .Case<math::SqrtOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "sqrtf") + "(" + a[0] + ")"; }); })
+        .Case<math::FmaOp>([&](auto) {
+          return assign(op, [&](auto &a) {
+            return mathFn(op, "fmaf") + "(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+          });
+        })
         .Case<math::AbsFOp>([&](auto) { return assign(op, [&](auto &a) { return mathFn(op, "fabsf") + "(" + a[0] + ")"; }); })
         .Case<math::SinOp>([&](auto) { return fn1("sinf"); })
         .Case<math::CosOp>([&](auto) { return fn1("cosf"); })

@@ -8,11 +8,40 @@
 #include "codegen/kernels/Lowering.h"
 #include "codegen/kernels/Precision.h"
 
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cstring>
 #include <limits>
 
 using namespace mlir;
 
 namespace kiln::codegen::kernels {
+
+std::optional<float> Epilogue::splatF32(Value v) {
+  if (auto arg = llvm::dyn_cast<BlockArgument>(v))
+    if (auto f = llvm::dyn_cast_or_null<kiln::FusionOp>(arg.getOwner()->getParentOp()))
+      v = f.getInputs()[arg.getArgNumber()];
+  auto c = v.getDefiningOp<kiln::ConstantOp>();
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  if (!c || !type.getElementType().isF32())
+    return std::nullopt;
+  if (auto dense = llvm::dyn_cast<DenseFPElementsAttr>(c.getValue()))
+    return dense.isSplat() ? std::optional<float>(dense.getSplatValue<APFloat>().convertToFloat())
+                           : std::nullopt;
+  // A blob: one value repeated (a small one; weights are not read here).
+  auto res = llvm::dyn_cast<DenseResourceElementsAttr>(c.getValue());
+  AsmResourceBlob *blob = res ? res.getRawHandle().getBlob() : nullptr;
+  int64_t n = type.getNumElements();
+  if (!blob || n < 1 || n > 64 || static_cast<int64_t>(blob->getData().size()) != 4 * n)
+    return std::nullopt;
+  const char *raw = blob->getData().data();
+  for (int64_t i = 1; i < n; ++i)
+    if (std::memcmp(raw, raw + 4 * i, 4) != 0)
+      return std::nullopt;
+  float f;
+  std::memcpy(&f, raw, 4);
+  return f;
+}
 
 /// A conv epilogue whose first op adds a tensor of the output's shape,
 /// f32 and stored like the output (`dense` of its site's strides), read

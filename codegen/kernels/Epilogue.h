@@ -16,6 +16,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <functional>
+#include <optional>
 
 namespace kiln::codegen::kernels {
 
@@ -51,6 +52,10 @@ struct Epilogue {
       }
   }
 
+  /// The value of `v` when it is an f32 kiln.constant with one value
+  /// everywhere (read through a kiln.fusion's body argument).
+  static std::optional<float> splatF32(Value v);
+
   /// Evaluates the ops for one element: `x` is the anchor's value there,
   /// `site(k)` reads site k there.
   Value apply(KernelEmitter &e, Value x,
@@ -62,7 +67,14 @@ struct Epilogue {
           llvm::cast<RankedTensorType>(start.getType()).getElementType());
     auto operand = [&](Operation *op, unsigned i) {
       auto it = scalar.find(op->getOperand(i));
-      return it != scalar.end() ? it->second : site(siteOf.lookup({op, i}));
+      if (it != scalar.end())
+        return it->second;
+      // An f32 constant the same everywhere (a quantization's scale, zero
+      // point or clamp bounds) is an immediate rather than a load: LLVM
+      // then knows it is not NaN and makes a clamp one max and one min.
+      if (std::optional<float> c = splatF32(op->getOperand(i)))
+        return e.f32(*c);
+      return site(siteOf.lookup({op, i}));
     };
     for (Operation *op : ops) {
       if (liveMasks.contains(op)) {

@@ -232,8 +232,7 @@ constexpr int maxRows512(int vectors) { return vectors >= 4 ? 6 : vectors == 3 ?
 
 /// One tile's operands: rows [0, MR) x NV * 16 columns over one k block.
 struct Tile {
-  int64_t quads;      // whole quads of A's rows to read
-  int64_t tailBytes;  // then one quad of this many bytes (0: none)
+  int64_t quads;      // quads of A's rows to read (whole: 4 bytes each)
   const uint8_t *A;   // the block's first byte of the tile's first row
   int64_t lda;
   const int8_t *B;    // the block's first quad of the tile's first panel
@@ -270,21 +269,6 @@ template <int MR, int NV, bool Flip> KILN_VNNI void tileVnni(const Tile &t) {
     for (int r = 0; r < MR; ++r) {
       uint32_t word;
       std::memcpy(&word, t.A + r * t.lda + 4 * q, 4);
-      __m512i a = _mm512_set1_epi32(static_cast<int>(word ^ flip));
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v)
-        acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], a, b[v]);
-    }
-  }
-  if (t.tailBytes) {
-    __m512i b[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v)
-      b[v] = _mm512_loadu_si512(t.B + v * t.ldb + q * kQuadBytes);
-#pragma GCC unroll 12
-    for (int r = 0; r < MR; ++r) {
-      uint32_t word = 0;
-      std::memcpy(&word, t.A + r * t.lda + 4 * q, t.tailBytes);
       __m512i a = _mm512_set1_epi32(static_cast<int>(word ^ flip));
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v)
@@ -350,7 +334,11 @@ KILN_VNNI const int32_t *rowShifts512(const Args &g) {
       __m512i x = _mm512_xor_si512(_mm512_loadu_si512(row + k), flip);
       s = _mm512_add_epi64(s, _mm512_sad_epu8(x, _mm512_setzero_si512()));
     }
-    uint64_t sum = static_cast<uint64_t>(_mm512_reduce_add_epi64(s));
+    alignas(64) uint64_t lanes[8];
+    _mm512_store_si512(lanes, s);
+    uint64_t sum = 0;
+    for (uint64_t l : lanes)
+      sum += l;
     for (; k < g.K; ++k)
       sum += static_cast<uint8_t>(row[k] ^ (g.isSigned ? 0x80 : 0));
     uint32_t less = static_cast<uint32_t>(sum) -
@@ -385,14 +373,27 @@ KILN_VNNI void q8gemmVnni(const Args &g) {
           _mm512_store_si512(colAdd + 16 * v,
                              _mm512_mullo_epi32(sums, _mm512_set1_epi32(-static_cast<int>(zeroU))));
         }
-      Tile t{whole, last ? tail : 0, nullptr, g.lda, g.B + (j / kPanel) * g.ldb + q0 * kQuadBytes,
-             g.ldb, nullptr, g.ldc, cols, g.acc || !first, first ? colAdd : nullptr, nullptr};
+      const int8_t *b = g.B + (j / kPanel) * g.ldb + q0 * kQuadBytes;
+      Tile t{whole, nullptr, g.lda, b, g.ldb, nullptr, g.ldc, cols, g.acc || !first,
+             first ? colAdd : nullptr, nullptr};
       for (int64_t i = 0; i < g.M; i += maxRows) {
         int64_t mr = std::min<int64_t>(maxRows, g.M - i);
         t.A = g.A + i * g.lda + 4 * q0;
         t.C = g.C + i * g.ldc + j;
         t.rowAdd = first && shifts ? shifts + i : nullptr;
         table[nv - 1][mr - 1](t);
+        if (whole == qc)
+          continue;
+        // K's last bytes, short of a quad: the rows' tails copied into
+        // whole quads (zero past K; B is zero there) and added to C. (In
+        // the tile itself the short copy makes GCC keep every accumulator
+        // in memory too.)
+        uint8_t quad[12 * 4] = {};
+        for (int64_t r = 0; r < mr; ++r)
+          std::memcpy(quad + 4 * r, t.A + r * g.lda + 4 * whole, tail);
+        Tile tailTile{1, quad, 4, b + whole * kQuadBytes, g.ldb, t.C, g.ldc, cols, true,
+                  nullptr, nullptr};
+        table[nv - 1][mr - 1](tailTile);
       }
     }
   }
