@@ -1,7 +1,8 @@
-// bench/peak: this machine's fp32 FMA peak per core, and the f32 and bf16
-// ukernels' rates on hot data for the shapes Kiln's kernels use (one thread;
-// the best of 30 calls); where the bf16 ukernels run on AMX, its TDPBF16PS
-// peak too; and the thread pool's cost per kernel launch.
+// bench/peak: this machine's fp32 FMA peak per core, and the f32, bf16 and
+// 8-bit ukernels' rates on hot data for the shapes Kiln's kernels use (one
+// thread; the best of 30 calls); where the bf16 ukernels run on AMX, its
+// TDPBF16PS peak too; on AVX512-VNNI, the VPDPBUSD peak; and the thread
+// pool's cost per kernel launch.
 //   build/bin/kiln-peak
 #include "kiln/runtime.h"
 #include "runtime/cpu/ThreadPool.h"
@@ -45,6 +46,27 @@ __attribute__((target("avx512f"))) static float fmaChains512(long n) {
   for (float v : t)
     sum += v;
   return sum;
+}
+
+// 24 independent VPDPBUSD chains on zmm8-31: the 8-bit peak (64
+// multiply-adds each). (In asm: from intrinsics GCC copies each accumulator
+// before its instruction, halving the rate.)
+__attribute__((target("avx512f,avx512vnni"))) static float vnniChains(long n) {
+  __m512i a = _mm512_set1_epi32(0x01020304), b = _mm512_set1_epi32(0x01ff01ff);
+  for (long k = 0; k < n; ++k)
+    __asm__ volatile(
+#define KILN_DP(r) "vpdpbusd %[b], %[a], %%zmm" #r "\n\t"
+        KILN_DP(8) KILN_DP(9) KILN_DP(10) KILN_DP(11) KILN_DP(12) KILN_DP(13) KILN_DP(14)
+        KILN_DP(15) KILN_DP(16) KILN_DP(17) KILN_DP(18) KILN_DP(19) KILN_DP(20) KILN_DP(21)
+        KILN_DP(22) KILN_DP(23) KILN_DP(24) KILN_DP(25) KILN_DP(26) KILN_DP(27) KILN_DP(28)
+        KILN_DP(29) KILN_DP(30) KILN_DP(31)
+#undef KILN_DP
+        :
+        : [a] "x"(a), [b] "x"(b)
+        : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16",
+          "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25",
+          "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31");
+  return 0.0f;
 }
 
 /// The same on AVX2 + FMA (12 chains of 8 lanes), for machines without
@@ -140,11 +162,15 @@ int main() {
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     std::printf("fp32 FMA peak (ymm, one core): %.1f GFLOP/s\n",
                 best(fmaChains256, 20000000, 12.0 * 16));
+  if (__builtin_cpu_supports("avx512vnni"))
+    std::printf("int8 VPDPBUSD peak (zmm, one core): %.1f GOP/s\n",
+                best(vnniChains, 5000000, 24.0 * 128));
 #endif
   struct Shape { int M, N, K; } shapes[] = {
       {144, 196, 1152}, {144, 512, 576}, {96, 49, 4608}, {144, 3136, 64},
       {128, 256, 768}, {48, 64, 64}, {49, 64, 1024}, {144, 64, 256}};
-  std::printf("ukernels: f32 %s, bf16 %s\n", kiln_uk_sgemm_impl(), kiln_uk_sbgemm_impl());
+  std::printf("ukernels: f32 %s, bf16 %s, 8-bit %s\n", kiln_uk_sgemm_impl(),
+              kiln_uk_sbgemm_impl(), kiln_uk_q8gemm_impl());
 #if defined(__x86_64__) && defined(__linux__)
   if (std::strcmp(kiln_uk_sbgemm_impl(), "amx") == 0)
     std::printf("AMX bf16 peak (TDPBF16PS, one core): %.1f GFLOP/s\n", amxPeak(2000000));
@@ -179,8 +205,19 @@ int main() {
       kiln_uk_sbgemm_pb(s.M, s.N, s.K, p(A.data()), s.K, p(Bp.data()), 32 * Kp, p(C.data()),
                         s.N, 0);
     });
+    // 8-bit: u8 activations with a zero point, packed s8 weights (zeros:
+    // the rate does not depend on the values).
+    int64_t ldq = 64 * ((s.K + 3) / 4) + 64;
+    AlignedVector<uint8_t> A8(size_t(s.M) * s.K, 3);
+    AlignedVector<int8_t> B8(size_t(s.N + 15) / 16 * ldq, 0);
+    AlignedVector<int32_t> C32(size_t(s.M) * s.N);
+    double q8 = rate([&] {
+      kiln_uk_q8gemm_pq(s.M, s.N, s.K, p(A8.data()), s.K, 128, p(B8.data()), ldq, 0,
+                        p(C32.data()), s.N, 0);
+    });
     std::printf("M=%d N=%d K=%d: kiln_uk_sgemm %.1f, kiln_uk_sbgemm_pa %.1f, "
-                "kiln_uk_sbgemm_pb %.1f GFLOP/s\n", s.M, s.N, s.K, f32, pa, pb);
+                "kiln_uk_sbgemm_pb %.1f GFLOP/s, kiln_uk_q8gemm_pq %.1f GOP/s\n", s.M, s.N,
+                s.K, f32, pa, pb, q8);
   }
   // The thread pool's cost per kernel launch: 8 empty workgroups on every
   // core (what a model's kernel pays beyond its work), median of 10 rounds.
