@@ -81,6 +81,31 @@ static Value divide(KernelEmitter &e, Value x, Value y) {
   return arith::SelectOp::create(b, exact, q, e.fma(err, r, q));
 }
 
+/// Whether `op`'s value reaches nothing but conversions to integers,
+/// through further kiln.max / kiln.min (a quantization's clamp).
+static bool clampsForInteger(Operation *op) {
+  Value r = op->getResult(0);
+  return !r.use_empty() && llvm::all_of(r.getUsers(), [](Operation *u) {
+    if (isa<kiln::MaxOp, kiln::MinOp>(u))
+      return clampsForInteger(u);
+    auto c = dyn_cast<kiln::CastOp>(u);
+    if (!c)
+      return false;
+    Type t = llvm::cast<RankedTensorType>(c.getResult().getType()).getElementType();
+    return llvm::isa<IntegerType>(t) && !t.isInteger(1);
+  });
+}
+
+/// A kiln.max / kiln.min's fast-math flags: none, or, for a clamp before a
+/// conversion to integers, no NaNs and no signed zeros -- the conversion of
+/// NaN is undefined and both zeros convert to 0, so neither can change a
+/// result, and the clamp is then one max and one min instruction (with
+/// them, a max with 0 is three).
+static arith::FastMathFlags clampFlags(Operation *op) {
+  return clampsForInteger(op) ? arith::FastMathFlags::nnan | arith::FastMathFlags::nsz
+                              : arith::FastMathFlags::none;
+}
+
 /// The element type of a tensor value.
 static Type tensorElem(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getElementType(); }
 
@@ -325,8 +350,12 @@ Value scalarOp(KernelEmitter &e, Operation *op, ArrayRef<Value> v) {
       })
       .Case<kiln::TanhOp>([&](auto) { return math::TanhOp::create(b, v[0]); })
       .Case<kiln::PowOp>([&](auto) { return math::PowFOp::create(b, v[0], v[1]); })
-      .Case<kiln::MaxOp>([&](auto) { return arith::MaximumFOp::create(b, v[0], v[1]); })
-      .Case<kiln::MinOp>([&](auto) { return arith::MinimumFOp::create(b, v[0], v[1]); })
+      .Case<kiln::MaxOp>([&](auto) {
+        return arith::MaximumFOp::create(b, v[0], v[1], clampFlags(op)).getResult();
+      })
+      .Case<kiln::MinOp>([&](auto) {
+        return arith::MinimumFOp::create(b, v[0], v[1], clampFlags(op)).getResult();
+      })
       .Case<kiln::ExpOp>([&](auto) { return math::ExpOp::create(b, v[0]); })
       .Case<kiln::LogOp>([&](auto) { return math::LogOp::create(b, v[0]); })
       .Case<kiln::SqrtOp>([&](auto) { return math::SqrtOp::create(b, v[0]); })

@@ -5,6 +5,9 @@
 // min). A division by one is a multiply by its reciprocal (2.7027 for
 // 0.37) corrected with two fused multiply-adds, the product taken where it
 // is exact; a divisor whose reciprocal is subnormal (3e38) stays a division.
+// The clamp before the conversion to 8 bits ignores NaN and the sign of
+// zero (fastmath nnan, nsz: neither changes what the conversion gives); a
+// max whose f32 value is the result keeps both.
 
 func.func @main(%x: tensor<1x8x6x6xui8> {kiln.name = "x"}) -> (tensor<1x16x6x6xui8> {kiln.name = "y"}, tensor<1x16x6x6xf32> {kiln.name = "z"}) {
   %w = kiln.constant dense<3> : tensor<16x8x1x1xi8>
@@ -28,7 +31,8 @@ func.func @main(%x: tensor<1x8x6x6xui8> {kiln.name = "x"}) -> (tensor<1x16x6x6xu
   %q = kiln.cast %n : tensor<1x16x6x6xf32> -> tensor<1x16x6x6xui8>
   %c2 = kiln.conv_integer %x, %w2, %zx, %zw {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x8x6x6xui8>, tensor<16x8x1x1xi8>, tensor<ui8>, tensor<i8>) -> tensor<1x16x6x6xi32>
   %f2 = kiln.cast %c2 : tensor<1x16x6x6xi32> -> tensor<1x16x6x6xf32>
-  %z = kiln.div %f2, %big : tensor<1x16x6x6xf32>, tensor<f32>
+  %d2 = kiln.div %f2, %big : tensor<1x16x6x6xf32>, tensor<f32>
+  %z = kiln.max %d2, %lo : tensor<1x16x6x6xf32>, tensor<f32>
   return %q, %z : tensor<1x16x6x6xui8>, tensor<1x16x6x6xf32>
 }
 
@@ -46,7 +50,8 @@ func.func @main(%x: tensor<1x8x6x6xui8> {kiln.name = "x"}) -> (tensor<1x16x6x6xu
 // CHECK: %[[EX:.*]] = arith.cmpf ueq, %[[E]], %{{.*}} : vector<16xf32>
 // CHECK: %[[F:.*]] = math.fma %[[E]], %[[R]], %[[Q]] : vector<16xf32>
 // CHECK: arith.select %[[EX]], %[[Q]], %[[F]] : vector<16xi1>, vector<16xf32>
-// CHECK: arith.maximumf %{{.*}}, %{{.*}} : vector<16xf32>
-// CHECK: arith.minimumf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} fastmath<nnan,nsz> : vector<16xf32>
+// CHECK: arith.minimumf %{{.*}}, %{{.*}} fastmath<nnan,nsz> : vector<16xf32>
 // CHECK-LABEL: func.func @kiln_k{{[0-9]+}}_conv_integer(
 // CHECK: arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : vector<16xf32>
