@@ -251,6 +251,10 @@ KILN_VNNI inline __mmask16 colMask(int64_t cols, int v) {
                  : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1);
 }
 
+/// C[MR x cols] (+)= one tile over t.quads whole quads: each row's 4 bytes
+/// broadcast (flipped to a + 128 when A is signed) against NV panels' 16
+/// columns. Whole quads only: a short copy of K's last bytes in this
+/// function made GCC -O3 keep every accumulator in memory (0.45x).
 template <int MR, int NV, bool Flip> KILN_VNNI void tileVnni(const Tile &t) {
   __m512i acc[MR][NV];
 #pragma GCC unroll 12
@@ -385,9 +389,7 @@ KILN_VNNI void q8gemmVnni(const Args &g) {
         if (whole == qc)
           continue;
         // K's last bytes, short of a quad: the rows' tails copied into
-        // whole quads (zero past K; B is zero there) and added to C. (In
-        // the tile itself the short copy makes GCC keep every accumulator
-        // in memory too.)
+        // whole quads (zero past K; B is zero there) and added to C.
         uint8_t quad[12 * 4] = {};
         for (int64_t r = 0; r < mr; ++r)
           std::memcpy(quad + 4 * r, t.A + r * g.lda + 4 * whole, tail);
