@@ -24,8 +24,9 @@ they are (no onnxruntime there).
 --precision picks the suite: fp32 (default); bf16 (Kiln --precision=bf16,
 OpenVINO's bf16 hint, onnxruntime in fp32 as the reference); int8 (each
 model quantized by onnxruntime's quantize_static: QDQ, per-channel s8
-weights, u8 activations calibrated on 8 random inputs; every engine runs
-that model; with --kiln-quantizes Kiln compiles the f32 model with
+weights, u8 activations calibrated on 8 random inputs; with --dynamic
+quantize_dynamic instead: s8 weights, activations quantized at run time;
+every engine runs that model; with --kiln-quantizes Kiln compiles the f32 model with
 --precision=int8 instead, calibrated on the first of those inputs). The engines default to those installed; make bench-deps puts
 the latest onnxruntime and OpenVINO in build/bench-venv (make bench runs
 there).
@@ -295,6 +296,18 @@ def quantize_qdq(src, input_name, shape, samples=8):
     return out
 
 
+def quantize_dyn(src):
+    """`src` quantized by onnxruntime's quantize_dynamic: s8 weights,
+    activations quantized at run time (DynamicQuantizeLinear + MatMulInteger
+    / ConvInteger)."""
+    from onnxruntime import quantization as q
+    pre = src[:-5] + "_pre.onnx"
+    q.quant_pre_process(src, pre, skip_symbolic_shape=True)
+    out = src[:-5] + "_dynamic.onnx"
+    q.quantize_dynamic(pre, out, weight_type=q.QuantType.QInt8)
+    return out
+
+
 def prepare(a, name, batch, tmp):
     """Writes the model (ONNX or .pt2), compiles it with Kiln; returns
     (artifacts by engine, input path, Kiln's compile seconds)."""
@@ -319,7 +332,8 @@ def prepare(a, name, batch, tmp):
         flags = ["--precision=bf16"] if a.precision == "bf16" else []
         kiln_src = src
         if a.precision == "int8":
-            qdq = quantize_qdq(src, model.graph.input[0].name, shape)
+            qdq = quantize_dyn(src) if a.dynamic else \
+                quantize_qdq(src, model.graph.input[0].name, shape)
             if a.kiln_quantizes:
                 # Kiln quantizes the f32 model itself, calibrated on the
                 # first of quantize_qdq's inputs.
@@ -354,6 +368,9 @@ def main():
                          "check then compares two quantizations and may flag it; "
                          "test/e2e/int8.test checks Kiln's against quantize_static's with the "
                          "same settings)")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="--precision int8: onnxruntime's quantize_dynamic (s8 weights, "
+                         "activations quantized at run time) instead of quantize_static")
     ap.add_argument("--suite", choices=["onnx", "torch"], default="onnx")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
