@@ -6,7 +6,8 @@ transformer-style block (3-D MatMuls with biases, GELU, a residual) and a
 small CNN (convolutions of many shapes, a residual, pooling, Gemm) -- are
 quantized by onnxruntime: statically (quantize_static, QDQ, uint8
 activations calibrated on random inputs, int8 weights per channel and per
-tensor) and dynamically (quantize_dynamic: DynamicQuantizeLinear and
+tensor; and int8 activations, per-channel weights, on the CPU targets: the
+8-bit kernels' signed path) and dynamically (quantize_dynamic: DynamicQuantizeLinear and
 MatMulInteger). Kiln compiles each for the CPU (the QDQ products,
 convolutions and the MatMulIntegers on the 8-bit kernels: the report must
 list matmul_integer or conv_integer kernels; the CNN also with
@@ -133,9 +134,11 @@ def quantize(src, dst, mode, shape):
         def get_next(self):
             return next(self.it, None)
 
+    # (qdq-s8: signed activations, as PyTorch's PT2E export writes them.)
     q.quantize_static(src, dst, Reader(), quant_format=q.QuantFormat.QDQ,
-                      per_channel=(mode == "qdq-per-channel"),
-                      activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
+                      per_channel=(mode != "qdq-per-tensor"),
+                      activation_type=q.QuantType.QInt8 if mode == "qdq-s8" else
+                      q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
 
 
 def run_kiln(bindir, model, tmp, tag, flags, x, input_name="x", env=None):
@@ -188,7 +191,8 @@ def main():
             shape = build(name, src)
             # (quantize_dynamic quantizes matrix products: its ConvInteger
             # has no onnxruntime CPU kernel.)
-            modes = ("qdq-per-channel", "qdq-per-tensor") + (("dynamic",) if name != "convnet" else ())
+            modes = ("qdq-per-channel", "qdq-per-tensor", "qdq-s8") + \
+                (("dynamic",) if name != "convnet" else ())
             for mode in modes:
                 model = os.path.join(tmp, "%s_%s.onnx" % (name, mode))
                 quantize(src, model, mode, shape)
@@ -199,6 +203,8 @@ def main():
                 targets = args.targets.split(",")
                 if name == "convnet" and "cpu" in targets:
                     targets.append("cpu-nchw")
+                if mode == "qdq-s8":  # (the 8-bit kernels' signed path: CPU only)
+                    targets = [t for t in targets if t.startswith("cpu")]
                 for target in targets:
                     flags = ["--target=cpu", "--layout=nchw"] if target == "cpu-nchw" else \
                         ["--target=" + target]
