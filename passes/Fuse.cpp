@@ -175,7 +175,12 @@ void prologueOf(Operation *user, Value chain, Operation *anchor,
     // An epilogue reads its side operands in the anchor's element type: no
     // cast from another type (the up half of a rounding pair stays with its
     // down half, a tensor-core product's bf16 result is read as stored).
-    if (anchor && isa<CastOp>(def) &&
+    // An 8-bit product's epilogue is typed: it reads an 8-bit side as it is
+    // stored and converts it in registers (a residual that is another
+    // layer's quantized output: 1 byte a value read, no f32 copy written).
+    bool typed = anchor && isa<MatMulIntegerOp, ConvIntegerOp>(anchor) &&
+                 elementTypeOf(def->getOperand(0)).isInteger(8);
+    if (anchor && !typed && isa<CastOp>(def) &&
         elementTypeOf(def->getOperand(0)) != elementTypeOf(def->getResult(0)))
       continue;
     // Producers of its operands first (post-order keeps the group in

@@ -428,3 +428,48 @@ func.func @narrow_side_not_in_epilogue(%x: tensor<4x8xf32>, %r: tensor<4x8xbf16>
   %s = kiln.sub %a, %bu : tensor<4x8xf32>, tensor<4x8xf32>
   return %s : tensor<4x8xf32>
 }
+
+// -----
+
+// An 8-bit product's epilogue is typed: a residual that is another
+// layer's quantized output (read by a second product too) is read as bytes
+// and dequantized in the epilogue, its cast up inside the fusion -- no f32
+// copy of it written by a cast kernel of its own.
+// CHECK-LABEL: func @quantized_residual_in_epilogue
+// CHECK: %[[Q:.*]] = kiln.fusion
+// CHECK: kiln.fusion %[[Q]], {{.*}} -> tensor<1x6x6x16xui8>
+// CHECK: kiln.conv_integer
+// CHECK: kiln.cast %{{.*}} : tensor<1x6x6x16xui8> -> tensor<1x6x6x16xf32>
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.cast
+// CHECK: return
+func.func @quantized_residual_in_epilogue(%x: tensor<1x6x6x16xui8>) -> tensor<1x6x6x16xui8> {
+  %w = kiln.constant dense<3> : tensor<16x16x1x1xi8>
+  %zx = kiln.constant dense<128> : tensor<ui8>
+  %zw = kiln.constant dense<0> : tensor<i8>
+  %s = kiln.constant dense<0.01> : tensor<16xf32>
+  %z = kiln.constant dense<128.0> : tensor<f32>
+  %c0 = kiln.constant dense<0.0> : tensor<f32>
+  %c255 = kiln.constant dense<255.0> : tensor<f32>
+  %a = kiln.conv_integer %x, %w, %zx, %zw {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = #kiln.layout<nhwc>} : (tensor<1x6x6x16xui8>, tensor<16x16x1x1xi8>, tensor<ui8>, tensor<i8>) -> tensor<1x6x6x16xi32>
+  %af = kiln.cast %a : tensor<1x6x6x16xi32> -> tensor<1x6x6x16xf32>
+  %as = kiln.mul %af, %s : tensor<1x6x6x16xf32>, tensor<16xf32>
+  %ar = kiln.round %as : tensor<1x6x6x16xf32>
+  %az = kiln.add %ar, %z : tensor<1x6x6x16xf32>, tensor<f32>
+  %am = kiln.max %az, %c0 : tensor<1x6x6x16xf32>, tensor<f32>
+  %an = kiln.min %am, %c255 : tensor<1x6x6x16xf32>, tensor<f32>
+  %q = kiln.cast %an : tensor<1x6x6x16xf32> -> tensor<1x6x6x16xui8>
+  %b = kiln.conv_integer %q, %w, %zx, %zw {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64, layout = #kiln.layout<nhwc>} : (tensor<1x6x6x16xui8>, tensor<16x16x1x1xi8>, tensor<ui8>, tensor<i8>) -> tensor<1x6x6x16xi32>
+  %bf = kiln.cast %b : tensor<1x6x6x16xi32> -> tensor<1x6x6x16xf32>
+  %bs = kiln.mul %bf, %s : tensor<1x6x6x16xf32>, tensor<16xf32>
+  %qf = kiln.cast %q : tensor<1x6x6x16xui8> -> tensor<1x6x6x16xf32>
+  %qd = kiln.sub %qf, %z : tensor<1x6x6x16xf32>, tensor<f32>
+  %qs = kiln.mul %qd, %s : tensor<1x6x6x16xf32>, tensor<16xf32>
+  %sum = kiln.add %bs, %qs : tensor<1x6x6x16xf32>, tensor<1x6x6x16xf32>
+  %sr = kiln.round %sum : tensor<1x6x6x16xf32>
+  %sz = kiln.add %sr, %z : tensor<1x6x6x16xf32>, tensor<f32>
+  %sm = kiln.max %sz, %c0 : tensor<1x6x6x16xf32>, tensor<f32>
+  %sn = kiln.min %sm, %c255 : tensor<1x6x6x16xf32>, tensor<f32>
+  %y = kiln.cast %sn : tensor<1x6x6x16xf32> -> tensor<1x6x6x16xui8>
+  return %y : tensor<1x6x6x16xui8>
+}
