@@ -928,6 +928,19 @@ def close(got, ref):
         float(err.max()) if err.size else 0.0
 
 
+def info_has(bindir, so, wants):
+    """(passed, failed): which of the lines `wants` kiln-run --info prints
+    for `so`, each reported."""
+    info = subprocess.run([os.path.join(bindir, "kiln-run"), so, "--info"],
+                          capture_output=True, text=True).stdout
+    passed = 0
+    for want in wants:
+        ok = want in info
+        print(f"{'ok  ' if ok else 'FAIL'} kiln-run --info has {want!r}")
+        passed += ok
+    return passed, len(wants) - passed
+
+
 def kiln_run(bindir, so, feeds, outputs, work, tag):
     cmd = [os.path.join(bindir, "kiln-run"), so]
     for n, a in feeds.items():
@@ -1086,33 +1099,23 @@ def main():
         # Compact IO on the CPU: the stacked cache in and out in the
         # caller's layout; an input another kernel reads whole, and an
         # output read again, staged at the bounds.
-        info = subprocess.run([os.path.join(args.bindir, "kiln-run"),
-                               os.path.join(work, "kv_stack_compact_cpu.so"), "--info"],
-                              capture_output=True, text=True).stdout
-        for want in ["input past: float32 3x2xP<=40x8 (in the caller's layout)",
-                     "input new: float32 3x2xT<=6x8 (in the caller's layout)",
-                     "input other: float32 3x2xP<=40x8 (staged at the bounds)",
-                     "output present: float32 3x2xP+T<=46x8 (in the caller's layout)",
-                     "output oc: float32 2xP+T<=46x8 (staged at the bounds)"]:
-            ok = want in info
-            print(f"{'ok  ' if ok else 'FAIL'} kiln-run --info has {want!r}")
-            passed += ok
-            failed += not ok
+        p, f = info_has(args.bindir, os.path.join(work, "kv_stack_compact_cpu.so"), [
+            "input past: float32 3x2xP<=40x8 (in the caller's layout)",
+            "input new: float32 3x2xT<=6x8 (in the caller's layout)",
+            "input other: float32 3x2xP<=40x8 (staged at the bounds)",
+            "output present: float32 3x2xP+T<=46x8 (in the caller's layout)",
+            "output oc: float32 2xP+T<=46x8 (staged at the bounds)"])
+        passed, failed = passed + p, failed + f
         # KV caches appended in place (CPU): a past read by the concat alone
         # is not read at all, its present extended where it lies.
-        info = subprocess.run([os.path.join(args.bindir, "kiln-run"),
-                               os.path.join(work, "kv_append_in_place_cpu.so"), "--info"],
-                              capture_output=True, text=True).stdout
-        for want in ["input past_k: float32 1x2xP<=40x8 (the past of 'present_k': not read)",
-                     "input past_v: float32 1x2xP<=40x8 (staged at the bounds)",
-                     "input past_q: float32 1x2xP<=40x8 (staged at the bounds)",
-                     "output present_k: float32 1x2xP+T<=46x8 (appended in place to 'past_k' "
-                     "along axis 2)",
-                     "output present_v: float32 1x2xP+T<=46x8 (staged at the bounds)"]:
-            ok = want in info
-            print(f"{'ok  ' if ok else 'FAIL'} kiln-run --info has {want!r}")
-            passed += ok
-            failed += not ok
+        p, f = info_has(args.bindir, os.path.join(work, "kv_append_in_place_cpu.so"), [
+            "input past_k: float32 1x2xP<=40x8 (the past of 'present_k': not read)",
+            "input past_v: float32 1x2xP<=40x8 (staged at the bounds)",
+            "input past_q: float32 1x2xP<=40x8 (staged at the bounds)",
+            "output present_k: float32 1x2xP+T<=46x8 (appended in place to 'past_k' "
+            "along axis 2)",
+            "output present_v: float32 1x2xP+T<=46x8 (staged at the bounds)"])
+        passed, failed = passed + p, failed + f
         # Run-time errors: past the bound; one symbol, two sizes; a pinned
         # symbol at a size other than 1 or its pin.
         for so, feeds, want in [
