@@ -759,7 +759,9 @@ int Compilation::fuseAndFit() {
   if (enabled("kiln-fuse")) {
     PassManager fuse(&ctx);
     instrument(fuse);
-    fuse.addNestedPass<func::FuncOp>(kiln::createFusePass());
+    kiln::FusePassOptions fo;
+    fo.byteConvs = !o.cudaTarget(); // (the CPU's depthwise kernel)
+    fuse.addNestedPass<func::FuncOp>(kiln::createFusePass(fo));
     if (failed(fuse.run(*module)))
       return 1;
   }

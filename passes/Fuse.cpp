@@ -1,4 +1,5 @@
 //===- Fuse.cpp - group anchors and elementwise chains into kiln.fusion ----===//
+#include "dialects/kiln/ConvStrategy.h"
 #include "passes/ConstantData.h"
 #include "passes/Passes.h"
 
@@ -78,9 +79,54 @@ bool isRoundingPair(Operation *user, Value chain) {
   return false;
 }
 
+/// A byte convolution (option byte-convs): a depthwise NHWC conv of f32
+/// constant weights in the direct kernel's register form, which can read an
+/// 8-bit input through its dequantization and write an 8-bit result.
+bool isByteConv(Operation *op) {
+  auto conv = dyn_cast_or_null<ConvOp>(op);
+  if (!conv || !attr::isChannelsLast(conv) || !conv.getWeight().getDefiningOp<ConstantOp>() ||
+      !elementTypeOf(conv.getInput()).isF32())
+    return false;
+  ArrayRef<int64_t> in = shapeOf(conv.getInput()), w = shapeOf(conv.getWeight()),
+                    out = shapeOf(conv.getResult());
+  int64_t G = static_cast<int64_t>(conv.getGroup());
+  auto pads = conv.getPads();
+  return in[3] == G && out[3] == G && w[1] == 1 &&
+         conv_strategy::depthwiseInRegisters(w[2], w[3], in[2] + pads[1] + pads[3], in[3]);
+}
+
+/// The ops that compute a byte convolution's input from an 8-bit
+/// activation -- cast(q), maybe minus a scalar constant (its zero point) --
+/// each read by the next alone: its prologue, producers first. Empty when
+/// the input is anything else.
+SmallVector<Operation *> byteInput(ConvOp conv) {
+  SmallVector<Operation *> ops;
+  Value v = conv.getInput();
+  if (auto sub = v.getDefiningOp<SubOp>()) {
+    auto zero = sub.getRhs().getDefiningOp<ConstantOp>();
+    if (!sub->hasOneUse() || !zero || shapeOf(sub.getRhs()).size() > 4 ||
+        llvm::cast<RankedTensorType>(sub.getRhs().getType()).getNumElements() != 1 ||
+        sub.getLhs().getType() != v.getType())
+      return {};
+    ops.push_back(sub);
+    v = sub.getLhs();
+  }
+  auto cast = v.getDefiningOp<CastOp>();
+  if (!cast || !cast->hasOneUse() || !elementTypeOf(cast.getInput()).isInteger(8))
+    return {};
+  ops.push_back(cast);
+  for (Operation *op : ops)
+    if (op->getBlock() != conv->getBlock())
+      return {};
+  std::reverse(ops.begin(), ops.end());
+  return ops;
+}
+
 /// Whether `user`, an elementwise op consuming `chain`, can join a group
-/// whose anchor is `anchor` (null for a pure elementwise group).
-bool canJoin(Operation *user, Value chain, Operation *anchor) {
+/// whose anchor is `anchor` (null for a pure elementwise group); `byteConv`:
+/// the anchor is a byte convolution, whose epilogue may end in a cast to
+/// 8 bits.
+bool canJoin(Operation *user, Value chain, Operation *anchor, bool byteConv) {
   if (!isElementwise(user))
     return false;
   // Elementwise chains may change element type (casts, comparisons, bool
@@ -91,8 +137,10 @@ bool canJoin(Operation *user, Value chain, Operation *anchor) {
   // int32 sums cast to f32, scaled, requantized to 8 bits.)
   Type rt = user->getResult(0).getType();
   bool typed = !anchor || isa<MatMulIntegerOp, ConvIntegerOp>(anchor);
+  bool toBytes = byteConv && isa<CastOp>(user) && elementTypeOf(chain).isF32() &&
+                 llvm::cast<ShapedType>(rt).getElementType().isInteger(8);
   bool typeOk = !typed ? (!isa<CastOp>(user) && rt == chain.getType()) ||
-                             isRoundingPair(user, chain)
+                             isRoundingPair(user, chain) || toBytes
                        : shapeOf(user->getResult(0)) == shapeOf(chain);
   if (!typeOk)
     return false;
@@ -399,6 +447,8 @@ void joinProjections(func::FuncOp fn) {
   }
 }
 struct FusePass : impl::FusePassBase<FusePass> {
+  using FusePassBase::FusePassBase;
+
   void runOnOperation() override {
     joinProjections(getOperation());
     // Cheap elementwise values with several elementwise users: recompute.
@@ -412,6 +462,19 @@ struct FusePass : impl::FusePassBase<FusePass> {
 
     SmallVector<SmallVector<Operation *>> groups;
     llvm::SmallPtrSet<Operation *, 32> taken;
+    // Byte convolutions claim their input's dequantization first (else the
+    // producer's epilogue would take the cast back up with its rounding
+    // pair and write f32).
+    llvm::DenseMap<Operation *, SmallVector<Operation *>> byteInputs;
+    if (byteConvs)
+      getOperation().walk([&](ConvOp conv) {
+        if (!isByteConv(conv))
+          return;
+        auto ops = byteInput(conv);
+        for (Operation *op : ops)
+          taken.insert(op);
+        byteInputs[conv] = std::move(ops);
+      });
     // Anchors first, so that a recomputed producer defined before an anchor
     // joins the anchor's epilogue rather than starting a group of its own.
     for (bool anchorsPhase : {true, false})
@@ -430,9 +493,12 @@ struct FusePass : impl::FusePassBase<FusePass> {
         if (taken.contains(&op) || !(isAnchor(&op) || isElementwise(&op) || isReduction(&op)))
           continue;
         Operation *anchor = isAnchor(&op) ? &op : nullptr;
+        bool byteConv = byteInputs.count(&op) != 0;
         SmallVector<Operation *> group;
         if (isReduction(&op))
           reductionPrologue(op.getOperand(0), taken, &block, group);
+        if (byteConv)
+          group.append(byteInputs[&op]);
         group.push_back(&op);
         Value chain = op.getResult(0);
         while (chain.hasOneUse()) {
@@ -440,7 +506,7 @@ struct FusePass : impl::FusePassBase<FusePass> {
           // A user already in another group (both operands of an add end
           // chains, say) stays there.
           if (user->getBlock() != &block || taken.contains(user) ||
-              !canJoin(user, chain, anchor))
+              !canJoin(user, chain, anchor, byteConv))
             break;
           // A reduction's epilogue keeps its element type too (no cast, no
           // comparison: the kernel stores in the reduction's type).
@@ -457,9 +523,13 @@ struct FusePass : impl::FusePassBase<FusePass> {
           chain = user->getResult(0);
         }
         // An anchor's epilogue keeps its element type: a rounding pair's
-        // down half whose up half went elsewhere stays out.
+        // down half whose up half went elsewhere stays out (a byte
+        // convolution's cast to 8 bits stays: it writes bytes).
+        auto toBytes = [&](Operation *last) {
+          return byteConv && elementTypeOf(last->getResult(0)).isInteger(8);
+        };
         if (anchor && !isa<MatMulIntegerOp, ConvIntegerOp>(anchor) && group.size() > 1 &&
-            isa<CastOp>(group.back()) &&
+            isa<CastOp>(group.back()) && !toBytes(group.back()) &&
             group.back()->getResult(0).getType() != anchor->getResult(0).getType())
           group.pop_back();
         for (Operation *g : group)

@@ -162,6 +162,35 @@ Value intScalar(OpBuilder &b, Location loc, Type t, int64_t v) {
   return ConstantOp::create(b, loc, DenseElementsAttr::get(st, b.getIntegerAttr(t, v)));
 }
 
+/// The division by a constant c > 0 after a product's result `v`, maybe
+/// through a ReLU (relu(y) / c = relu(y / c)): a quantization's scale.
+struct OutputScale {
+  DivOp div;
+  ReluOp relu; // or null
+  double c = 1;
+};
+
+std::optional<OutputScale> outputScaleAfter(Value v) {
+  OutputScale o;
+  if (!v.hasOneUse())
+    return std::nullopt;
+  Operation *user = *v.getUsers().begin();
+  if ((o.relu = dyn_cast<ReluOp>(user))) {
+    if (!o.relu->hasOneUse())
+      return std::nullopt;
+    user = *o.relu->getUsers().begin();
+    v = o.relu.getResult();
+  }
+  o.div = dyn_cast<DivOp>(user);
+  if (!o.div || o.div.getLhs() != v || o.div.getType() != v.getType())
+    return std::nullopt;
+  auto c = scalarOf(o.div.getRhs());
+  if (!c || !(*c > 0) || !std::isfinite(*c))
+    return std::nullopt;
+  o.c = *c;
+  return o;
+}
+
 struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContractionsPass> {
   /// Rewrites lhs . rhs (+ bias) of `op` when lhs is dequantized 8-bit
   /// and rhs ([K, N], or [N, K] when `transB`) 8-bit weights.
@@ -185,6 +214,7 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     auto qw = quantizedWeights(*w, K, N);
     if (!qw)
       return false;
+    auto out = outputScale(op->getResult(0), bias);
 
     OpBuilder b(op);
     Location loc = op->getLoc();
@@ -197,17 +227,43 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     Value y = CastOp::create(b, loc, accType.clone(b.getF32Type()), acc);
     std::vector<float> colScale(N);
     for (int64_t n = 0; n < N; ++n)
-      colScale[n] = d->scale * qw->scale[n];
+      colScale[n] = static_cast<float>(double(d->scale) * qw->scale[n] / (out ? out->c : 1.0));
     Value s = makeF32Constant(b, loc, RankedTensorType::get({N}, b.getF32Type()), colScale,
                               "int8_scale");
     y = MulOp::create(b, loc, y, s);
     if (bias)
-      y = AddOp::create(b, loc, y, bias);
+      y = AddOp::create(b, loc, y, out ? scaledBias(b, loc, bias, out->c) : bias);
     if (y.getType() != op->getResult(0).getType())
       return false; // (a bias that broadcasts wider: leave the op)
+    replace(op, y, out);
+    return true;
+  }
+
+  /// The output scale `v` may take in (a constant bias, or none).
+  std::optional<OutputScale> outputScale(Value v, Value bias) {
+    auto o = outputScaleAfter(v);
+    if (o && bias && !getF32Constant(bias))
+      return std::nullopt;
+    return o;
+  }
+
+  /// Constant `bias` / c.
+  Value scaledBias(OpBuilder &b, Location loc, Value bias, double c) {
+    std::vector<float> v = *getF32Constant(bias);
+    for (float &x : v)
+      x = static_cast<float>(x / c);
+    return makeF32Constant(b, loc, typeOf(bias), v, "int8_bias");
+  }
+
+  /// Replaces product `op` by `y`; with `out`, y is already divided by its
+  /// scale, so the division's users read y (or the ReLU of it).
+  void replace(Operation *op, Value y, std::optional<OutputScale> out) {
     op->getResult(0).replaceAllUsesWith(y);
     op->erase();
-    return true;
+    if (!out)
+      return;
+    out->div.getResult().replaceAllUsesWith(out->relu ? out->relu.getResult() : y);
+    out->div->erase();
   }
 
   /// Rewrites a conv whose input is dequantized 8-bit and whose weights
@@ -232,6 +288,7 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     auto qw = quantizedWeights(t, K, O);
     if (!qw)
       return false;
+    auto out = outputScale(conv.getResult(), conv.getBias());
     std::vector<int8_t> oihw(O * K);
     for (int64_t o = 0; o < O; ++o)
       for (int64_t k = 0; k < K; ++k)
@@ -254,15 +311,53 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
         nhwc ? SmallVector<int64_t>{O} : SmallVector<int64_t>{O, 1, 1}, b.getF32Type());
     std::vector<float> chanScale(O);
     for (int64_t o = 0; o < O; ++o)
-      chanScale[o] = d->scale * qw->scale[o];
+      chanScale[o] =
+          static_cast<float>(double(d->scale) * qw->scale[o] / (out ? out->c : 1.0));
     y = MulOp::create(b, loc, y, makeF32Constant(b, loc, perChannel, chanScale, "int8_scale"));
-    if (Value bias = conv.getBias())
+    if (Value bias = conv.getBias()) {
+      if (out)
+        bias = scaledBias(b, loc, bias, out->c);
       y = AddOp::create(b, loc, y,
                         nhwc ? bias : ReshapeOp::create(b, loc, perChannel, bias).getResult());
+    }
     if (y.getType() != conv.getType())
       return false;
-    conv.getResult().replaceAllUsesWith(y);
-    conv.erase();
+    replace(conv, y, out);
+    return true;
+  }
+
+  /// A direct conv (depthwise) of a dequantized 8-bit input and constant
+  /// weights: on cast(q) - zero, the scales in its weights and bias.
+  bool foldDirectConvScales(ConvOp conv) {
+    auto wt = typeOf(conv.getWeight());
+    int64_t K = wt.getDimSize(1) * wt.getDimSize(2) * wt.getDimSize(3);
+    if (!conv_strategy::isDirect(K, wt.getDimSize(0) / static_cast<int64_t>(conv.getGroup())))
+      return false;
+    auto d = dequantized(conv.getInput());
+    auto w = getF32Constant(conv.getWeight());
+    Value bias = conv.getBias();
+    if (!d || !w || (bias && !getF32Constant(bias)))
+      return false;
+    auto out = outputScale(conv.getResult(), bias);
+    double c = out ? out->c : 1.0;
+    OpBuilder b(conv);
+    Location loc = conv.getLoc();
+    auto inType = typeOf(conv.getInput());
+    Value x = CastOp::create(b, loc, inType, d->q);
+    if (d->zero != 0.0f)
+      x = SubOp::create(b, loc, x,
+                        makeF32Constant(b, loc, RankedTensorType::get({}, b.getF32Type()),
+                                        {d->zero}, "int8_zero"));
+    for (float &v : *w)
+      v = static_cast<float>(double(v) * d->scale / c);
+    Value weight = makeF32Constant(b, loc, wt, *w, "int8_dw_weight");
+    Value scaled = bias ? scaledBias(b, loc, bias, c) : Value();
+    auto folded = cast<ConvOp>(b.clone(*conv));
+    folded->setOperand(0, x);
+    folded->setOperand(1, weight);
+    if (bias)
+      folded->setOperand(2, scaled);
+    replace(conv, folded.getResult(), out);
     return true;
   }
 
@@ -281,8 +376,8 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
       } else if (auto m = dyn_cast<MatMulOp>(op)) {
         if (typeOf(m.getLhs()).getRank() >= 2)
           rewrite(op, m.getLhs(), m.getRhs(), false, Value());
-      } else {
-        rewriteConv(cast<ConvOp>(op));
+      } else if (!rewriteConv(cast<ConvOp>(op))) {
+        foldDirectConvScales(cast<ConvOp>(op));
       }
     }
   }

@@ -237,8 +237,16 @@ def IntegerContractionsPass : Pass<"kiln-integer-contractions", "mlir::func::Fun
     integer sums are exact. Weights are recovered only when every value is
     an integer multiple in [-128, 127] (to 1e-3 of a step) of its column's
     or the matrix's largest magnitude / 127 (or / 128); anything else stays
-    an f32 product. Runs for the CPU target (its 8-bit ukernel), after the
-    canonicalizer.
+    an f32 product. Convolutions likewise (`kiln.conv_integer`).
+
+    A product whose result, maybe through a ReLU, is divided by a constant
+    c > 0 -- the next QuantizeLinear's scale -- takes c into its scales and
+    constant bias (`acc * (s / c) + b / c`: the requantization scale of
+    onnxruntime's QLinearConv), and the division goes. A direct (depthwise)
+    conv of a dequantized input stays f32 on `cast(q) - zero`, the input's
+    scale and the output's c in its weights and bias, so that kiln-fuse can
+    give its kernel the 8-bit input and result. Runs for the CPU target
+    (its 8-bit ukernel), after the canonicalizer.
 
     Before:
     ```mlir
@@ -382,6 +390,13 @@ def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     scaled, biased and requantized to the next 8-bit activation in its
     kernel.
 
+    With `byte-convs` (the CPU target), a depthwise NHWC convolution of the
+    direct kernel's register form (conv_strategy::depthwiseInRegisters) on
+    an 8-bit activation -- `cast(q)`, maybe minus a scalar zero point, after
+    kiln-integer-contractions folded the scales into its weights -- takes
+    those ops as a prologue (its kernel reads the bytes) and may end its
+    epilogue in the cast to the next 8-bit activation (it writes bytes).
+
     A reduction (`kiln.reduce_*`) is an anchor too: the single-user
     elementwise ops that compute its input (of the input's shape; `x * x`,
     `exp(x - max)`, `(x - mean)^2`) join as a prologue evaluated per element
@@ -420,6 +435,11 @@ def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"byteConvs", "byte-convs", "bool", /*default=*/"false",
+           "depthwise NHWC convs read 8-bit activations and write 8-bit results "
+           "(the CPU's direct kernel)">,
+  ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 

@@ -84,24 +84,29 @@ LogicalResult Lowering::convInteger(kiln::ConvIntegerOp op, const Epilogue *epi)
   if (cb < Og)
     cb = ceilDiv(cb, 16) * 16;
   int64_t rTiles = ceilDiv(std::max<int64_t>(M, 1), rb), cTiles = ceilDiv(Og, cb);
-  // The int32 sums, pixel-major [M x O]: the NHWC result itself, or (with
-  // an epilogue, or an NCHW result) a buffer the epilogue reads in cache.
-  bool direct = nhwc && !epi;
-  int acc = newBuffer(Buffer::Arena, std::max<int64_t>(M * O, 1) * 4,
-                      IntegerType::get(ctx, 32));
+  // The int32 sums, pixel-major [M x O]: the NHWC result itself without an
+  // epilogue; with one, in NHWC, a tile on the workgroup's stack that the
+  // epilogue reads while it is in cache (never written back to memory);
+  // for an NCHW result, a buffer the epilogue transposes from.
+  bool direct = nhwc && !epi, tiled = nhwc && epi;
   SmallVector<int> ids{rowsBuf, packed, zBuf};
   int firstSite = ids.size();
   if (epi)
     for (Value site : epi->siteArgs)
       ids.push_back(bufferOf.lookup(site));
-  ids.push_back(acc);
+  int acc = -1;
+  if (!tiled) {
+    acc = newBuffer(Buffer::Arena, std::max<int64_t>(M * O, 1) * 4, IntegerType::get(ctx, 32));
+    ids.push_back(acc);
+  }
   int out = acc;
   if (!direct) {
     Type y = epi ? elemType(epi->yielded) : elemType(op.getResult());
     out = newBuffer(Buffer::Arena, std::max<int64_t>(M * O, 1) * widthOf(y), y);
     ids.push_back(out);
   }
-  int accArg = firstSite + (epi ? epi->siteArgs.size() : 0), outArg = ids.size() - 1;
+  int accArg = tiled ? -1 : firstSite + (epi ? epi->siteArgs.size() : 0);
+  int outArg = ids.size() - 1;
   int64_t flops = estimateFlops(op);
   if (epi)
     for (Operation *o : epi->ops)
@@ -115,22 +120,23 @@ LogicalResult Lowering::convInteger(kiln::ConvIntegerOp op, const Epilogue *epi)
     Value c0 = e.add(e.mul(g, Og), j0); // the tile's first output channel
     Value a = e.addr(0, e.add(e.mul(i0, lda), e.mul(g, groupStride)));
     Value bp = e.addr8(1, e.add(e.mul(g, pk.groupBytes), e.mul(e.div(j0, 16), pk.ldb)));
+    Value tile = tiled ? e.scratchI32(rb * cb) : Value();
+    Value cAddr = tiled ? e.addrM(tile, e.idx(0)) : e.addr(accArg, e.add(e.mul(i0, O), c0));
     func::CallOp::create(e.b, "kiln_uk_q8gemm_pq", TypeRange{},
                          ValueRange{e.i64(rows), e.i64(cols), e.i64(Kdim), a, e.i64(lda),
-                                    inputZero(e, 2), bp, e.i64(pk.ldb), e.i64(pk.shift),
-                                    e.addr(accArg, e.add(e.mul(i0, O), c0)), e.i64(O),
-                                    e.i64(flags)});
+                                    inputZero(e, 2), bp, e.i64(pk.ldb), e.i64(pk.shift), cAddr,
+                                    e.i64(tiled ? cb : O), e.i64(flags)});
     if (direct)
       return;
     e.loop(e.idx(0), rows, [&](Value r) {
       Value i = e.add(i0, r), n = e.div(i, P), pix = e.rem(i, P);
       if (nhwc) {
-        // Channels contiguous in the sums, the sites and the result.
-        Value row = e.mul(i, O);
-        e.vecLoop(c0, e.add(c0, cols), [&](Value oc) {
-          Value at = e.add(row, oc);
-          e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, oc, e.vload(accArg, at)),
-                   outArg, at);
+        // Channels contiguous in the tile, the sites and the result.
+        Value row = e.mul(i, O), tileRow = e.mul(r, cb);
+        e.vecLoop(e.idx(0), cols, [&](Value jj) {
+          Value oc = e.add(c0, jj);
+          Value x = e.vloadM(tile, e.add(tileRow, jj));
+          e.vstore(convEpilogueNhwc(e, epi, firstSite, n, pix, oc, x), outArg, e.add(row, oc));
         });
         return;
       }

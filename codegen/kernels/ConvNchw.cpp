@@ -65,12 +65,12 @@ std::pair<Value, Value> convTap(KernelEmitter &e, Value oh, Value ow, Value ky, 
 }
 
 LogicalResult Lowering::conv(kiln::ConvOp op, const Epilogue *epi, const Epilogue *pro) {
-  // (kiln-rematerialize gives a prologue only to NCHW convolutions of the
-  // matrix-product path, on the CPU.)
-  if (pro && (kiln::attr::isChannelsLast(op) || p.options.gpu))
+  // (kiln-rematerialize gives a prologue to NCHW convolutions of the
+  // matrix-product path, kiln-fuse to NHWC depthwise ones: on the CPU.)
+  if (pro && p.options.gpu)
     return op.emitError("internal error: a convolution prologue on this path");
   if (kiln::attr::isChannelsLast(op))
-    return convNhwc(op, epi);
+    return convNhwc(op, epi, pro);
   auto in = shape(op.getInput()), w = shape(op.getWeight()),
        out = shape(op.getResult());
   int64_t N = in[0], C = in[1], H = in[2], W = in[3];

@@ -30,7 +30,7 @@ using conv_strategy::kWinogradMinPixels;
 using conv_strategy::kWinogradTunePixels;
 constexpr int64_t kWinogradTiles = 96, kWinogradScratch = 98304;
 
-LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
+LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi, const Epilogue *pro) {
   auto in = shape(op.getInput()), w = shape(op.getWeight()), out = shape(op.getResult());
   int64_t N = in[0], H = in[1], W = in[2], C = in[3];
   int64_t OH = out[1], OW = out[2], O = out[3], KH = w[2], KW = w[3];
@@ -39,7 +39,9 @@ LogicalResult Lowering::convNhwc(kiln::ConvOp op, const Epilogue *epi) {
   int wBuf = bufferOf.lookup(op.getWeight());
   bool constWeight = p.buffers[wBuf].kind == Buffer::Constant;
   if (conv_strategy::isDirect(Kdim, Og) || !constWeight)
-    return convNhwcDirect(op, epi);
+    return convNhwcDirect(op, epi, pro);
+  if (pro)
+    return op.emitError("internal error: a convolution prologue on the NHWC product path");
   if (failed(checkF32(op, {op.getInput(), op.getWeight(), op.getResult()})))
     return failure();
   auto s = op.getStrides(), d = op.getDilations(), pad = op.getPads();

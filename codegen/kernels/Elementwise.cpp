@@ -303,8 +303,9 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
 
   Epilogue epi;
   epi.yielded = body.getTerminator()->getOperand(0);
-  // A convolution may follow a prologue (kiln-rematerialize): elementwise
-  // ops computing its input, evaluated per element it gathers.
+  // A convolution may follow a prologue (kiln-rematerialize's, or kiln-fuse's
+  // dequantization of an 8-bit input): elementwise ops computing its input,
+  // evaluated per element it gathers.
   Epilogue pro;
   SmallVector<Operation *> allOps = ops;
   auto convIt = llvm::find_if(ops, [](Operation *o) { return isa<kiln::ConvOp>(o); });
@@ -317,9 +318,10 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
           o->getResult(0).getType() != conv.getInput().getType())
         return o->emitError("cannot be fused here: a convolution's prologue holds "
                             "elementwise ops of its input's shape");
+      // The one full-size input (Rematerialize.cpp; an 8-bit one, Fuse.cpp).
       for (Value v : o->getOperands())
-        if (v.getType() == conv.getInput().getType() && llvm::isa<BlockArgument>(v))
-          pro.start = v; // the one full-size input (Rematerialize.cpp)
+        if (shape(v) == shape(conv.getInput()) && llvm::isa<BlockArgument>(v))
+          pro.start = v;
     }
     if (!pro.start)
       return op.emitError("a convolution prologue reads no input of the convolution's shape");
@@ -336,7 +338,11 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
           : nullptr;
   // (An 8-bit product's epilogue changes type: int32 sums, f32 scales, the
   // next 8-bit activation; each op computes in its own.)
-  bool typedEpilogue = anchor && isa<kiln::MatMulIntegerOp, kiln::ConvIntegerOp>(anchor);
+  // (So is a byte convolution's, Fuse.cpp: an f32 depthwise conv whose
+  // epilogue ends in the next 8-bit activation.)
+  bool byteConv = isa_and_nonnull<kiln::ConvOp>(anchor) && elemType(epi.yielded).isInteger(8);
+  bool typedEpilogue =
+      anchor && (isa<kiln::MatMulIntegerOp, kiln::ConvIntegerOp>(anchor) || byteConv);
   epi.ops.assign(ops.begin() + (anchor ? 1 : 0), ops.end());
   auto shapeOnly = [](Type t) { return llvm::cast<RankedTensorType>(t).getShape(); };
   // (An anchor's epilogue may round: f32 -> bf16/f16/8-bit -> f32, in
@@ -393,7 +399,10 @@ LogicalResult Lowering::fusion(kiln::FusionOp op) {
     return op.emitError("conv epilogue operands must be full-size or "
                         "broadcast over both spatial dimensions");
   if (auto conv = dyn_cast<kiln::ConvOp>(anchor)) {
+    // (An 8-bit input or result: the kernel moves those types.)
+    typedKernel = byteConv || (pro.start && !elemType(pro.start).isF32());
     r = this->conv(conv, &epi, pro.ops.empty() ? nullptr : &pro);
+    typedKernel = false;
   } else if (auto g = dyn_cast<kiln::GemmOp>(anchor)) {
     r = gemm(g, &epi);
   } else if (auto mi = dyn_cast<kiln::MatMulIntegerOp>(anchor)) {

@@ -107,12 +107,13 @@ Value convEpilogue(KernelEmitter &e, const Epilogue *epi, int firstSite, Value n
 }
 
 /// Whether an epilogue is a few vector operations per element (a bias, a
-/// residual, a clamp): no exp, division or polynomial among its ops.
+/// residual, a clamp, a rounding or conversion): no exp, division or
+/// polynomial among its ops.
 bool lightEpilogue(const Epilogue *epi) {
   return !epi || llvm::all_of(epi->ops, [](Operation *op) {
     return isa<kiln::AddOp, kiln::SubOp, kiln::MulOp, kiln::ReluOp, kiln::ClipOp, kiln::MaxOp,
                kiln::MinOp, kiln::LeakyReluOp, kiln::HardSigmoidOp, kiln::HardSwishOp,
-               kiln::NegOp, kiln::AbsOp, kiln::ExpandOp>(op);
+               kiln::NegOp, kiln::AbsOp, kiln::ExpandOp, kiln::RoundOp, kiln::CastOp>(op);
   });
 }
 

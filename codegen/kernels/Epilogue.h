@@ -111,7 +111,8 @@ Value convEpilogue(KernelEmitter &e, const Epilogue *epi, int firstSite, Value n
                    Value oc, Value pix, Value x);
 
 /// Whether an epilogue is a few vector operations per element (a bias, a
-/// residual, a clamp): no exp, division or polynomial among its ops.
+/// residual, a clamp, a rounding or conversion): no exp, division or
+/// polynomial among its ops.
 bool lightEpilogue(const Epilogue *epi);
 
 /// Applies a row-major product's epilogue to its tile of rows [i0, i0 +

@@ -186,6 +186,11 @@ public:
     return memref::AllocaOp::create(b, MemRefType::get({n}, b.getI64Type()),
                                     b.getI64IntegerAttr(64));
   }
+  /// n int32 of stack (a tile of an 8-bit product's sums), 64-byte aligned.
+  Value scratchI32(int64_t n) {
+    return memref::AllocaOp::create(b, MemRefType::get({n}, b.getI32Type()),
+                                    b.getI64IntegerAttr(64));
+  }
   /// n bf16 of stack (rows that a bf16 ukernel reads as they are), 64-byte
   /// aligned.
   Value scratchBf16(int64_t n) {
@@ -318,12 +323,12 @@ public:
       return store(v, buf, off);
     vector::StoreOp::create(b, v, bufs[buf], ValueRange{off});
   }
-  /// vload/vstore on any memref (stack scratch).
+  /// vload/vstore on any memref (stack scratch), in its element type.
   Value vloadM(Value m, Value off) {
     if (lanes == 1)
       return loadM(m, off);
-    return vector::LoadOp::create(b, VectorType::get({lanes}, b.getF32Type()), m,
-                                  ValueRange{off});
+    auto elem = llvm::cast<MemRefType>(m.getType()).getElementType();
+    return vector::LoadOp::create(b, VectorType::get({lanes}, elem), m, ValueRange{off});
   }
   void vstoreM(Value v, Value m, Value off) {
     if (lanes == 1)

@@ -439,11 +439,13 @@ private:
   LogicalResult conv(kiln::ConvOp op, const Epilogue *epi = nullptr,
                      const Epilogue *pro = nullptr);
   LogicalResult convDirect(kiln::ConvOp op, const Epilogue *epi = nullptr);
-  LogicalResult convNhwc(kiln::ConvOp op, const Epilogue *epi = nullptr);
+  LogicalResult convNhwc(kiln::ConvOp op, const Epilogue *epi = nullptr,
+                         const Epilogue *pro = nullptr);
   SmallVector<int> convArgs(kiln::ConvOp op, int wBuf, int inBuf, const Epilogue *epi,
                             int outBuf, int &firstSite, const Epilogue *pro = nullptr,
                             int *firstProSite = nullptr);
-  LogicalResult convNhwcDirect(kiln::ConvOp op, const Epilogue *epi = nullptr);
+  LogicalResult convNhwcDirect(kiln::ConvOp op, const Epilogue *epi = nullptr,
+                               const Epilogue *pro = nullptr);
   template <typename PoolOp> LogicalResult poolNhwc(PoolOp op, bool isMax);
   LogicalResult globalAvgPoolNhwc(kiln::GlobalAvgPoolOp op);
   LogicalResult gemm(kiln::GemmOp op, const Epilogue *epi = nullptr);

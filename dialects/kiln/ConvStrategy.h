@@ -74,6 +74,17 @@ inline bool winogradShape(int64_t groups, int64_t KH, int64_t KW,
          outChannels >= kWinogradMinChannels;
 }
 
+/// Whether a depthwise NHWC convolution (one input and one output channel
+/// per group, constant weights) runs in the direct kernel's register form:
+/// at most 64 taps, and its KH input rows, zero-padded to `paddedWidth`
+/// columns, fit the workgroup's 64K-float stack buffer. Only that form reads
+/// an 8-bit input through its dequantization and writes an 8-bit result
+/// (kiln-fuse's byte convolutions, codegen/kernels/ConvNhwcDirect.cpp).
+inline bool depthwiseInRegisters(int64_t KH, int64_t KW, int64_t paddedWidth,
+                                 int64_t channels) {
+  return KH * KW <= 64 && KH * paddedWidth * channels <= 65536;
+}
+
 } // namespace kiln::conv_strategy
 
 #endif // KILN_DIALECTS_KILN_CONVSTRATEGY_H

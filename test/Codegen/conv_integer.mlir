@@ -6,7 +6,8 @@
 // weights (kiln_uk_q8gemm_pq, lda 72, K 72, one 16-column panel of 18
 // quads of 64 bytes and 64 bytes of column sums: ldb 1216, no shift); its
 // epilogue (the cast to f32 and the scale) runs on each tile of int32 sums,
-// 16 channels at a time in NHWC. A pointwise NHWC one reads its input rows
+// 16 channels at a time in NHWC, the tile (24 rows x 16 columns) on the
+// workgroup's stack rather than in the arena. A pointwise NHWC one reads its input rows
 // in place (lda = the 16 channels; 4 quads, ldb 320). Unsigned weights of
 // 250 less a zero point of 10 (240, past 8 signed bits) are packed as 112
 // with a shift of 128. NCHW gathers the rows too and writes its result a
@@ -37,8 +38,10 @@ func.func @main(%x: tensor<2x8x6x6xui8> {kiln.name = "x"}) -> (tensor<2x16x6x6xf
 // CHECK-LABEL: func.func @kiln_k{{[0-9]+}}_im2col(
 // CHECK: call @kiln_uk_conv_rows8(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c6_i64, %c6_i64_{{[0-9]+}}, %c8_i64, %c6_i64_{{[0-9]+}}, %c6_i64_{{[0-9]+}}, %c3_i64, %c3_i64_{{[0-9]+}}, %c1_i64, %c1_i64_{{[0-9]+}}, %c1_i64_{{[0-9]+}}, %c1_i64_{{[0-9]+}}, %c1_i64_{{[0-9]+}}, %c1_i64_{{[0-9]+}}, %c1_i64_{{[0-9]+}}, %c1_i64_{{[0-9]+}}, %{{.*}})
 // CHECK-LABEL: func.func @kiln_k{{[0-9]+}}_conv_integer(
+// CHECK: %[[TILE:.*]] = memref.alloca() {alignment = 64 : i64} : memref<384xi32>
+// CHECK: %[[C:.*]] = memref.extract_aligned_pointer_as_index %[[TILE]]
 // CHECK: call @kiln_uk_q8gemm_pq(%{{.*}}, %{{.*}}, %c72_i64, %{{.*}}, %c72_i64_{{[0-9]+}}, %{{.*}}, %{{.*}}, %c1216_i64, %c0_i64{{(_[0-9]+)?}}, %{{.*}}, %c16_i64, %c0_i64{{(_[0-9]+)?}})
-// CHECK: vector.load {{.*}} vector<16xi32>
+// CHECK: vector.load %[[TILE]][{{.*}}] : memref<384xi32>, vector<16xi32>
 // CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
 // CHECK-LABEL: func.func @kiln_k{{[0-9]+}}_conv_integer(
 // CHECK-NOT: kiln_uk_conv_rows8

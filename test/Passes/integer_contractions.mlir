@@ -106,10 +106,17 @@ func.func @qdq_conv(%q: tensor<1x4x6x6xui8>, %bias: tensor<4xf32>) -> tensor<1x4
 // -----
 
 // A depthwise QDQ convolution has no matrix product for the 8-bit ukernel:
-// it stays an f32 conv.
+// it stays an f32 conv, on cast(q) (no zero point here), the input's scale
+// in its weights: 0.02 * 0.5 = 0.01 (0x3C23D70A).
 // CHECK-LABEL: func @qdq_depthwise
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x4x6x6xui8>)
 // CHECK-NOT: kiln.conv_integer
-// CHECK: kiln.conv
+// CHECK: kiln.constant dense<2.000000e-02>
+// CHECK-NEXT: %[[F:.*]] = kiln.cast %[[Q]] : tensor<1x4x6x6xui8> -> tensor<1x4x6x6xf32>
+// CHECK-NEXT: %[[W:.*]] = kiln.constant dense_resource<int8_dw_weight> : tensor<4x1x3x3xf32>
+// CHECK: %[[Y:.*]] = kiln.conv %[[F]], %[[W]]
+// CHECK: return %[[Y]]
+// CHECK: int8_dw_weight: "0x040000000AD7233C0AD7233C
 func.func @qdq_depthwise(%q: tensor<1x4x6x6xui8>) -> tensor<1x4x4x4xf32> {
   %f = kiln.cast %q : tensor<1x4x6x6xui8> -> tensor<1x4x6x6xf32>
   %s = kiln.constant dense<0.5> : tensor<f32>
@@ -117,4 +124,86 @@ func.func @qdq_depthwise(%q: tensor<1x4x6x6xui8>) -> tensor<1x4x4x4xf32> {
   %w = kiln.constant dense<0.02> : tensor<4x1x3x3xf32>
   %y = kiln.conv %a, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 4 : i64} : (tensor<1x4x6x6xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x4x4xf32>
   return %y : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// A product divided by a constant after a ReLU -- the next QuantizeLinear's
+// scale -- takes the division into its column scales and bias: (acc * 0.5 *
+// 0.01 + b) / 0.25 = acc * 0.02 + 4 b: column scales 0.02 and 0.01
+// (0x3CA3D70A, 0x3C23D70A: column 1's weights are steps of 0.005), bias
+// [0.5, -1] -> [2, -4] (0x40000000, 0xC0800000); relu(y) / c = relu(y / c).
+// CHECK-LABEL: func @qdq_gemm_output_scale
+// CHECK: %[[ACC:.*]] = kiln.matmul_integer
+// CHECK: %[[F:.*]] = kiln.cast %[[ACC]]
+// CHECK: %[[M:.*]] = kiln.mul %[[F]], %{{.*}}
+// CHECK: %[[B:.*]] = kiln.add %[[M]], %{{.*}}
+// CHECK: %[[R:.*]] = kiln.relu %[[B]]
+// CHECK-NOT: kiln.div
+// CHECK: return %[[R]]
+// CHECK: int8_scale: "0x040000000AD7A33C0AD7233C"
+// CHECK: int8_bias: "0x0400000000000040000080C0"
+func.func @qdq_gemm_output_scale(%q: tensor<2x3xui8>) -> tensor<2x2xf32> {
+  %f = kiln.cast %q : tensor<2x3xui8> -> tensor<2x3xf32>
+  %z = kiln.constant dense<128.0> : tensor<f32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %c = kiln.sub %f, %z : tensor<2x3xf32>, tensor<f32>
+  %a = kiln.mul %c, %s : tensor<2x3xf32>, tensor<f32>
+  %w = kiln.constant dense<[[1.27, -0.5, 0.03], [0.02, -0.64, 0.1]]> : tensor<2x3xf32>
+  %bias = kiln.constant dense<[0.5, -1.0]> : tensor<2xf32>
+  %y = kiln.gemm %a, %w, %bias {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true} : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  %r = kiln.relu %y : tensor<2x2xf32>
+  %os = kiln.constant dense<0.25> : tensor<f32>
+  %d = kiln.div %r, %os : tensor<2x2xf32>, tensor<f32>
+  return %d : tensor<2x2xf32>
+}
+
+// -----
+
+// A bias that is not a constant cannot take the output scale: the division
+// stays.
+// CHECK-LABEL: func @qdq_gemm_argument_bias
+// CHECK: kiln.matmul_integer
+// CHECK: %[[D:.*]] = kiln.div
+// CHECK: return %[[D]]
+func.func @qdq_gemm_argument_bias(%q: tensor<2x3xi8>, %bias: tensor<2xf32>) -> tensor<2x2xf32> {
+  %f = kiln.cast %q : tensor<2x3xi8> -> tensor<2x3xf32>
+  %s = kiln.constant dense<0.25> : tensor<f32>
+  %a = kiln.mul %f, %s : tensor<2x3xf32>, tensor<f32>
+  %w = kiln.constant dense<[[1.27, -0.5, 0.03], [0.02, -0.64, 0.1]]> : tensor<2x3xf32>
+  %y = kiln.gemm %a, %w, %bias {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true} : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  %os = kiln.constant dense<0.25> : tensor<f32>
+  %d = kiln.div %y, %os : tensor<2x2xf32>, tensor<f32>
+  return %d : tensor<2x2xf32>
+}
+
+// -----
+
+// A depthwise conv of a dequantized input with a zero point, divided by the
+// output scale: conv(cast(q) - 10, w * 0.5 / 2, b / 2) -- weights 0.25 ->
+// 0.0625 (0x3D800000), bias [1, 3] -> [0.5, 1.5] (0x3F000000, 0x3FC00000).
+// CHECK-LABEL: func @qdq_depthwise_output_scale
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x4x4x2xui8>)
+// CHECK: kiln.constant dense<[1.000000e+00, 3.000000e+00]>
+// CHECK-NEXT: %[[F:.*]] = kiln.cast %[[Q]]
+// CHECK: %[[Z:.*]] = kiln.constant dense_resource<int8_zero> : tensor<f32>
+// CHECK: %[[S:.*]] = kiln.sub %[[F]], %[[Z]]
+// CHECK: %[[Y:.*]] = kiln.conv %[[S]], %{{.*}}, %{{.*}} {{{.*}}layout = #kiln.layout<nhwc>
+// CHECK-NOT: kiln.div
+// CHECK: return %[[Y]]
+// CHECK: int8_zero: "0x0400000000002041"
+// CHECK: int8_dw_weight: "0x040000000000803D0000803D
+// CHECK: int8_bias: "0x040000000000003F0000C03F"
+func.func @qdq_depthwise_output_scale(%q: tensor<1x4x4x2xui8>) -> tensor<1x4x4x2xf32> {
+  %f = kiln.cast %q : tensor<1x4x4x2xui8> -> tensor<1x4x4x2xf32>
+  %z = kiln.constant dense<10.0> : tensor<f32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %c = kiln.sub %f, %z : tensor<1x4x4x2xf32>, tensor<f32>
+  %a = kiln.mul %c, %s : tensor<1x4x4x2xf32>, tensor<f32>
+  %w = kiln.constant dense<0.25> : tensor<2x1x3x3xf32>
+  %b = kiln.constant dense<[1.0, 3.0]> : tensor<2xf32>
+  %y = kiln.conv %a, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64, layout = #kiln.layout<nhwc>} : (tensor<1x4x4x2xf32>, tensor<2x1x3x3xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  %os = kiln.constant dense<2.0> : tensor<f32>
+  %d = kiln.div %y, %os : tensor<1x4x4x2xf32>, tensor<f32>
+  return %d : tensor<1x4x4x2xf32>
 }

@@ -2,8 +2,10 @@
 """Quantized models against onnxruntime running the same quantized model.
 
 Small fp32 models with random weights -- an MLP (Gemm, ReLU, MatMul), a
-transformer-style block (3-D MatMuls with biases, GELU, a residual) and a
-small CNN (convolutions of many shapes, a residual, pooling, Gemm) -- are
+transformer-style block (3-D MatMuls with biases, GELU, a residual), a
+small CNN (convolutions of many shapes, a residual, pooling, Gemm) and a
+stack of depthwise convolutions (strides, dilation, uneven pads, a channel
+tail; NHWC on the CPU they read and write the 8-bit activations) -- are
 quantized by onnxruntime: statically (quantize_static, QDQ, uint8
 activations calibrated on random inputs, int8 weights per channel and per
 tensor; and int8 activations, per-channel weights, on the CPU targets: the
@@ -79,7 +81,8 @@ def block(rng):
 def convnet(rng):
     """A small CNN of every convolution shape the 8-bit kernels take: a
     7x7 stride-2 stem on 3 channels, 3x3, pointwise, grouped and dilated
-    with uneven pads, 1x1 stride 2; a depthwise conv (which stays f32), a
+    with uneven pads, 1x1 stride 2; a depthwise conv (f32 arithmetic on the
+    8-bit activations in NHWC), a
     residual, max and global average pooling, Gemm."""
     def conv(name, x, y, o, c, k, **attrs):
         w = (rng.standard_normal((o, c, k, k)) * (1.5 / np.sqrt(c * k * k))).astype(np.float32)
@@ -107,7 +110,38 @@ def convnet(rng):
     return nodes, inits, [2, 3, 20, 20], [2, 10]
 
 
-MODELS = {"mlp": mlp, "block": block, "convnet": convnet}
+def depthwise(rng):
+    """Depthwise convolutions of the shapes the byte form (8-bit input and
+    result, NHWC) takes -- 24 channels (16 and a tail of 8), stride 2, a
+    dilated 5x5 window with uneven pads, a 3x3 one padded on one side --
+    and one with two outputs per channel (the direct kernel's other form),
+    between pointwise 8-bit convolutions."""
+    def conv(name, x, y, o, c, k, **attrs):
+        w = (rng.standard_normal((o, c, k, k)) * (1.5 / np.sqrt(c * k * k))).astype(np.float32)
+        b = (rng.standard_normal(o) * 0.1).astype(np.float32)
+        inits.extend([numpy_helper.from_array(w, name + "_w"), numpy_helper.from_array(b, name + "_b")])
+        return helper.make_node("Conv", [x, name + "_w", name + "_b"], [y], name=name, **attrs)
+    inits = []
+    wf = rng.standard_normal((32, 10)).astype(np.float32) * 0.5
+    inits.append(numpy_helper.from_array(wf, "wf"))
+    nodes = [conv("pw1", "x", "c1", 24, 20, 1),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             conv("dw1", "r1", "d1", 24, 1, 3, group=24, strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["d1"], ["r2"]),
+             conv("dw2", "r2", "d2", 24, 1, 5, group=24, dilations=[2, 2], pads=[4, 3, 4, 5]),
+             conv("dw3", "d2", "d3", 24, 1, 3, group=24, pads=[0, 1, 2, 1]),
+             helper.make_node("Clip", ["d3", "lo", "hi"], ["r3"]),
+             conv("dw4", "r3", "d4", 48, 1, 3, group=24, pads=[1, 1, 1, 1]),
+             conv("pw2", "d4", "c2", 32, 48, 1),
+             helper.make_node("GlobalAveragePool", ["c2"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "wf"], ["y"])]
+    inits += [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+              numpy_helper.from_array(np.array(6.0, np.float32), "hi")]
+    return nodes, inits, [2, 20, 17, 15], [2, 10]
+
+
+MODELS = {"mlp": mlp, "block": block, "convnet": convnet, "depthwise": depthwise}
 
 
 def build(name, path):
@@ -158,7 +192,7 @@ def run_kiln(bindir, model, tmp, tag, flags, x, input_name="x", env=None):
     if r.returncode:
         return None, r.stderr.strip(), []
     with open(report) as f:
-        kinds = [k.get("name", "") for k in json.load(f).get("kernels", [])]
+        kinds = [(k.get("name", ""), k.get("ops", "")) for k in json.load(f).get("kernels", [])]
     return np.load(os.path.join(yp, "y.npy")), "", kinds
 
 
@@ -192,7 +226,7 @@ def main():
             # (quantize_dynamic quantizes matrix products: its ConvInteger
             # has no onnxruntime CPU kernel.)
             modes = ("qdq-per-channel", "qdq-per-tensor", "qdq-s8") + \
-                (("dynamic",) if name != "convnet" else ())
+                (("dynamic",) if name not in ("convnet", "depthwise") else ())
             for mode in modes:
                 model = os.path.join(tmp, "%s_%s.onnx" % (name, mode))
                 quantize(src, model, mode, shape)
@@ -201,7 +235,7 @@ def main():
                 sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
                 rng = np.random.default_rng(23)
                 targets = args.targets.split(",")
-                if name == "convnet" and "cpu" in targets:
+                if name in ("convnet", "depthwise") and "cpu" in targets:
                     targets.append("cpu-nchw")
                 if mode == "qdq-s8":  # (the 8-bit kernels' signed path: CPU only)
                     targets = [t for t in targets if t.startswith("cpu")]
@@ -217,13 +251,26 @@ def main():
                         problems, mx, mean = checked(got, err, ref)
                         if got is not None:
                             int8 = sum("matmul_integer" in k or "conv_integer" in k
-                                       for k in kinds)
+                                       for k, _ in kinds)
                             if cpu and int8 == 0:
                                 problems.append("no 8-bit kernel in the CPU build")
-                            if name == "convnet" and cpu and \
-                                    sum("conv_integer" in k for k in kinds) != 5:
-                                problems.append("%d 8-bit convolutions, not 5" % sum(
-                                    "conv_integer" in k for k in kinds))
+                            want = {"convnet": 5, "depthwise": 2}.get(name)
+                            got8 = sum("conv_integer" in k for k, _ in kinds)
+                            if want and cpu and got8 != want:
+                                problems.append("%d 8-bit convolutions, not %d" % (got8, want))
+                            # NHWC depthwise convs read their 8-bit input and
+                            # (those whose result is quantized for another
+                            # one) write the next 8-bit activation: counts of
+                            # each.
+                            want = {"convnet": (1, 1), "depthwise": (3, 2)}.get(name)
+                            reads = [ops for k, ops in kinds
+                                     if k.endswith("_conv") and ops.startswith("cast+")]
+                            writes = sum(ops.endswith("+cast") for ops in reads)
+                            if want and target == "cpu" and (len(reads) != want[0] or
+                                                             writes < want[1]):
+                                problems.append("%d depthwise convs read bytes, %d write them, "
+                                                "not %d and %d: %s" %
+                                                (len(reads), writes, *want, kinds))
                             if cpu:
                                 f32, err32, _ = run_kiln(
                                     args.bindir, model, tmp, tag + "_f32",
@@ -279,7 +326,8 @@ def check_calibrated(bindir, tmp):
     by default it rounds them to int32 steps, Kiln adds them in f32), so the
     same quantized model. (passed, failed)."""
     passed = failed = 0
-    for name in MODELS:
+    # (Not the depthwise model: Kiln keeps its depthwise convs f32.)
+    for name in ("mlp", "block", "convnet"):
         src = os.path.join(tmp, name + ".onnx")
         shape = build(name, src)
         # Two calibration samples (Kiln's ranges span both, as the min-max
@@ -321,7 +369,7 @@ def check_calibrated(bindir, tmp):
                                        ["--calibrate=x=" + path for path in cal_paths], x)
             problems, mx, mean = checked(got, err, ref)
             if got is not None:
-                int8 = sum("matmul_integer" in k or "conv_integer" in k for k in kinds)
+                int8 = sum("matmul_integer" in k or "conv_integer" in k for k, _ in kinds)
                 if int8 != products:
                     problems.append("%d 8-bit kernels for %d products" % (int8, products))
                 m32, _ = compare(got, fp32.run(None, {"x": x})[0])
