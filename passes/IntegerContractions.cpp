@@ -20,7 +20,20 @@
 // output channel, plus the bias. Its padding reads q's zero point, which
 // dequantizes to the f32 conv's zero. Depthwise and other direct convs
 // (conv_strategy::isDirect) have no product to put on the 8-bit ukernel
-// and stay f32.
+// and stay f32, on cast(q) - zero: the input's scale (and the output scale
+// below) go into their weights and bias, conv((q - z) * s, W, b) / c =
+// conv(q - z, W * s / c, b / c), so that on the CPU kiln-fuse can give
+// such a conv the 8-bit input as it is stored and the quantization of its
+// result (a depthwise conv reads and writes bytes).
+//
+// The requantization: a product whose result (through a ReLU, maybe) is
+// divided by a constant c > 0 -- the next QuantizeLinear's scale -- takes c
+// into its scales and bias, (acc * s[n] + b[n]) / c = acc * (s[n] / c) +
+// b[n] / c: one multiply-add per value where the division cost several
+// (onnxruntime's QLinearConv and QLinearMatMul requantize by sA * sW / sY).
+// A sum of two scaled terms divided by a constant before rounding (a QDQ
+// Add of two activations, a residual) takes it into the terms' scales the
+// same way. Values agree with the f32 chain's up to its rounding.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/ConvStrategy.h"
@@ -361,6 +374,64 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     return true;
   }
 
+  /// A QuantizeLinear's division (its result rounded next) of a sum of two
+  /// scaled terms, maybe through a ReLU -- a QDQ Add of two dequantized
+  /// activations, a residual: (x * a + y * b) / c = x * (a / c) + y * (b / c)
+  /// for constants a, b and c > 0 (onnxruntime's QLinearAdd scales).
+  bool foldSumScale(DivOp div) {
+    auto c = scalarOf(div.getRhs());
+    if (!c || !(*c > 0) || !std::isfinite(*c) || !div->hasOneUse() ||
+        !isa<RoundOp>(*div->getUsers().begin()))
+      return false;
+    Value v = div.getLhs();
+    auto relu = v.getDefiningOp<ReluOp>();
+    if (relu) {
+      if (!relu->hasOneUse())
+        return false;
+      v = relu.getInput();
+    }
+    auto add = v.getDefiningOp<AddOp>();
+    if (!add || !add->hasOneUse() || add.getType() != div.getType())
+      return false;
+    struct Term {
+      MulOp mul;
+      Value x, k;
+    };
+    SmallVector<Term, 2> terms;
+    for (Value t : {add.getLhs(), add.getRhs()}) {
+      auto mul = t.getDefiningOp<MulOp>();
+      if (!mul || !mul->hasOneUse())
+        return false;
+      int k = getF32Constant(mul.getRhs()) ? 1 : getF32Constant(mul.getLhs()) ? 0 : -1;
+      if (k < 0)
+        return false;
+      terms.push_back({mul, mul->getOperand(1 - k), mul->getOperand(k)});
+    }
+    OpBuilder b(div);
+    SmallVector<Value, 2> scaled;
+    for (Term &t : terms) {
+      std::vector<float> k = *getF32Constant(t.k);
+      for (float &x : k)
+        x = static_cast<float>(double(x) / *c);
+      Value kc = makeF32Constant(b, t.mul.getLoc(), typeOf(t.k), k, "int8_scale");
+      Value m = MulOp::create(b, t.mul.getLoc(), t.x, kc);
+      if (m.getType() != t.mul.getType())
+        return false; // (never: the same operands' shapes)
+      scaled.push_back(m);
+    }
+    Value sum = AddOp::create(b, add.getLoc(), scaled[0], scaled[1]);
+    if (relu)
+      sum = ReluOp::create(b, relu.getLoc(), sum);
+    div.getResult().replaceAllUsesWith(sum);
+    div->erase();
+    if (relu)
+      relu->erase();
+    add->erase();
+    for (Term &t : terms)
+      t.mul->erase();
+    return true;
+  }
+
   void runOnOperation() override {
     SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {
@@ -380,6 +451,10 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
         foldDirectConvScales(cast<ConvOp>(op));
       }
     }
+    SmallVector<DivOp> divisions;
+    getOperation().walk([&](DivOp d) { divisions.push_back(d); });
+    for (DivOp d : divisions)
+      foldSumScale(d);
   }
 };
 

@@ -119,7 +119,7 @@ bool lightEpilogue(const Epilogue *epi) {
 
 void tileEpilogue(KernelEmitter &e, const Epilogue &epi, int firstSite,
                   ArrayRef<int64_t> rowDims, int64_t N, Value i0, Value j0, Value rows,
-                  Value cols, int accArg, int outArg) {
+                  Value cols, Value tile, int64_t ldt, int outArg) {
   e.loop(e.idx(0), rows, [&](Value r) {
     Value i = e.add(i0, r);
     SmallVector<Value> coord(rowDims.size());
@@ -132,7 +132,7 @@ void tileEpilogue(KernelEmitter &e, const Epilogue &epi, int firstSite,
     e.loop(e.idx(0), cols, [&](Value jj) {
       Value j = e.add(j0, jj);
       Value at = e.add(e.mul(i, N), j);
-      Value v = epi.apply(e, e.load(accArg, at), [&](int k) {
+      Value v = epi.apply(e, e.loadM(tile, e.add(e.mul(r, ldt), jj)), [&](int k) {
         auto &st = epi.siteStrides[k];
         Value off = e.mul(j, st.back());
         for (size_t d = 0; d < coord.size(); ++d)

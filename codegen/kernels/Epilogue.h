@@ -117,12 +117,13 @@ bool lightEpilogue(const Epilogue *epi);
 
 /// Applies a row-major product's epilogue to its tile of rows [i0, i0 +
 /// rows) x columns [j0, j0 + cols) of an [M, N] result, one element at a
-/// time: reads kernel argument `accArg`, stores `outArg`; site k is kernel
-/// argument firstSite + k, its offset at row i taken through the rows'
-/// coordinates along the result's leading axes `rowDims`.
+/// time: reads the products from `tile` (a workgroup's stack memref, row r
+/// at r * ldt), stores kernel argument `outArg`; site k is kernel argument
+/// firstSite + k, its offset at row i taken through the rows' coordinates
+/// along the result's leading axes `rowDims`.
 void tileEpilogue(KernelEmitter &e, const Epilogue &epi, int firstSite,
                   ArrayRef<int64_t> rowDims, int64_t N, Value i0, Value j0, Value rows,
-                  Value cols, int accArg, int outArg);
+                  Value cols, Value tile, int64_t ldt, int outArg);
 
 /// Applies an NHWC conv epilogue at (image n, pixel pix, channel oc): sites
 /// are full-size or broadcast over both spatial dims (st[1] == OW * st[2]).

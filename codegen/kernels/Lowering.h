@@ -456,9 +456,11 @@ private:
   /// scratch that a fused epilogue reads: `ids` (the product's operands),
   /// the epilogue's sites, the sums (the result's element type), then the
   /// epilogue's output; and the flops of both.
+  /// A row-major product kernel's arguments: with an epilogue its sums go
+  /// to a tile on the workgroup's stack (`accArg` -1), else to the result.
   struct ProductArgs {
     SmallVector<int> ids;
-    int firstSite = 0, accArg = 0, outArg = 0;
+    int firstSite = 0, accArg = -1, outArg = 0;
     int out = 0; // the buffer holding the fusion's result
     int64_t flops = 0;
   };

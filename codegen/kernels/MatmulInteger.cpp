@@ -51,8 +51,8 @@ LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *
   if (cb < N)
     cb = ceilDiv(cb, 16) * 16;
   int64_t rTiles = ceilDiv(std::max<int64_t>(M, 1), rb), cTiles = ceilDiv(N, cb);
-  // The int32 sums: the result itself, or (with an epilogue) a scratch
-  // tile the epilogue reads while it is in cache.
+  // The int32 sums: the result itself, or (with an epilogue) a tile on the
+  // workgroup's stack that the epilogue reads while it is in cache.
   ProductArgs args = productArgs(
       op, M, N, {bufferOf.lookup(op.getLhs()), packed, bufferOf.lookup(op.getLhsZero())}, epi);
   int firstSite = args.firstSite, accArg = args.accArg, outArg = args.outArg;
@@ -65,14 +65,16 @@ LogicalResult Lowering::matmulInteger(kiln::MatMulIntegerOp op, const Epilogue *
     Value az = e.load(2, e.idx(0));
     az = aSigned ? Value(arith::ExtSIOp::create(e.b, e.b.getI64Type(), az))
                  : Value(arith::ExtUIOp::create(e.b, e.b.getI64Type(), az));
+    Value tile = epi ? e.scratchI32(rb * cb) : Value();
     func::CallOp::create(e.b, "kiln_uk_q8gemm_pq", TypeRange{},
                          ValueRange{e.i64(rows), e.i64(cols), e.i64(K), e.addr(0, e.mul(i0, K)),
                                     e.i64(K), az, e.addr8(1, e.mul(e.div(j0, 16), pk.ldb)),
                                     e.i64(pk.ldb), e.i64(pk.shift),
-                                    e.addr(accArg, e.add(e.mul(i0, N), j0)), e.i64(N),
-                                    e.i64(flags)});
+                                    epi ? e.addrM(tile, e.idx(0))
+                                        : e.addr(accArg, e.add(e.mul(i0, N), j0)),
+                                    e.i64(epi ? cb : N), e.i64(flags)});
     if (epi)
-      tileEpilogue(e, *epi, firstSite, rowDims, N, i0, j0, rows, cols, accArg, outArg);
+      tileEpilogue(e, *epi, firstSite, rowDims, N, i0, j0, rows, cols, tile, cb, outArg);
   }, args.flops);
   bufferOf[op.getResult()] = args.out;
   return success();
@@ -82,21 +84,16 @@ Lowering::ProductArgs Lowering::productArgs(Operation *op, int64_t M, int64_t N,
                                             SmallVector<int> ids, const Epilogue *epi) {
   ProductArgs a;
   Value result = op->getResult(0);
-  int acc = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * 4, elemType(result));
   a.firstSite = ids.size();
   if (epi)
     for (Value v : epi->siteArgs)
       ids.push_back(bufferOf.lookup(v));
-  ids.push_back(acc);
-  a.out = acc;
-  if (epi) {
-    Value y = epi->yielded;
-    a.out = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * widthOf(elemType(y)),
-                      elemType(y));
-    ids.push_back(a.out);
-  }
-  a.accArg = a.firstSite + (epi ? epi->siteArgs.size() : 0);
+  Type y = elemType(epi ? epi->yielded : result);
+  a.out = newBuffer(Buffer::Arena, std::max<int64_t>(M * N, 1) * widthOf(y), y);
+  ids.push_back(a.out);
   a.outArg = ids.size() - 1;
+  if (!epi)
+    a.accArg = a.outArg;
   a.flops = estimateFlops(op);
   if (epi)
     for (Operation *o : epi->ops)

@@ -123,14 +123,17 @@ LogicalResult Lowering::matmulNBits(kiln::MatMulNBitsOp op, const Epilogue *epi)
     Value quad = e.div(j0, kQuad);
     // (The packed buffers are f32-typed: offsets in 4-byte words.)
     Value codesAt = e.addr(1, e.mul(quad, quadBytes / 4));
+    // (With an epilogue the f32 products go to a tile on the stack.)
+    Value tile = epi ? e.scratch(rb * cb) : Value();
     func::CallOp::create(e.b, "kiln_uk_bqgemm", TypeRange{},
                          ValueRange{e.i64(rows), e.i64(cols), e.i64(K), e.addr(0, e.mul(i0, K)),
                                     e.i64(K), codesAt,
                                     e.addr(2, e.mul(quad, blocks * 2 * kQuad)),
-                                    e.addr(accArg, e.add(e.mul(i0, N), j0)), e.i64(N),
-                                    e.i64(bits), e.i64(block), e.i64(0)});
+                                    epi ? e.addrM(tile, e.idx(0))
+                                        : e.addr(accArg, e.add(e.mul(i0, N), j0)),
+                                    e.i64(epi ? cb : N), e.i64(bits), e.i64(block), e.i64(0)});
     if (epi)
-      tileEpilogue(e, *epi, firstSite, rowDims, N, i0, j0, rows, cols, accArg, outArg);
+      tileEpilogue(e, *epi, firstSite, rowDims, N, i0, j0, rows, cols, tile, cb, outArg);
   }, args.flops);
   bufferOf[op.getResult()] = args.out;
   return success();

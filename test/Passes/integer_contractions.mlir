@@ -207,3 +207,52 @@ func.func @qdq_depthwise_output_scale(%q: tensor<1x4x4x2xui8>) -> tensor<1x4x4x2
   %d = kiln.div %y, %os : tensor<1x4x4x2xf32>, tensor<f32>
   return %d : tensor<1x4x4x2xf32>
 }
+
+// -----
+
+// A QDQ Add's requantization (a residual of two dequantized activations,
+// through a ReLU): ((a - 3) * 0.5 + (b - 7) * 0.25) / 0.125, rounded, is
+// relu((a - 3) * 4 + (b - 7) * 2) rounded (4 = 0x40800000, 2 = 0x40000000).
+// CHECK-LABEL: func @qdq_add_output_scale
+// CHECK: %[[A:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<2x4xf32>, tensor<f32>
+// CHECK: %[[B:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<2x4xf32>, tensor<f32>
+// CHECK: %[[S:.*]] = kiln.add %[[A]], %[[B]]
+// CHECK: %[[R:.*]] = kiln.relu %[[S]]
+// CHECK-NOT: kiln.div
+// CHECK: %[[Y:.*]] = kiln.round %[[R]]
+// CHECK: return %[[Y]]
+// CHECK: int8_scale: "0x0400000000008040"
+// CHECK: int8_scale{{.*}}: "0x0400000000000040"
+func.func @qdq_add_output_scale(%a: tensor<2x4xui8>, %b: tensor<2x4xui8>) -> tensor<2x4xf32> {
+  %fa = kiln.cast %a : tensor<2x4xui8> -> tensor<2x4xf32>
+  %fb = kiln.cast %b : tensor<2x4xui8> -> tensor<2x4xf32>
+  %za = kiln.constant dense<3.0> : tensor<f32>
+  %zb = kiln.constant dense<7.0> : tensor<f32>
+  %sa = kiln.constant dense<0.5> : tensor<f32>
+  %sb = kiln.constant dense<0.25> : tensor<f32>
+  %ca = kiln.sub %fa, %za : tensor<2x4xf32>, tensor<f32>
+  %cb = kiln.sub %fb, %zb : tensor<2x4xf32>, tensor<f32>
+  %da = kiln.mul %ca, %sa : tensor<2x4xf32>, tensor<f32>
+  %db = kiln.mul %cb, %sb : tensor<2x4xf32>, tensor<f32>
+  %s = kiln.add %da, %db : tensor<2x4xf32>, tensor<2x4xf32>
+  %r = kiln.relu %s : tensor<2x4xf32>
+  %c = kiln.constant dense<0.125> : tensor<f32>
+  %d = kiln.div %r, %c : tensor<2x4xf32>, tensor<f32>
+  %y = kiln.round %d : tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// A division that no rounding follows is not a quantization: it stays.
+// CHECK-LABEL: func @sum_division_kept
+// CHECK: kiln.div
+func.func @sum_division_kept(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %sa = kiln.constant dense<0.5> : tensor<f32>
+  %da = kiln.mul %a, %sa : tensor<4xf32>, tensor<f32>
+  %db = kiln.mul %b, %sa : tensor<4xf32>, tensor<f32>
+  %s = kiln.add %da, %db : tensor<4xf32>, tensor<4xf32>
+  %c = kiln.constant dense<0.125> : tensor<f32>
+  %d = kiln.div %s, %c : tensor<4xf32>, tensor<f32>
+  return %d : tensor<4xf32>
+}

@@ -191,7 +191,7 @@ def check_compiler_weights(bindir, tmp, f32_path, quantized):
         else:
             if rel(got, ref) > 1e-4:
                 problems.append("%.2e of max|y| from onnxruntime's quantized model" % rel(got, ref))
-            if sum("matmul_nbits" in k for k in kinds) != 2:
+            if sum("matmul_nbits" in k for k, _ in kinds) != 2:
                 problems.append("not 2 matmul_nbits kernels")
         ok = tally(name, problems, lambda: "%.1e of max|y| from onnxruntime's quantized model, "
                    "%.1e from f32" % (rel(got, ref), rel(got, ref32)))
@@ -265,7 +265,7 @@ def main():
                         problems.append("%.2e of max|y| from the reference" % d)
                     if ref_ort is not None and reference and rel(got, ref_ort) > tol:
                         problems.append("%.2e of max|y| from onnxruntime" % rel(got, ref_ort))
-                    nbits = sum("matmul_nbits" in k for k in kinds)
+                    nbits = sum("matmul_nbits" in k for k, _ in kinds)
                     if target != "cuda-emu" and kernel and nbits == 0:
                         problems.append("no matmul_nbits kernel in the CPU build")
                     if (target == "cuda-emu" or not kernel) and nbits:
