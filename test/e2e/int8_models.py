@@ -78,18 +78,25 @@ def block(rng):
     return nodes, inits, [1, 24, 48], [1, 24, 48]
 
 
+def conv_node(rng, inits, name, x, y, o, c, k, **attrs):
+    """A Conv node y = conv(x) of o outputs, c channels per group and a k x k
+    window, its random weights and bias appended to `inits`."""
+    w = (rng.standard_normal((o, c, k, k)) * (1.5 / np.sqrt(c * k * k))).astype(np.float32)
+    b = (rng.standard_normal(o) * 0.1).astype(np.float32)
+    inits.extend([numpy_helper.from_array(w, name + "_w"), numpy_helper.from_array(b, name + "_b")])
+    return helper.make_node("Conv", [x, name + "_w", name + "_b"], [y], name=name, **attrs)
+
+
 def convnet(rng):
     """A small CNN of every convolution shape the 8-bit kernels take: a
     7x7 stride-2 stem on 3 channels, 3x3, pointwise, grouped and dilated
     with uneven pads, 1x1 stride 2; a depthwise conv (f32 arithmetic on the
     8-bit activations in NHWC), a
     residual, max and global average pooling, Gemm."""
-    def conv(name, x, y, o, c, k, **attrs):
-        w = (rng.standard_normal((o, c, k, k)) * (1.5 / np.sqrt(c * k * k))).astype(np.float32)
-        b = (rng.standard_normal(o) * 0.1).astype(np.float32)
-        inits.extend([numpy_helper.from_array(w, name + "_w"), numpy_helper.from_array(b, name + "_b")])
-        return helper.make_node("Conv", [x, name + "_w", name + "_b"], [y], name=name, **attrs)
     inits = []
+
+    def conv(*args, **attrs):
+        return conv_node(rng, inits, *args, **attrs)
     wf = rng.standard_normal((16, 10)).astype(np.float32) * 0.5
     inits.append(numpy_helper.from_array(wf, "wf"))
     nodes = [conv("stem", "x", "c1", 16, 3, 7, strides=[2, 2], pads=[3, 3, 3, 3]),
@@ -116,12 +123,10 @@ def depthwise(rng):
     dilated 5x5 window with uneven pads, a 3x3 one padded on one side --
     and one with two outputs per channel (the direct kernel's other form),
     between pointwise 8-bit convolutions."""
-    def conv(name, x, y, o, c, k, **attrs):
-        w = (rng.standard_normal((o, c, k, k)) * (1.5 / np.sqrt(c * k * k))).astype(np.float32)
-        b = (rng.standard_normal(o) * 0.1).astype(np.float32)
-        inits.extend([numpy_helper.from_array(w, name + "_w"), numpy_helper.from_array(b, name + "_b")])
-        return helper.make_node("Conv", [x, name + "_w", name + "_b"], [y], name=name, **attrs)
     inits = []
+
+    def conv(*args, **attrs):
+        return conv_node(rng, inits, *args, **attrs)
     wf = rng.standard_normal((32, 10)).astype(np.float32) * 0.5
     inits.append(numpy_helper.from_array(wf, "wf"))
     nodes = [conv("pw1", "x", "c1", 24, 20, 1),
