@@ -80,8 +80,9 @@ bool isRoundingPair(Operation *user, Value chain) {
 }
 
 /// A byte convolution (option byte-convs): a depthwise NHWC conv of f32
-/// constant weights in the direct kernel's register form, which can read an
-/// 8-bit input through its dequantization and write an 8-bit result.
+/// constant weights in the direct kernel's register form whose ring of
+/// converted input rows fits its stack, which can read an 8-bit input
+/// through its dequantization and write an 8-bit result.
 bool isByteConv(Operation *op) {
   auto conv = dyn_cast_or_null<ConvOp>(op);
   if (!conv || !attr::isChannelsLast(conv) || !conv.getWeight().getDefiningOp<ConstantOp>() ||
@@ -91,8 +92,10 @@ bool isByteConv(Operation *op) {
                     out = shapeOf(conv.getResult());
   int64_t G = static_cast<int64_t>(conv.getGroup());
   auto pads = conv.getPads();
+  int64_t paddedWidth = in[2] + pads[1] + pads[3];
   return in[3] == G && out[3] == G && w[1] == 1 &&
-         conv_strategy::depthwiseInRegisters(w[2], w[3], in[2] + pads[1] + pads[3], in[3]);
+         conv_strategy::depthwiseInRegisters(w[2], w[3], paddedWidth, in[3]) &&
+         conv_strategy::byteRingFits(w[2], conv.getDilations()[0], paddedWidth);
 }
 
 /// The ops that compute a byte convolution's input from an 8-bit

@@ -391,7 +391,8 @@ def FusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     kernel.
 
     With `byte-convs` (the CPU target), a depthwise NHWC convolution of the
-    direct kernel's register form (conv_strategy::depthwiseInRegisters) on
+    direct kernel's register form (conv_strategy::depthwiseInRegisters and
+    byteRingFits) on
     an 8-bit activation -- `cast(q)`, maybe minus a scalar zero point, after
     kiln-integer-contractions folded the scales into its weights -- takes
     those ops as a prologue (its kernel reads the bytes) and may end its

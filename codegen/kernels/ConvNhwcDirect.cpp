@@ -82,7 +82,8 @@ LogicalResult Lowering::convNhwcDirect(kiln::ConvOp op, const Epilogue *epi,
   bool dwRegisters =
       packed && Cg == 1 && Og == 1 && conv_strategy::depthwiseInRegisters(KH, KW, Wp, C);
   bool typedOut = !outElem.isF32();
-  if ((pro || typedOut) && !dwRegisters)
+  if ((pro || typedOut) &&
+      !(dwRegisters && (!pro || conv_strategy::byteRingFits(KH, d[0], Wp))))
     return op.emitError("internal error: an 8-bit input or result on a direct convolution "
                         "outside the depthwise register form");
   // (A result stored in another type has no f32 row to finish in place;

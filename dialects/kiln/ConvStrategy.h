@@ -85,6 +85,13 @@ inline bool depthwiseInRegisters(int64_t KH, int64_t KW, int64_t paddedWidth,
   return KH * KW <= 64 && KH * paddedWidth * channels <= 65536;
 }
 
+/// Whether such a conv reading an 8-bit input through a prologue fits its
+/// ring of converted rows -- the (KH - 1) * dilation + 1 rows a window
+/// spans, 16 floats a padded pixel -- in the same 64K floats of stack.
+inline bool byteRingFits(int64_t KH, int64_t dilationH, int64_t paddedWidth) {
+  return ((KH - 1) * dilationH + 1) * paddedWidth * 16 <= 65536;
+}
+
 } // namespace kiln::conv_strategy
 
 #endif // KILN_DIALECTS_KILN_CONVSTRATEGY_H

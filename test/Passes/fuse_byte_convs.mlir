@@ -89,14 +89,17 @@ func.func @byte_input_only(%q: tensor<1x5x7x20xi8>) -> tensor<1x5x7x20xf32> {
 // -----
 
 // Not byte convs: two outputs per channel (the direct kernel's general
-// form), weights that are not constants, NCHW. Their inputs' casts stay
+// form), weights that are not constants, NCHW, and a dilated window over
+// 8004 padded columns (in the register form, but its ring of 5 rows x 8004
+// pixels x 16 floats would not fit 64K floats). Their inputs' casts stay
 // kernels of their own.
 // BYTES-LABEL: func @not_byte_convs
 // BYTES-COUNT-2: kiln.cast %arg0 : tensor<1x6x6x8xui8> -> tensor<1x6x6x8xf32>
 // BYTES: kiln.cast %arg2 : tensor<1x8x6x6xui8> -> tensor<1x8x6x6xf32>
+// BYTES: kiln.cast %arg3 : tensor<1x4x8000x1xui8> -> tensor<1x4x8000x1xf32>
 // BYTES-NOT: kiln.fusion
 // BYTES: return
-func.func @not_byte_convs(%q: tensor<1x6x6x8xui8>, %wv: tensor<8x1x3x3xf32>, %qc: tensor<1x8x6x6xui8>) -> (tensor<1x6x6x16xf32>, tensor<1x6x6x8xf32>, tensor<1x8x6x6xf32>) {
+func.func @not_byte_convs(%q: tensor<1x6x6x8xui8>, %wv: tensor<8x1x3x3xf32>, %qc: tensor<1x8x6x6xui8>, %qw: tensor<1x4x8000x1xui8>) -> (tensor<1x6x6x16xf32>, tensor<1x6x6x8xf32>, tensor<1x8x6x6xf32>, tensor<1x4x8000x1xf32>) {
   %w2 = kiln.constant dense<0.5> : tensor<16x1x3x3xf32>
   %w1 = kiln.constant dense<0.5> : tensor<8x1x3x3xf32>
   %f1 = kiln.cast %q : tensor<1x6x6x8xui8> -> tensor<1x6x6x8xf32>
@@ -105,5 +108,8 @@ func.func @not_byte_convs(%q: tensor<1x6x6x8xui8>, %wv: tensor<8x1x3x3xf32>, %qc
   %b = kiln.conv %f2, %wv {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 8 : i64, layout = #kiln.layout<nhwc>} : (tensor<1x6x6x8xf32>, tensor<8x1x3x3xf32>) -> tensor<1x6x6x8xf32>
   %f3 = kiln.cast %qc : tensor<1x8x6x6xui8> -> tensor<1x8x6x6xf32>
   %c = kiln.conv %f3, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 8 : i64} : (tensor<1x8x6x6xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x6x6xf32>
-  return %a, %b, %c : tensor<1x6x6x16xf32>, tensor<1x6x6x8xf32>, tensor<1x8x6x6xf32>
+  %ww = kiln.constant dense<0.5> : tensor<1x1x3x3xf32>
+  %f4 = kiln.cast %qw : tensor<1x4x8000x1xui8> -> tensor<1x4x8000x1xf32>
+  %d = kiln.conv %f4, %ww {strides = array<i64: 1, 1>, pads = array<i64: 2, 2, 2, 2>, dilations = array<i64: 2, 2>, group = 1 : i64, layout = #kiln.layout<nhwc>} : (tensor<1x4x8000x1xf32>, tensor<1x1x3x3xf32>) -> tensor<1x4x8000x1xf32>
+  return %a, %b, %c, %d : tensor<1x6x6x16xf32>, tensor<1x6x6x8xf32>, tensor<1x8x6x6xf32>, tensor<1x4x8000x1xf32>
 }
