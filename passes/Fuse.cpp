@@ -106,8 +106,7 @@ SmallVector<Operation *> byteInput(ConvOp conv) {
   SmallVector<Operation *> ops;
   Value v = conv.getInput();
   if (auto sub = v.getDefiningOp<SubOp>()) {
-    auto zero = sub.getRhs().getDefiningOp<ConstantOp>();
-    if (!sub->hasOneUse() || !zero || shapeOf(sub.getRhs()).size() > 4 ||
+    if (!sub->hasOneUse() || !sub.getRhs().getDefiningOp<ConstantOp>() ||
         llvm::cast<RankedTensorType>(sub.getRhs().getType()).getNumElements() != 1 ||
         sub.getLhs().getType() != v.getType())
       return {};

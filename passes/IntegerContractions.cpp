@@ -245,7 +245,8 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
                               "int8_scale");
     y = MulOp::create(b, loc, y, s);
     if (bias)
-      y = AddOp::create(b, loc, y, out ? scaledBias(b, loc, bias, out->c) : bias);
+      y = AddOp::create(b, loc, y,
+                        out ? scaledConstant(b, loc, bias, 1.0, out->c, "int8_bias") : bias);
     if (y.getType() != op->getResult(0).getType())
       return false; // (a bias that broadcasts wider: leave the op)
     replace(op, y, out);
@@ -260,12 +261,15 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     return o;
   }
 
-  /// Constant `bias` / c.
-  Value scaledBias(OpBuilder &b, Location loc, Value bias, double c) {
-    std::vector<float> v = *getF32Constant(bias);
-    for (float &x : v)
-      x = static_cast<float>(x / c);
-    return makeF32Constant(b, loc, typeOf(bias), v, "int8_bias");
+  /// A new constant of f32 constant `v`'s values times `mul` over `div`
+  /// (in double, rounded once): a bias or scale that takes in an output
+  /// scale, weights that take in the input's too.
+  Value scaledConstant(OpBuilder &b, Location loc, Value v, double mul, double div,
+                       StringRef name) {
+    std::vector<float> values = *getF32Constant(v);
+    for (float &x : values)
+      x = static_cast<float>(double(x) * mul / div);
+    return makeF32Constant(b, loc, typeOf(v), values, name);
   }
 
   /// Replaces product `op` by `y`; with `out`, y is already divided by its
@@ -329,7 +333,7 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     y = MulOp::create(b, loc, y, makeF32Constant(b, loc, perChannel, chanScale, "int8_scale"));
     if (Value bias = conv.getBias()) {
       if (out)
-        bias = scaledBias(b, loc, bias, out->c);
+        bias = scaledConstant(b, loc, bias, 1.0, out->c, "int8_bias");
       y = AddOp::create(b, loc, y,
                         nhwc ? bias : ReshapeOp::create(b, loc, perChannel, bias).getResult());
     }
@@ -347,9 +351,8 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     if (!conv_strategy::isDirect(K, wt.getDimSize(0) / static_cast<int64_t>(conv.getGroup())))
       return false;
     auto d = dequantized(conv.getInput());
-    auto w = getF32Constant(conv.getWeight());
     Value bias = conv.getBias();
-    if (!d || !w || (bias && !getF32Constant(bias)))
+    if (!d || !getF32Constant(conv.getWeight()) || (bias && !getF32Constant(bias)))
       return false;
     auto out = outputScale(conv.getResult(), bias);
     double c = out ? out->c : 1.0;
@@ -361,10 +364,8 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
       x = SubOp::create(b, loc, x,
                         makeF32Constant(b, loc, RankedTensorType::get({}, b.getF32Type()),
                                         {d->zero}, "int8_zero"));
-    for (float &v : *w)
-      v = static_cast<float>(double(v) * d->scale / c);
-    Value weight = makeF32Constant(b, loc, wt, *w, "int8_dw_weight");
-    Value scaled = bias ? scaledBias(b, loc, bias, c) : Value();
+    Value weight = scaledConstant(b, loc, conv.getWeight(), d->scale, c, "int8_dw_weight");
+    Value scaled = bias ? scaledConstant(b, loc, bias, 1.0, c, "int8_bias") : Value();
     auto folded = cast<ConvOp>(b.clone(*conv));
     folded->setOperand(0, x);
     folded->setOperand(1, weight);
@@ -410,14 +411,8 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     OpBuilder b(div);
     SmallVector<Value, 2> scaled;
     for (Term &t : terms) {
-      std::vector<float> k = *getF32Constant(t.k);
-      for (float &x : k)
-        x = static_cast<float>(double(x) / *c);
-      Value kc = makeF32Constant(b, t.mul.getLoc(), typeOf(t.k), k, "int8_scale");
-      Value m = MulOp::create(b, t.mul.getLoc(), t.x, kc);
-      if (m.getType() != t.mul.getType())
-        return false; // (never: the same operands' shapes)
-      scaled.push_back(m);
+      Value k = scaledConstant(b, t.mul.getLoc(), t.k, 1.0, *c, "int8_scale");
+      scaled.push_back(MulOp::create(b, t.mul.getLoc(), t.x, k));
     }
     Value sum = AddOp::create(b, add.getLoc(), scaled[0], scaled[1]);
     if (relu)
