@@ -428,8 +428,7 @@ int Compilation::quantizeInt8(calibrate::Outputs &reference) {
   if (products.empty()) {
     precisionSummary.inputs = "no inputs (nothing to measure)";
     llvm::errs() << o.input << ": warning: --precision=int8: the model has no Gemm, MatMul "
-                 << "or Conv with constant weights to quantize (depthwise convolutions have no "
-                 << "8-bit kernel); it stays fp32\n";
+                 << "or Conv with constant weights to quantize; it stays fp32\n";
     return 0;
   }
   std::string error;
@@ -534,9 +533,19 @@ int Compilation::quantizeInt8(calibrate::Outputs &reference) {
 /// --precision=int8: the quantized build against the fp32 one on the
 /// calibration inputs, for the report.
 int Compilation::measureInt8(const calibrate::Outputs &reference) {
+  // The products on 8-bit kernels, and the direct (depthwise) convs that
+  // compute in f32 on the 8-bit activation, cast(q) - zero.
+  auto readsBytes = [](kiln::ConvOp conv) {
+    Value x = conv.getInput();
+    if (auto sub = x.getDefiningOp<kiln::SubOp>())
+      x = sub.getLhs();
+    auto cast = x.getDefiningOp<kiln::CastOp>();
+    return cast && getElementTypeOrSelf(cast.getInput().getType()).isInteger(8);
+  };
   precisionSummary.lowered = 0;
   module->walk([&](Operation *op) {
-    if (isa<kiln::MatMulIntegerOp, kiln::ConvIntegerOp>(op))
+    auto conv = dyn_cast<kiln::ConvOp>(op);
+    if (isa<kiln::MatMulIntegerOp, kiln::ConvIntegerOp>(op) || (conv && readsBytes(conv)))
       ++precisionSummary.lowered;
   });
   if (precisionSummary.contractions == 0)

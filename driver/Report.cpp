@@ -169,7 +169,8 @@ bool writeReport(const std::string &path, const codegen::Program &p,
         os << "): " << ps.lowered << " of " << ps.contractions
            << " gemms, matmuls and convolutions with constant weights on 8-bit integers "
               "(uint8 activations over their ranges, int8 weights per output column or "
-              "channel; the precision column says which), the rest fp32; ranges ("
+              "channel, depthwise convolutions in f32 arithmetic on the 8-bit activations; "
+              "the precision column says which), the rest fp32; ranges ("
            << ps.rangeMethod << ") measured on ";
       else
         os << "): " << ps.lowered << " of " << ps.contractions

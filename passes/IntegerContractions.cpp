@@ -26,10 +26,11 @@
 // such a conv the 8-bit input as it is stored and the quantization of its
 // result (a depthwise conv reads and writes bytes).
 //
-// The requantization: a product whose result (through a ReLU, maybe) is
-// divided by a constant c > 0 -- the next QuantizeLinear's scale -- takes c
-// into its scales and bias, (acc * s[n] + b[n]) / c = acc * (s[n] / c) +
-// b[n] / c: one multiply-add per value where the division cost several
+// The requantization: a product whose result (through a ReLU or a clip,
+// maybe: ReLU6's bounds are divided too) is divided by a constant c > 0 --
+// the next QuantizeLinear's scale -- takes c into its scales and bias,
+// (acc * s[n] + b[n]) / c = acc * (s[n] / c) + b[n] / c: one multiply-add
+// per value where the division cost several
 // (onnxruntime's QLinearConv and QLinearMatMul requantize by sA * sW / sY).
 // A sum of two scaled terms divided by a constant before rounding (a QDQ
 // Add of two activations, a residual) takes it into the terms' scales the
@@ -176,10 +177,11 @@ Value intScalar(OpBuilder &b, Location loc, Type t, int64_t v) {
 }
 
 /// The division by a constant c > 0 after a product's result `v`, maybe
-/// through a ReLU (relu(y) / c = relu(y / c)): a quantization's scale.
+/// through a ReLU or a clip (relu(y) / c = relu(y / c), clip(y, lo, hi) / c
+/// = clip(y / c, lo / c, hi / c)): a quantization's scale.
 struct OutputScale {
   DivOp div;
-  ReluOp relu; // or null
+  Operation *activation = nullptr; // a ReluOp or ClipOp, or null
   double c = 1;
 };
 
@@ -188,11 +190,12 @@ std::optional<OutputScale> outputScaleAfter(Value v) {
   if (!v.hasOneUse())
     return std::nullopt;
   Operation *user = *v.getUsers().begin();
-  if ((o.relu = dyn_cast<ReluOp>(user))) {
-    if (!o.relu->hasOneUse())
+  if (isa<ReluOp, ClipOp>(user)) {
+    if (!user->hasOneUse())
       return std::nullopt;
-    user = *o.relu->getUsers().begin();
-    v = o.relu.getResult();
+    o.activation = user;
+    v = user->getResult(0);
+    user = *user->getUsers().begin();
   }
   o.div = dyn_cast<DivOp>(user);
   if (!o.div || o.div.getLhs() != v || o.div.getType() != v.getType())
@@ -273,13 +276,19 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
   }
 
   /// Replaces product `op` by `y`; with `out`, y is already divided by its
-  /// scale, so the division's users read y (or the ReLU of it).
+  /// scale, so the division's users read y (or the activation of it, a
+  /// clip's bounds divided too: the quotients the division gave there).
   void replace(Operation *op, Value y, std::optional<OutputScale> out) {
     op->getResult(0).replaceAllUsesWith(y);
     op->erase();
     if (!out)
       return;
-    out->div.getResult().replaceAllUsesWith(out->relu ? out->relu.getResult() : y);
+    if (auto clip = dyn_cast_or_null<ClipOp>(out->activation)) {
+      float c = static_cast<float>(out->c);
+      clip.setMinAttr(FloatAttr::get(clip.getMinAttr().getType(), clip.getMin().convertToFloat() / c));
+      clip.setMaxAttr(FloatAttr::get(clip.getMaxAttr().getType(), clip.getMax().convertToFloat() / c));
+    }
+    out->div.getResult().replaceAllUsesWith(out->activation ? out->activation->getResult(0) : y);
     out->div->erase();
   }
 

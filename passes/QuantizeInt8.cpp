@@ -5,20 +5,25 @@
 // a QDQ model: the activation (the product's lhs, the conv's input) as
 // uint8 with a scale and zero point from its calibrated range, the weights
 // as int8 per output column or channel (symmetric, a step of its largest
-// magnitude / 127). Depthwise and other direct convolutions
-// (conv_strategy::isDirect) stay f32: they have no 8-bit kernel. The driver
-// measures each product's lhs range on the calibration inputs and states it
-// on the op (kiln.int8_range = [min, max]); this pass writes the
-// quantize-dequantize pair and the rounded weights, and
-// kiln-integer-contractions then computes the product on 8-bit integers, as
-// it does for a QDQ model.
+// magnitude / 127) -- depthwise convolutions' too, which then compute in
+// f32 on the activation's bytes (conv_strategy::isDirect: no matrix
+// product). One quantize-dequantize pair per activation, read by every op
+// that read the activation (a residual sum too, as quantize_static's QDQ
+// Add does), except the function's return: producers then write bytes
+// and their readers read bytes. The
+// driver measures each product's lhs range on the calibration inputs and
+// states it on the op (kiln.int8_range = [min, max]); this pass writes the
+// quantize-dequantize pairs and the rounded weights, and
+// kiln-integer-contractions then computes the products on 8-bit integers
+// (and the direct convs on the bytes), as it does for a QDQ model.
 //
 //===----------------------------------------------------------------------===//
-#include "dialects/kiln/ConvStrategy.h"
 #include "passes/ConstantData.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 
 #include <algorithm>
 #include <cmath>
@@ -43,9 +48,7 @@ struct Product {
 std::optional<Product> productOf(Operation *op) {
   if (auto c = dyn_cast<ConvOp>(op)) {
     auto in = typeOf(c.getInput()), wt = typeOf(c.getWeight());
-    auto w = wt.getShape();
-    if (conv_strategy::isDirect(w[1] * w[2] * w[3], w[0] / static_cast<int64_t>(c.getGroup())) ||
-        !in.getElementType().isF32() || !wt.getElementType().isF32() ||
+    if (!in.getElementType().isF32() || !wt.getElementType().isF32() ||
         !c.getWeight().getDefiningOp<ConstantOp>())
       return std::nullopt;
     return Product{c.getInput(), c.getWeight(), true};
@@ -55,69 +58,102 @@ std::optional<Product> productOf(Operation *op) {
   return std::nullopt;
 }
 
+/// Rounds each output column's (channel's) weights to int8 steps of its
+/// largest magnitude / 127, in place.
+void roundWeights(const Product &p, std::vector<float> &w) {
+  auto wt = typeOf(p.weights);
+  int64_t rows = wt.getDimSize(0), cols = rows ? wt.getNumElements() / rows : 0;
+  int64_t n = p.transB ? rows : cols, k = p.transB ? cols : rows;
+  auto at = [&](int64_t kk, int64_t nn) -> float & {
+    return p.transB ? w[nn * cols + kk] : w[kk * cols + nn];
+  };
+  for (int64_t nn = 0; nn < n; ++nn) {
+    float m = 0.0f;
+    for (int64_t kk = 0; kk < k; ++kk)
+      m = std::max(m, std::fabs(at(kk, nn)));
+    if (!std::isfinite(m))
+      continue; // (not 8-bit: kiln-integer-contractions leaves it f32)
+    float step = m / 127.0f;
+    for (int64_t kk = 0; kk < k; ++kk)
+      at(kk, nn) = step > 0.0f ? std::nearbyint(at(kk, nn) / step) * step : 0.0f;
+  }
+}
+
 Value scalar(OpBuilder &b, Location loc, float v, StringRef name) {
   return makeF32Constant(b, loc, RankedTensorType::get({}, b.getF32Type()), {v}, name);
 }
 
+/// The activation's quantize-dequantize pair (uint8 over [lo, hi], widened
+/// to hold 0 so that zero is exact: padding and ReLU's zeros stay zeros),
+/// as the ONNX importer writes QuantizeLinear and DequantizeLinear, placed
+/// after x's definition: {the op reading x, the dequantized value}; none
+/// for a range that is not finite.
+struct Pair {
+  Operation *reader = nullptr;
+  Value dequantized;
+};
+Pair quantizeDequantize(Value x, float lo, float hi) {
+  lo = std::min(lo, 0.0f), hi = std::max(hi, 0.0f);
+  if (!std::isfinite(lo) || !std::isfinite(hi))
+    return {};
+  float scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  float zero = std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f);
+  OpBuilder b(x.getContext());
+  b.setInsertionPointAfterValue(x);
+  Location loc = x.getLoc();
+  auto xt = typeOf(x);
+  Value scaleV = scalar(b, loc, scale, "int8_act_scale");
+  Value zeroV = scalar(b, loc, zero, "int8_act_zero");
+  auto div = DivOp::create(b, loc, x, scaleV);
+  Value v = RoundOp::create(b, loc, div);
+  v = AddOp::create(b, loc, v, zeroV);
+  v = MaxOp::create(b, loc, v, scalar(b, loc, 0.0f, "int8_act_min"));
+  v = MinOp::create(b, loc, v, scalar(b, loc, 255.0f, "int8_act_max"));
+  Value q = CastOp::create(b, loc, xt.clone(b.getIntegerType(8, /*isSigned=*/false)), v);
+  v = CastOp::create(b, loc, xt, q);
+  v = SubOp::create(b, loc, v, zeroV);
+  return {div, MulOp::create(b, loc, v, scaleV)};
+}
+
 struct QuantizeInt8Pass : impl::QuantizeInt8PassBase<QuantizeInt8Pass> {
   void runOnOperation() override {
-    SmallVector<Operation *> marked;
+    // The calibrated products by activation (several products reading one
+    // activation share its pair; their ranges agree, the union is kept).
+    struct Activation {
+      float lo = 0.0f, hi = 0.0f;
+      SmallVector<std::pair<Operation *, Product>> products;
+    };
+    llvm::MapVector<Value, Activation> activations;
     getOperation().walk([&](Operation *op) {
-      if (op->hasAttr(kiln::attr::kInt8Range))
-        marked.push_back(op);
-    });
-    for (Operation *op : marked) {
       auto range = op->getAttrOfType<DenseF32ArrayAttr>(kiln::attr::kInt8Range);
+      if (!range)
+        return;
       op->removeAttr(kiln::attr::kInt8Range);
       auto p = productOf(op);
-      auto w = p ? getF32Constant(p->weights) : std::nullopt;
-      if (!p || !w || !range || range.size() != 2)
+      if (!p || range.size() != 2 || !getF32Constant(p->weights))
+        return;
+      auto [it, fresh] = activations.try_emplace(p->lhs);
+      Activation &a = it->second;
+      a.lo = fresh ? range[0] : std::min(a.lo, range[0]);
+      a.hi = fresh ? range[1] : std::max(a.hi, range[1]);
+      a.products.push_back({op, *p});
+    });
+    for (auto &[x, a] : activations) {
+      Pair pair = quantizeDequantize(x, a.lo, a.hi);
+      if (!pair.reader)
         continue;
-      // uint8 over the range, widened to hold 0 (so that zero is exact:
-      // padding and ReLU's zeros stay zeros).
-      float lo = std::min(range[0], 0.0f), hi = std::max(range[1], 0.0f);
-      if (!std::isfinite(lo) || !std::isfinite(hi))
-        continue;
-      float scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
-      float zero = std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f);
-
-      OpBuilder b(op);
-      Location loc = op->getLoc();
-      auto lt = typeOf(p->lhs);
-      // QuantizeLinear then DequantizeLinear, as the ONNX importer writes them.
-      Value scaleV = scalar(b, loc, scale, "int8_act_scale");
-      Value zeroV = scalar(b, loc, zero, "int8_act_zero");
-      Value v = DivOp::create(b, loc, p->lhs, scaleV);
-      v = RoundOp::create(b, loc, v);
-      v = AddOp::create(b, loc, v, zeroV);
-      v = MaxOp::create(b, loc, v, scalar(b, loc, 0.0f, "int8_act_min"));
-      v = MinOp::create(b, loc, v, scalar(b, loc, 255.0f, "int8_act_max"));
-      Value q = CastOp::create(b, loc, lt.clone(b.getIntegerType(8, /*isSigned=*/false)), v);
-      v = CastOp::create(b, loc, lt, q);
-      v = SubOp::create(b, loc, v, zeroV);
-      v = MulOp::create(b, loc, v, scaleV);
-      op->replaceUsesOfWith(p->lhs, v);
-
-      // Weights: each output column's (channel's) values rounded to int8
-      // steps of its largest magnitude / 127.
-      auto wt = typeOf(p->weights);
-      int64_t rows = wt.getDimSize(0), cols = rows ? wt.getNumElements() / rows : 0;
-      int64_t n = p->transB ? rows : cols, k = p->transB ? cols : rows;
-      auto at = [&](int64_t kk, int64_t nn) -> float & {
-        return p->transB ? (*w)[nn * cols + kk] : (*w)[kk * cols + nn];
-      };
-      for (int64_t nn = 0; nn < n; ++nn) {
-        float m = 0.0f;
-        for (int64_t kk = 0; kk < k; ++kk)
-          m = std::max(m, std::fabs(at(kk, nn)));
-        if (!std::isfinite(m))
-          continue; // (not 8-bit: kiln-integer-contractions leaves it f32)
-        float step = m / 127.0f;
-        for (int64_t kk = 0; kk < k; ++kk)
-          at(kk, nn) = step > 0.0f ? std::nearbyint(at(kk, nn) / step) * step : 0.0f;
+      x.replaceUsesWithIf(pair.dequantized, [&](OpOperand &use) {
+        return use.getOwner() != pair.reader && !isa<func::ReturnOp>(use.getOwner());
+      });
+      for (auto &[op, p] : a.products) {
+        auto w = getF32Constant(p.weights);
+        if (!w)
+          continue;
+        roundWeights(p, *w);
+        OpBuilder b(op);
+        Value rounded = makeF32Constant(b, op->getLoc(), typeOf(p.weights), *w, "int8_weights_f32");
+        op->replaceUsesOfWith(p.weights, rounded);
       }
-      Value rounded = makeF32Constant(b, loc, wt, *w, "int8_weights_f32");
-      op->replaceUsesOfWith(p->weights, rounded);
     }
   }
 };

@@ -51,7 +51,7 @@
 // METHOD: error: --calibrate-method: 'median' is not minmax, percentile, percentile:P (50 < P <= 100) or entropy
 // NOTINT8: error: --calibrate-method chooses --precision=int8's activation ranges
 
-// NONE: warning: --precision=int8: the model has no Gemm, MatMul or Conv with constant weights to quantize (depthwise convolutions have no 8-bit kernel); it stays fp32
+// NONE: warning: --precision=int8: the model has no Gemm, MatMul or Conv with constant weights to quantize; it stays fp32
 
 func.func @main(%x: tensor<4x8xf32> {kiln.name = "x"}, %v: tensor<8x8xf32> {kiln.name = "v"}) -> (tensor<4x8xf32> {kiln.name = "y"}, tensor<4x8xf32> {kiln.name = "z"}) {
   %wa = kiln.constant dense<[[0.3, -0.1, 0.2, 0.5, -0.4, 0.1, 0.05, -0.2], [0.1, 0.2, -0.3, 0.4, 0.25, -0.15, 0.3, 0.1], [-0.2, 0.3, 0.1, -0.1, 0.2, 0.4, -0.3, 0.2], [0.4, -0.2, 0.3, 0.1, -0.1, 0.2, 0.1, -0.4], [0.2, 0.1, -0.4, 0.3, 0.3, -0.2, 0.2, 0.1], [-0.1, 0.4, 0.2, -0.3, 0.1, 0.3, -0.1, 0.3], [0.3, -0.3, 0.1, 0.2, -0.2, 0.1, 0.4, -0.1], [0.1, 0.2, 0.3, -0.2, 0.4, -0.3, 0.2, 0.2]]> : tensor<8x8xf32>

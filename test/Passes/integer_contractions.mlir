@@ -210,6 +210,31 @@ func.func @qdq_depthwise_output_scale(%q: tensor<1x4x4x2xui8>) -> tensor<1x4x4x2
 
 // -----
 
+// Through a clip (ReLU6) the division goes into the conv's weights and bias
+// and the clip's bounds: clip(y, 0, 6) / 2 = clip(y / 2, 0, 3).
+// CHECK-LABEL: func @qdq_depthwise_clip_output_scale
+// CHECK: %[[Y:.*]] = kiln.conv
+// CHECK: %[[C:.*]] = kiln.clip %[[Y]] {max = 3.000000e+00 : f32, min = 0.000000e+00 : f32}
+// CHECK-NOT: kiln.div
+// CHECK: return %[[C]]
+// CHECK: int8_dw_weight: "0x040000000000803D0000803D
+func.func @qdq_depthwise_clip_output_scale(%q: tensor<1x4x4x2xui8>) -> tensor<1x4x4x2xf32> {
+  %f = kiln.cast %q : tensor<1x4x4x2xui8> -> tensor<1x4x4x2xf32>
+  %z = kiln.constant dense<10.0> : tensor<f32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %c = kiln.sub %f, %z : tensor<1x4x4x2xf32>, tensor<f32>
+  %a = kiln.mul %c, %s : tensor<1x4x4x2xf32>, tensor<f32>
+  %w = kiln.constant dense<0.25> : tensor<2x1x3x3xf32>
+  %b = kiln.constant dense<[1.0, 3.0]> : tensor<2xf32>
+  %y = kiln.conv %a, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64, layout = #kiln.layout<nhwc>} : (tensor<1x4x4x2xf32>, tensor<2x1x3x3xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  %r = kiln.clip %y {min = 0.0 : f32, max = 6.0 : f32} : tensor<1x4x4x2xf32>
+  %os = kiln.constant dense<2.0> : tensor<f32>
+  %d = kiln.div %r, %os : tensor<1x4x4x2xf32>, tensor<f32>
+  return %d : tensor<1x4x4x2xf32>
+}
+
+// -----
+
 // A QDQ Add's requantization (a residual of two dequantized activations,
 // through a ReLU): ((a - 3) * 0.5 + (b - 7) * 0.25) / 0.125, rounded, is
 // relu((a - 3) * 4 + (b - 7) * 2) rounded (4 = 0x40800000, 2 = 0x40000000).

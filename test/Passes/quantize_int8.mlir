@@ -65,3 +65,53 @@ func.func @not_calibrated(%x: tensor<4x3xf32>, %v: tensor<3x3xf32>) -> (tensor<4
   %b = kiln.matmul %x, %w : tensor<4x3xf32>, tensor<3x3xf32>
   return %a, %b : tensor<4x3xf32>, tensor<4x3xf32>
 }
+
+// -----
+
+// One pair per activation: %x is the lhs of two calibrated products (their
+// ranges' union, [-2, 3], is kept) and a residual sum's term; every reader
+// but the return reads the dequantized value, so the products' producer
+// can write bytes and the sum read them.
+// CHECK-LABEL: func @shared_activation
+// CHECK-SAME: (%[[X:.*]]: tensor<4x3xf32>)
+// CHECK: %[[D:.*]] = kiln.div %[[X]]
+// CHECK-NOT: kiln.div
+// CHECK: %[[DQ:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<f32>
+// CHECK: kiln.matmul %[[DQ]]
+// CHECK: kiln.matmul %[[DQ]]
+// CHECK: kiln.add %[[DQ]], %[[DQ]]
+// CHECK: return %{{.*}}, %{{.*}}, %{{.*}}, %[[X]]
+// The union's scale 5 / 255 (0x3CA0A0A1) and zero point 102 (0x42CC0000).
+// CHECK: int8_act_scale: "0x04000000A1A0A03C"
+// CHECK: int8_act_zero: "0x040000000000CC42"
+func.func @shared_activation(%x: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>) {
+  %w = kiln.constant dense<[[1.0, 0.5, 0.0], [0.25, -0.5, 1.0], [-0.2, 2.0, 0.5]]> : tensor<3x3xf32>
+  %v = kiln.constant dense<[[0.5, 0.5, 1.0], [-0.25, 0.5, 1.0], [0.2, 1.0, -0.5]]> : tensor<3x3xf32>
+  %a = kiln.matmul %x, %w {kiln.int8_range = array<f32: -2.0, 1.0>} : tensor<4x3xf32>, tensor<3x3xf32>
+  %b = kiln.matmul %x, %v {kiln.int8_range = array<f32: -1.0, 3.0>} : tensor<4x3xf32>, tensor<3x3xf32>
+  %s = kiln.add %x, %x : tensor<4x3xf32>, tensor<4x3xf32>
+  return %a, %b, %s, %x : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// A depthwise conv: its input quantized as any product's, its weights
+// rounded per channel (channel 0: steps of 0.5 / 127, 0.3 -> 76 steps =
+// 0.2992126 (0x3E993265), 0.1 -> 25 = 0.0984252 (0x3DC99326); channel 1's
+// ones stay 1); kiln-integer-contractions then has it compute in f32 on the
+// bytes, cast(q) - zero, the scales in its weights.
+// CHECK-LABEL: func @calibrated_depthwise
+// CHECK: kiln.div
+// CHECK: %[[DQ:.*]] = kiln.mul
+// CHECK: kiln.conv %[[DQ]]
+// CHECK: int8_weights_f32: "0x040000000000003F6532993E2693C93D00000000000000BF369B4D3E2693C93D2693C93D2693C93D0000803F
+// INT-LABEL: func @calibrated_depthwise
+// INT: %[[Q:.*]] = kiln.cast %{{.*}} : tensor<1x2x4x4xf32> -> tensor<1x2x4x4xui8>
+// INT: %[[F:.*]] = kiln.cast %[[Q]] : tensor<1x2x4x4xui8> -> tensor<1x2x4x4xf32>
+// INT: kiln.conv %{{.*}}, %{{.*}} {{.*}}group = 2
+// INT-NOT: kiln.div
+func.func @calibrated_depthwise(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %w = kiln.constant dense<[[[[0.5, 0.3, 0.1], [0.0, -0.5, 0.2], [0.1, 0.1, 0.1]]], [[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]]]> : tensor<2x1x3x3xf32>
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64, kiln.int8_range = array<f32: -1.0, 2.0>} : (tensor<1x2x4x4xf32>, tensor<2x1x3x3xf32>) -> tensor<1x2x4x4xf32>
+  return %y : tensor<1x2x4x4xf32>
+}

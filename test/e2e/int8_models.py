@@ -302,37 +302,20 @@ def main():
     return 1 if failed else 0
 
 
-def products_only(path):
-    """The QDQ model with only its products (and convolutions) reading the
-    dequantized activations: quantize_static routes every reader of a
-    quantized tensor through its DequantizeLinear (a residual Add of the
-    block's input too), Kiln's --precision=int8 quantizes the products'
-    inputs only."""
-    m = onnx.load(path)
-    original = {}
-    quantized = {n.output[0]: n.input[0] for n in m.graph.node if n.op_type == "QuantizeLinear"}
-    for n in m.graph.node:
-        if n.op_type == "DequantizeLinear" and n.input[0] in quantized:
-            original[n.output[0]] = quantized[n.input[0]]
-    for n in m.graph.node:
-        if n.op_type not in ("MatMul", "Gemm", "Conv", "QuantizeLinear", "DequantizeLinear"):
-            n.input[:] = [original.get(i, i) for i in n.input]
-    onnx.save(m, path)
-
-
 def check_calibrated(bindir, tmp):
     """Kiln's own post-training quantization (--precision=int8 --calibrate)
     of each f32 model against onnxruntime's quantize_static of it with the
     same two calibration inputs: min-max ranges, uint8 activations, int8 weights
     per output column or channel, the inputs of the matrix products and
-    convolutions only (MatMul, Gemm, Conv but the depthwise one, which Kiln
-    keeps f32; not their outputs, which Kiln keeps f32 too) -- the same
-    scales and zero points, the biases f32 (onnxruntime's QuantizeBias off:
-    by default it rounds them to int32 steps, Kiln adds them in f32), so the
-    same quantized model. (passed, failed)."""
+    convolutions (MatMul, Gemm, Conv, depthwise ones too; not their outputs,
+    which Kiln keeps f32 too), every reader of such an input reading the
+    dequantized value (a residual Add as well) -- the same scales and zero
+    points, the biases f32 (onnxruntime's QuantizeBias off: by default it
+    rounds them to int32 steps, Kiln adds them in f32), so the same quantized
+    model. Kiln's 8-bit kernels, and its depthwise convs reading bytes, are
+    counted. (passed, failed)."""
     passed = failed = 0
-    # (Not the depthwise model: Kiln keeps its depthwise convs f32.)
-    for name in ("mlp", "block", "convnet"):
+    for name in ("mlp", "block", "convnet", "depthwise"):
         src = os.path.join(tmp, name + ".onnx")
         shape = build(name, src)
         # Two calibration samples (Kiln's ranges span both, as the min-max
@@ -353,17 +336,20 @@ def check_calibrated(bindir, tmp):
         model = os.path.join(tmp, name + "_ort_products.onnx")
         q.quantize_static(src, model, Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
                           activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8,
-                          op_types_to_quantize=["MatMul", "Gemm", "Conv"], nodes_to_exclude=["dw"],
+                          op_types_to_quantize=["MatMul", "Gemm", "Conv"],
                           extra_options={"OpTypesToExcludeOutputQuantization":
                                          ["MatMul", "Gemm", "Conv"],
                                          "QuantizeBias": False})
-        products_only(model)
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         fp32 = ort.InferenceSession(src, providers=["CPUExecutionProvider"])
-        products = sum(n.op_type in ("MatMul", "Gemm", "Conv") and n.name != "dw"
-                       for n in onnx.load(src).graph.node)
+        nodes = onnx.load(src).graph.node
+        products = sum(n.op_type in ("MatMul", "Gemm", "Conv") and not n.name.startswith("dw")
+                       for n in nodes)
+        # The depthwise convs in the byte form (all but the one with two
+        # outputs per channel) read the 8-bit activation as it is stored.
+        depthwise = {"convnet": 1, "depthwise": 3}.get(name, 0)
         rng = np.random.default_rng(37)
         for sample in range(2):
             x = rng.standard_normal(shape).astype(np.float32)
@@ -377,6 +363,9 @@ def check_calibrated(bindir, tmp):
                 int8 = sum("matmul_integer" in k or "conv_integer" in k for k, _ in kinds)
                 if int8 != products:
                     problems.append("%d 8-bit kernels for %d products" % (int8, products))
+                reads = sum(k.endswith("_conv") and ops.startswith("cast+") for k, ops in kinds)
+                if reads != depthwise:
+                    problems.append("%d depthwise convs read bytes, not %d" % (reads, depthwise))
                 m32, _ = compare(got, fp32.run(None, {"x": x})[0])
             if problems:
                 failed += 1
