@@ -34,7 +34,9 @@
 // (onnxruntime's QLinearConv and QLinearMatMul requantize by sA * sW / sY).
 // A sum of two scaled terms divided by a constant before rounding (a QDQ
 // Add of two activations, a residual) takes it into the terms' scales the
-// same way. Values agree with the f32 chain's up to its rounding.
+// same way. Values agree with the f32 chain's up to its rounding. A ReLU or
+// clip whose bounds the quantization's clamp covers goes (a ReLU6 before a
+// quantization over [0, 6]).
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/ConvStrategy.h"
@@ -459,6 +461,52 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     getOperation().walk([&](DivOp d) { divisions.push_back(d); });
     for (DivOp d : divisions)
       foldSumScale(d);
+    SmallVector<Operation *> activations;
+    getOperation().walk([&](Operation *op) {
+      if (isa<ReluOp, ClipOp>(op))
+        activations.push_back(op);
+    });
+    for (Operation *op : activations)
+      dropSaturatedActivation(op);
+  }
+
+  /// A ReLU or clip whose result is quantized -- rounded, shifted by the
+  /// zero point z and clamped to [lo, hi] -- with bounds the clamp covers
+  /// (round(min) + z <= lo, round(max) + z >= hi; a ReLU's min is 0): the
+  /// clamp alone gives the same values (round is monotonic), so the
+  /// activation goes, as onnxruntime's quantizer drops it (ReLU6 before a
+  /// quantization over [0, 6]).
+  void dropSaturatedActivation(Operation *op) {
+    float lo = 0.0f, hi = INFINITY;
+    if (auto clip = dyn_cast<ClipOp>(op))
+      lo = clip.getMin().convertToFloat(), hi = clip.getMax().convertToFloat();
+    auto next = [](Operation *o) -> Operation * {
+      return o->hasOneUse() ? *o->getUsers().begin() : nullptr;
+    };
+    // The other operand of a binary op that reads `o`, if it is a scalar constant.
+    auto constantOther = [](Operation *user, Operation *o) -> std::optional<float> {
+      Value other = user->getOperand(0) == o->getResult(0) ? user->getOperand(1) : user->getOperand(0);
+      return scalarOf(other);
+    };
+    Operation *round = next(op);
+    if (!round || !isa<RoundOp>(round))
+      return;
+    Operation *user = next(round), *last = round;
+    float z = 0.0f;
+    if (user && isa<AddOp>(user)) {
+      auto c = constantOther(user, last);
+      if (!c)
+        return;
+      z = *c, last = user, user = next(user);
+    }
+    auto floor = user && isa<MaxOp>(user) ? constantOther(user, last) : std::nullopt;
+    Operation *minOp = floor ? next(user) : nullptr;
+    auto ceiling = minOp && isa<MinOp>(minOp) ? constantOther(minOp, user) : std::nullopt;
+    if (!floor || !ceiling || op->getResult(0).getType() != op->getOperand(0).getType() ||
+        !(std::nearbyint(lo) + z <= *floor) || !(std::nearbyint(hi) + z >= *ceiling))
+      return;
+    op->getResult(0).replaceAllUsesWith(op->getOperand(0));
+    op->erase();
   }
 };
 

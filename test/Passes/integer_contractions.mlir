@@ -235,6 +235,49 @@ func.func @qdq_depthwise_clip_output_scale(%q: tensor<1x4x4x2xui8>) -> tensor<1x
 
 // -----
 
+// A ReLU6 quantized over [0, 6] (scale 6 / 255 = 0.0235294, zero point 0):
+// after the division's fold the clip's bounds are [0, 255], which the
+// quantization's clamp covers, so the clip goes; the ReLU before a zero
+// point of 10 clamps values the quantization keeps ([-10, 0) -> [0, 10)),
+// so it stays.
+// CHECK-LABEL: func @qdq_saturated_activation
+// CHECK: kiln.matmul_integer
+// CHECK-NOT: kiln.clip
+// CHECK: kiln.round
+// CHECK: kiln.matmul_integer
+// CHECK: %[[R:.*]] = kiln.relu
+// CHECK: kiln.round %[[R]]
+func.func @qdq_saturated_activation(%q: tensor<2x3xui8>) -> (tensor<2x2xui8>, tensor<2x2xui8>) {
+  %f = kiln.cast %q : tensor<2x3xui8> -> tensor<2x3xf32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %a = kiln.mul %f, %s : tensor<2x3xf32>, tensor<f32>
+  %w = kiln.constant dense<[[1.27, -0.5, 0.03], [0.02, -0.64, 0.1]]> : tensor<2x3xf32>
+  %y = kiln.gemm %a, %w {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
+  %r = kiln.clip %y {min = 0.0 : f32, max = 6.0 : f32} : tensor<2x2xf32>
+  %os = kiln.constant dense<0.0235294122> : tensor<f32>
+  %lo = kiln.constant dense<0.0> : tensor<f32>
+  %hi = kiln.constant dense<255.0> : tensor<f32>
+  %z0 = kiln.constant dense<0.0> : tensor<f32>
+  %d = kiln.div %r, %os : tensor<2x2xf32>, tensor<f32>
+  %n = kiln.round %d : tensor<2x2xf32>
+  %nz = kiln.add %n, %z0 : tensor<2x2xf32>, tensor<f32>
+  %c0 = kiln.max %nz, %lo : tensor<2x2xf32>, tensor<f32>
+  %c1 = kiln.min %c0, %hi : tensor<2x2xf32>, tensor<f32>
+  %o = kiln.cast %c1 : tensor<2x2xf32> -> tensor<2x2xui8>
+  %y2 = kiln.gemm %a, %w {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
+  %r2 = kiln.relu %y2 : tensor<2x2xf32>
+  %z10 = kiln.constant dense<10.0> : tensor<f32>
+  %d2 = kiln.div %r2, %os : tensor<2x2xf32>, tensor<f32>
+  %n2 = kiln.round %d2 : tensor<2x2xf32>
+  %nz2 = kiln.add %n2, %z10 : tensor<2x2xf32>, tensor<f32>
+  %c2 = kiln.max %nz2, %lo : tensor<2x2xf32>, tensor<f32>
+  %c3 = kiln.min %c2, %hi : tensor<2x2xf32>, tensor<f32>
+  %o2 = kiln.cast %c3 : tensor<2x2xf32> -> tensor<2x2xui8>
+  return %o, %o2 : tensor<2x2xui8>, tensor<2x2xui8>
+}
+
+// -----
+
 // A QDQ Add's requantization (a residual of two dequantized activations,
 // through a ReLU): ((a - 3) * 0.5 + (b - 7) * 0.25) / 0.125, rounded, is
 // relu((a - 3) * 4 + (b - 7) * 2) rounded (4 = 0x40800000, 2 = 0x40000000).
