@@ -36,7 +36,13 @@
 // Add of two activations, a residual) takes it into the terms' scales the
 // same way. Values agree with the f32 chain's up to its rounding. A ReLU or
 // clip whose bounds the quantization's clamp covers goes (a ReLU6 before a
-// quantization over [0, 6]).
+// quantization over [0, 6]). A division no fold took in (a QDQ model's
+// elementwise ops, each quantized) becomes a multiplication by 1 / c.
+//
+// A quantization of a dequantized value with the same scale and zero point,
+// maybe through reshapes and transposes (a QDQ model quantizes a data
+// movement's result again), gives the bytes back exactly: the data
+// movements then move the bytes.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/ConvStrategy.h"
@@ -105,6 +111,44 @@ std::optional<Dequantized> dequantized(Value a) {
     return d;
   }
   return std::nullopt;
+}
+
+/// A QuantizeLinear as the ONNX importer writes it:
+/// cast(min(max(round(x / scale) + zero, lo), hi)) to an 8-bit type (the
+/// addition may be absent).
+struct Quantization {
+  Value x;
+  float scale = 0, zero = 0, lo = 0, hi = 0;
+};
+
+std::optional<Quantization> quantizationOf(CastOp cast) {
+  // The one scalar-constant operand of a binary op and the other one.
+  auto split = [](Operation *op) -> std::optional<std::pair<Value, float>> {
+    if (!op || op->getNumOperands() != 2)
+      return std::nullopt;
+    for (int side = 0; side < 2; ++side)
+      if (auto c = scalarOf(op->getOperand(1 - side)))
+        return std::make_pair(op->getOperand(side), *c);
+    return std::nullopt;
+  };
+  if (!cast.getType().getElementType().isInteger(8))
+    return std::nullopt;
+  Quantization qz;
+  auto hi = split(cast.getInput().getDefiningOp<MinOp>());
+  auto lo = hi ? split(hi->first.getDefiningOp<MaxOp>()) : std::nullopt;
+  if (!lo)
+    return std::nullopt;
+  qz.hi = hi->second, qz.lo = lo->second;
+  Value v = lo->first;
+  if (auto zero = split(v.getDefiningOp<AddOp>()))
+    v = zero->first, qz.zero = zero->second;
+  auto round = v.getDefiningOp<RoundOp>();
+  auto div = round ? round.getInput().getDefiningOp<DivOp>() : DivOp();
+  auto scale = div ? scalarOf(div.getRhs()) : std::nullopt;
+  if (!scale || div.getType() != typeOf(div.getLhs()))
+    return std::nullopt;
+  qz.x = div.getLhs(), qz.scale = *scale;
+  return qz;
 }
 
 /// Weights [K, N] (row-major f32) as int8 times one scale per column.
@@ -207,6 +251,22 @@ std::optional<OutputScale> outputScaleAfter(Value v) {
     return std::nullopt;
   o.c = *c;
   return o;
+}
+
+/// Whether `div` is a QuantizeLinear's division: its quotient rounded,
+/// maybe shifted by the zero point and clamped, then cast to 8 bits.
+bool quantizes(DivOp div) {
+  Operation *op = div;
+  if (!op->hasOneUse() || !isa<RoundOp>(*op->getUsers().begin()))
+    return false;
+  for (int steps = 0; steps < 5 && op->hasOneUse(); ++steps) {
+    op = *op->getUsers().begin();
+    if (auto cast = dyn_cast<CastOp>(op))
+      return getElementTypeOrSelf(cast.getType()).isInteger(8);
+    if (!isa<RoundOp, AddOp, MaxOp, MinOp>(op))
+      return false;
+  }
+  return false;
 }
 
 struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContractionsPass> {
@@ -438,7 +498,109 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     return true;
   }
 
+  /// A quantization of a dequantized 8-bit q with the same scale and zero
+  /// point, maybe through reshapes and transposes (a QDQ model quantizes
+  /// each data movement's result again): q itself, moved as the values
+  /// were. Exact: (q - z) * s / s is within a few ulps of q - z, which
+  /// rounds back to it, and the clamp holds q's whole range.
+  void dropRequantization(CastOp cast) {
+    auto qz = quantizationOf(cast);
+    if (!qz)
+      return;
+    SmallVector<Operation *> moves; // from the quantization back
+    Value x = qz->x;
+    while (isa_and_nonnull<ReshapeOp, TransposeOp>(x.getDefiningOp())) {
+      moves.push_back(x.getDefiningOp());
+      x = x.getDefiningOp()->getOperand(0);
+    }
+    auto d = dequantized(x);
+    Type t = cast.getType().getElementType();
+    if (!d || typeOf(d->q).getElementType() != t || d->scale != qz->scale ||
+        d->zero != qz->zero)
+      return;
+    bool isUnsigned = t.isUnsignedInteger();
+    if (qz->lo > (isUnsigned ? 0.0f : -128.0f) || qz->hi < (isUnsigned ? 255.0f : 127.0f))
+      return;
+    OpBuilder b(cast);
+    Value v = d->q;
+    for (Operation *move : llvm::reverse(moves)) {
+      Operation *moved = b.clone(*move);
+      moved->setOperand(0, v);
+      moved->getResult(0).setType(typeOf(move->getResult(0)).clone(t));
+      v = moved->getResult(0);
+    }
+    cast.getResult().replaceAllUsesWith(v);
+  }
+
+  /// A quantization whose bytes are only dequantized again, with the same
+  /// zero point z (a QDQ model's elementwise ops, each quantized, between
+  /// f32 ops): the 8-bit round trip of an integer in [lo, hi] is exact, and
+  /// adding z then taking it away is too, so
+  /// (cast(clamp(round(x / s) + z, lo, hi)) - z) * s2
+  /// = clamp(round(x * (1 / s)), lo - z, hi - z) * s2: four operations on
+  /// the way where there were nine, one a division.
+  void fakeQuantize(CastOp back) {
+    auto bytes = back.getInput().getDefiningOp<CastOp>();
+    if (!bytes || !back.getType().getElementType().isF32() || !back->hasOneUse() ||
+        !bytes->hasOneUse())
+      return;
+    auto qz = quantizationOf(bytes);
+    if (!qz || !(qz->scale > 0) || !std::isfinite(qz->scale))
+      return;
+    Value prev = back.getResult();
+    Operation *user = *back->getUsers().begin();
+    if (auto sub = dyn_cast<SubOp>(user)) {
+      auto z = scalarOf(sub.getRhs());
+      if (sub.getLhs() != prev || !z || *z != qz->zero || !sub->hasOneUse())
+        return;
+      prev = sub.getResult();
+      user = *sub->getUsers().begin();
+    } else if (qz->zero != 0.0f) {
+      return;
+    }
+    auto mul = dyn_cast<MulOp>(user);
+    if (!mul || mul.getType() != typeOf(qz->x))
+      return;
+    auto s2 = scalarOf(mul.getLhs() == prev ? mul.getRhs() : mul.getLhs());
+    if (!s2)
+      return;
+    OpBuilder b(mul);
+    Location loc = mul.getLoc();
+    auto scalarType = RankedTensorType::get({}, b.getF32Type());
+    auto constant = [&](float v, StringRef name) {
+      return makeF32Constant(b, loc, scalarType, {v}, name);
+    };
+    Value v = MulOp::create(b, loc, qz->x,
+                            constant(static_cast<float>(1.0 / double(qz->scale)),
+                                     "int8_inverse_scale"));
+    v = RoundOp::create(b, loc, v);
+    v = MaxOp::create(b, loc, v, constant(qz->lo - qz->zero, "int8_fake_min"));
+    v = MinOp::create(b, loc, v, constant(qz->hi - qz->zero, "int8_fake_max"));
+    v = MulOp::create(b, loc, v, constant(*s2, "int8_fake_scale"));
+    mul.getResult().replaceAllUsesWith(v);
+  }
+
+  /// A QuantizeLinear's division by a constant c > 0 that no fold above
+  /// took in (a QDQ model's elementwise ops: a GELU's five quantizations, a
+  /// sum with an unscaled term): x * (1 / c), a multiplication where a
+  /// vector division costs several.
+  void multiplyByInverse(DivOp div) {
+    auto c = scalarOf(div.getRhs());
+    if (!c || !(*c > 0) || !std::isfinite(*c) || !quantizes(div))
+      return;
+    OpBuilder b(div);
+    Value inverse = makeF32Constant(b, div.getLoc(), typeOf(div.getRhs()),
+                                    {static_cast<float>(1.0 / double(*c))}, "int8_inverse_scale");
+    auto mul = MulOp::create(b, div.getLoc(), div.getLhs(), inverse);
+    div.getResult().replaceAllUsesWith(mul.getResult());
+    div->erase();
+  }
+
   void runOnOperation() override {
+    SmallVector<CastOp> casts;
+    getOperation().walk([&](CastOp c) { casts.push_back(c); });
+    for (CastOp c : casts)
+      dropRequantization(c);
     SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {
       if (isa<GemmOp, MatMulOp, ConvOp>(op))
@@ -461,6 +623,14 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     getOperation().walk([&](DivOp d) { divisions.push_back(d); });
     for (DivOp d : divisions)
       foldSumScale(d);
+    casts.clear();
+    getOperation().walk([&](CastOp c) { casts.push_back(c); });
+    for (CastOp c : casts)
+      fakeQuantize(c);
+    divisions.clear();
+    getOperation().walk([&](DivOp d) { divisions.push_back(d); });
+    for (DivOp d : divisions)
+      multiplyByInverse(d);
     SmallVector<Operation *> activations;
     getOperation().walk([&](Operation *op) {
       if (isa<ReluOp, ClipOp>(op))

@@ -278,6 +278,109 @@ func.func @qdq_saturated_activation(%q: tensor<2x3xui8>) -> (tensor<2x2xui8>, te
 
 // -----
 
+// A QDQ model quantizes a reshape's and a transpose's results again with
+// the same scale and zero point: those quantizations give back the bytes,
+// so the reshape and the transpose move the uint8 values themselves. A
+// quantization with another scale stays. A quantization that is left
+// multiplies by the inverse of its scale (1 / 0.25 = 4), which no product
+// took in.
+// CHECK-LABEL: func @qdq_requantization
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x6xui8>)
+// CHECK: %[[R:.*]] = kiln.reshape %[[Q]] : tensor<2x6xui8> -> tensor<2x3x2xui8>
+// CHECK: %[[T:.*]] = kiln.transpose %[[R]] {perm = array<i64: 0, 2, 1>} : tensor<2x3x2xui8> -> tensor<2x2x3xui8>
+// CHECK: %[[F:.*]] = kiln.cast %[[T]] : tensor<2x2x3xui8> -> tensor<2x2x3xf32>
+// CHECK: %[[S:.*]] = kiln.sub %[[F]]
+// CHECK: %[[D:.*]] = kiln.mul %[[S]]
+// CHECK: kiln.mul %[[D]], %[[INV:.*]] : tensor<2x2x3xf32>, tensor<f32>
+// CHECK-NOT: kiln.div
+// CHECK: int8_inverse_scale{{.*}}: "0x0400000000008040"
+func.func @qdq_requantization(%q: tensor<2x6xui8>) -> (tensor<2x2x3xui8>, tensor<2x2x3xui8>) {
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %z = kiln.constant dense<3.0> : tensor<f32>
+  %lo = kiln.constant dense<0.0> : tensor<f32>
+  %hi = kiln.constant dense<255.0> : tensor<f32>
+  %f = kiln.cast %q : tensor<2x6xui8> -> tensor<2x6xf32>
+  %c = kiln.sub %f, %z : tensor<2x6xf32>, tensor<f32>
+  %a = kiln.mul %c, %s : tensor<2x6xf32>, tensor<f32>
+  %r = kiln.reshape %a : tensor<2x6xf32> -> tensor<2x3x2xf32>
+  %d1 = kiln.div %r, %s : tensor<2x3x2xf32>, tensor<f32>
+  %n1 = kiln.round %d1 : tensor<2x3x2xf32>
+  %z1 = kiln.add %n1, %z : tensor<2x3x2xf32>, tensor<f32>
+  %l1 = kiln.max %z1, %lo : tensor<2x3x2xf32>, tensor<f32>
+  %h1 = kiln.min %l1, %hi : tensor<2x3x2xf32>, tensor<f32>
+  %q1 = kiln.cast %h1 : tensor<2x3x2xf32> -> tensor<2x3x2xui8>
+  %f1 = kiln.cast %q1 : tensor<2x3x2xui8> -> tensor<2x3x2xf32>
+  %c1 = kiln.sub %f1, %z : tensor<2x3x2xf32>, tensor<f32>
+  %a1 = kiln.mul %c1, %s : tensor<2x3x2xf32>, tensor<f32>
+  %t = kiln.transpose %a1 {perm = array<i64: 0, 2, 1>} : tensor<2x3x2xf32> -> tensor<2x2x3xf32>
+  %d2 = kiln.div %t, %s : tensor<2x2x3xf32>, tensor<f32>
+  %n2 = kiln.round %d2 : tensor<2x2x3xf32>
+  %z2 = kiln.add %n2, %z : tensor<2x2x3xf32>, tensor<f32>
+  %l2 = kiln.max %z2, %lo : tensor<2x2x3xf32>, tensor<f32>
+  %h2 = kiln.min %l2, %hi : tensor<2x2x3xf32>, tensor<f32>
+  %q2 = kiln.cast %h2 : tensor<2x2x3xf32> -> tensor<2x2x3xui8>
+  %f2 = kiln.cast %q2 : tensor<2x2x3xui8> -> tensor<2x2x3xf32>
+  %c2 = kiln.sub %f2, %z : tensor<2x2x3xf32>, tensor<f32>
+  %a2 = kiln.mul %c2, %s : tensor<2x2x3xf32>, tensor<f32>
+  %s4 = kiln.constant dense<0.25> : tensor<f32>
+  %d3 = kiln.div %a2, %s4 : tensor<2x2x3xf32>, tensor<f32>
+  %n3 = kiln.round %d3 : tensor<2x2x3xf32>
+  %z3 = kiln.add %n3, %z : tensor<2x2x3xf32>, tensor<f32>
+  %l3 = kiln.max %z3, %lo : tensor<2x2x3xf32>, tensor<f32>
+  %h3 = kiln.min %l3, %hi : tensor<2x2x3xf32>, tensor<f32>
+  %q3 = kiln.cast %h3 : tensor<2x2x3xf32> -> tensor<2x2x3xui8>
+  return %q2, %q3 : tensor<2x2x3xui8>, tensor<2x2x3xui8>
+}
+
+// -----
+
+// A quantization whose bytes are only dequantized again (zero point 3,
+// scale 0.25) stays in f32: clamp(round(x * 4), 0 - 3, 255 - 3) * 0.25
+// (-3 = 0xC0400000, 252 = 0x437C0000). Bytes that something else reads
+// (the second quantization's, scale 0.5, returned) keep the byte form.
+// CHECK-LABEL: func @qdq_fake_quantize
+// CHECK-SAME: (%[[X:.*]]: tensor<8xf32>)
+// CHECK: %[[INV:.*]] = kiln.constant dense_resource<int8_inverse_scale>
+// CHECK-NEXT: %[[M:.*]] = kiln.mul %[[X]], %[[INV]] : tensor<8xf32>, tensor<f32>
+// CHECK-NEXT: %[[R:.*]] = kiln.round %[[M]]
+// CHECK-NEXT: %[[FMIN:.*]] = kiln.constant dense_resource<int8_fake_min>
+// CHECK-NEXT: %[[LO:.*]] = kiln.max %[[R]], %[[FMIN]]
+// CHECK-NEXT: %[[FMAX:.*]] = kiln.constant dense_resource<int8_fake_max>
+// CHECK-NEXT: %[[HI:.*]] = kiln.min %[[LO]], %[[FMAX]]
+// CHECK-NEXT: %[[FS:.*]] = kiln.constant dense_resource<int8_fake_scale>
+// CHECK-NEXT: %[[Y:.*]] = kiln.mul %[[HI]], %[[FS]]
+// CHECK: %[[M2:.*]] = kiln.mul %[[Y]], %{{.*}}
+// CHECK: %[[R2:.*]] = kiln.round %[[M2]]
+// CHECK: %[[Q2:.*]] = kiln.cast %{{.*}} : tensor<8xf32> -> tensor<8xui8>
+// CHECK: return %[[Y]], %[[Q2]] : tensor<8xf32>, tensor<8xui8>
+// CHECK: int8_fake_min: "0x040000000000{{40C0}}"
+// CHECK: int8_fake_max: "0x0400000000007C43"
+func.func @qdq_fake_quantize(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xui8>) {
+  %s = kiln.constant dense<0.25> : tensor<f32>
+  %z = kiln.constant dense<3.0> : tensor<f32>
+  %lo = kiln.constant dense<0.0> : tensor<f32>
+  %hi = kiln.constant dense<255.0> : tensor<f32>
+  %d = kiln.div %x, %s : tensor<8xf32>, tensor<f32>
+  %n = kiln.round %d : tensor<8xf32>
+  %a = kiln.add %n, %z : tensor<8xf32>, tensor<f32>
+  %l = kiln.max %a, %lo : tensor<8xf32>, tensor<f32>
+  %h = kiln.min %l, %hi : tensor<8xf32>, tensor<f32>
+  %q = kiln.cast %h : tensor<8xf32> -> tensor<8xui8>
+  %f = kiln.cast %q : tensor<8xui8> -> tensor<8xf32>
+  %c = kiln.sub %f, %z : tensor<8xf32>, tensor<f32>
+  %y = kiln.mul %c, %s : tensor<8xf32>, tensor<f32>
+  %s2 = kiln.constant dense<0.5> : tensor<f32>
+  %d2 = kiln.div %y, %s2 : tensor<8xf32>, tensor<f32>
+  %n2 = kiln.round %d2 : tensor<8xf32>
+  %a2 = kiln.add %n2, %z : tensor<8xf32>, tensor<f32>
+  %l2 = kiln.max %a2, %lo : tensor<8xf32>, tensor<f32>
+  %h2 = kiln.min %l2, %hi : tensor<8xf32>, tensor<f32>
+  %q2 = kiln.cast %h2 : tensor<8xf32> -> tensor<8xui8>
+  return %y, %q2 : tensor<8xf32>, tensor<8xui8>
+}
+
+// -----
+
 // A QDQ Add's requantization (a residual of two dequantized activations,
 // through a ReLU): ((a - 3) * 0.5 + (b - 7) * 0.25) / 0.125, rounded, is
 // relu((a - 3) * 4 + (b - 7) * 2) rounded (4 = 0x40800000, 2 = 0x40000000).
