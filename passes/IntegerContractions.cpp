@@ -34,20 +34,17 @@
 // (onnxruntime's QLinearConv and QLinearMatMul requantize by sA * sW / sY).
 // A sum of two scaled terms divided by a constant before rounding (a QDQ
 // Add of two activations, a residual) takes it into the terms' scales the
-// same way. Values agree with the f32 chain's up to its rounding. A ReLU or
-// clip whose bounds the quantization's clamp covers goes (a ReLU6 before a
-// quantization over [0, 6]). A division no fold took in (a QDQ model's
-// elementwise ops, each quantized) becomes a multiplication by 1 / c.
+// same way. Values agree with the f32 chain's up to its rounding.
 //
-// A quantization of a dequantized value with the same scale and zero point,
-// maybe through reshapes and transposes (a QDQ model quantizes a data
-// movement's result again), gives the bytes back exactly: the data
-// movements then move the bytes.
+// The quantizations that no product takes in (requantizations of the same
+// bytes, round trips between f32 ops, divisions left, saturated
+// activations) simplify in QdqSimplifications.cpp, which this pass runs.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/ConvStrategy.h"
 #include "passes/ConstantData.h"
 #include "passes/Passes.h"
+#include "passes/QdqPatterns.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -63,93 +60,6 @@ namespace kiln {
 namespace {
 
 RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
-
-/// The one value of a constant scalar (any shape of one element).
-std::optional<float> scalarOf(Value v) {
-  if (!v || typeOf(v).getNumElements() != 1)
-    return std::nullopt;
-  auto vals = getNumberConstant(v);
-  if (!vals || vals->size() != 1)
-    return std::nullopt;
-  return vals->front();
-}
-
-/// A dequantized activation: (cast(q) - zero) * scale, q 8-bit.
-struct Dequantized {
-  Value q;
-  float zero = 0, scale = 0;
-};
-
-std::optional<Dequantized> dequantized(Value a) {
-  auto mul = a.getDefiningOp<MulOp>();
-  if (!mul)
-    return std::nullopt;
-  for (int side = 0; side < 2; ++side) {
-    auto scale = scalarOf(mul->getOperand(1 - side));
-    if (!scale || !(*scale > 0) || !std::isfinite(*scale))
-      continue;
-    Value x = mul->getOperand(side);
-    Dequantized d;
-    d.scale = *scale;
-    if (auto sub = x.getDefiningOp<SubOp>()) {
-      auto zero = scalarOf(sub.getRhs());
-      if (!zero)
-        continue;
-      d.zero = *zero;
-      x = sub.getLhs();
-    }
-    auto cast = x.getDefiningOp<CastOp>();
-    if (!cast || typeOf(x).getShape() != typeOf(a).getShape() ||
-        !typeOf(cast.getInput()).getElementType().isInteger(8) ||
-        !typeOf(x).getElementType().isF32())
-      continue;
-    d.q = cast.getInput();
-    bool isUnsigned = typeOf(d.q).getElementType().isUnsignedInteger();
-    float lo = isUnsigned ? 0.0f : -128.0f, hi = isUnsigned ? 255.0f : 127.0f;
-    if (d.zero != std::nearbyint(d.zero) || d.zero < lo || d.zero > hi)
-      continue;
-    return d;
-  }
-  return std::nullopt;
-}
-
-/// A QuantizeLinear as the ONNX importer writes it:
-/// cast(min(max(round(x / scale) + zero, lo), hi)) to an 8-bit type (the
-/// addition may be absent).
-struct Quantization {
-  Value x;
-  float scale = 0, zero = 0, lo = 0, hi = 0;
-};
-
-std::optional<Quantization> quantizationOf(CastOp cast) {
-  // The one scalar-constant operand of a binary op and the other one.
-  auto split = [](Operation *op) -> std::optional<std::pair<Value, float>> {
-    if (!op || op->getNumOperands() != 2)
-      return std::nullopt;
-    for (int side = 0; side < 2; ++side)
-      if (auto c = scalarOf(op->getOperand(1 - side)))
-        return std::make_pair(op->getOperand(side), *c);
-    return std::nullopt;
-  };
-  if (!cast.getType().getElementType().isInteger(8))
-    return std::nullopt;
-  Quantization qz;
-  auto hi = split(cast.getInput().getDefiningOp<MinOp>());
-  auto lo = hi ? split(hi->first.getDefiningOp<MaxOp>()) : std::nullopt;
-  if (!lo)
-    return std::nullopt;
-  qz.hi = hi->second, qz.lo = lo->second;
-  Value v = lo->first;
-  if (auto zero = split(v.getDefiningOp<AddOp>()))
-    v = zero->first, qz.zero = zero->second;
-  auto round = v.getDefiningOp<RoundOp>();
-  auto div = round ? round.getInput().getDefiningOp<DivOp>() : DivOp();
-  auto scale = div ? scalarOf(div.getRhs()) : std::nullopt;
-  if (!scale || div.getType() != typeOf(div.getLhs()))
-    return std::nullopt;
-  qz.x = div.getLhs(), qz.scale = *scale;
-  return qz;
-}
 
 /// Weights [K, N] (row-major f32) as int8 times one scale per column.
 struct Quantized {
@@ -251,22 +161,6 @@ std::optional<OutputScale> outputScaleAfter(Value v) {
     return std::nullopt;
   o.c = *c;
   return o;
-}
-
-/// Whether `div` is a QuantizeLinear's division: its quotient rounded,
-/// maybe shifted by the zero point and clamped, then cast to 8 bits.
-bool quantizes(DivOp div) {
-  Operation *op = div;
-  if (!op->hasOneUse() || !isa<RoundOp>(*op->getUsers().begin()))
-    return false;
-  for (int steps = 0; steps < 5 && op->hasOneUse(); ++steps) {
-    op = *op->getUsers().begin();
-    if (auto cast = dyn_cast<CastOp>(op))
-      return getElementTypeOrSelf(cast.getType()).isInteger(8);
-    if (!isa<RoundOp, AddOp, MaxOp, MinOp>(op))
-      return false;
-  }
-  return false;
 }
 
 struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContractionsPass> {
@@ -498,109 +392,8 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     return true;
   }
 
-  /// A quantization of a dequantized 8-bit q with the same scale and zero
-  /// point, maybe through reshapes and transposes (a QDQ model quantizes
-  /// each data movement's result again): q itself, moved as the values
-  /// were. Exact: (q - z) * s / s is within a few ulps of q - z, which
-  /// rounds back to it, and the clamp holds q's whole range.
-  void dropRequantization(CastOp cast) {
-    auto qz = quantizationOf(cast);
-    if (!qz)
-      return;
-    SmallVector<Operation *> moves; // from the quantization back
-    Value x = qz->x;
-    while (isa_and_nonnull<ReshapeOp, TransposeOp>(x.getDefiningOp())) {
-      moves.push_back(x.getDefiningOp());
-      x = x.getDefiningOp()->getOperand(0);
-    }
-    auto d = dequantized(x);
-    Type t = cast.getType().getElementType();
-    if (!d || typeOf(d->q).getElementType() != t || d->scale != qz->scale ||
-        d->zero != qz->zero)
-      return;
-    bool isUnsigned = t.isUnsignedInteger();
-    if (qz->lo > (isUnsigned ? 0.0f : -128.0f) || qz->hi < (isUnsigned ? 255.0f : 127.0f))
-      return;
-    OpBuilder b(cast);
-    Value v = d->q;
-    for (Operation *move : llvm::reverse(moves)) {
-      Operation *moved = b.clone(*move);
-      moved->setOperand(0, v);
-      moved->getResult(0).setType(typeOf(move->getResult(0)).clone(t));
-      v = moved->getResult(0);
-    }
-    cast.getResult().replaceAllUsesWith(v);
-  }
-
-  /// A quantization whose bytes are only dequantized again, with the same
-  /// zero point z (a QDQ model's elementwise ops, each quantized, between
-  /// f32 ops): the 8-bit round trip of an integer in [lo, hi] is exact, and
-  /// adding z then taking it away is too, so
-  /// (cast(clamp(round(x / s) + z, lo, hi)) - z) * s2
-  /// = clamp(round(x * (1 / s)), lo - z, hi - z) * s2: four operations on
-  /// the way where there were nine, one a division.
-  void fakeQuantize(CastOp back) {
-    auto bytes = back.getInput().getDefiningOp<CastOp>();
-    if (!bytes || !back.getType().getElementType().isF32() || !back->hasOneUse() ||
-        !bytes->hasOneUse())
-      return;
-    auto qz = quantizationOf(bytes);
-    if (!qz || !(qz->scale > 0) || !std::isfinite(qz->scale))
-      return;
-    Value prev = back.getResult();
-    Operation *user = *back->getUsers().begin();
-    if (auto sub = dyn_cast<SubOp>(user)) {
-      auto z = scalarOf(sub.getRhs());
-      if (sub.getLhs() != prev || !z || *z != qz->zero || !sub->hasOneUse())
-        return;
-      prev = sub.getResult();
-      user = *sub->getUsers().begin();
-    } else if (qz->zero != 0.0f) {
-      return;
-    }
-    auto mul = dyn_cast<MulOp>(user);
-    if (!mul || mul.getType() != typeOf(qz->x))
-      return;
-    auto s2 = scalarOf(mul.getLhs() == prev ? mul.getRhs() : mul.getLhs());
-    if (!s2)
-      return;
-    OpBuilder b(mul);
-    Location loc = mul.getLoc();
-    auto scalarType = RankedTensorType::get({}, b.getF32Type());
-    auto constant = [&](float v, StringRef name) {
-      return makeF32Constant(b, loc, scalarType, {v}, name);
-    };
-    Value v = MulOp::create(b, loc, qz->x,
-                            constant(static_cast<float>(1.0 / double(qz->scale)),
-                                     "int8_inverse_scale"));
-    v = RoundOp::create(b, loc, v);
-    v = MaxOp::create(b, loc, v, constant(qz->lo - qz->zero, "int8_fake_min"));
-    v = MinOp::create(b, loc, v, constant(qz->hi - qz->zero, "int8_fake_max"));
-    v = MulOp::create(b, loc, v, constant(*s2, "int8_fake_scale"));
-    mul.getResult().replaceAllUsesWith(v);
-  }
-
-  /// A QuantizeLinear's division by a constant c > 0 that no fold above
-  /// took in (a QDQ model's elementwise ops: a GELU's five quantizations, a
-  /// sum with an unscaled term): x * (1 / c), a multiplication where a
-  /// vector division costs several.
-  void multiplyByInverse(DivOp div) {
-    auto c = scalarOf(div.getRhs());
-    if (!c || !(*c > 0) || !std::isfinite(*c) || !quantizes(div))
-      return;
-    OpBuilder b(div);
-    Value inverse = makeF32Constant(b, div.getLoc(), typeOf(div.getRhs()),
-                                    {static_cast<float>(1.0 / double(*c))}, "int8_inverse_scale");
-    auto mul = MulOp::create(b, div.getLoc(), div.getLhs(), inverse);
-    div.getResult().replaceAllUsesWith(mul.getResult());
-    div->erase();
-  }
-
   void runOnOperation() override {
-    SmallVector<CastOp> casts;
-    getOperation().walk([&](CastOp c) { casts.push_back(c); });
-    for (CastOp c : casts)
-      dropRequantization(c);
+    dropRequantizations(getOperation());
     SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {
       if (isa<GemmOp, MatMulOp, ConvOp>(op))
@@ -623,60 +416,7 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
     getOperation().walk([&](DivOp d) { divisions.push_back(d); });
     for (DivOp d : divisions)
       foldSumScale(d);
-    casts.clear();
-    getOperation().walk([&](CastOp c) { casts.push_back(c); });
-    for (CastOp c : casts)
-      fakeQuantize(c);
-    divisions.clear();
-    getOperation().walk([&](DivOp d) { divisions.push_back(d); });
-    for (DivOp d : divisions)
-      multiplyByInverse(d);
-    SmallVector<Operation *> activations;
-    getOperation().walk([&](Operation *op) {
-      if (isa<ReluOp, ClipOp>(op))
-        activations.push_back(op);
-    });
-    for (Operation *op : activations)
-      dropSaturatedActivation(op);
-  }
-
-  /// A ReLU or clip whose result is quantized -- rounded, shifted by the
-  /// zero point z and clamped to [lo, hi] -- with bounds the clamp covers
-  /// (round(min) + z <= lo, round(max) + z >= hi; a ReLU's min is 0): the
-  /// clamp alone gives the same values (round is monotonic), so the
-  /// activation goes, as onnxruntime's quantizer drops it (ReLU6 before a
-  /// quantization over [0, 6]).
-  void dropSaturatedActivation(Operation *op) {
-    float lo = 0.0f, hi = INFINITY;
-    if (auto clip = dyn_cast<ClipOp>(op))
-      lo = clip.getMin().convertToFloat(), hi = clip.getMax().convertToFloat();
-    auto next = [](Operation *o) -> Operation * {
-      return o->hasOneUse() ? *o->getUsers().begin() : nullptr;
-    };
-    // The other operand of a binary op that reads `o`, if it is a scalar constant.
-    auto constantOther = [](Operation *user, Operation *o) -> std::optional<float> {
-      Value other = user->getOperand(0) == o->getResult(0) ? user->getOperand(1) : user->getOperand(0);
-      return scalarOf(other);
-    };
-    Operation *round = next(op);
-    if (!round || !isa<RoundOp>(round))
-      return;
-    Operation *user = next(round), *last = round;
-    float z = 0.0f;
-    if (user && isa<AddOp>(user)) {
-      auto c = constantOther(user, last);
-      if (!c)
-        return;
-      z = *c, last = user, user = next(user);
-    }
-    auto floor = user && isa<MaxOp>(user) ? constantOther(user, last) : std::nullopt;
-    Operation *minOp = floor ? next(user) : nullptr;
-    auto ceiling = minOp && isa<MinOp>(minOp) ? constantOther(minOp, user) : std::nullopt;
-    if (!floor || !ceiling || op->getResult(0).getType() != op->getOperand(0).getType() ||
-        !(std::nearbyint(lo) + z <= *floor) || !(std::nearbyint(hi) + z >= *ceiling))
-      return;
-    op->getResult(0).replaceAllUsesWith(op->getOperand(0));
-    op->erase();
+    simplifyQuantizations(getOperation());
   }
 };
 

@@ -281,9 +281,7 @@ func.func @qdq_saturated_activation(%q: tensor<2x3xui8>) -> (tensor<2x2xui8>, te
 // A QDQ model quantizes a reshape's and a transpose's results again with
 // the same scale and zero point: those quantizations give back the bytes,
 // so the reshape and the transpose move the uint8 values themselves. A
-// quantization with another scale stays. A quantization that is left
-// multiplies by the inverse of its scale (1 / 0.25 = 4), which no product
-// took in.
+// quantization with another scale stays.
 // CHECK-LABEL: func @qdq_requantization
 // CHECK-SAME: (%[[Q:.*]]: tensor<2x6xui8>)
 // CHECK: %[[R:.*]] = kiln.reshape %[[Q]] : tensor<2x6xui8> -> tensor<2x3x2xui8>
@@ -291,9 +289,7 @@ func.func @qdq_saturated_activation(%q: tensor<2x3xui8>) -> (tensor<2x2xui8>, te
 // CHECK: %[[F:.*]] = kiln.cast %[[T]] : tensor<2x2x3xui8> -> tensor<2x2x3xf32>
 // CHECK: %[[S:.*]] = kiln.sub %[[F]]
 // CHECK: %[[D:.*]] = kiln.mul %[[S]]
-// CHECK: kiln.mul %[[D]], %[[INV:.*]] : tensor<2x2x3xf32>, tensor<f32>
-// CHECK-NOT: kiln.div
-// CHECK: int8_inverse_scale{{.*}}: "0x0400000000008040"
+// CHECK: kiln.div %[[D]], %{{.*}} : tensor<2x2x3xf32>, tensor<f32>
 func.func @qdq_requantization(%q: tensor<2x6xui8>) -> (tensor<2x2x3xui8>, tensor<2x2x3xui8>) {
   %s = kiln.constant dense<0.5> : tensor<f32>
   %z = kiln.constant dense<3.0> : tensor<f32>
@@ -335,21 +331,20 @@ func.func @qdq_requantization(%q: tensor<2x6xui8>) -> (tensor<2x2x3xui8>, tensor
 // -----
 
 // A quantization whose bytes are only dequantized again (zero point 3,
-// scale 0.25) stays in f32: clamp(round(x * 4), 0 - 3, 255 - 3) * 0.25
+// scale 0.25) stays in f32: clamp(round(x / 0.25), 0 - 3, 255 - 3) * 0.25
 // (-3 = 0xC0400000, 252 = 0x437C0000). Bytes that something else reads
 // (the second quantization's, scale 0.5, returned) keep the byte form.
 // CHECK-LABEL: func @qdq_fake_quantize
 // CHECK-SAME: (%[[X:.*]]: tensor<8xf32>)
-// CHECK: %[[INV:.*]] = kiln.constant dense_resource<int8_inverse_scale>
-// CHECK-NEXT: %[[M:.*]] = kiln.mul %[[X]], %[[INV]] : tensor<8xf32>, tensor<f32>
+// CHECK: %[[M:.*]] = kiln.div %[[X]], %{{.*}} : tensor<8xf32>, tensor<f32>
 // CHECK-NEXT: %[[R:.*]] = kiln.round %[[M]]
-// CHECK-NEXT: %[[FMIN:.*]] = kiln.constant dense_resource<int8_fake_min>
+// CHECK: %[[FMIN:.*]] = kiln.constant dense_resource<int8_fake_min>
 // CHECK-NEXT: %[[LO:.*]] = kiln.max %[[R]], %[[FMIN]]
 // CHECK-NEXT: %[[FMAX:.*]] = kiln.constant dense_resource<int8_fake_max>
 // CHECK-NEXT: %[[HI:.*]] = kiln.min %[[LO]], %[[FMAX]]
 // CHECK-NEXT: %[[FS:.*]] = kiln.constant dense_resource<int8_fake_scale>
 // CHECK-NEXT: %[[Y:.*]] = kiln.mul %[[HI]], %[[FS]]
-// CHECK: %[[M2:.*]] = kiln.mul %[[Y]], %{{.*}}
+// CHECK: %[[M2:.*]] = kiln.div %[[Y]], %{{.*}}
 // CHECK: %[[R2:.*]] = kiln.round %[[M2]]
 // CHECK: %[[Q2:.*]] = kiln.cast %{{.*}} : tensor<8xf32> -> tensor<8xui8>
 // CHECK: return %[[Y]], %[[Q2]] : tensor<8xf32>, tensor<8xui8>
