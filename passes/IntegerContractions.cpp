@@ -37,8 +37,8 @@
 // same way. Values agree with the f32 chain's up to its rounding.
 //
 // The quantizations that no product takes in (requantizations of the same
-// bytes, round trips between f32 ops, divisions left, saturated
-// activations) simplify in QdqSimplifications.cpp, which this pass runs.
+// bytes, round trips between f32 ops, saturated activations) simplify in
+// QdqSimplifications.cpp, which this pass runs.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/ConvStrategy.h"
@@ -241,8 +241,9 @@ struct IntegerContractionsPass : impl::IntegerContractionsPassBase<IntegerContra
       return;
     if (auto clip = dyn_cast_or_null<ClipOp>(out->activation)) {
       float c = static_cast<float>(out->c);
-      clip.setMinAttr(FloatAttr::get(clip.getMinAttr().getType(), clip.getMin().convertToFloat() / c));
-      clip.setMaxAttr(FloatAttr::get(clip.getMaxAttr().getType(), clip.getMax().convertToFloat() / c));
+      Type f32 = clip.getMinAttr().getType();
+      clip.setMinAttr(FloatAttr::get(f32, clip.getMin().convertToFloat() / c));
+      clip.setMaxAttr(FloatAttr::get(f32, clip.getMax().convertToFloat() / c));
     }
     out->div.getResult().replaceAllUsesWith(out->activation ? out->activation->getResult(0) : y);
     out->div->erase();

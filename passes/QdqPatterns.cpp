@@ -80,11 +80,17 @@ std::optional<Quantization> quantizationOf(CastOp cast) {
   if (auto zero = split(v.getDefiningOp<AddOp>()))
     v = zero->first, qz.zero = zero->second;
   auto round = v.getDefiningOp<RoundOp>();
-  auto div = round ? round.getInput().getDefiningOp<DivOp>() : DivOp();
-  auto scale = div ? scalarOf(div.getRhs()) : std::nullopt;
-  if (!scale || div.getType() != typeOf(div.getLhs()))
+  if (!round)
     return std::nullopt;
-  qz.x = div.getLhs(), qz.rounded = round.getResult(), qz.scale = *scale;
+  qz.rounded = round.getResult();
+  auto div = round.getInput().getDefiningOp<DivOp>();
+  auto scale = div ? scalarOf(div.getRhs()) : std::nullopt;
+  if (!scale || div.getType() != typeOf(div.getLhs())) {
+    // No division: a product took the scale into its own (scale 1 here).
+    qz.x = round.getInput(), qz.scale = 1.0f;
+    return qz;
+  }
+  qz.x = div.getLhs(), qz.scale = *scale;
   return qz;
 }
 

@@ -26,7 +26,8 @@ struct Dequantized {
 std::optional<Dequantized> dequantized(mlir::Value a);
 
 /// A QuantizeLinear: cast(min(max(round(x / scale) + zero, lo), hi)) to an
-/// 8-bit type (the addition may be absent).
+/// 8-bit type (the addition may be absent; without the division, which a
+/// product took into its scales, scale is 1).
 struct Quantization {
   mlir::Value x, rounded; // rounded: round(x / scale)
   float scale = 0, zero = 0, lo = 0, hi = 0;

@@ -21,6 +21,7 @@
 #include "passes/QdqPatterns.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
 
@@ -107,6 +108,20 @@ void fakeQuantize(CastOp back) {
   v = MinOp::create(b, loc, v, constant(qz->hi - qz->zero, "int8_fake_max"));
   v = MulOp::create(b, loc, v, constant(*s2, "int8_fake_scale"));
   mul.getResult().replaceAllUsesWith(v);
+  // The old chain back to the rounding, now unread (so that the rounding
+  // has one reader again for dropSaturatedActivation).
+  SmallVector<Operation *> dead{mul};
+  llvm::SmallPtrSet<Operation *, 8> erased;
+  while (!dead.empty()) {
+    Operation *op = dead.pop_back_val();
+    if (erased.contains(op) || !op->use_empty() || isa<ConstantOp>(op))
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        dead.push_back(def);
+    erased.insert(op);
+    op->erase();
+  }
 }
 
 /// A ReLU or clip whose result is quantized -- rounded, shifted by the
@@ -124,8 +139,8 @@ void dropSaturatedActivation(Operation *op) {
   };
   // The other operand of a binary op that reads `o`, if it is a scalar constant.
   auto constantOther = [](Operation *user, Operation *o) -> std::optional<float> {
-    Value other = user->getOperand(0) == o->getResult(0) ? user->getOperand(1) : user->getOperand(0);
-    return scalarOf(other);
+    bool first = user->getOperand(0) == o->getResult(0);
+    return scalarOf(user->getOperand(first ? 1 : 0));
   };
   Operation *round = next(op);
   if (!round || !isa<RoundOp>(round))

@@ -376,6 +376,42 @@ func.func @qdq_fake_quantize(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xui8>
 
 // -----
 
+// A product's ReLU quantized with zero point 0 and dequantized for an f32
+// reader (a pool): the division goes into the product's scales, the round
+// trip stays in f32, and the ReLU goes (the clamp at 0 does its work).
+// CHECK-LABEL: func @qdq_relu_round_trip
+// CHECK: kiln.matmul_integer
+// CHECK-NOT: kiln.relu
+// CHECK-NOT: kiln.cast %{{.*}} -> tensor<2x2xui8>
+// CHECK: %[[R:.*]] = kiln.round
+// CHECK-NEXT: kiln.constant dense_resource<int8_fake_min>
+// CHECK-NEXT: kiln.max %[[R]]
+// CHECK-NOT: kiln.relu
+// CHECK: return
+func.func @qdq_relu_round_trip(%q: tensor<2x3xui8>) -> tensor<2x2xf32> {
+  %f = kiln.cast %q : tensor<2x3xui8> -> tensor<2x3xf32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %a = kiln.mul %f, %s : tensor<2x3xf32>, tensor<f32>
+  %w = kiln.constant dense<[[1.27, -0.5, 0.03], [0.02, -0.64, 0.1]]> : tensor<2x3xf32>
+  %y = kiln.gemm %a, %w {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = false, trans_b = true} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
+  %r = kiln.relu %y : tensor<2x2xf32>
+  %os = kiln.constant dense<0.125> : tensor<f32>
+  %z = kiln.constant dense<0.0> : tensor<f32>
+  %hi = kiln.constant dense<255.0> : tensor<f32>
+  %d = kiln.div %r, %os : tensor<2x2xf32>, tensor<f32>
+  %n = kiln.round %d : tensor<2x2xf32>
+  %nz = kiln.add %n, %z : tensor<2x2xf32>, tensor<f32>
+  %c0 = kiln.max %nz, %z : tensor<2x2xf32>, tensor<f32>
+  %c1 = kiln.min %c0, %hi : tensor<2x2xf32>, tensor<f32>
+  %o = kiln.cast %c1 : tensor<2x2xf32> -> tensor<2x2xui8>
+  %b = kiln.cast %o : tensor<2x2xui8> -> tensor<2x2xf32>
+  %bz = kiln.sub %b, %z : tensor<2x2xf32>, tensor<f32>
+  %dq = kiln.mul %bz, %os : tensor<2x2xf32>, tensor<f32>
+  return %dq : tensor<2x2xf32>
+}
+
+// -----
+
 // A QDQ Add's requantization (a residual of two dequantized activations,
 // through a ReLU): ((a - 3) * 0.5 + (b - 7) * 0.25) / 0.125, rounded, is
 // relu((a - 3) * 4 + (b - 7) * 2) rounded (4 = 0x40800000, 2 = 0x40000000).
