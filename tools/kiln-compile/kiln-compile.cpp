@@ -93,9 +93,10 @@ static cl::opt<std::string> precisionOpt("precision",
              "like autocast; softmax, normalizations, reductions and the outputs in fp32); "
              "auto (bf16 where the outputs stay within --tolerance of the fp32 build on the "
              "calibration inputs, fp32 elsewhere); int8 (CPU: post-training quantization of "
-             "every gemm and matmul with constant weights -- uint8 activations over their "
-             "range on the calibration inputs, int8 weights per output column -- onto the "
-             "8-bit kernels)"),
+             "every gemm, matmul and conv with constant weights -- uint8 activations over "
+             "their range on the calibration inputs, one quantization per activation that "
+             "all its readers read, int8 weights per output column -- onto the 8-bit "
+             "kernels; depthwise convs on the 8-bit activations)"),
     cl::init("fp32"));
 static cl::opt<double> tolerance("tolerance",
     cl::cat(kilnCategory), cl::desc("--precision=auto: the largest relative error allowed, "
