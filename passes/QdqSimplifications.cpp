@@ -21,7 +21,6 @@
 #include "passes/QdqPatterns.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
 
@@ -108,20 +107,6 @@ void fakeQuantize(CastOp back) {
   v = MinOp::create(b, loc, v, constant(qz->hi - qz->zero, "int8_fake_max"));
   v = MulOp::create(b, loc, v, constant(*s2, "int8_fake_scale"));
   mul.getResult().replaceAllUsesWith(v);
-  // The old chain back to the rounding, now unread (so that the rounding
-  // has one reader again for dropSaturatedActivation).
-  SmallVector<Operation *> dead{mul};
-  llvm::SmallPtrSet<Operation *, 8> erased;
-  while (!dead.empty()) {
-    Operation *op = dead.pop_back_val();
-    if (erased.contains(op) || !op->use_empty() || isa<ConstantOp>(op))
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        dead.push_back(def);
-    erased.insert(op);
-    op->erase();
-  }
 }
 
 /// A ReLU or clip whose result is quantized -- rounded, shifted by the
@@ -173,10 +158,8 @@ void dropRequantizations(Operation *root) {
 }
 
 void simplifyQuantizations(Operation *root) {
-  SmallVector<CastOp> casts;
-  root->walk([&](CastOp c) { casts.push_back(c); });
-  for (CastOp c : casts)
-    fakeQuantize(c);
+  // Activations first: a round trip kept in f32 leaves its old chain for
+  // the canonicalizer, which would hide the rounding's one reader.
   SmallVector<Operation *> activations;
   root->walk([&](Operation *op) {
     if (isa<ReluOp, ClipOp>(op))
@@ -184,6 +167,10 @@ void simplifyQuantizations(Operation *root) {
   });
   for (Operation *op : activations)
     dropSaturatedActivation(op);
+  SmallVector<CastOp> casts;
+  root->walk([&](CastOp c) { casts.push_back(c); });
+  for (CastOp c : casts)
+    fakeQuantize(c);
 }
 
 } // namespace kiln

@@ -384,10 +384,11 @@ func.func @qdq_fake_quantize(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xui8>
 // CHECK-NOT: kiln.relu
 // CHECK-NOT: kiln.cast %{{.*}} -> tensor<2x2xui8>
 // CHECK: %[[R:.*]] = kiln.round
-// CHECK-NEXT: kiln.constant dense_resource<int8_fake_min>
-// CHECK-NEXT: kiln.max %[[R]]
+// CHECK: %[[FMIN:.*]] = kiln.constant dense_resource<int8_fake_min>
+// CHECK-NEXT: kiln.max %[[R]], %[[FMIN]]
+// CHECK: %[[Y:.*]] = kiln.mul %{{.*}}, %{{.*}} : tensor<2x2xf32>, tensor<f32>
 // CHECK-NOT: kiln.relu
-// CHECK: return
+// CHECK: return %[[Y]]
 func.func @qdq_relu_round_trip(%q: tensor<2x3xui8>) -> tensor<2x2xf32> {
   %f = kiln.cast %q : tensor<2x3xui8> -> tensor<2x3xf32>
   %s = kiln.constant dense<0.5> : tensor<f32>
